@@ -1,0 +1,1 @@
+"""alerts: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""dashboards: see README.md beside this file."""

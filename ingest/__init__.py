@@ -1,0 +1,1 @@
+"""ingest: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""lab: see README.md beside this file."""

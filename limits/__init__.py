@@ -1,0 +1,1 @@
+"""limits: see README.md beside this file."""

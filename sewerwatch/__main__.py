@@ -1,0 +1,3 @@
+from sewerwatch.cli import main
+
+raise SystemExit(main())

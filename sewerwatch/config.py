@@ -1,0 +1,420 @@
+"""The utility's configuration: one TOML file describing the village and its industrial users.
+
+Sections (see ``examples/demo-village.toml`` for a complete, commented file):
+
+``[utility]``
+    ``name``, ``pack`` (the jurisdiction's rule pack, ``limits/packs/<pack>.toml``),
+    optional ``timezone``.
+``[services]``
+    optional ``db_url``, ``mqtt_url`` (use those instead of the embedded services),
+    ``state_dir``, ``pg_port``, ``mqtt_port`` for the embedded ones.
+``[[sites]]``
+    the industrial users: ``id`` (a short slug used in MQTT topics), ``name``, ``sic``,
+    ``permit``, optional ``pack`` (defaults to the utility's).
+``[[devices]]``
+    Modbus TCP devices at control manholes: ``id``, ``site``, ``host``, ``port``,
+    ``unit_id``, ``profile``, ``interval_s``.
+``[[sensors]]``
+    ``site``, ``name``, ``parameter`` (``ph``, ``temperature``, ``flow``, ``level``), ``unit``,
+    ``source`` (``modbus`` or ``mqtt``); a Modbus sensor names its ``device`` and the profile
+    ``field``; an MQTT sensor may give its ``topic`` (default ``sewerwatch/<site>/<name>``).
+``[alerts]``
+    ``hold_off_s``, ``escalate_after_min``, and ``[[alerts.contacts]]`` with ``name``, ``urls``
+    (apprise URLs) and ``escalation`` (true for the second contact list).
+
+Every validation error names the file, the key and what is wrong, e.g.
+``demo.toml: sites[2].sic: expected a 4-digit SIC code, got '20x1'``.
+Environment overrides: ``SEWERWATCH_DB_URL``, ``SEWERWATCH_MQTT_URL``,
+``SEWERWATCH_STATE_DIR``, ``SEWERWATCH_PG_PORT``, ``SEWERWATCH_MQTT_PORT``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from limits.units import CONVERSIONS
+from sewerwatch.errors import ConfigError
+from sewerwatch.paths import PROJECT_ROOT, default_state_dir
+
+PACKS_DIR = PROJECT_ROOT / "limits" / "packs"
+PROFILES_DIR = PROJECT_ROOT / "ingest" / "profiles"
+DEFAULT_PG_PORT = 55432
+DEFAULT_MQTT_PORT = 51883
+SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Site:
+    id: str
+    name: str
+    pack: str
+    sic: str | None = None
+    permit: str | None = None
+
+
+@dataclass(frozen=True)
+class Device:
+    id: str
+    site: str
+    host: str
+    port: int
+    unit_id: int
+    profile: str
+    interval_s: float
+
+
+@dataclass(frozen=True)
+class Sensor:
+    site: str
+    name: str
+    parameter: str
+    unit: str
+    source: str
+    device: str | None = None
+    field: str | None = None
+    topic: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``<site>/<name>``, unique in the utility."""
+        return f"{self.site}/{self.name}"
+
+    @property
+    def address(self) -> str:
+        """Where the reading comes from: ``modbus:<device>/<field>`` or ``mqtt:<topic>``."""
+        if self.source == "modbus":
+            return f"modbus:{self.device}/{self.field}"
+        return f"mqtt:{self.topic}"
+
+
+@dataclass(frozen=True)
+class Contact:
+    name: str
+    urls: tuple[str, ...]
+    escalation: bool = False
+
+
+@dataclass(frozen=True)
+class Services:
+    db_url: str | None
+    mqtt_url: str | None
+    state_dir: Path
+    pg_port: int
+    mqtt_port: int
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str
+    name: str
+    pack: str
+    timezone: str | None
+    services: Services
+    sites: tuple[Site, ...] = ()
+    devices: tuple[Device, ...] = ()
+    sensors: tuple[Sensor, ...] = ()
+    contacts: tuple[Contact, ...] = ()
+    hold_off_s: float = 300.0
+    escalate_after_min: float = 30.0
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def site(self, site_id: str) -> Site:
+        for s in self.sites:
+            if s.id == site_id:
+                return s
+        raise KeyError(site_id)
+
+
+# --- a small validator: each key has a type check and a default ----------------------
+
+_REQUIRED = object()
+
+
+class _Section:
+    """Check one TOML table against a spec ``{key: (checker, default)}``."""
+
+    def __init__(self, path: str, where: str, table: Any, spec: dict[str, tuple[Callable, Any]]):
+        self.path, self.where = path, where
+        if not isinstance(table, dict):
+            raise ConfigError(path, where, f"expected a table, got {_show(table)}")
+        unknown = sorted(set(table) - set(spec))
+        if unknown:
+            raise ConfigError(path, self.key(unknown[0]),
+                              f"unknown key (expected one of: {', '.join(spec)})")
+        self.values = {}
+        for key, (check, default) in spec.items():
+            if key in table:
+                self.values[key] = check(self, key, table[key])
+            elif default is _REQUIRED:
+                raise ConfigError(path, self.key(key), "missing (required)")
+            else:
+                self.values[key] = default
+
+    def key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, problem: str):
+        raise ConfigError(self.path, self.key(key), problem)
+
+
+def _show(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+
+
+def _str(sec, key, v):
+    if not isinstance(v, str) or not v.strip():
+        sec.fail(key, f"expected a non-empty string, got {_show(v)}")
+    return v
+
+
+def _slug(sec, key, v):
+    _str(sec, key, v)
+    if not SLUG.match(v):
+        sec.fail(key, f"expected a short lowercase id (letters, digits, - and _), got {v!r}")
+    return v
+
+
+def _int_range(lo: int, hi: int):
+    def check(sec, key, v):
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            sec.fail(key, f"expected an integer from {lo} to {hi}, got {_show(v)}")
+        return v
+    return check
+
+
+def _positive(sec, key, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        sec.fail(key, f"expected a positive number, got {_show(v)}")
+    return float(v)
+
+
+def _bool(sec, key, v):
+    if not isinstance(v, bool):
+        sec.fail(key, f"expected true or false, got {_show(v)}")
+    return v
+
+
+def _sic(sec, key, v):
+    if not isinstance(v, str) or not re.fullmatch(r"\d{4}", v):
+        sec.fail(key, f"expected a 4-digit SIC code as a string, got {_show(v)}")
+    return v
+
+
+def _pack(sec, key, v):
+    _str(sec, key, v)
+    if not (PACKS_DIR / f"{v}.toml").is_file():
+        known = ", ".join(sorted(p.stem for p in PACKS_DIR.glob("*.toml"))) or "none installed"
+        sec.fail(key, f"unknown rule pack {v!r} (known: {known})")
+    return v
+
+
+def _timezone(sec, key, v):
+    _str(sec, key, v)
+    try:
+        ZoneInfo(v)
+    except (ZoneInfoNotFoundError, ValueError):
+        sec.fail(key, f"unknown time zone {v!r} (expected an IANA name such as 'America/Chicago')")
+    return v
+
+
+def _url(*schemes: str):
+    def check(sec, key, v):
+        _str(sec, key, v)
+        scheme = v.split("://", 1)[0] if "://" in v else ""
+        if scheme not in schemes:
+            sec.fail(key, f"expected a URL starting with {' or '.join(s + '://' for s in schemes)}, got {v!r}")
+        return v
+    return check
+
+
+def _one_of(*choices: str):
+    def check(sec, key, v):
+        if v not in choices:
+            sec.fail(key, f"expected one of {', '.join(choices)}, got {_show(v)}")
+        return v
+    return check
+
+
+def _str_list(sec, key, v):
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        sec.fail(key, f"expected a non-empty list of strings, got {_show(v)}")
+    return tuple(v)
+
+
+def _array_of_tables(path: str, where: str, value: Any) -> list:
+    if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
+        raise ConfigError(path, where, f"expected an array of tables ([[{where}]]), got {_show(value)}")
+    return value
+
+
+def _unique(path: str, where: str, items: list, key: Callable, what: str) -> None:
+    seen: dict = {}
+    for i, item in enumerate(items):
+        k = key(item)
+        if k in seen:
+            raise ConfigError(path, f"{where}[{i}]", f"duplicate {what} {k!r} (first at {where}[{seen[k]}])")
+        seen[k] = i
+
+
+# --- loading -------------------------------------------------------------------------
+
+
+def find_config_path(explicit: str | None = None) -> Path | None:
+    """The config file to use: ``explicit``, ``$SEWERWATCH_CONFIG``, or ``./sewerwatch.toml``."""
+    for candidate in (explicit, os.environ.get("SEWERWATCH_CONFIG")):
+        if candidate:
+            p = Path(candidate)
+            if not p.is_file():
+                raise ConfigError(str(p), "", "no such file")
+            return p
+    p = Path("sewerwatch.toml")
+    return p if p.is_file() else None
+
+
+def load(path: str | os.PathLike | None = None) -> Config:
+    """Load and validate the utility's config.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        The TOML file. Without one, :func:`find_config_path` decides; with no file at all
+        the result is an empty utility using the embedded services.
+
+    Raises
+    ------
+    ConfigError
+        Naming the file, the key and what is wrong.
+    """
+    p = find_config_path(str(path) if path else None)
+    if p is None:
+        return from_dict({}, "<no config>")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(p), "", f"not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(p), "", "not UTF-8 text") from None
+    return from_dict(data, str(p))
+
+
+def from_dict(data: dict, path: str = "<dict>") -> Config:
+    """Validate an already-parsed config (see :func:`load`)."""
+    top = _Section(path, "", data, {
+        "utility": (lambda s, k, v: v, {}),
+        "services": (lambda s, k, v: v, {}),
+        "sites": (lambda s, k, v: _array_of_tables(path, k, v), []),
+        "devices": (lambda s, k, v: _array_of_tables(path, k, v), []),
+        "sensors": (lambda s, k, v: _array_of_tables(path, k, v), []),
+        "alerts": (lambda s, k, v: v, {}),
+    }).values
+
+    utility = _Section(path, "utility", top["utility"], {
+        "name": (_str, "sewerwatch utility"),
+        "pack": (_pack, "palmyra-wi"),
+        "timezone": (_timezone, None),
+    }).values
+
+    svc = _Section(path, "services", top["services"], {
+        "db_url": (_url("postgresql", "postgres"), None),
+        "mqtt_url": (_url("mqtt", "mqtts"), None),
+        "state_dir": (_str, None),
+        "pg_port": (_int_range(1024, 65535), DEFAULT_PG_PORT),
+        "mqtt_port": (_int_range(1024, 65535), DEFAULT_MQTT_PORT),
+    }).values
+    env = os.environ
+    services = Services(
+        db_url=env.get("SEWERWATCH_DB_URL") or svc["db_url"],
+        mqtt_url=env.get("SEWERWATCH_MQTT_URL") or svc["mqtt_url"],
+        state_dir=Path(env["SEWERWATCH_STATE_DIR"]).resolve() if env.get("SEWERWATCH_STATE_DIR")
+        else (Path(svc["state_dir"]) if svc["state_dir"] else default_state_dir()),
+        pg_port=int(env.get("SEWERWATCH_PG_PORT") or svc["pg_port"]),
+        mqtt_port=int(env.get("SEWERWATCH_MQTT_PORT") or svc["mqtt_port"]),
+    )
+
+    sites = []
+    for i, t in enumerate(top["sites"]):
+        v = _Section(path, f"sites[{i}]", t, {
+            "id": (_slug, _REQUIRED), "name": (_str, _REQUIRED), "sic": (_sic, None),
+            "permit": (_str, None), "pack": (_pack, utility["pack"]),
+        }).values
+        sites.append(Site(**v))
+    _unique(path, "sites", sites, lambda s: s.id, "site id")
+    site_ids = {s.id for s in sites}
+
+    def _site_ref(sec, key, v):
+        _str(sec, key, v)
+        if v not in site_ids:
+            sec.fail(key, f"unknown site {v!r} (sites: {', '.join(sorted(site_ids)) or 'none'})")
+        return v
+
+    def _profile(sec, key, v):
+        _str(sec, key, v)
+        if PROFILES_DIR.is_dir() and not (PROFILES_DIR / f"{v}.toml").is_file():
+            known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.toml")))
+            sec.fail(key, f"unknown device profile {v!r} (known: {known})")
+        return v
+
+    devices = []
+    for i, t in enumerate(top["devices"]):
+        v = _Section(path, f"devices[{i}]", t, {
+            "id": (_slug, _REQUIRED), "site": (_site_ref, _REQUIRED), "host": (_str, "127.0.0.1"),
+            "port": (_int_range(1, 65535), 502), "unit_id": (_int_range(0, 247), 1),
+            "profile": (_profile, "generic-manhole"), "interval_s": (_positive, 1.0),
+        }).values
+        devices.append(Device(**v))
+    _unique(path, "devices", devices, lambda d: d.id, "device id")
+    device_ids = {d.id for d in devices}
+
+    sensors = []
+    for i, t in enumerate(top["sensors"]):
+        where = f"sensors[{i}]"
+        v = _Section(path, where, t, {
+            "site": (_site_ref, _REQUIRED), "name": (_slug, _REQUIRED),
+            "parameter": (_one_of(*CONVERSIONS), _REQUIRED), "unit": (_str, _REQUIRED),
+            "source": (_one_of("modbus", "mqtt"), _REQUIRED), "device": (_str, None),
+            "field": (_slug, None), "topic": (_str, None),
+        }).values
+        if v["unit"] not in CONVERSIONS[v["parameter"]]:
+            raise ConfigError(path, f"{where}.unit", f"unknown unit {v['unit']!r} for {v['parameter']} "
+                              f"(known: {', '.join(CONVERSIONS[v['parameter']])})")
+        if v["source"] == "modbus":
+            if v["device"] is None:
+                raise ConfigError(path, f"{where}.device", "missing (required for a modbus sensor)")
+            if v["device"] not in device_ids:
+                raise ConfigError(path, f"{where}.device", f"unknown device {v['device']!r} "
+                                  f"(devices: {', '.join(sorted(device_ids)) or 'none'})")
+            if v["topic"] is not None:
+                raise ConfigError(path, f"{where}.topic", "only an mqtt sensor has a topic")
+            v["field"] = v["field"] or v["parameter"]
+        else:
+            for k in ("device", "field"):
+                if v[k] is not None:
+                    raise ConfigError(path, f"{where}.{k}", "only a modbus sensor has a device and field")
+            v["topic"] = v["topic"] or f"sewerwatch/{v['site']}/{v['name']}"
+        sensors.append(Sensor(**v))
+    _unique(path, "sensors", sensors, lambda s: s.key, "sensor")
+    _unique(path, "sensors", [s for s in sensors if s.topic], lambda s: s.topic, "topic")
+
+    alerts = _Section(path, "alerts", top["alerts"], {
+        "hold_off_s": (_positive, 300.0), "escalate_after_min": (_positive, 30.0),
+        "contacts": (lambda s, k, v: _array_of_tables(path, "alerts.contacts", v), []),
+    }).values
+    contacts = []
+    for i, t in enumerate(alerts["contacts"]):
+        v = _Section(path, f"alerts.contacts[{i}]", t, {
+            "name": (_str, _REQUIRED), "urls": (_str_list, _REQUIRED), "escalation": (_bool, False),
+        }).values
+        contacts.append(Contact(**v))
+
+    return Config(
+        path=path, name=utility["name"], pack=utility["pack"], timezone=utility["timezone"],
+        services=services, sites=tuple(sites), devices=tuple(devices), sensors=tuple(sensors),
+        contacts=tuple(contacts), hold_off_s=alerts["hold_off_s"],
+        escalate_after_min=alerts["escalate_after_min"], raw=data,
+    )

@@ -1,0 +1,64 @@
+"""The error tree of sewerwatch, drawn in one place.
+
+Every error a user can cause or meet is one of these; the CLI prints it as a single line
+``sewerwatch: error: <message>`` and exits with the class's ``exit_code``.
+
+::
+
+    SewerwatchError                 exit 1
+    ├── InputError                  exit 2   bad file, row, unit, parameter or argument
+    │   └── ConfigError             exit 2   the utility's TOML config (names file and key)
+    ├── ServiceError                exit 1   embedded or configured TimescaleDB/Mosquitto
+    │   └── DatabaseError           exit 1   migrations, roles, connections
+    └── NotBuiltYet                 exit 3   a subcommand whose issue is still open
+"""
+
+from __future__ import annotations
+
+
+class SewerwatchError(Exception):
+    """Base of every error sewerwatch reports to a user."""
+
+    exit_code = 1
+
+
+class InputError(SewerwatchError):
+    """Bad input: a file, a row in it, a unit, a parameter or a command-line argument.
+
+    The message names what is wrong and where (file and line, or key).
+    """
+
+    exit_code = 2
+
+
+class ConfigError(InputError):
+    """The utility's configuration file is invalid.
+
+    Parameters
+    ----------
+    path : str
+        The config file.
+    key : str
+        Dotted key inside it, e.g. ``sites[2].sic``; empty for the whole file.
+    problem : str
+        What is wrong, in words.
+    """
+
+    def __init__(self, path: str, key: str, problem: str):
+        self.path, self.key, self.problem = str(path), key, problem
+        where = f"{self.path}: {key}" if key else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+class ServiceError(SewerwatchError):
+    """A service (TimescaleDB, Mosquitto) could not be started, stopped or reached."""
+
+
+class DatabaseError(ServiceError):
+    """A migration, role or connection problem with the database."""
+
+
+class NotBuiltYet(SewerwatchError):
+    """A subcommand that exists in the CLI but whose capability is not built yet."""
+
+    exit_code = 3

@@ -1,0 +1,24 @@
+"""Where sewerwatch keeps things: the checkout, the state folder of the embedded services."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+#: The checkout (or installed tree) holding the top-level packages.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_state_dir() -> Path:
+    """The state folder of the embedded services.
+
+    ``$SEWERWATCH_STATE_DIR`` if set. Otherwise a folder under ``/var/tmp`` keyed to this
+    checkout, so two checkouts never share a cluster, and reachable by the ``postgres``
+    user even when the checkout sits under a 0700 home such as ``/root``.
+    """
+    env = os.environ.get("SEWERWATCH_STATE_DIR")
+    if env:
+        return Path(env).resolve()
+    key = hashlib.sha256(str(PROJECT_ROOT).encode()).hexdigest()[:10]
+    return Path("/var/tmp") / f"sewerwatch-{os.getuid()}-{key}"

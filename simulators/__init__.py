@@ -1,0 +1,1 @@
+"""simulators: see README.md beside this file."""
