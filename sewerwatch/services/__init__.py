@@ -1,0 +1,105 @@
+"""The services sewerwatch uses: configured ones, or its own embedded TimescaleDB and Mosquitto.
+
+With no ``db_url``/``mqtt_url`` configured, :func:`up` starts a TimescaleDB cluster and a
+Mosquitto broker in the state folder (``sewerwatch.paths.default_state_dir``), on loopback
+ports 55432 and 51883 by default, and :func:`endpoints` gives their URLs with credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sewerwatch.config import Config
+from sewerwatch.services import secrets as _secrets
+from sewerwatch.services.mosquitto import EmbeddedMosquitto
+from sewerwatch.services.postgres import EmbeddedPostgres
+
+
+@dataclass
+class Endpoints:
+    """Where the database and the broker are, with credentials.
+
+    ``db_urls`` maps ``owner``, ``ingest``, ``grafana`` (and ``admin`` for the embedded
+    superuser) to URLs; ``mqtt_urls`` maps ``admin``, ``collector``, ``device``,
+    ``notifier`` to broker URLs. A configured service has only its one URL, under
+    ``owner``/``admin``.
+    """
+
+    db_url: str
+    mqtt_url: str
+    db_embedded: bool
+    mqtt_embedded: bool
+    db_urls: dict = field(default_factory=dict)
+    mqtt_urls: dict = field(default_factory=dict)
+
+    def db(self, role: str = "owner") -> str:
+        return self.db_urls.get(role) or self.db_url
+
+    def mqtt(self, account: str = "admin") -> str:
+        return self.mqtt_urls.get(account) or self.mqtt_url
+
+
+def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
+    """The embedded services described by ``cfg`` (created or not)."""
+    state = cfg.services.state_dir
+    pw = _secrets.load_or_create(state)
+    state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
+    return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
+            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"]))
+
+
+def endpoints(cfg: Config) -> Endpoints:
+    pg, mq = embedded(cfg)
+    db_urls = {} if cfg.services.db_url else {a: pg.url(a) for a in ("owner", "ingest", "grafana", "admin")}
+    mqtt_urls = {} if cfg.services.mqtt_url else {a: mq.url(a) for a in mq.passwords}
+    return Endpoints(
+        db_url=cfg.services.db_url or db_urls["owner"],
+        mqtt_url=cfg.services.mqtt_url or mqtt_urls["admin"],
+        db_embedded=not cfg.services.db_url, mqtt_embedded=not cfg.services.mqtt_url,
+        db_urls=db_urls, mqtt_urls=mqtt_urls,
+    )
+
+
+def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:
+    """Start whatever embedded service is needed and not running; bootstrap the database.
+
+    Idempotent: running services are left alone, killed ones are started again.
+    ``db``/``mqtt`` choose which of the two to bring up.
+    """
+    from sewerwatch.db import bootstrap
+
+    pg, mq = embedded(cfg)
+    if db and not cfg.services.db_url:
+        if not pg.initialised():
+            log(f"creating the TimescaleDB cluster in {pg.data_dir}")
+            pg.init()
+        if not pg.running():
+            log(f"starting TimescaleDB on 127.0.0.1:{pg.port}")
+            pg.start()
+        bootstrap.embedded(pg)
+    if mqtt and not cfg.services.mqtt_url and not mq.running():
+        log(f"starting Mosquitto on 127.0.0.1:{mq.port}")
+        mq.start()
+    return endpoints(cfg)
+
+
+def down(cfg: Config, log=lambda msg: None) -> None:
+    """Stop the embedded services (their data stays in the state folder)."""
+    pg, mq = embedded(cfg)
+    if mq.pid() is not None:
+        log("stopping Mosquitto")
+        mq.stop()
+    if pg.pid() is not None:
+        log("stopping TimescaleDB")
+        pg.stop()
+
+
+def status(cfg: Config) -> dict:
+    """The services in use: URLs (with credentials for the embedded ones) and process state."""
+    ep = endpoints(cfg)
+    pg, mq = embedded(cfg)
+    out = {"db_url": ep.db_url, "mqtt_url": ep.mqtt_url, "state_dir": str(cfg.services.state_dir),
+           "db_urls": ep.db_urls, "mqtt_urls": ep.mqtt_urls}
+    out["timescaledb"] = {"embedded": False, "url": ep.db_url} if not ep.db_embedded else {"embedded": True, **pg.status()}
+    out["mosquitto"] = {"embedded": False, "url": ep.mqtt_url} if not ep.mqtt_embedded else {"embedded": True, **mq.status()}
+    return out

@@ -1,0 +1,24 @@
+"""CLI: ``sewerwatch config check``."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("config", help="validate the utility's config file")
+    csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    c = csub.add_parser("check", help="validate the config and summarise it")
+    c.add_argument("file", nargs="?", help="the config file (default: --config, $SEWERWATCH_CONFIG, ./sewerwatch.toml)")
+    c.set_defaults(func=_check)
+
+
+def _check(args) -> int:
+    from sewerwatch import config
+
+    cfg = config.load(args.file or args.config)
+    print(f"{cfg.path}: {cfg.name}, pack {cfg.pack}")
+    print(f"  {len(cfg.sites)} sites, {len(cfg.devices)} Modbus devices, {len(cfg.sensors)} sensors, "
+          f"{len(cfg.contacts)} alert contacts")
+    for s in cfg.sites:
+        n = sum(1 for x in cfg.sensors if x.site == s.id)
+        print(f"  {s.id:16} {s.name} (SIC {s.sic or '-'}, permit {s.permit or '-'}, pack {s.pack}): {n} sensors")
+    return 0

@@ -1,0 +1,63 @@
+"""CLI: ``sewerwatch db migrate|status``."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("db", help="database schema: migrate, status")
+    dsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    m = dsub.add_parser("migrate", help="apply pending migrations, then write the config's sites and sensors")
+    m.add_argument("--db-url", help="database URL of the schema owner (default: the configured or embedded one)")
+    m.set_defaults(func=_migrate)
+    s = dsub.add_parser("status", help="applied and pending migrations")
+    s.add_argument("--db-url", help="database URL (default: the configured or embedded one)")
+    s.set_defaults(func=_status)
+
+
+def _log(msg: str) -> None:
+    print(f"sewerwatch: {msg}", file=sys.stderr)
+
+
+def _target(args):
+    from sewerwatch import config, services
+
+    cfg = config.load(args.config)
+    if args.db_url:
+        return cfg, args.db_url
+    if not cfg.services.db_url:
+        services.up(cfg, log=_log, mqtt=False)
+    return cfg, services.endpoints(cfg).db("owner")
+
+
+def _migrate(args) -> int:
+    from sewerwatch import db
+    from sewerwatch.db import migrate, sync
+
+    cfg, url = _target(args)
+    done = migrate.migrate(url, log=_log)
+    if not done:
+        _log("schema is up to date")
+    if cfg.sites:
+        with db.connect(db_url=url) as conn:
+            res = sync.sync(conn, cfg)
+        _log(f"config {cfg.path}: {res['sites']} sites, {res['sensors']} sensors in the database")
+        for k in res["stale_sites"] + res["stale_sensors"]:
+            _log(f"warning: {k} is in the database but no longer in the config (kept)")
+    return 0
+
+
+def _status(args) -> int:
+    from sewerwatch import db
+    from sewerwatch.db import migrate
+
+    _, url = _target(args)
+    with db.connect(db_url=url) as conn:
+        have = migrate.applied(conn)
+        tsdb = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").fetchone()
+    for m in migrate.discover():
+        state = "applied" if m.version in have else "pending"
+        print(f"{m.path.name:40} {state}")
+    print(f"timescaledb: {tsdb[0] if tsdb else 'not installed (plain PostgreSQL)'}")
+    return 0

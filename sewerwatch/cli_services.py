@@ -1,0 +1,66 @@
+"""CLI: ``sewerwatch services up|down|status``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("services", help="start, stop or show the embedded TimescaleDB and Mosquitto")
+    ssub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ssub.add_parser("up", help="start the embedded services (harmless when they run)").set_defaults(func=_up)
+    ssub.add_parser("down", help="stop the embedded services; their data stays").set_defaults(func=_down)
+    st = ssub.add_parser("status", help="the services in use, their URLs and state")
+    st.add_argument("--json", action="store_true", help="print JSON")
+    st.set_defaults(func=_status)
+
+
+def _log(msg: str) -> None:
+    print(f"sewerwatch: {msg}", file=sys.stderr)
+
+
+def _up(args) -> int:
+    from sewerwatch import config, services
+
+    cfg = config.load(args.config)
+    ep = services.up(cfg, log=_log)
+    print(f"database: {_hide(ep.db_url)}")
+    print(f"broker:   {_hide(ep.mqtt_url)}")
+    print("(credentials: 'sewerwatch services status --json')")
+    return 0
+
+
+def _down(args) -> int:
+    from sewerwatch import config, services
+
+    services.down(config.load(args.config), log=_log)
+    return 0
+
+
+def _status(args) -> int:
+    from sewerwatch import config, services
+
+    st = services.status(config.load(args.config))
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    for name in ("timescaledb", "mosquitto"):
+        s = st[name]
+        if not s["embedded"]:
+            print(f"{name:12} configured  {_hide(s['url'])}")
+        else:
+            state = f"running (pid {s['pid']})" if s["running"] else "stopped"
+            print(f"{name:12} embedded    {state}, 127.0.0.1:{s['port']}")
+    print(f"{'state':12} {st['state_dir']}")
+    return 0
+
+
+def _hide(url: str) -> str:
+    """``url`` with its password replaced by ``***``."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    cred, host = rest.rsplit("@", 1)
+    user = cred.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"

@@ -1,0 +1,154 @@
+"""The embedded Mosquitto broker: password authentication, topic ACLs, persistence.
+
+Accounts and what they may do (``acl`` below):
+
+- ``admin``: everything (tests, tools, the demo).
+- ``collector``: subscribe to readings ``sewerwatch/#`` only (ingest issue, Security).
+- ``device``: publish readings and status under ``sewerwatch/#`` only.
+- ``notifier``: publish alerts under ``sewerwatch-alerts/#`` only.
+
+Persistence is on and queues are deep, so a collector's persistent QoS 1 session keeps its
+messages while the collector is down and across a broker restart.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from sewerwatch.errors import ServiceError
+from sewerwatch.services.process import (
+    chown_tree, find_binary, is_root, pid_alive, port_open, read_pid, run, system_user,
+)
+
+HOST = "127.0.0.1"
+#: MQTT user names of the accounts in ``secrets.json``'s ``mqtt`` section.
+USERNAMES = {"admin": "sewerwatch", "collector": "collector", "device": "device", "notifier": "notifier"}
+
+ACL = """# written by sewerwatch
+user sewerwatch
+topic readwrite #
+
+user collector
+topic read sewerwatch/#
+
+user device
+topic write sewerwatch/#
+
+user notifier
+topic write sewerwatch-alerts/#
+"""
+
+CONF = """# written by sewerwatch; the embedded broker's settings
+per_listener_settings false
+listener {port} 127.0.0.1
+allow_anonymous false
+password_file {dir}/passwd
+acl_file {dir}/acl
+persistence true
+persistence_location {dir}/data/
+autosave_interval 5
+pid_file {dir}/mosquitto.pid
+log_dest file {dir}/mosquitto.log
+log_type error
+log_type warning
+log_type notice
+connection_messages true
+# A collector's persistent session must hold its backlog while it is down.
+max_queued_messages 5000000
+max_queued_bytes 0
+max_inflight_messages 1000
+{user_line}
+"""
+
+
+@dataclass
+class EmbeddedMosquitto:
+    """A Mosquitto broker under ``state_dir/mqtt``.
+
+    Parameters
+    ----------
+    state_dir : pathlib.Path
+        The embedded services' state folder.
+    port : int
+        TCP port on 127.0.0.1.
+    passwords : dict
+        Account -> password (``secrets.json``'s ``mqtt`` section).
+    """
+
+    state_dir: Path
+    port: int
+    passwords: dict
+
+    @property
+    def base(self) -> Path:
+        return self.state_dir / "mqtt"
+
+    @property
+    def log_file(self) -> Path:
+        return self.base / "mosquitto.log"
+
+    def url(self, account: str = "admin") -> str:
+        user = USERNAMES[account]
+        return f"mqtt://{user}:{quote(self.passwords[account], safe='')}@{HOST}:{self.port}"
+
+    def pid(self) -> int | None:
+        pid = read_pid(self.base / "mosquitto.pid")
+        return pid if pid and pid_alive(pid) else None
+
+    def running(self) -> bool:
+        return self.pid() is not None and port_open(HOST, self.port)
+
+    def status(self) -> dict:
+        return {"running": self.running(), "pid": self.pid(), "port": self.port,
+                "state_dir": str(self.base), "log": str(self.log_file)}
+
+    def write_config(self) -> None:
+        """(Re)write the broker's config, password file and ACL."""
+        (self.base / "data").mkdir(parents=True, exist_ok=True)
+        run_as = "mosquitto" if is_root() and system_user("mosquitto") else ("root" if is_root() else "")
+        conf = CONF.format(port=self.port, dir=self.base, user_line=f"user {run_as}" if run_as else "")
+        (self.base / "mosquitto.conf").write_text(conf)
+        (self.base / "acl").write_text(ACL)
+        passwd = self.base / "passwd"
+        passwd.unlink(missing_ok=True)
+        tool = find_binary("mosquitto_passwd")
+        passwd.touch(mode=0o600)
+        for account, user in USERNAMES.items():
+            run([tool, "-b", str(passwd), user, self.passwords[account]], what="mosquitto_passwd")
+        for f in ("passwd", "acl", "mosquitto.conf"):
+            os.chmod(self.base / f, 0o600 if f == "passwd" else 0o644)
+        if run_as == "mosquitto":
+            chown_tree(self.base, "mosquitto")
+
+    def start(self) -> None:
+        """Start the broker unless it runs; a killed one is started again."""
+        if self.running():
+            return
+        if self.pid() is None and port_open(HOST, self.port):
+            raise ServiceError(f"port {self.port} on {HOST} is in use by another program; "
+                               "set [services].mqtt_port in the config or SEWERWATCH_MQTT_PORT")
+        self.write_config()
+        (self.base / "mosquitto.pid").unlink(missing_ok=True)
+        run([find_binary("mosquitto"), "-c", str(self.base / "mosquitto.conf"), "-d"], what="mosquitto")
+        for _ in range(100):
+            if self.running():
+                return
+            time.sleep(0.05)
+        tail = self.log_file.read_text().strip().splitlines()[-3:] if self.log_file.exists() else []
+        raise ServiceError(f"Mosquitto did not start on {HOST}:{self.port}: {' | '.join(tail)}")
+
+    def stop(self) -> None:
+        pid = self.pid()
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)  # a clean stop saves the persistent sessions
+        for _ in range(100):
+            if not pid_alive(pid):
+                return
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,40 @@
+"""Passwords of the embedded services, generated once and kept in the state folder (0600)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets as _random
+from pathlib import Path
+
+#: Database roles (see ``sewerwatch/db/roles.py``) and broker accounts with a password.
+DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
+MQTT_ACCOUNTS = ("admin", "collector", "device", "notifier")
+
+
+def load_or_create(state_dir: Path) -> dict:
+    """Read ``secrets.json`` in ``state_dir``, creating any missing password.
+
+    Returns
+    -------
+    dict
+        ``{"db": {account: password}, "mqtt": {account: password}}``.
+    """
+    path = state_dir / "secrets.json"
+    data = {"db": {}, "mqtt": {}}
+    if path.exists():
+        data.update(json.loads(path.read_text()))
+    changed = False
+    for section, accounts in (("db", DB_ACCOUNTS), ("mqtt", MQTT_ACCOUNTS)):
+        for account in accounts:
+            if account not in data[section]:
+                data[section][account] = _random.token_urlsafe(18)
+                changed = True
+    if changed or not path.exists():
+        state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2)
+        os.replace(tmp, path)
+    return data
