@@ -1,0 +1,163 @@
+"""Surcharges on high-strength waste, EPA Model No. 2 as Palmyra §13.45(4) adopts it.
+
+Surcharge = [Bc·B + Sc·S + Pc·P + Nc·N]·Vu, with B, S, P, N the user's concentrations of
+BOD, suspended solids, phosphorus and nitrogen above the base (normal sewage), Bc ... the
+cost per pound, Vu the user's volume. Pounds of an excess = volume [MG] × excess [mg/l] ×
+8.34 [lb per MG per mg/l]. The period's average concentration is compared with the base;
+a non-detect counts as zero unless another policy is chosen.
+
+References
+----------
+palmyra-wi, 003_44f871d49a02d8f5.txt §13.45(4)(a) (Model No. 2, Federal Register vol. 39
+no. 29, 11 February 1974, p. 5270); §13.43 NORMAL SEWAGE (the bases).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab.money import cents
+from lab.nondetect import DEFAULT_BILLING, substitute
+from lab.standards import PALMYRA, normal_strength
+from sewerwatch.errors import InputError
+
+#: pounds in one million US gallons of water at 1 mg/l (8.34 lb/gal × 1e6 gal × 1e-6)
+LB_PER_MG_MGL = 8.34
+CITATION = f"{PALMYRA} §13.45(4)"
+
+
+def excess_pounds(volume_mg, average_mg_l, base_mg_l):
+    """Pounds of an analyte above the base.
+
+    Parameters
+    ----------
+    volume_mg : array_like
+        Volume discharged [million gallons].
+    average_mg_l : array_like
+        Average concentration over the period [mg/l].
+    base_mg_l : array_like
+        Normal-sewage concentration [mg/l].
+
+    Returns
+    -------
+    numpy.ndarray
+        volume × max(average − base, 0) × 8.34 [lb].
+    """
+    excess = np.maximum(np.asarray(average_mg_l, dtype=np.float64) - np.asarray(base_mg_l, dtype=np.float64), 0.0)
+    return np.asarray(volume_mg, dtype=np.float64) * excess * LB_PER_MG_MGL
+
+
+@dataclass(frozen=True)
+class AnalyteCharge:
+    analyte: str
+    average_mg_l: float
+    base_mg_l: float
+    pounds: float
+    rate: float
+    dollars: float
+    n: int
+    n_non_detect: int
+    citation: str
+
+    def as_json(self) -> dict:
+        return {"average_mg_l": self.average_mg_l, "base_mg_l": self.base_mg_l,
+                "pounds": self.pounds, "dollars": self.dollars, "rate_per_lb": self.rate,
+                "results": self.n, "non_detects": self.n_non_detect, "base_citation": self.citation}
+
+
+@dataclass(frozen=True)
+class SiteSurcharge:
+    site: str
+    volume_mg: float
+    analytes: dict[str, AnalyteCharge] = field(default_factory=dict)
+    citation: str = CITATION
+
+    @property
+    def total_dollars(self) -> float:
+        return cents(sum(a.dollars for a in self.analytes.values()))
+
+    def as_json(self) -> dict:
+        return {"site": self.site, "volume_mg": self.volume_mg,
+                "analytes": {k: a.as_json() for k, a in self.analytes.items()},
+                "total_dollars": self.total_dollars, "citation": self.citation}
+
+
+def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndarray, np.ndarray]],
+                   rates: dict[str, float], pack: str = "palmyra-wi",
+                   non_detect: str = DEFAULT_BILLING, rates_source: str = "rates") -> SiteSurcharge:
+    """The surcharge of one site for one billing period.
+
+    Parameters
+    ----------
+    site : str
+        Site id.
+    volume_mg : float
+        The period's volume [million gallons].
+    results : dict
+        analyte -> (values [mg/l], non-detect flags); analytes without a base in the pack
+        (FOG, cyanide) are ignored.
+    rates : dict
+        analyte -> cost per pound [$/lb].
+    pack : str
+        The rule pack giving the bases.
+    non_detect : str
+        Non-detect policy (:mod:`lab.nondetect`), default ``zero``.
+    rates_source : str
+        Name of the rates file, for messages.
+
+    Raises
+    ------
+    InputError
+        When a surchargeable analyte has results but no rate.
+    """
+    bases = normal_strength(pack)
+    charges: dict[str, AnalyteCharge] = {}
+    for analyte, base in bases.items():
+        if analyte not in results or len(results[analyte][0]) == 0:
+            continue
+        if analyte not in rates:
+            raise InputError(f"{rates_source}: no rate for {analyte} (site '{site}' has {analyte} results)")
+        values, nd = results[analyte]
+        billed = substitute(values, nd, non_detect)
+        avg = float(billed.mean())
+        lb = float(excess_pounds(volume_mg, avg, base.value))
+        charges[analyte] = AnalyteCharge(analyte, avg, base.value, lb, rates[analyte],
+                                         cents(lb * rates[analyte]), int(len(billed)),
+                                         int(np.count_nonzero(nd)), base.citation)
+    return SiteSurcharge(site, float(volume_mg), charges)
+
+
+def group_results(rows) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Group lab rows (:class:`lab.labcsv.LabRow`) as site -> analyte -> (values [mg/l], non-detect flags)."""
+    acc: dict[str, dict[str, tuple[list, list]]] = {}
+    for r in rows:
+        v, nd = acc.setdefault(r.site, {}).setdefault(r.analyte, ([], []))
+        v.append(r.value_mg_l)
+        nd.append(r.non_detect)
+    return {s: {a: (np.asarray(v, dtype=np.float64), np.asarray(nd, dtype=bool)) for a, (v, nd) in d.items()}
+            for s, d in acc.items()}
+
+
+def surcharges(rows, volumes: dict[str, float], rates: dict[str, float], pack: str = "palmyra-wi",
+               non_detect: str = DEFAULT_BILLING, lab_source: str = "lab file",
+               volume_source: str = "volumes", rates_source: str = "rates") -> list[SiteSurcharge]:
+    """Surcharges of every site in ``volumes``, sorted by site.
+
+    Raises
+    ------
+    InputError
+        A site with lab results but no volume, or a volume but no lab results.
+    """
+    grouped = group_results(rows)
+    no_volume = sorted(set(grouped) - set(volumes))
+    if no_volume:
+        raise InputError(f"{volume_source}: no volume for site(s) {', '.join(no_volume)} "
+                         f"(they have results in {lab_source})")
+    no_results = sorted(set(volumes) - set(grouped))
+    if no_results:
+        raise InputError(f"{lab_source}: no results for site(s) {', '.join(no_results)} "
+                         f"(given a volume in {volume_source})")
+    return [site_surcharge(s, volumes[s], grouped[s], rates, pack, non_detect, rates_source)
+            for s in sorted(volumes)]
