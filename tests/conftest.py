@@ -1,0 +1,118 @@
+"""Session fixtures: the real embedded TimescaleDB and Mosquitto, and a database per test.
+
+``services`` starts the embedded services (or reuses running ones) once per session.
+``db`` gives each test its own database, cloned from a template that holds every
+migration; the template is rebuilt whenever a migration file changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from sewerwatch import config as sw_config
+from sewerwatch import services as sw_services
+from sewerwatch.db import bootstrap, migrate, roles
+
+_counter = itertools.count()
+
+
+@dataclass
+class Services:
+    """The running services: URLs with credentials (see :class:`sewerwatch.services.Endpoints`)."""
+
+    cfg: sw_config.Config
+    db_url: str
+    mqtt_url: str
+    db_urls: dict
+    mqtt_urls: dict
+    mqtt_host: str = "127.0.0.1"
+    mqtt_port: int = 0
+    template: str = ""
+
+    def admin(self, database: str = "postgres") -> psycopg.Connection:
+        return psycopg.connect(_with_db(self.db_urls["admin"], database), autocommit=True)
+
+
+@dataclass
+class Database:
+    """One test's own migrated database."""
+
+    name: str
+    urls: dict = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.urls["owner"]
+
+    def connect(self, role: str = "owner", **kwargs) -> psycopg.Connection:
+        return psycopg.connect(self.urls[role], **kwargs)
+
+
+def _with_db(url: str, database: str) -> str:
+    return url.rsplit("/", 1)[0] + "/" + database
+
+
+@pytest.fixture(scope="session")
+def services() -> Services:
+    cfg = sw_config.from_dict({}, "<tests>")
+    ep = sw_services.up(cfg)
+    svc = Services(cfg=cfg, db_url=ep.db_url, mqtt_url=ep.mqtt_url, db_urls=ep.db_urls,
+                   mqtt_urls=ep.mqtt_urls, mqtt_port=cfg.services.mqtt_port)
+    svc.template = _template(svc)
+    return svc
+
+
+def _template(svc: Services) -> str:
+    """A database holding every migration, for cloning; built once per migration set."""
+    name = "sw_tpl_" + migrate.checksum_all()[:12]
+    with svc.admin() as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtext('sewerwatch-test-template'))")
+        try:
+            row = conn.execute("SELECT datallowconn FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            if row is None:
+                bootstrap.ensure_database(conn, name)
+                bootstrap.ensure_timescaledb(_with_db(svc.db_urls["admin"], name))
+                migrate.migrate(_with_db(svc.db_urls["owner"], name))
+                # No connections, so TimescaleDB's background workers leave it alone and it
+                # can always be copied.
+                conn.execute(sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
+                             .format(sql.Identifier(name)))
+            _disconnect(conn, name)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext('sewerwatch-test-template'))")
+    return name
+
+
+def _disconnect(conn: psycopg.Connection, name: str) -> None:
+    """End every session on database ``name`` (TimescaleDB's scheduler among them)."""
+    conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                 "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
+
+
+@pytest.fixture
+def db(services: Services, request) -> Database:
+    test = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    name = f"swt_{os.getpid()}_{next(_counter)}_{test}"
+    with services.admin() as conn:
+        for attempt in range(20):
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {} STRATEGY file_copy").format(
+                    sql.Identifier(name), sql.Identifier(services.template), sql.Identifier(roles.OWNER)))
+                break
+            except psycopg.errors.ObjectInUse:  # a session still ending on the template
+                if attempt == 19:
+                    raise
+                _disconnect(conn, services.template)
+                time.sleep(0.1)
+    database = Database(name=name, urls={r: _with_db(u, name) for r, u in services.db_urls.items()})
+    yield database
+    with services.admin() as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
