@@ -36,6 +36,7 @@ def not_built(name: str, issue: str):
     def handler(args: argparse.Namespace) -> int:
         raise NotBuiltYet(f"'{name}' is not built yet ({issue}); see the README for what works today")
 
+    handler.not_built = True
     return handler
 
 

@@ -1,0 +1,28 @@
+# The two commands the README promises. Each installs whatever is missing first.
+#   make demo   set up, start the embedded services and run the demo village
+#   make test   set up and run the test suite against the real services
+
+.PHONY: setup demo test services-up services-down bench clean
+
+PY := .venv/bin/python
+
+setup:
+	@scripts/setup
+
+demo: setup
+	@scripts/demo
+
+test: setup
+	@$(PY) -m pytest -q $(PYTEST_ARGS)
+
+services-up: setup
+	@.venv/bin/sewerwatch services up
+
+services-down:
+	@.venv/bin/sewerwatch services down
+
+bench: setup
+	@for b in benchmarks/*.py; do echo "== $$b"; BENCH_QUICK=$${BENCH_QUICK:-1} $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf .venv *.egg-info .pytest_cache .hypothesis
