@@ -1,1 +1,13 @@
-"""simulators: see README.md beside this file."""
+"""simulators: see README.md beside this file.
+
+``simulators.generate(scenario, start, duration_s, step_s, devices, seed)`` gives a
+scenario's readings as arrays (see :func:`simulators.batch.generate`).
+"""
+
+
+def __getattr__(name):
+    # keep ``import simulators`` light (the CLI imports it for --help)
+    if name == "generate":
+        from simulators.batch import generate
+        return generate
+    raise AttributeError(name)
