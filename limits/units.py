@@ -33,6 +33,9 @@ CONVERSIONS: dict[str, dict[str, tuple[float, float]]] = {
     "flow": {
         "gpm": (1.0, 0.0),
         "mgd": (1e6 / 1440.0, 0.0),
+        # gallons per day: the unit of the ordinances' volume thresholds (palmyra-wi
+        # §13.52(3), §13.54(1)(e); westfield-wi INDUSTRIAL USE B).
+        "gpd": (1.0 / 1440.0, 0.0),
         "m3/d": (GALLONS_PER_M3 / 1440.0, 0.0),
         "l/s": (GALLONS_PER_M3 / 1000.0 * 60.0, 0.0),
         "cfs": (GALLONS_PER_FT3 * 60.0, 0.0),

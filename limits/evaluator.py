@@ -1,0 +1,276 @@
+"""Batch evaluation: a pack's continuous rules over readings of many sensors at once.
+
+A thin layer over :mod:`limits.core`. :func:`prepare` sorts readings by sensor then time
+and drops exact duplicates; :func:`evaluate` runs every ``range`` and ``slug`` rule of a
+pack over them and returns episodes (:data:`limits.core.EPISODE_DTYPE`);
+:func:`violations` turns episodes into plain records (site, sensor, parameter, rule,
+start, end, peak, limit, unit, citation, words, days of violation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from limits import core
+from limits.packs import Pack, Rule
+from limits.units import CANONICAL
+
+#: A gap longer than this many sample intervals ends an episode (and a reading never holds
+#: its value longer than that in a time-weighted average).
+DEFAULT_GAP_MULTIPLE = 3.0
+
+#: Readings evaluated per chunk of whole sensors, to keep memory bounded.
+CHUNK_READINGS = 2_000_000
+
+
+@dataclass(frozen=True)
+class SensorMeta:
+    """What the evaluator needs to know about a sensor.
+
+    Attributes
+    ----------
+    parameter : str
+        ``ph``, ``temperature``, ``flow``, ...
+    interval_s : float or None
+        Nominal sample interval [s]; None: the median spacing of the readings evaluated.
+    site, name : str
+        For reports.
+    """
+
+    parameter: str
+    interval_s: float | None = None
+    site: str = ""
+    name: str = ""
+
+
+def prepare(sensor, time, value, quality=None):
+    """Sort readings by sensor then time and drop repeated (sensor, time) pairs.
+
+    The first occurrence of a repeated pair is kept (the database does the same with
+    ``ON CONFLICT DO NOTHING``).
+
+    Returns
+    -------
+    sensor, time, value, quality : ndarray
+        ``quality`` is None if it was None.
+    """
+    sensor = np.asarray(sensor, dtype=np.int64)
+    time = np.asarray(time, dtype=np.int64)
+    value = np.asarray(value, dtype=np.float64)
+    n = len(time)
+    if n > 1 and not _is_sorted(sensor, time):
+        order = np.lexsort((time, sensor))
+        sensor, time, value = sensor[order], time[order], value[order]
+        if quality is not None:
+            quality = np.asarray(quality)[order]
+    if n > 1:
+        dup = np.zeros(n, dtype=bool)
+        dup[1:] = (sensor[1:] == sensor[:-1]) & (time[1:] == time[:-1])
+        if dup.any():
+            keep = ~dup
+            sensor, time, value = sensor[keep], time[keep], value[keep]
+            if quality is not None:
+                quality = np.asarray(quality)[keep]
+    return sensor, time, value, quality
+
+
+def _is_sorted(sensor, time) -> bool:
+    ds = np.diff(sensor)
+    if (ds < 0).any():
+        return False
+    return bool(((ds > 0) | (np.diff(time) > 0)).all())
+
+
+def sensor_segments(sensor):
+    """First index and code of each sensor's block in sorted readings, and the block id
+    of each reading."""
+    new = core._sensor_segments(sensor)
+    starts = np.flatnonzero(new)
+    return starts, np.asarray(sensor)[starts], np.cumsum(new) - 1
+
+
+def intervals_us(codes, meta: Mapping[int, SensorMeta], sensor, time) -> np.ndarray:
+    """Sample interval of each sensor [us]: from ``meta``, else the data's median spacing."""
+    out = np.zeros(len(codes), dtype=np.int64)
+    missing = []
+    for i, c in enumerate(codes.tolist()):
+        m = meta[c]
+        if m.interval_s:
+            out[i] = int(round(m.interval_s * core.US))
+        else:
+            missing.append(i)
+    if missing:
+        mc, mi = core.median_interval(sensor, time)
+        out[missing] = mi[np.searchsorted(mc, codes[missing])]
+    return out
+
+
+def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap,
+                  history_start=None, avg=None):
+    """Episodes of one continuous rule over usable readings of sensors it applies to.
+
+    Parameters
+    ----------
+    rule_index : int
+        Written into the episodes' ``rule`` field.
+    rule : Rule
+        A ``range`` or ``slug`` rule.
+    sensor, time, value : ndarray
+        Usable readings sorted by sensor then time.
+    brk : ndarray of bool
+        :func:`limits.core.segment_starts` with ``max_gap``.
+    max_gap : int or ndarray
+        Gap limit [us], scalar or per reading.
+    history_start : ndarray of int64, optional
+        Slug: per reading, its sensor's first usable reading ever [us UTC].
+    avg : ndarray of float64, optional
+        Slug: the trailing averages if already known (the streaming evaluator passes them).
+
+    Returns
+    -------
+    episodes : ndarray of EPISODE_DTYPE
+    avg : ndarray of float64 or None
+        Slug: the trailing time-weighted averages used.
+    flag : ndarray of bool
+        The exceeding readings (before a slug's duration test).
+    """
+    if rule.kind == "range":
+        flag = core.exceeds(value, rule.limit_canonical, rule.op)
+        return core.make_episodes(sensor, time, value, flag, brk, rule_index,
+                                  rule.limit_canonical, lowest=rule.op in ("<", "<=")), None, flag
+    if rule.kind == "slug":
+        if avg is None:
+            avg = core.trailing_time_weighted_average(
+                sensor, time, value, int(round(rule.window_h * core.HOUR_US)), max_gap,
+                history_start=history_start)
+        threshold = rule.multiple * avg
+        flag = core.exceeds(value, threshold, rule.op)
+        eps = core.make_episodes(sensor, time, value, flag, brk, rule_index, threshold,
+                                 min_duration=int(round(rule.longer_than_min * core.MINUTE_US)))
+        return eps, avg, flag
+    raise ValueError(f"rule {rule.id} is a {rule.kind} rule, not a continuous one")
+
+
+def evaluate(rules: Pack | Sequence[Rule], sensor, time, value, quality=None, *,
+             meta: Mapping[int, SensorMeta], gap_multiple: float = DEFAULT_GAP_MULTIPLE,
+             history_start: Mapping[int, int] | None = None,
+             chunk_readings: int = CHUNK_READINGS) -> np.ndarray:
+    """Evaluate continuous rules over readings of many sensors.
+
+    Parameters
+    ----------
+    rules : Pack or sequence of Rule
+        A pack (its ``range`` and ``slug`` rules are used) or the rules themselves; the
+        episodes' ``rule`` field indexes this sequence (``pack.continuous_rules()``).
+    sensor, time, value, quality : array_like
+        Readings sorted by sensor then time (see :func:`prepare`): sensor codes, [us UTC],
+        [canonical unit], quality (0 good) or None.
+    meta : mapping of sensor code to SensorMeta
+        The parameter (and nominal interval) of every sensor present.
+    gap_multiple : float
+        A gap longer than ``gap_multiple`` sample intervals ends an episode.
+    history_start : mapping of sensor code to int, optional
+        First usable reading ever of a sensor [us UTC] when older than these readings.
+    chunk_readings : int
+        Evaluate whole sensors in chunks of about this many readings.
+
+    Returns
+    -------
+    ndarray of :data:`limits.core.EPISODE_DTYPE`
+        Sorted by sensor, start, rule.
+    """
+    rule_list = tuple(rules.continuous_rules()) if isinstance(rules, Pack) else tuple(rules)
+    sensor = np.asarray(sensor, dtype=np.int64)
+    time = np.asarray(time, dtype=np.int64)
+    value = np.asarray(value, dtype=np.float64)
+    ok = core.valid_mask(value, quality)
+    if not ok.all():
+        sensor, time, value = sensor[ok], time[ok], value[ok]
+    if len(time) == 0 or not rule_list:
+        return np.empty(0, dtype=core.EPISODE_DTYPE)
+    starts, codes, _ = sensor_segments(sensor)
+    bounds = np.append(starts, len(time))
+    # chunks of whole sensors
+    cuts = [0]
+    for i in range(1, len(starts) + 1):
+        if bounds[i] - bounds[cuts[-1]] >= chunk_readings or i == len(starts):
+            cuts.append(i)
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        lo, hi = bounds[a], bounds[b]
+        parts.append(_evaluate_block(rule_list, sensor[lo:hi], time[lo:hi], value[lo:hi],
+                                     codes[a:b], meta, gap_multiple, history_start))
+    eps = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    order = np.lexsort((eps["rule"], eps["start"], eps["sensor"]))
+    return eps[order]
+
+
+def _evaluate_block(rule_list, sensor, time, value, codes, meta, gap_multiple, history_start):
+    starts, _, seg = sensor_segments(sensor)
+    gap_seg = np.rint(gap_multiple * intervals_us(codes, meta, sensor, time)).astype(np.int64)
+    max_gap = int(gap_seg[0]) if (gap_seg == gap_seg[0]).all() else gap_seg[seg]
+    brk = core.segment_starts(sensor, time, max_gap)
+    params = np.array([meta[c].parameter for c in codes.tolist()])
+    hist = None
+    if history_start is not None:
+        hs = np.array([history_start.get(c, t) for c, t in zip(codes.tolist(), time[starts].tolist())],
+                      dtype=np.int64)
+        hist = hs[seg]
+    out = []
+    for ri, rule in enumerate(rule_list):
+        applies = np.array([rule.applies_to(p) for p in params], dtype=bool)
+        if not applies.any():
+            continue
+        if applies.all():
+            s, t, v, b, g, h = sensor, time, value, brk, max_gap, hist
+        else:
+            m = applies[seg]
+            s, t, v, b = sensor[m], time[m], value[m], brk[m]
+            g = max_gap if np.isscalar(max_gap) else max_gap[m]
+            h = None if hist is None else hist[m]
+        eps, _, _ = rule_episodes(ri, rule, s, t, v, b, g, history_start=h)
+        out.append(eps)
+    return np.concatenate(out) if out else np.empty(0, dtype=core.EPISODE_DTYPE)
+
+
+def iso_utc(us: int) -> str:
+    """ISO-8601 UTC text of a time [us since the epoch], e.g. ``2026-03-01T06:00:00Z``."""
+    dt = datetime.fromtimestamp(us // core.US, timezone.utc).replace(microsecond=us % core.US)
+    return dt.isoformat().replace("+00:00", "Z")
+
+
+def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
+               meta: Mapping[int, SensorMeta]) -> list[dict]:
+    """Episodes as plain records, ready for JSON or the ``violations`` table.
+
+    Each record: ``site``, ``sensor``, ``parameter``, ``rule``, ``kind``, ``start``, ``end``,
+    ``last`` (ISO-8601 UTC), ``duration_s``, ``peak``, ``peak_time``, ``limit``, ``unit``
+    (the canonical unit of peak and limit), ``comparison``, ``citation``, ``words``,
+    ``pack``, ``days_of_violation`` and ``readings``. For a slug, ``limit`` is the
+    ``multiple`` x trailing-average threshold at the peak reading and ``average`` that
+    average.
+    """
+    rule_list = tuple(rules.continuous_rules()) if isinstance(rules, Pack) else tuple(rules)
+    days = core.days_of_violation(episodes["start"], episodes["last"], pack.tz)
+    out = []
+    for e, d in zip(episodes.tolist(), days.tolist()):
+        code, ri, start, end, last, peak, peak_time, limit, n = e
+        rule = rule_list[ri]
+        m = meta[code]
+        rec = {
+            "site": m.site, "sensor": m.name, "parameter": m.parameter, "rule": rule.id,
+            "kind": rule.kind, "start": iso_utc(start), "end": iso_utc(end), "last": iso_utc(last),
+            "duration_s": (end - start) / core.US, "peak": peak, "peak_time": iso_utc(peak_time),
+            "limit": limit, "unit": CANONICAL[m.parameter], "comparison": rule.comparison,
+            "citation": rule.citation, "words": rule.words, "pack": pack.id,
+            "days_of_violation": d, "readings": n,
+        }
+        if rule.kind == "slug":
+            rec["average"] = limit / rule.multiple
+            rec["multiple"] = rule.multiple
+        out.append(rec)
+    return out
