@@ -1,0 +1,88 @@
+"""The lab CSV reader: tolerant of extra columns, strict on every value, line numbers kept."""
+
+from datetime import datetime, timezone
+
+import pytest
+
+from lab.labcsv import read_lab_csv
+from sewerwatch.errors import InputError
+
+NOW = datetime(2026, 4, 1, tzinfo=timezone.utc)
+
+
+def write(tmp_path, text, name="lab.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_good_rows_bad_rows_with_line_numbers(tmp_path):
+    p = write(tmp_path, "\n".join([
+        "sample_id,site,collected,analyte,value,unit,qualifier,analyst",   # 1
+        "S1,mill,2026-01-05,bod5,420,mg/l,,JK",                            # 2 good
+        "S1,mill,2026-01-05,chromium,3,mg/l,,JK",                          # 3 unknown analyte
+        "S1,mill,2026-01-05,tss,310,g/l,,JK",                              # 4 unknown unit
+        "S2,mill,2026-02-30,bod5,300,mg/l,,JK",                            # 5 bad date
+        "S3,dairy,2026-01-07,bod5,300,mg/l,,JK",                           # 6 unknown site
+        "S1,mill,2026-01-05,bod5,421,mg/l,,JK",                            # 7 duplicate of line 2
+        "S4,mill,2026-01-09,tp,6500,ug/l,,JK",                             # 8 good, 6.5 mg/l
+        "S4,mill,2026-01-09,cn,5,ug/l,<,JK",                               # 9 good non-detect 0.005 mg/l
+        "S4,mill,2026-01-09,tkn,abc,mg/l,,JK",                             # 10 not a number
+        "S4,mill,2026-01-09,fog,-1,mg/l,,JK",                              # 11 negative
+        "S4,mill,2026-01-09,tss,12,mg/l,>,JK",                             # 12 unknown qualifier
+        "S5,mill,2026-12-01,tss,12,mg/l,,JK",                              # 13 in the future
+        "",                                                                # 14 blank: ignored
+        "S4,mill,2026-01-09T08:00:00,tss,12,mg/l,,JK",                     # 15 no offset
+        "S6,mill,2026-01-10T08:00:00-06:00,TSS,12,mg/L,,JK",               # 16 good (case)
+    ]) + "\n")
+    f = read_lab_csv(p, sites={"mill", "cheese"}, now=NOW)
+    assert [r.line for r in f.rows] == [2, 8, 9, 16]
+    bad = {b.line: b.reason for b in f.bad}
+    assert sorted(bad) == [3, 4, 5, 6, 7, 10, 11, 12, 13, 15]
+    assert "unknown analyte 'chromium'" in bad[3]
+    assert "unknown unit 'g/l'" in bad[4]
+    assert "invalid date '2026-02-30'" in bad[5]
+    assert "unknown site 'dairy'" in bad[6]
+    assert "duplicate" in bad[7] and "line 2" in bad[7]
+    assert "not a number" in bad[10] and ">= 0" in bad[11] and "qualifier" in bad[12]
+    assert "future" in bad[13] and "offset" in bad[15]
+    assert f.bad[0].raw == "S1,mill,2026-01-05,chromium,3,mg/l,,JK"
+    tp, cn, tss = f.rows[1], f.rows[2], f.rows[3]
+    assert tp.value_mg_l == pytest.approx(6.5) and tp.value == 6500 and tp.unit == "ug/l"
+    assert cn.non_detect and cn.value_mg_l == pytest.approx(0.005)
+    assert tss.analyte == "tss" and tss.unit == "mg/l"
+    assert tss.collected == datetime(2026, 1, 10, 14, tzinfo=timezone.utc)
+    assert f.rows[0].extra == {"analyst": "JK"}
+    assert str(f.first_error()).startswith(f"{p}: line 3: unknown analyte")
+
+
+def test_columns_in_any_order_and_qualifier_optional(tmp_path):
+    p = write(tmp_path, "value,unit,analyte,site,sample_id,collected\n250,mg/l,bod5,mill,S1,2026-01-05\n")
+    f = read_lab_csv(p, now=NOW)
+    assert f.bad == [] and f.rows[0].value_mg_l == 250.0 and not f.rows[0].non_detect
+
+
+def test_sample_at_two_sites_is_bad(tmp_path):
+    p = write(tmp_path, "sample_id,site,collected,analyte,value,unit,qualifier\n"
+                        "S1,mill,2026-01-05,bod5,1,mg/l,\nS1,dairy,2026-01-05,tss,1,mg/l,\n")
+    f = read_lab_csv(p, now=NOW)
+    assert [b.line for b in f.bad] == [3] and "site 'mill' on line 2" in f.bad[0].reason
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty file"),
+    ("sample_id,site,analyte,value,unit\n", "missing column(s) collected"),
+    ("sample_id,site,collected,analyte,value,unit,value\n", "more than once"),
+])
+def test_unusable_files(tmp_path, text, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_lab_csv(write(tmp_path, text), now=NOW)
+
+
+def test_missing_and_non_utf8(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_lab_csv(tmp_path / "nope.csv")
+    p = tmp_path / "latin.csv"
+    p.write_bytes(b"sample_id,site,collected,analyte,value,unit\nS1,m\xfchle,2026-01-05,bod5,1,mg/l\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_lab_csv(p)
