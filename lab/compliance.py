@@ -4,14 +4,16 @@ Each exceedance becomes a violation shaped like the sensor rules' (``site``, ``p
 ``rule``, ``start``, ``end``, ``peak``, ``limit``, ``citation``) plus ``words``, ``unit``,
 ``pack``, ``days_of_violation``, ``evidence`` and ``source`` = ``lab``.
 
-A rule with statistic ``each`` judges every result (webster-wi §240-5 and Superior: "may
-contain more than 100 ppm"; palmyra-wi §13.48(2)(l) cyanide "in excess of 0.5 mg/l"); one
-with ``daily-average`` judges the mean of a site's results of one collection day
-(palmyra-wi §13.48(2)(k): "exceeding on analysis an average of 100 mg/l"). A 24-hour
-composite is itself one such average.
+A rule with statistic ``each`` (the pack's basis ``sample``) judges every result
+(webster-wi §240-5 and Superior: "may contain more than 100 ppm"; palmyra-wi §13.48(2)(l)
+cyanide "in excess of 0.5 mg/l"); one with ``period-average`` (basis ``average``) judges the
+mean of a site's results over the period checked (palmyra-wi §13.48(2)(k): "exceeding on
+analysis an average of 100 mg/l"); the caller picks the period by the results it passes.
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -30,6 +32,9 @@ def _violation(lim: LabLimit, pack: str, site: str, t0, t1, peak: float, samples
     }
 
 
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+
+
 def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEFAULT_COMPLIANCE) -> list[dict]:
     """Violations of one lab limit in ``table`` (all sites), in site and time order."""
     sel = table.select(table.analyte == lim.analyte)
@@ -37,16 +42,15 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
         return []
     values = substitute(sel.value_mg_l, sel.non_detect, non_detect)
     out: list[dict] = []
+    violates = _OPS[lim.op]
     if lim.statistic == "each":
-        for i in np.flatnonzero(values > lim.limit):
+        for i in np.flatnonzero(violates(values, lim.limit)):
             out.append(_violation(lim, pack, sel.site[i], sel.collected[i], sel.collected[i], values[i],
                                   [sel.sample[i]], [values[i]], [sel.non_detect[i]]))
-    elif lim.statistic == "daily-average":
-        day = sel.collected.astype("datetime64[D]")
-        keys = np.array([f"{s}\x00{d}" for s, d in zip(sel.site, day)], dtype=object)
-        uniq, inv = np.unique(keys, return_inverse=True)
+    elif lim.statistic == "period-average":
+        uniq, inv = np.unique(sel.site.astype(str), return_inverse=True)
         means = np.bincount(inv, weights=values, minlength=len(uniq)) / np.bincount(inv, minlength=len(uniq))
-        for g in np.flatnonzero(means > lim.limit):
+        for g in np.flatnonzero(violates(means, lim.limit)):
             m = inv == g
             out.append(_violation(lim, pack, sel.site[m][0], sel.collected[m].min(), sel.collected[m].max(),
                                   means[g], sel.sample[m], values[m], sel.non_detect[m]))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.compliance import _OPS
+
 from lab.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.standards import permit_thresholds
 from lab.table import LabTable
@@ -46,17 +48,17 @@ def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=Non
             continue
         avg = float(substitute(sel.value_mg_l[m], sel.non_detect[m], non_detect).mean())
         item = {"criterion": analyte, "value": avg, "statistic": "average", "unit": "mg/l",
-                "threshold": th.value, "comparison": ">", "citation": th.citation, "results": int(m.sum())}
+                "threshold": th.value, "comparison": th.op, "citation": th.citation, "results": int(m.sum())}
         checked.append(item)
-        if avg > th.value:
+        if _OPS[th.op](avg, th.value):
             reasons.append(item)
     if vol is not None and daily_volumes_gal is not None and len(daily_volumes_gal):
         d = np.asarray(daily_volumes_gal, dtype=np.float64)
         avg = float(d.mean())
         item = {"criterion": "volume", "value": avg, "statistic": "average daily", "unit": "gal/d",
                 "max_day": float(d.max()), "days": int(len(d)), "threshold": vol.value,
-                "comparison": ">=", "citation": vol.citation}
+                "comparison": vol.op, "citation": vol.citation}
         checked.append(item)
-        if avg >= vol.value:
+        if _OPS[vol.op](avg, vol.value):
             reasons.append(item)
     return {"site": site, "pack": pack, "required": bool(reasons), "reasons": reasons, "checked": checked}

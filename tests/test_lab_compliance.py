@@ -24,16 +24,20 @@ def table(*rows):
 
 # --- FOG and cyanide ---------------------------------------------------------------------
 
-def test_palmyra_fog_is_judged_on_the_day_average():
+def test_palmyra_fog_is_judged_on_the_period_average():
+    # palmyra-wi §13.48(2)(k) "exceeding on analysis an average of 100 mg/l"
     tb = table(("m", "a", "2026-01-05T08:00", "fog", 150.0, False),
-               ("m", "b", "2026-01-05T14:00", "fog", 40.0, False),     # day mean 95: no violation
+               ("m", "b", "2026-01-05T14:00", "fog", 40.0, False),
                ("m", "c", "2026-01-06T08:00", "fog", 120.0, False),
-               ("m", "d", "2026-01-06T14:00", "fog", 90.0, False))     # day mean 105 > 100
+               ("m", "d", "2026-01-06T14:00", "fog", 90.0, False),     # mill: (150+40+120+90)/4 = 100: not above
+               ("k", "e", "2026-01-07T08:00", "fog", 99.0, False),
+               ("k", "f", "2026-01-09T08:00", "fog", 111.0, False))    # kitchen: (99+111)/2 = 105 > 100
     v = check_lab(tb, "palmyra-wi")
-    assert [x["rule"] for x in v] == ["fog-average"]
+    assert [(x["rule"], x["site"]) for x in v] == [("fog-max", "k")]
     assert v[0]["peak"] == pytest.approx(105.0) and v[0]["limit"] == 100.0
-    assert v[0]["start"] == "2026-01-06T08:00:00Z" and v[0]["end"] == "2026-01-06T14:00:00Z"
-    assert "§13.48(2)(k)" in v[0]["citation"] and v[0]["evidence"]["samples"] == ["c", "d"]
+    assert v[0]["start"] == "2026-01-07T08:00:00Z" and v[0]["end"] == "2026-01-09T08:00:00Z"
+    assert "§13.48(2)(k)" in v[0]["citation"] and v[0]["evidence"]["samples"] == ["e", "f"]
+    assert v[0]["evidence"]["statistic"] == "period-average"
 
 
 def test_fog_exactly_at_limit_is_not_a_violation_and_webster_judges_each_result():
@@ -46,7 +50,7 @@ def test_fog_exactly_at_limit_is_not_a_violation_and_webster_judges_each_result(
     assert "§240-5" in v[0]["citation"]
     # superior-wi: the same words
     assert [x["peak"] for x in check_lab(tb, "superior-wi")] == [100.5]
-    # palmyra-wi: the day's average (100 + 100.5 + 60)/3 = 86.8 -> nothing
+    # palmyra-wi: the average (100 + 100.5 + 60)/3 = 86.8 -> nothing
     assert check_lab(tb, "palmyra-wi") == []
 
 
