@@ -1,0 +1,155 @@
+"""The narrow sink collectors hand their batches to; only the writer drains it.
+
+Collectors never touch the database (DESIGN.md, Telegraf's rule). They :meth:`Sink.put`
+numpy batches of readings, :meth:`Sink.dead_letter` payloads they cannot use and
+:meth:`Sink.health` device health records. Each may carry an ``on_durable`` callback,
+which the writer calls once what it carried is committed to the database or fsynced to
+the spool: an MQTT collector acknowledges its QoS 1 messages only then, so a crash at any
+moment loses nothing.
+
+Memory is bounded: :meth:`put` blocks while more than ``max_readings`` wait (the writer
+spools to disk when the database is down, so the sink drains whatever the backlog).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ingest.batch import Readings
+
+
+@dataclass
+class DeadLetter:
+    """A payload or row that could not be used, with the reason (table ``dead_letters``)."""
+
+    source: str
+    topic: str | None
+    payload: bytes | None
+    reason: str
+    detail: dict = field(default_factory=dict)
+    received_at_us: int = 0
+
+
+@dataclass
+class Chunk:
+    """What the writer takes from the sink in one go."""
+
+    readings: Readings
+    dead_letters: list[DeadLetter]
+    health: list[dict]
+    callbacks: list[Callable[[], None]]
+
+    def __len__(self) -> int:
+        return len(self.readings) + len(self.dead_letters) + len(self.health)
+
+
+class Sink:
+    """A thread-safe, bounded hand-over point between collectors and the writer.
+
+    Parameters
+    ----------
+    max_readings : int
+        Readings that may wait in memory before :meth:`put` blocks.
+    """
+
+    def __init__(self, max_readings: int = 1_000_000):
+        self.max_readings = max_readings
+        self._items: deque = deque()
+        self._waiting = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self._listeners: list[Callable[[Readings], None]] = []
+        self.accepted = 0  # readings accepted so far
+
+    def subscribe(self, listener: Callable[[Readings], None]) -> None:
+        """Call ``listener`` with every batch as it is put (the streaming evaluator's tap)."""
+        self._listeners.append(listener)
+
+    def put(self, readings: Readings, on_durable: Callable[[], None] | None = None,
+            timeout: float | None = None) -> bool:
+        """Hand over a batch; blocks while the sink is full.
+
+        Returns
+        -------
+        bool
+            False when ``timeout`` passed with the sink still full (nothing was taken).
+        """
+        n = len(readings)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._waiting > 0 and self._waiting + n > self.max_readings and not self._closed:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+            self._items.append(("r", readings, on_durable))
+            self._waiting += n
+            self.accepted += n
+            self._cond.notify_all()
+        for listener in self._listeners:
+            listener(readings)
+        return True
+
+    def dead_letter(self, letter: DeadLetter, on_durable: Callable[[], None] | None = None) -> None:
+        """Hand over a payload that could not be used."""
+        if not letter.received_at_us:
+            letter.received_at_us = time.time_ns() // 1000
+        with self._cond:
+            self._items.append(("d", letter, on_durable))
+            self._cond.notify_all()
+
+    def health(self, record: dict) -> None:
+        """Hand over a device health record (see ``ingest/writer.py`` for its keys)."""
+        with self._cond:
+            self._items.append(("h", record, None))
+            self._cond.notify_all()
+
+    def take(self, max_readings: int = 50_000, max_delay: float = 0.2) -> Chunk | None:
+        """Wait up to ``max_delay`` seconds for work and take up to ``max_readings`` readings.
+
+        Returns None once the sink is closed and empty.
+        """
+        deadline = time.monotonic() + max_delay
+        with self._cond:
+            while not self._items:
+                if self._closed:
+                    return None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return Chunk(Readings.empty(), [], [], [])
+                self._cond.wait(left)
+            # Give a trickle a moment to grow into a batch, up to the delay.
+            while self._waiting < max_readings and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 0.02))
+            parts, letters, health, callbacks, n = [], [], [], [], 0
+            while self._items and n < max_readings:
+                kind, item, cb = self._items.popleft()
+                if kind == "r":
+                    parts.append(item)
+                    n += len(item)
+                elif kind == "d":
+                    letters.append(item)
+                else:
+                    health.append(item)
+                if cb is not None:
+                    callbacks.append(cb)
+            self._waiting -= n
+            self._cond.notify_all()
+        return Chunk(Readings.concat(parts), letters, health, callbacks)
+
+    def pending(self) -> int:
+        with self._cond:
+            return self._waiting
+
+    def close(self) -> None:
+        """No more puts; :meth:`take` returns None once drained."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
