@@ -61,7 +61,7 @@ connection_messages true
 # A collector's persistent session must hold its backlog while it is down.
 max_queued_messages 5000000
 max_queued_bytes 0
-max_inflight_messages 1000
+max_inflight_messages 20000
 {user_line}
 """
 
