@@ -1,10 +1,101 @@
-"""CLI: ``sewerwatch simulate``."""
+"""CLI: ``sewerwatch simulate``: Modbus TCP and MQTT devices playing a scenario or a CSV."""
 
 from __future__ import annotations
 
-from sewerwatch.cli import not_built
+import argparse
 
 
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="run simulated control-manhole devices (Modbus TCP, MQTT)")
-    p.set_defaults(func=not_built("simulate", "issue 4, simulators"))
+    p = sub.add_parser(
+        "simulate", help="run simulated control-manhole devices (Modbus TCP, MQTT)",
+        description="Run simulated control-manhole devices: a Modbus TCP server hosting every device "
+        "(unit ids 1-247 per port) and one MQTT client per device, playing a scenario "
+        "(simulators/scenarios/*.toml) or replaying a CSV. Prints what it serves where.")
+    from simulators.options import add_mqtt_arguments, add_source_arguments
+
+    add_source_arguments(p)
+    add_mqtt_arguments(p)
+    p.add_argument("--mqtt-url", help="broker URL mqtt://user:pass@host:port (default: the running "
+                   "embedded broker's device account, from `sewerwatch services status`)")
+    p.add_argument("--no-modbus", action="store_true", help="do not serve Modbus TCP")
+    p.add_argument("--no-mqtt", action="store_true", help="do not publish over MQTT")
+    p.add_argument("--list", action="store_true", help="list the scenarios and profiles and exit")
+    p.set_defaults(func=run)
+
+
+def _embedded_mqtt_url(args) -> str:
+    from sewerwatch import config
+    from sewerwatch.errors import InputError, SewerwatchError
+
+    hint = "pass --mqtt-url mqtt://user:pass@host:port, start the broker with `sewerwatch services up`, or use --no-mqtt"
+    try:
+        from sewerwatch import services
+        cfg = config.load(getattr(args, "config", None))
+        st = services.status(cfg)
+    except SewerwatchError as exc:
+        raise InputError(f"no MQTT broker known ({exc}); {hint}") from None
+    except Exception as exc:  # the services package may be unavailable or not set up here
+        raise InputError(f"no MQTT broker known ({type(exc).__name__}: {exc}); {hint}") from None
+    mq = st.get("mosquitto", {})
+    if mq.get("embedded") and not mq.get("running", False):
+        raise InputError(f"the embedded MQTT broker is not running; {hint}")
+    return st.get("mqtt_urls", {}).get("device") or st["mqtt_url"]
+
+
+async def _serve(args) -> int:
+    import asyncio
+
+    from ingest import profiles
+    from simulators.modbus_server import ModbusSimulator, build_source, describe, run_duration
+    from simulators.mqtt_publisher import MqttPublisher
+    from simulators.mqtt_publisher import describe as describe_mqtt
+
+    source, clock = build_source(args)
+    sim = pub = None
+    try:
+        if not args.no_modbus:
+            sim = ModbusSimulator(source, profiles.load(args.profile), clock, args.host, args.modbus_port, args.tick)
+            await sim.start()
+        if not args.no_mqtt:
+            pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval, args.time_format)
+            await pub.start()
+        duration = run_duration(args, source)
+        print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x, "
+              + ("until interrupted" if duration is None else f"for {duration:g} s"), flush=True)
+        if sim:
+            for line in describe(sim):
+                print(line, flush=True)
+        if pub:
+            print(describe_mqtt(pub), flush=True)
+        tasks = [x.run(duration) for x in (sim, pub) if x]
+        await asyncio.gather(*tasks)
+    finally:
+        if pub:
+            await pub.stop()
+        if sim:
+            await sim.stop()
+    if sim:
+        print(f"modbus: {sim.ticks} updates, {sim.missed_ticks} missed ticks, {sim.requests} requests", flush=True)
+    if pub:
+        print(f"mqtt: {pub.messages} messages, {pub.readings} readings", flush=True)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from sewerwatch.errors import InputError
+
+    if args.list:
+        from ingest import profiles
+        from simulators import scenarios
+        for name in scenarios.names():
+            print(f"scenario {name}: {scenarios.load(name).description}")
+        for name in profiles.names():
+            print(f"profile {name}: {profiles.load(name).description}")
+        return 0
+    if args.no_modbus and args.no_mqtt:
+        raise InputError("--no-modbus and --no-mqtt together leave nothing to simulate")
+    if not args.no_mqtt and not args.mqtt_url:
+        args.mqtt_url = _embedded_mqtt_url(args)
+    return asyncio.run(_serve(args))

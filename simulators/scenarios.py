@@ -139,6 +139,14 @@ class Scenario:
         """Site id of device ``i`` (0-based)."""
         return self.sites[i] if i < len(self.sites) else f"site-{i + 1:03d}"
 
+    def with_sites(self, sites) -> "Scenario":
+        """The scenario with the first sites renamed (short lowercase ids)."""
+        from dataclasses import replace
+        for s in sites:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", s):
+                raise InputError(f"--sites: expected short lowercase site ids, got {s!r}")
+        return replace(self, sites=tuple(sites))
+
     def with_seed(self, seed: int | None) -> "Scenario":
         if seed is None:
             return self
@@ -148,7 +156,7 @@ class Scenario:
 
 # --- loading -------------------------------------------------------------------------
 
-_CLOCK = re.compile(r"^(\d{1,3}):([0-5]\d)(?::([0-5]\d))?$")
+from simulators.options import _CLOCK  # noqa: E402  (one clock syntax for files and --offset)
 
 
 def _fail(path, key, problem):

@@ -1,0 +1,276 @@
+"""Modbus TCP simulator: many control-manhole devices in one process, one asyncio loop.
+
+Device ``i`` (0-based) answers on port ``port + i // 247`` as unit id ``1 + i % 247``
+(unit ids 1..247 are the addressable devices, Modbus over Serial Line V1.02 §2.2; a
+Modbus TCP server behind one port is addressed the same way). Its registers follow a
+device profile (``ingest/profiles/<name>.toml``).
+
+Once per tick (default 1 s real time) the simulator samples its source for *all*
+devices at the current simulated time and encodes every register of every device in one
+numpy batch (:meth:`ingest.profiles.Profile.encode_tables`); a read request copies the
+device's row. Scenario faults show on the wire: a ``modbus_error`` event answers with a
+real exception response (e.g. 06 device busy, 02 illegal data address), ``comms_loss``
+leaves requests unanswered, ``dropout`` sends NaN (or the field's ``invalid`` raw value)
+and sets the sensor's status bit. Requests to a unit id that hosts no device get
+exception 0B (gateway target device failed to respond). Registers are read-only: writes
+get exception 02.
+
+Run alone::
+
+    python -m simulators.modbus_server --scenario acid-dump --devices 10 --port 15020
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import sys
+import time
+
+import numpy as np
+
+from ingest.profiles import Profile
+from limits.units import from_canonical
+from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
+from simulators.options import add_source_arguments, parse_offset
+from simulators.sources import NAN_VARIANT, SimClock
+
+#: highest unit id of a device (Modbus over Serial Line V1.02 §2.2: 1..247 individual addresses)
+MAX_UNITS_PER_PORT = 247
+_HOLDING_FCS = frozenset((3, 6, 16, 22, 23))
+
+
+def device_address(i: int, port: int) -> tuple[int, int]:
+    """``(port, unit id)`` of device ``i`` (0-based)."""
+    return port + i // MAX_UNITS_PER_PORT, 1 + i % MAX_UNITS_PER_PORT
+
+
+class ModbusSimulator:
+    """Serve a source's devices over Modbus TCP with one profile.
+
+    Parameters
+    ----------
+    source : ScenarioSource or ReplaySource
+    profile : ingest.profiles.Profile
+    clock : SimClock
+    host : str
+    port : int
+        First TCP port; more devices than 247 use the following ports.
+    tick_s : float
+        Real seconds between register updates.
+    """
+
+    def __init__(self, source, profile: Profile, clock: SimClock, host: str = "127.0.0.1",
+                 port: int = DEFAULT_PORT, tick_s: float = 1.0):
+        self.source, self.profile, self.clock = source, profile, clock
+        self.host, self.port, self.tick_s = host, int(port), float(tick_s)
+        self.n = source.n_devices
+        self.spans = {t: profile.span(t) for t in profile.tables()}
+        self.blocks = {t: np.zeros((self.n, c), dtype=np.uint16) for t, (_, c) in self.spans.items()}
+        self.rows: dict = {t: [[0] * c for _ in range(self.n)] for t, (_, c) in self.spans.items()}
+        self.silent = np.zeros(self.n, dtype=bool)
+        self.error = np.zeros(self.n, dtype=np.uint8)
+        self.servers: list = []
+        self.ticks = 0
+        self.missed_ticks = 0
+        self.update_seconds: list[float] = []
+        self.sim_time = float("nan")
+        self.requests = 0
+
+    # --- one tick: every device in one batch -------------------------------------------
+    def update(self, t_sim: float | None = None) -> None:
+        """Sample the source at ``t_sim`` (default: now) and re-encode every device's registers."""
+        t0 = time.perf_counter()
+        t = self.clock.now() if t_sim is None else float(t_sim)
+        snap = self.source.sample(t)
+        values, faults = {}, {}
+        sensors = list(snap.values)
+        for f in self.profile.fields:
+            if f.name not in snap.values and f.parameter not in snap.values:
+                continue
+            key = f.name if f.name in snap.values else f.parameter
+            v = from_canonical(f.parameter, f.unit, snap.values[key])
+            j = sensors.index(key)
+            bad = snap.payload[:, j] == NAN_VARIANT
+            values[f.name] = np.where(bad, np.nan, v)
+            faults[f.name] = snap.faults[key]
+        status = self.profile.fault_word(faults) if self.profile.status else None
+        blocks = self.profile.encode_tables(values, status if status is not None and status.size else None, n=self.n)
+        # Python lists the request path hands out; tolist() of the whole block is one C call
+        for table, b in blocks.items():
+            self.blocks[table] = b
+            self.rows[table] = b.tolist()
+        self.silent = snap.silent.copy()
+        self.error = snap.modbus_error.copy()
+        self.sim_time = t
+        self.ticks += 1
+        self.update_seconds.append(time.perf_counter() - t0)
+
+    # --- request path ------------------------------------------------------------------
+    async def _action(self, function_code, start_address, address, count, registers, set_values, *, device):
+        from pymodbus.constants import ExcCodes
+        from pymodbus.exceptions import NoSuchIdException
+
+        self.requests += 1
+        if self.silent[device]:
+            raise NoSuchIdException(f"device {device} is silent (comms loss)")  # no reply at all
+        code = int(self.error[device])
+        if code:
+            return ExcCodes(code)
+        if set_values is not None:
+            return ExcCodes.ILLEGAL_ADDRESS
+        table = "holding" if function_code in _HOLDING_FCS else "input"
+        row = self.rows.get(table)
+        if row is None:
+            return ExcCodes.ILLEGAL_ADDRESS
+        registers[: len(row[device])] = row[device]
+        return None
+
+    async def _no_device(self, *args, **kwargs):
+        from pymodbus.constants import ExcCodes
+        return ExcCodes.GATEWAY_NO_RESPONSE
+
+    def _simdevice(self, unit: int, device: int | None):
+        from pymodbus.simulator import DataType, SimData, SimDevice
+
+        def table(name):
+            if name not in self.spans:
+                return [SimData(0, count=1, values=0, datatype=DataType.INVALID)]
+            start, count = self.spans[name]
+            return [SimData(start, count=count, values=0, datatype=DataType.REGISTERS)]
+
+        bits = [SimData(0, count=1, values=False, datatype=DataType.BITS)]
+        action = self._no_device if device is None else functools.partial(self._action, device=device)
+        return SimDevice(id=unit, simdata=(list(bits), list(bits), table("holding"), table("input")),
+                         action=action)
+
+    def endpoints(self) -> list[tuple[str, int, int, int]]:
+        """``(host, port, first unit id, last unit id)`` per TCP server."""
+        out = []
+        for k in range((self.n + MAX_UNITS_PER_PORT - 1) // MAX_UNITS_PER_PORT):
+            units = min(MAX_UNITS_PER_PORT, self.n - k * MAX_UNITS_PER_PORT)
+            out.append((self.host, self.port + k, 1, units))
+        return out
+
+    async def start(self) -> None:
+        """Encode the first tick and start listening on every port."""
+        from pymodbus.server import ModbusTcpServer
+
+        self.update()
+        for host, port, _, units in self.endpoints():
+            base = (port - self.port) * MAX_UNITS_PER_PORT
+            devices = [self._simdevice(0, None)] + [self._simdevice(u + 1, base + u) for u in range(units)]
+            server = ModbusTcpServer(devices, address=(host, port), ignore_missing_devices=True)
+            await server.serve_forever(background=True)
+            self.servers.append(server)
+
+    async def run(self, duration_s: float | None = None) -> None:
+        """Update every ``tick_s`` until ``duration_s`` real seconds have passed (None: forever).
+
+        A tick that starts more than half a tick late counts as missed and is skipped, so
+        the schedule never drifts.
+        """
+        loop = asyncio.get_running_loop()
+        t_start = loop.time()
+        next_tick = t_start + self.tick_s
+        while duration_s is None or loop.time() - t_start < duration_s:
+            delay = next_tick - loop.time()
+            if duration_s is not None:
+                delay = min(delay, t_start + duration_s - loop.time())
+            if delay > 0:
+                await asyncio.sleep(delay)
+            now = loop.time()
+            if duration_s is not None and now - t_start >= duration_s:
+                break
+            if now < next_tick:
+                continue
+            late = now - next_tick
+            if late > self.tick_s / 2:
+                skipped = int(late // self.tick_s) + 1
+                self.missed_ticks += skipped
+                next_tick += skipped * self.tick_s
+                continue
+            self.update()
+            next_tick += self.tick_s
+
+    async def stop(self) -> None:
+        for s in self.servers:
+            await s.shutdown()
+        self.servers = []
+
+
+# --- running alone ---------------------------------------------------------------------
+
+
+def build_source(args):
+    """The source an argument set names (a scenario or a replay) and its clock."""
+    from sewerwatch.errors import InputError
+    from simulators import scenarios
+    from simulators.sources import ReplaySource, ScenarioSource
+
+    if args.replay:
+        source = ReplaySource(args.replay)
+    else:
+        scn = scenarios.load(args.scenario).with_seed(args.seed)
+        if getattr(args, "sites", None):
+            scn = scn.with_sites(args.sites.split(","))
+        source = ScenarioSource(scn, args.devices)
+    if args.devices < 1:
+        raise InputError(f"--devices: expected at least 1, got {args.devices}")
+    clock = SimClock(source.start, args.speed, parse_offset(args.offset))
+    return source, clock
+
+
+def run_duration(args, source) -> float | None:
+    """Real seconds to run: ``--duration``, else the rest of the scenario at ``--speed``."""
+    if args.duration is not None:
+        return args.duration
+    if args.speed == 0:
+        return None
+    return max(0.0, (source.duration_s - parse_offset(args.offset)) / args.speed)
+
+
+def describe(sim: ModbusSimulator) -> list[str]:
+    lines = []
+    for host, port, first, last in sim.endpoints():
+        lines.append(f"modbus: tcp://{host}:{port} unit ids {first}-{last} profile {sim.profile.name} "
+                     f"({', '.join(f'{f.name} {f.register} {f.address} {f.type} {f.word_order} [{f.unit}]' for f in sim.profile.fields)})")
+    return lines
+
+
+async def serve(args) -> int:
+    from ingest import profiles
+
+    source, clock = build_source(args)
+    profile = profiles.load(args.profile)
+    sim = ModbusSimulator(source, profile, clock, args.host, args.modbus_port, args.tick)
+    await sim.start()
+    print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x", flush=True)
+    for line in describe(sim):
+        print(line, flush=True)
+    try:
+        await sim.run(run_duration(args, source))
+    finally:
+        await sim.stop()
+    return 0
+
+
+def main(argv=None) -> int:
+    from sewerwatch.errors import SewerwatchError
+
+    p = argparse.ArgumentParser(prog="python -m simulators.modbus_server",
+                                description="Simulated control-manhole devices over Modbus TCP.")
+    add_source_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return asyncio.run(serve(args))
+    except SewerwatchError as exc:
+        print(f"sewerwatch: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Command-line options shared by ``sewerwatch simulate`` and the simulators run alone.
+
+Kept free of heavy imports: ``sewerwatch --help`` loads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+DEFAULT_MODBUS_PORT = 15020
+_CLOCK = re.compile(r"^(\d{1,3}):([0-5]\d)(?::([0-5]\d))?$")
+
+
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    """What to simulate and how fast, and the Modbus server's options."""
+    p.add_argument("--scenario", default="normal-day", help="scenario name or TOML path (default normal-day)")
+    p.add_argument("--replay", metavar="CSV", help="replay a time,site,parameter,value,unit CSV instead of a scenario")
+    p.add_argument("--devices", type=int, default=1, help="number of simulated devices (default 1)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="simulated seconds per real second (1440: a day in a minute; 0: frozen clock)")
+    p.add_argument("--offset", default="0", help="start this far into the scenario: seconds or HH:MM[:SS]")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--sites", help="comma-separated site ids of the first devices (default: the scenario's, then site-NNN)")
+    p.add_argument("--duration", type=float,
+                   help="stop after this many real seconds (default: when the scenario's span ends; "
+                   "forever at --speed 0)")
+    p.add_argument("--profile", default="generic-manhole", help="Modbus device profile (default generic-manhole)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--modbus-port", type=int, default=DEFAULT_MODBUS_PORT,
+                   help=f"first Modbus TCP port (default {DEFAULT_MODBUS_PORT}); 247 devices per port")
+    p.add_argument("--tick", type=float, default=1.0, help="real seconds between updates (default 1)")
+
+
+def add_mqtt_arguments(p: argparse.ArgumentParser) -> None:
+    """The MQTT publisher's options (not the URL, whose default differs by entry point)."""
+    p.add_argument("--mqtt-mode", choices=("single", "batch"), default="single",
+                   help="one message per reading, or batched arrays (default single)")
+    p.add_argument("--qos", type=int, choices=(0, 1), default=0, help="MQTT QoS of readings (default 0)")
+    p.add_argument("--interval", type=float,
+                   help="simulated seconds between MQTT readings of a sensor (default 1, or speed/10 in single mode)")
+    p.add_argument("--time-format", choices=("ms", "iso"), default="ms",
+                   help="MQTT reading times: epoch ms or ISO-8601 (default ms)")
+
+
+def parse_offset(text: str) -> float:
+    """``--offset``: seconds or ``HH:MM[:SS]`` -> seconds."""
+    from sewerwatch.errors import InputError
+
+    m = _CLOCK.match(text)
+    if m:
+        return int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3] or 0)
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"--offset: expected seconds or HH:MM[:SS], got {text!r}") from None
