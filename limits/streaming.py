@@ -89,6 +89,7 @@ class StreamingEvaluator:
             if not fresh.all():
                 s, t, v = s[fresh], t[fresh], v[fresh]
                 starts, codes, seg = sensor_segments(s)
+        if len(t):
             ends = np.append(starts[1:], len(t)) - 1
             for c, a, b in zip(codes.tolist(), t[starts].tolist(), t[ends].tolist()):
                 self._first.setdefault(c, a)

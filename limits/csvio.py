@@ -1,0 +1,249 @@
+"""Reading the long-format readings CSV of ``sewerwatch check`` into numpy arrays.
+
+Header ``time,site,parameter,value,unit`` (any column order, an optional ``quality``
+column); one reading per line; ``time`` ISO-8601 with a UTC offset (``Z``, ``+HH:MM``,
+``+HHMM`` or ``+HH``), ``T`` or a space between date and time; ``value`` a number or
+``nan`` (a missing reading, skipped by evaluation); ``unit`` one of the parameter's units
+in :mod:`limits.units`. Each (site, parameter) is one sensor.
+
+The columns are split once and every column is parsed by numpy as a whole: times through
+a byte matrix (offsets read by position) and ``datetime64``, numbers by ``astype``, names
+by ``np.unique``. Only when numpy rejects a column is it walked row by row, to name the
+first bad line in the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from limits import units
+from limits.evaluator import SensorMeta
+from sewerwatch.errors import InputError
+
+REQUIRED = ("time", "site", "parameter", "value", "unit")
+OPTIONAL = ("quality",)
+
+
+@dataclass
+class ReadingsTable:
+    """Readings from a CSV, not yet sorted.
+
+    Attributes
+    ----------
+    sensor : ndarray of int64
+        Sensor code (index into ``meta``'s keys).
+    time : ndarray of int64
+        [us UTC].
+    value : ndarray of float64
+        [canonical unit of the sensor's parameter].
+    quality : ndarray of int16
+        0 unless the file has a ``quality`` column.
+    meta : dict of int to SensorMeta
+        Site, parameter (sensor name = parameter) per code.
+    line : ndarray of int64
+        File line of each reading (1-based, the header is line 1).
+    """
+
+    sensor: np.ndarray
+    time: np.ndarray
+    value: np.ndarray
+    quality: np.ndarray
+    meta: dict
+    line: np.ndarray
+
+
+def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
+    """ISO-8601 times with a UTC offset -> int64 microseconds since the epoch, UTC.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    lines : ndarray of int, optional
+        File line of each text, for error messages.
+    where : str
+        File name for error messages.
+
+    Raises
+    ------
+    InputError
+        Naming the first line whose time is malformed or has no offset.
+    """
+    n = len(texts)
+    lines = np.arange(1, n + 1) if lines is None else lines
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    try:
+        b = np.array(texts, dtype="S")
+    except UnicodeEncodeError:
+        bad = next(i for i, x in enumerate(texts) if not x.isascii())
+        _bad_time(where, lines[bad], texts[bad], "not an ISO-8601 time")
+    width = b.dtype.itemsize
+    m = b.view(np.uint8).reshape(n, width)
+    ln = np.strings.str_len(b).astype(np.int64)
+    rows = np.arange(n)
+
+    def at(k):
+        pos = ln - k
+        ok = pos >= 0
+        out = np.zeros(n, dtype=np.uint8)
+        out[ok] = m[rows[ok], pos[ok]]
+        return out
+
+    def digits(*ks):
+        vals = [at(k).astype(np.int64) - 48 for k in ks]
+        good = np.logical_and.reduce([(x >= 0) & (x <= 9) for x in vals])
+        num = np.zeros(n, dtype=np.int64)
+        for x in vals:
+            num = num * 10 + x
+        return num, good
+
+    sign_ch = lambda c: (c == ord("+")) | (c == ord("-"))  # noqa: E731
+    c1, c3, c5, c6 = at(1), at(3), at(5), at(6)
+    zulu = (c1 == ord("Z")) | (c1 == ord("z"))
+    colon = ~zulu & sign_ch(c6) & (c3 == ord(":"))
+    compact = ~zulu & ~colon & sign_ch(c5)
+    hours = ~zulu & ~colon & ~compact & sign_ch(c3)
+    local_len = np.select([zulu, colon, compact, hours], [ln - 1, ln - 6, ln - 5, ln - 3], -1)
+    hh_c, ok_hc = digits(5, 4)
+    mm_c, ok_mc = digits(2, 1)
+    hh_k, ok_hk = digits(4, 3)
+    mm_k, ok_mk = digits(2, 1)
+    hh_h, ok_hh = digits(2, 1)
+    off_min = np.select([colon, compact, hours], [hh_c * 60 + mm_c, hh_k * 60 + mm_k, hh_h * 60], 0)
+    off_ok = np.select([zulu, colon, compact, hours],
+                       [True, ok_hc & ok_mc, ok_hk & ok_mk, ok_hh], False)
+    sign = np.select([colon, compact, hours], [c6, c5, c3], ord("+"))
+    off_min = np.where(sign == ord("-"), -off_min, off_min)
+    # a local part at least YYYY-MM-DDTHH:MM with the separator at position 10
+    sep = m[:, 10] if width > 10 else np.zeros(n, dtype=np.uint8)
+    good = off_ok & (local_len >= 16) & ((sep == ord("T")) | (sep == ord(" ")) | (sep == ord("t")))
+    good &= (np.abs(off_min) <= 18 * 60)
+    if not good.all():
+        i = int(np.flatnonzero(~good)[0])
+        why = "no UTC offset (expected e.g. 2026-03-01T06:00:00-06:00 or ...Z)" if local_len[i] < 0 \
+            else "not an ISO-8601 time with offset"
+        _bad_time(where, lines[i], texts[i], why)
+    col = np.arange(width)
+    m2 = np.where(col[None, :] < local_len[:, None], m, 0).astype(np.uint8)
+    m2[:, 10] = np.where(m2[:, 10] == ord(" "), ord("T"), m2[:, 10])
+    local = m2.view(f"S{width}").reshape(n)
+    try:
+        t = local.astype("datetime64[us]").astype(np.int64)
+    except ValueError:
+        for i in range(n):
+            try:
+                np.datetime64(local[i].decode(), "us")
+            except ValueError:
+                _bad_time(where, lines[i], texts[i], "not a valid date and time")
+        raise
+    return t - off_min * 60_000_000
+
+
+def _bad_time(where, line, text, why):
+    raise InputError(f"{where}line {int(line)}: bad time {text!r}: {why}")
+
+
+def read_readings_csv(path: str | Path) -> ReadingsTable:
+    """Read a readings CSV (see the module docstring).
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the line and what is wrong: a missing column, a row
+        with the wrong number of fields, a bad time or number, an unknown parameter or
+        a unit unknown for its parameter.
+    """
+    path = Path(path)
+    where = f"{path}: "
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if '"' in text:
+        raise InputError(f"{path}: quoted fields are not supported in a readings CSV")
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        raise InputError(f"{path}: empty file (expected a header {','.join(REQUIRED)})")
+    header = [h.strip() for h in lines[0].split(",")]
+    for name in header:
+        if name not in REQUIRED + OPTIONAL:
+            raise InputError(f"{where}line 1: unknown column {name!r} (expected {','.join(REQUIRED)}"
+                             f" and optionally {','.join(OPTIONAL)})")
+    for name in REQUIRED:
+        if name not in header:
+            raise InputError(f"{where}line 1: missing column {name!r} (expected header {','.join(REQUIRED)})")
+    if len(set(header)) != len(header):
+        raise InputError(f"{where}line 1: a column is named twice")
+    ncol = len(header)
+    body_no = [i for i, ln in enumerate(lines[1:], start=2) if ln.strip()]
+    rows = [lines[i - 1].split(",") for i in body_no]
+    line_no = np.asarray(body_no, dtype=np.int64)
+    for r, ln in zip(rows, body_no):
+        if len(r) != ncol:
+            raise InputError(f"{where}line {ln}: expected {ncol} fields ({','.join(header)}), got {len(r)}")
+    cols = dict(zip(header, zip(*rows))) if rows else {h: () for h in header}
+    del rows
+    n = len(line_no)
+    time = parse_times([x.strip() for x in cols["time"]], line_no, where)
+
+    raw_values = cols["value"]
+    try:
+        value = np.array(raw_values, dtype=np.str_).astype(np.float64) if n else np.empty(0)
+    except ValueError:
+        for i, x in enumerate(raw_values):
+            try:
+                float(x)
+            except ValueError:
+                raise InputError(f"{where}line {line_no[i]}: bad value {x!r}: not a number") from None
+        raise
+    quality = np.zeros(n, dtype=np.int16)
+    if "quality" in cols:
+        try:
+            quality = np.array(cols["quality"], dtype=np.str_).astype(np.int16)
+        except ValueError:
+            for i, x in enumerate(cols["quality"]):
+                if not x.strip().isdigit():
+                    raise InputError(f"{where}line {line_no[i]}: bad quality {x!r}: expected 0, 1 or 2") from None
+            raise
+
+    def codes(name):
+        arr = np.array([x.strip() for x in cols[name]], dtype=np.str_) if n else np.empty(0, dtype=np.str_)
+        uniq, inv = np.unique(arr, return_inverse=True)
+        return uniq, inv.astype(np.int64)
+
+    sites, site_i = codes("site")
+    params, param_i = codes("parameter")
+    unit_names, unit_i = codes("unit")
+    for k, p in enumerate(params.tolist()):
+        if p not in units.CONVERSIONS:
+            first = line_no[np.flatnonzero(param_i == k)[0]]
+            raise InputError(f"{where}line {first}: unknown parameter {p!r} (known: {', '.join(units.PARAMETERS)})")
+    if "" in sites.tolist():
+        first = line_no[np.flatnonzero(site_i == sites.tolist().index(""))[0]]
+        raise InputError(f"{where}line {first}: empty site")
+    combo = param_i * max(len(unit_names), 1) + unit_i
+    ucombo, cinv = np.unique(combo, return_inverse=True)
+    scale = np.empty(len(ucombo))
+    offset = np.empty(len(ucombo))
+    for k, c in enumerate(ucombo.tolist()):
+        p, u = params[c // max(len(unit_names), 1)], unit_names[c % max(len(unit_names), 1)]
+        if u not in units.CONVERSIONS[p]:
+            first = line_no[np.flatnonzero(cinv == k)[0]]
+            raise InputError(f"{where}line {first}: unknown unit {u!r} for {p} "
+                             f"(known: {', '.join(units.CONVERSIONS[p])})")
+        scale[k], offset[k] = units.CONVERSIONS[p][u]
+    value = value * scale[cinv] + offset[cinv]
+
+    skey = site_i * max(len(params), 1) + param_i
+    usk, sensor = np.unique(skey, return_inverse=True)
+    meta = {}
+    for code, k in enumerate(usk.tolist()):
+        site, param = str(sites[k // len(params)]), str(params[k % len(params)])
+        meta[code] = SensorMeta(parameter=param, interval_s=None, site=site, name=param)
+    return ReadingsTable(sensor=sensor.astype(np.int64), time=time, value=value,
+                         quality=quality, meta=meta, line=line_no)

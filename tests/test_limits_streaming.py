@@ -1,0 +1,124 @@
+"""Streaming evaluation gives exactly the batch evaluator's episodes, whatever the batches."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from limits import core
+from limits.evaluator import SensorMeta, evaluate, prepare
+from limits.packs import load_pack
+from limits.streaming import StreamingEvaluator
+
+PAL = load_pack("palmyra-wi")
+T0 = 1_772_344_800 * core.US
+# The pack's rules, plus the slug rule with a one-hour window and five minutes, so that a
+# few hundred random readings hold many slugs (the 24-hour rule is checked below too).
+SHORT_SLUG = dataclasses.replace(PAL.rule("slug"), id="slug-1h", window_h=1.0, longer_than_min=5.0)
+RULES = PAL.continuous_rules() + (SHORT_SLUG,)
+PARAMS = ("ph", "flow", "temperature", "flow")
+
+
+def make_readings(seed, n_sensors, length, nan_rate, step_choices, spike_every=60):
+    rng = np.random.default_rng(seed)
+    S, T, V, Q = [], [], [], []
+    meta = {}
+    for c in range(n_sensors):
+        p = PARAMS[c % len(PARAMS)]
+        meta[c] = SensorMeta(p, 60.0)
+        steps = rng.choice(step_choices, size=length)
+        t = T0 + np.cumsum(steps) * core.US + c * 7 * core.US
+        if p == "ph":
+            v = rng.choice([4.0, 5.9, 6.0, 7.0, 7.5, 9.0, 9.2], size=length)
+        elif p == "temperature":
+            v = rng.choice([60.0, 149.0, 150.0, 151.0], size=length, p=[0.6, 0.2, 0.1, 0.1])
+        else:
+            v = rng.uniform(80, 120, size=length)
+            for _ in range(max(1, length // spike_every)):
+                a = rng.integers(0, length)
+                v[a:a + rng.integers(1, 30)] = rng.uniform(300, 900)
+        v[rng.random(length) < nan_rate] = np.nan
+        q = np.where(rng.random(length) < nan_rate / 2, rng.integers(1, 3, length), 0)
+        S.append(np.full(length, c)); T.append(t); V.append(v); Q.append(q)
+    return (np.concatenate(S), np.concatenate(T), np.concatenate(V),
+            np.concatenate(Q).astype(np.int16), meta)
+
+
+def stream(rules, meta, S, T, V, Q, cuts, shuffle_seed=None):
+    order = np.argsort(T, kind="stable")            # arrival order: by time, sensors interleaved
+    ev = StreamingEvaluator(rules, meta)
+    out = []
+    bounds = [0, *sorted(set(cuts)), len(order)]
+    rng = np.random.default_rng(shuffle_seed)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        idx = order[a:b]
+        if shuffle_seed is not None:
+            idx = rng.permutation(idx)              # order inside a batch does not matter
+        out.append(ev.push(S[idx], T[idx], V[idx], Q[idx]))
+    out.append(ev.flush())
+    got = np.concatenate(out)
+    return got[np.lexsort((got["rule"], got["start"], got["sensor"]))], ev
+
+
+def batch(rules, meta, S, T, V, Q):
+    s, t, v, q = prepare(S, T, V, Q)
+    return evaluate(rules, s, t, v, q, meta=meta)
+
+
+def assert_same(got, want):
+    assert got.dtype == want.dtype
+    assert len(got) == len(want), (len(got), len(want))
+    for f in want.dtype.names:
+        assert np.array_equal(got[f], want[f]), f      # bit for bit, limits included
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n_sensors=st.integers(1, 4), length=st.integers(1, 400),
+       nan_rate=st.sampled_from([0.0, 0.05, 0.3]),
+       steps=st.sampled_from([(60,), (30, 60, 90), (59, 60, 61, 400), (1, 60, 300, 3600)]),
+       cut_fracs=st.lists(st.floats(0, 1), max_size=12), shuffle=st.booleans())
+def test_streaming_equals_batch_for_random_data_and_splits(seed, n_sensors, length, nan_rate, steps,
+                                                           cut_fracs, shuffle):
+    S, T, V, Q, meta = make_readings(seed, n_sensors, length, nan_rate, steps)
+    cuts = [int(f * len(T)) for f in cut_fracs]
+    want = batch(RULES, meta, S, T, V, Q)
+    got, _ = stream(RULES, meta, S, T, V, Q, cuts, seed if shuffle else None)
+    assert_same(got, want)
+
+
+def test_streaming_equals_batch_with_the_24_hour_slug_and_keeps_bounded_state():
+    rng = np.random.default_rng(11)
+    S, T, V, Q, meta = make_readings(5, 4, 4 * 1440, 0.02, (55, 60, 65), spike_every=500)
+    want = batch(PAL, meta, S, T, V, Q)
+    assert (np.array([PAL.continuous_rules()[r].id for r in want["rule"]]) == "slug").sum() >= 3
+    cuts = rng.integers(0, len(T), 40).tolist()
+    got, ev = stream(PAL, meta, S, T, V, Q, cuts)
+    assert_same(got, want)
+    # state is about a day per sensor, not the whole history
+    assert ev.kept_readings < 4 * (1440 + 200) + 4
+
+
+def test_one_reading_at_a_time_and_late_readings_dropped():
+    S, T, V, Q, meta = make_readings(3, 2, 300, 0.05, (60,))
+    want = batch(RULES, meta, S, T, V, Q)
+    got, _ = stream(RULES, meta, S, T, V, Q, list(range(len(T))))
+    assert_same(got, want)
+    ev = StreamingEvaluator(RULES, meta)
+    ev.push([0, 0], [T0 + 120 * core.US, T0 + 180 * core.US], [7.0, 7.0])
+    ev.push([0], [T0 + 60 * core.US], [3.0])          # older than what was seen: dropped
+    assert ev.dropped_late == 1
+    assert len(ev.flush()) == 0
+
+
+def test_open_episode_is_reported_once_closed():
+    meta = {0: SensorMeta("ph", 60.0)}
+    ev = StreamingEvaluator(PAL, meta)
+    t = T0 + np.arange(5) * 60 * core.US
+    assert len(ev.push(np.zeros(3), t[:3], [7.0, 4.0, 4.5])) == 0
+    assert len(ev.open_episodes()) == 1 and ev.open_episodes()[0]["start"] == t[1]
+    closed = ev.push(np.zeros(2), t[3:], [7.0, 7.0])
+    assert len(closed) == 1 and closed[0]["end"] == t[3] and closed[0]["peak"] == 4.0
+    assert len(ev.open_episodes()) == 0 and len(ev.flush()) == 0
