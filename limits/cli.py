@@ -59,8 +59,7 @@ def run(args) -> int:
     else:
         raise InputError("give --readings FILE.csv (with --pack) or --from/--to for the database")
     if args.json:
-        json.dump(records, sys.stdout, indent=1, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     else:
         print_table(records, sys.stdout)
     return 0

@@ -76,7 +76,7 @@ def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
     if n == 0:
         return np.empty(0, dtype=np.int64)
     try:
-        b = np.array(texts, dtype="S")
+        b = np.strings.strip(np.array(texts, dtype="S"))
     except UnicodeEncodeError:
         bad = next(i for i, x in enumerate(texts) if not x.isascii())
         _bad_time(where, lines[bad], texts[bad], "not an ISO-8601 time")
@@ -142,6 +142,14 @@ def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
     return t - off_min * 60_000_000
 
 
+def _field_count_error(where, lines, ncol, header, first_line):
+    for i, ln in enumerate(lines, start=first_line):
+        got = ln.count(",") + 1
+        if got != ncol:
+            raise InputError(f"{where}line {i}: expected {ncol} fields ({','.join(header)}), got {got}")
+    raise InputError(f"{where}: inconsistent number of fields")
+
+
 def _bad_time(where, line, text, why):
     raise InputError(f"{where}line {int(line)}: bad time {text!r}: {why}")
 
@@ -166,10 +174,11 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if '"' in text:
         raise InputError(f"{path}: quoted fields are not supported in a readings CSV")
-    lines = text.splitlines()
-    if not lines or not lines[0].strip():
+    text = text.replace("\r\n", "\n")
+    head, _, body = text.partition("\n")
+    if not head.strip():
         raise InputError(f"{path}: empty file (expected a header {','.join(REQUIRED)})")
-    header = [h.strip() for h in lines[0].split(",")]
+    header = [h.strip() for h in head.split(",")]
     for name in header:
         if name not in REQUIRED + OPTIONAL:
             raise InputError(f"{where}line 1: unknown column {name!r} (expected {','.join(REQUIRED)}"
@@ -180,16 +189,31 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
     if len(set(header)) != len(header):
         raise InputError(f"{where}line 1: a column is named twice")
     ncol = len(header)
-    body_no = [i for i, ln in enumerate(lines[1:], start=2) if ln.strip()]
-    rows = [lines[i - 1].split(",") for i in body_no]
-    line_no = np.asarray(body_no, dtype=np.int64)
-    for r, ln in zip(rows, body_no):
-        if len(r) != ncol:
-            raise InputError(f"{where}line {ln}: expected {ncol} fields ({','.join(header)}), got {len(r)}")
-    cols = dict(zip(header, zip(*rows))) if rows else {h: () for h in header}
-    del rows
+    body = body.rstrip("\n")
+    if not body:
+        cols = {h: [] for h in header}
+        line_no = np.empty(0, dtype=np.int64)
+    elif "\n\n" not in body and "\r" not in body:
+        # fast path: every line one reading; split all fields at once, columns by stride
+        nlines = body.count("\n") + 1
+        flat = body.replace("\n", ",").split(",")
+        if len(flat) != nlines * ncol:
+            _field_count_error(where, body.split("\n"), ncol, header, first_line=2)
+        cols = {h: flat[k::ncol] for k, h in enumerate(header)}
+        del flat
+        line_no = np.arange(2, nlines + 2, dtype=np.int64)
+    else:
+        # blank lines in the file: skip them, keep the numbering
+        all_lines = body.splitlines()
+        body_no = [i for i, ln in enumerate(all_lines, start=2) if ln.strip()]
+        rows = [all_lines[i - 2].split(",") for i in body_no]
+        for r, ln in zip(rows, body_no):
+            if len(r) != ncol:
+                raise InputError(f"{where}line {ln}: expected {ncol} fields ({','.join(header)}), got {len(r)}")
+        cols = {h: [r[k] for r in rows] for k, h in enumerate(header)}
+        line_no = np.asarray(body_no, dtype=np.int64)
     n = len(line_no)
-    time = parse_times([x.strip() for x in cols["time"]], line_no, where)
+    time = parse_times(cols["time"], line_no, where)
 
     raw_values = cols["value"]
     try:
@@ -212,7 +236,7 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
             raise
 
     def codes(name):
-        arr = np.array([x.strip() for x in cols[name]], dtype=np.str_) if n else np.empty(0, dtype=np.str_)
+        arr = np.strings.strip(np.array(cols[name], dtype=np.str_)) if n else np.empty(0, dtype=np.str_)
         uniq, inv = np.unique(arr, return_inverse=True)
         return uniq, inv.astype(np.int64)
 
@@ -231,7 +255,8 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
     scale = np.empty(len(ucombo))
     offset = np.empty(len(ucombo))
     for k, c in enumerate(ucombo.tolist()):
-        p, u = params[c // max(len(unit_names), 1)], unit_names[c % max(len(unit_names), 1)]
+        p = str(params[c // max(len(unit_names), 1)])
+        u = str(unit_names[c % max(len(unit_names), 1)])
         if u not in units.CONVERSIONS[p]:
             first = line_no[np.flatnonzero(cinv == k)[0]]
             raise InputError(f"{where}line {first}: unknown unit {u!r} for {p} "

@@ -243,6 +243,17 @@ def iso_utc(us: int) -> str:
     return dt.isoformat().replace("+00:00", "Z")
 
 
+def iso_utc_array(us) -> list[str]:
+    """:func:`iso_utc` over an array, vectorised (seconds unless a fraction is present)."""
+    us = np.asarray(us, dtype=np.int64)
+    dt = us.astype("datetime64[us]")
+    out = np.datetime_as_string(dt, unit="s").astype(object)
+    frac = (us % core.US) != 0
+    if frac.any():
+        out[frac] = np.datetime_as_string(dt[frac], unit="us")
+    return [x + "Z" for x in out.tolist()]
+
+
 def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
                meta: Mapping[int, SensorMeta]) -> list[dict]:
     """Episodes as plain records, ready for JSON or the ``violations`` table.
@@ -256,15 +267,16 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
     """
     rule_list = tuple(rules.continuous_rules()) if isinstance(rules, Pack) else tuple(rules)
     days = core.days_of_violation(episodes["start"], episodes["last"], pack.tz)
+    iso = {f: iso_utc_array(episodes[f]) for f in ("start", "end", "last", "peak_time")}
     out = []
-    for e, d in zip(episodes.tolist(), days.tolist()):
+    for k, (e, d) in enumerate(zip(episodes.tolist(), days.tolist())):
         code, ri, start, end, last, peak, peak_time, limit, n = e
         rule = rule_list[ri]
         m = meta[code]
         rec = {
             "site": m.site, "sensor": m.name, "parameter": m.parameter, "rule": rule.id,
-            "kind": rule.kind, "start": iso_utc(start), "end": iso_utc(end), "last": iso_utc(last),
-            "duration_s": (end - start) / core.US, "peak": peak, "peak_time": iso_utc(peak_time),
+            "kind": rule.kind, "start": iso["start"][k], "end": iso["end"][k], "last": iso["last"][k],
+            "duration_s": (end - start) / core.US, "peak": peak, "peak_time": iso["peak_time"][k],
             "limit": limit, "unit": CANONICAL[m.parameter], "comparison": rule.comparison,
             "citation": rule.citation, "words": rule.words, "pack": pack.id,
             "days_of_violation": d, "readings": n,
