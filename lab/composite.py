@@ -67,39 +67,71 @@ def window_volume_gal(t, flow_gpm, start, end, max_gap_s: float = 900.0) -> tupl
     return volume, float(np.sum(hi - lo) / (b - a))
 
 
-def daily_volumes_gal(t, flow_gpm, max_gap_s: float = 900.0, utc_offset_s: float = 0.0):
-    """Volume of each calendar day the readings cover [gal/day].
+def bucket_volumes_gal(t, flow_gpm, edges, max_gap_s: float = 900.0):
+    """Volume in each interval between consecutive ``edges`` (e.g. local midnights) [gal].
+
+    Parameters
+    ----------
+    t : array_like of datetime64 or float
+        Reading times.
+    flow_gpm : array_like
+        Flow [gal/min].
+    edges : array_like of datetime64 or float
+        Increasing interval boundaries; bucket ``k`` is ``[edges[k], edges[k+1])``.
+
+    Returns
+    -------
+    volumes : numpy.ndarray
+        Volume of each bucket [gal].
+    coverage : numpy.ndarray
+        Covered fraction of each bucket [0-1].
+    """
+    e = _seconds(edges)
+    nb = max(e.size - 1, 0)
+    vol, cov = np.zeros(nb), np.zeros(nb)
+    t_s = _seconds(t)
+    if nb == 0 or t_s.size < 2:
+        return vol, cov
+    t0, t1, q0, q1 = _segments(t_s, np.asarray(flow_gpm, dtype=np.float64), max_gap_s)
+    if t0.size == 0:
+        return vol, cov
+    slope = (q1 - q0) / (t1 - t0)
+    k0 = np.searchsorted(e, t0, side="right") - 1          # bucket of each segment's start
+    k1 = np.searchsorted(e, t1, side="left") - 1           # bucket of its end
+    span = int((k1 - k0).max())
+    # a segment crosses few edges: one vectorised pass per crossing
+    for j in range(span + 1):
+        k = k0 + j
+        valid = (k >= 0) & (k < nb) & (k <= np.maximum(k1, k0))
+        kk = np.clip(k, 0, nb - 1)
+        a = np.maximum(t0, e[kk])
+        b = np.minimum(t1, e[kk + 1])
+        m = valid & (b > a)
+        qa = q0[m] + slope[m] * (a[m] - t0[m])
+        qb = q0[m] + slope[m] * (b[m] - t0[m])
+        np.add.at(vol, kk[m], (qa + qb) / 2.0 * (b[m] - a[m]) / 60.0)
+        np.add.at(cov, kk[m], (b[m] - a[m]) / (e[kk[m] + 1] - e[kk[m]]))
+    return vol, cov
+
+
+def daily_volumes_gal(t, flow_gpm, max_gap_s: float = 900.0):
+    """Volume of each UTC calendar day the readings touch [gal/day].
 
     Returns
     -------
     days : numpy.ndarray of datetime64[D]
-        Each day (local to ``utc_offset_s``).
     volumes : numpy.ndarray
         Its volume [gal].
     coverage : numpy.ndarray
         Its covered fraction [0-1].
     """
-    t_s = _seconds(t) + utc_offset_s
+    t_s = _seconds(t)
     if t_s.size < 2:
         return np.array([], dtype="datetime64[D]"), np.array([]), np.array([])
     first, last = np.floor(t_s.min() / 86400), np.floor(t_s.max() / 86400)
     days = np.arange(first, last + 1)
-    t0, t1, q0, q1 = _segments(t_s, np.asarray(flow_gpm, dtype=np.float64), max_gap_s)
-    vol, cov = np.zeros(days.size), np.zeros(days.size)
-    # split every segment at midnights: a segment spans few days, so loop over day offsets
-    d0 = np.floor(t0 / 86400)
-    span = int((np.floor(t1 / 86400) - d0).max()) if t0.size else 0
-    slope = (q1 - q0) / (t1 - t0) if t0.size else np.array([])
-    for k in range(span + 1):
-        a = np.maximum(t0, (d0 + k) * 86400)
-        b = np.minimum(t1, (d0 + k + 1) * 86400)
-        m = b > a
-        qa = q0[m] + slope[m] * (a[m] - t0[m])
-        qb = q0[m] + slope[m] * (b[m] - t0[m])
-        idx = (d0[m] + k - first).astype(np.int64)
-        np.add.at(vol, idx, (qa + qb) / 2.0 * (b[m] - a[m]) / 60.0)
-        np.add.at(cov, idx, (b[m] - a[m]) / 86400.0)
-    return days.astype("datetime64[D]"), vol, cov
+    vol, cov = bucket_volumes_gal(t_s, flow_gpm, np.append(days, last + 1) * 86400.0, max_gap_s)
+    return days.astype(np.int64).astype("datetime64[D]"), vol, cov
 
 
 def flow_weighted_mean(sample_t, conc_mg_l, t, flow_gpm) -> float:

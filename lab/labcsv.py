@@ -118,7 +118,8 @@ def parse_collected(text: str, tz: tzinfo | None = None) -> datetime:
 
 
 def read_lab_csv(path: str | Path, *, sites: set[str] | None = None, tz: tzinfo | None = None,
-                 now: datetime | None = None, text: str | None = None) -> LabFile:
+                 now: datetime | None = None, text: str | None = None,
+                 site_tz: dict[str, tzinfo] | None = None) -> LabFile:
     """Read and validate a lab CSV.
 
     Parameters
@@ -128,7 +129,10 @@ def read_lab_csv(path: str | Path, *, sites: set[str] | None = None, tz: tzinfo 
     sites : set of str, optional
         The known site ids; a row naming another site is bad. None accepts any site.
     tz : tzinfo, optional
-        Time zone of dates without a time (default UTC).
+        Time zone of dates and times without an offset (default: a date is midnight UTC, a
+        time without offset is a bad row).
+    site_tz : dict, optional
+        site -> time zone, taking precedence over ``tz`` (e.g. each site's pack time zone).
     now : datetime, optional
         Rows collected more than a day after ``now`` are bad (default: the current time).
     text : str, optional
@@ -196,13 +200,13 @@ def read_lab_csv(path: str | Path, *, sites: set[str] | None = None, tz: tzinfo 
         if not rec or all(not f.strip() for f in rec):
             continue  # blank line
         try:
-            rows.append(_row(rec, idx, extra_cols, start, raw, sites, tz, horizon, seen, sample_site))
+            rows.append(_row(rec, idx, extra_cols, start, raw, sites, tz, horizon, seen, sample_site, site_tz))
         except ValueError as exc:
             bad.append(BadRow(start, str(exc), raw))
     return LabFile(path, rows, bad, columns)
 
 
-def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site) -> LabRow:
+def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site, site_tz=None) -> LabRow:
     need = max(idx[c] for c in REQUIRED) + 1
     if len(rec) < need:
         raise ValueError(f"expected at least {need} fields, got {len(rec)}")
@@ -218,6 +222,8 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site)
         raise ValueError("empty site")
     if sites is not None and site not in sites:
         raise ValueError(f"unknown site '{site}' (known: {', '.join(sorted(sites)) or 'none'})")
+    if site_tz and site in site_tz:
+        tz = site_tz[site]
     collected = parse_collected(get("collected"), tz)
     if collected > horizon:
         raise ValueError(f"collected {get('collected')} is in the future")

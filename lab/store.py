@@ -1,0 +1,213 @@
+"""Lab results in the database: import (good rows stored, bad rows to ``dead_letters``),
+corrections as new versions (who and when in ``audit_log``), and reading them back.
+
+``lab_results`` is append-only (a trigger refuses UPDATE and DELETE): a correction is a new
+version of the (sample, analyte) result; ``lab_results_current`` shows the latest.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from lab.labcsv import BadRow, LabRow, parse_collected, read_lab_csv
+from lab.table import LabTable
+
+SOURCE = "lab-import"
+#: a 24-hour composite (palmyra-wi, 003_44f871d49a02d8f5.txt §13.53(3)) without an explicit
+#: window covers the 24 hours before its collection time
+COMPOSITE_HOURS = 24
+
+
+@dataclass
+class ImportReport:
+    file: str
+    actor: str
+    stored: int = 0
+    corrected: int = 0
+    samples_created: int = 0
+    bad: list[BadRow] = field(default_factory=list)
+    composites_linked: list[dict] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"file": self.file, "actor": self.actor, "stored": self.stored, "corrected": self.corrected,
+                "samples_created": self.samples_created, "bad": len(self.bad),
+                "bad_rows": [{"line": b.line, "reason": b.reason} for b in self.bad],
+                "composites_linked": self.composites_linked,
+                "complete": not self.bad}
+
+
+def _sample_kind(row: LabRow, tz) -> tuple[str, datetime | None, datetime | None]:
+    """Sample type and window from the optional columns ``sample_type``, ``window_start``, ``window_end``."""
+    kind = (row.extra.get("sample_type") or row.extra.get("type") or "grab").strip().lower() or "grab"
+    if kind not in ("grab", "composite"):
+        raise ValueError(f"unknown sample_type '{kind}' (expected grab or composite)")
+    if kind == "grab":
+        return kind, None, None
+    ws, we = (row.extra.get("window_start") or "").strip(), (row.extra.get("window_end") or "").strip()
+    start = parse_collected(ws, tz) if ws else None
+    end = parse_collected(we, tz) if we else None
+    if end is None:
+        end = row.collected
+    if start is None:
+        start = end - timedelta(hours=COMPOSITE_HOURS)
+    if end <= start:
+        raise ValueError(f"composite window ends ({end.isoformat()}) before it starts ({start.isoformat()})")
+    return kind, start, end
+
+
+def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct: bool = False,
+                    tz=None, now: datetime | None = None) -> ImportReport:
+    """Import a lab CSV into ``lab_samples``/``lab_results``.
+
+    Every row is validated (see :func:`lab.labcsv.read_lab_csv`; sites are those of the
+    ``sites`` table). Good rows are stored; bad rows are reported with their line numbers
+    and kept in ``dead_letters`` (source ``lab-import``, topic ``<file>:<line>``, the raw
+    line as payload). A row for a result already stored with the same value is a duplicate
+    (a bad row); with another value it is refused unless ``correct``, which stores it as a
+    new version and writes who and when to ``audit_log``. Composite samples with a flow
+    meter at their site are linked to the flow readings of their window.
+
+    Parameters
+    ----------
+    conn : psycopg.Connection
+        Owner-role connection; the import is one transaction.
+    actor : str, optional
+        Who imports (default: the login user).
+
+    Returns
+    -------
+    ImportReport
+    """
+    path = str(path)
+    actor = actor or getpass.getuser()
+    site_rows = conn.execute("SELECT key, id, pack FROM sites").fetchall()
+    sites = {k: i for k, i, _p in site_rows}
+    site_tz = None
+    if tz is None:  # dates are local to each site's village (its pack's time zone)
+        from lab.standards import pack_timezone
+        site_tz = {k: pack_timezone(p) for k, _i, p in site_rows}
+    lab = read_lab_csv(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz)
+    report = ImportReport(file=path, actor=actor, bad=list(lab.bad))
+    with conn.transaction():
+        existing = {}
+        keys = sorted({(sites[r.site], r.sample_id) for r in lab.rows})
+        if keys:
+            for sid, site_id, key, collected, kind in conn.execute(
+                    "SELECT s.id, s.site_id, s.sample_key, s.collected, s.sample_type FROM lab_samples s "
+                    "JOIN unnest(%s::int[], %s::text[]) AS k(site_id, key) "
+                    "ON s.site_id = k.site_id AND s.sample_key = k.key",
+                    ([k[0] for k in keys], [k[1] for k in keys])).fetchall():
+                existing[(site_id, key)] = (sid, collected, kind)
+        current = {}
+        if existing:
+            for sample_id, analyte, version, value, qualifier in conn.execute(
+                    "SELECT sample_id, analyte, version, value_mg_l, qualifier FROM lab_results_current "
+                    "WHERE sample_id = ANY(%s)", ([v[0] for v in existing.values()],)).fetchall():
+                current[(sample_id, analyte)] = (version, value, qualifier)
+        composites = set()
+        for row in lab.rows:
+            try:
+                kind, wstart, wend = _sample_kind(row, tz or (site_tz or {}).get(row.site))
+            except ValueError as exc:
+                report.bad.append(BadRow(row.line, str(exc), row.raw))
+                continue
+            site_id = sites[row.site]
+            sample = existing.get((site_id, row.sample_id))
+            if sample is None:
+                sid = conn.execute(
+                    "INSERT INTO lab_samples (sample_key, site_id, collected, sample_type, window_start, window_end) "
+                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                    (row.sample_id, site_id, row.collected, kind, wstart, wend)).fetchone()[0]
+                existing[(site_id, row.sample_id)] = sample = (sid, row.collected, kind)
+                report.samples_created += 1
+            elif sample[1] != row.collected:
+                report.bad.append(BadRow(row.line, f"sample '{row.sample_id}' is stored as collected "
+                                         f"{sample[1].astimezone(timezone.utc).isoformat()}, "
+                                         f"this row says {row.collected.isoformat()}", row.raw))
+                continue
+            sid = sample[0]
+            if sample[2] == "composite":
+                composites.add(sid)
+            prev = current.get((sid, row.analyte))
+            source = f"{path}:{row.line}"
+            if prev is None:
+                version, reason = 1, None
+            else:
+                pversion, pvalue, pqual = prev
+                if pqual == row.qualifier and abs(pvalue - row.value_mg_l) <= 1e-12 * max(1.0, abs(pvalue)):
+                    report.bad.append(BadRow(row.line, f"duplicate: sample '{row.sample_id}' {row.analyte} "
+                                             f"is already stored with this value (version {pversion})", row.raw))
+                    continue
+                if not correct:
+                    report.bad.append(BadRow(row.line, f"sample '{row.sample_id}' {row.analyte} is stored as "
+                                             f"{pqual}{pvalue:g} mg/l (version {pversion}); this row says "
+                                             f"{row.qualifier}{row.value_mg_l:g} mg/l: import with --correct "
+                                             f"to record a correction", row.raw))
+                    continue
+                version, reason = pversion + 1, f"correction from {source}"
+            conn.execute(
+                "INSERT INTO lab_results (sample_id, analyte, version, value_mg_l, qualifier, raw_value, raw_unit, "
+                "entered_by, reason, source) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
+                 actor, reason, source))
+            current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
+            if version == 1:
+                report.stored += 1
+            else:
+                report.corrected += 1
+                conn.execute(
+                    "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.correct', %s, %s)",
+                    (actor, f"lab_result:{row.site}/{row.sample_id}/{row.analyte}",
+                     json.dumps({"version": version, "previous_version": prev[0],
+                                 "previous_mg_l": prev[1], "previous_qualifier": prev[2],
+                                 "value_mg_l": row.value_mg_l, "qualifier": row.qualifier,
+                                 "source": source})))
+        report.bad.sort(key=lambda b: b.line)
+        for b in report.bad:
+            conn.execute(
+                "INSERT INTO dead_letters (source, topic, payload, reason, detail) VALUES (%s, %s, %s, %s, %s)",
+                (SOURCE, f"{path}:{b.line}", b.raw.encode("utf-8"), b.reason,
+                 json.dumps({"file": path, "line": b.line, "actor": actor})))
+        conn.execute(
+            "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
+            (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected,
+                                      "bad": len(report.bad), "samples_created": report.samples_created})))
+        from lab.flowdb import link_composite
+        for sid in sorted(composites):
+            linked = link_composite(conn, sid)
+            if linked is not None:
+                report.composites_linked.append(linked)
+    return report
+
+
+def load_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> LabTable:
+    """Current versions of the results collected in ``[start, end)`` as a :class:`LabTable`."""
+    q = ("SELECT t.key, s.sample_key, s.collected, r.analyte, r.value_mg_l, r.qualifier = '<' "
+         "FROM lab_results_current r JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
+         "WHERE s.collected >= %s AND s.collected < %s")
+    params: list = [start, end]
+    if sites is not None:
+        q += " AND t.key = ANY(%s)"
+        params.append(list(sites))
+    rows = conn.execute(q + " ORDER BY t.key, s.collected, r.analyte", params).fetchall()
+    cols = list(zip(*rows)) if rows else [[]] * 6
+    return LabTable.from_columns(*[list(c) for c in cols])
+
+
+def import_cli(args) -> dict:
+    """``sewerwatch lab import``: connect with the utility's config and import."""
+    from sewerwatch import config as sw_config
+    from sewerwatch import db
+
+    cfg = sw_config.load(getattr(args, "config", None))
+    tz = None
+    if cfg.timezone:
+        from zoneinfo import ZoneInfo
+        tz = ZoneInfo(cfg.timezone)
+    with db.connect("owner", cfg) as conn:
+        report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz)
+    return report.as_json()
