@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "sewerwatch.cli_services",   # services up|down|status
     "sewerwatch.cli_db",         # db migrate|status
     "sewerwatch.cli_config",     # config check
+    "ingest.cli",                # collect
     "limits.cli",                # check
     "lab.cli",                   # surcharge, lab, bill
     "simulators.cli",            # simulate

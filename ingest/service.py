@@ -1,0 +1,97 @@
+"""The collectors and the writer wired together from the utility's config.
+
+``sewerwatch collect`` runs this alone; ``sewerwatch run`` adds the streaming evaluator
+and the alerts on top (it subscribes to the same sink).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
+from ingest.mqtt.topics import DEFAULT_PATTERNS, TopicMap
+from ingest.sink import Sink
+from ingest.writer import Writer
+from sewerwatch import db
+from sewerwatch.config import Config
+
+log = logging.getLogger("sewerwatch.ingest")
+
+
+@dataclass
+class Ingest:
+    """The running collectors and writer."""
+
+    sink: Sink
+    writer: Writer
+    mqtt: MqttCollector | None = None
+    modbus: object | None = None
+    threads: list = field(default_factory=list)
+
+    def stop(self) -> None:
+        """Stop the collectors, then let the writer write (or spool) everything it holds."""
+        if self.modbus is not None:
+            self.modbus.stop()
+        for t in self.threads:
+            t.join(10)
+        if self.mqtt is not None:
+            self.mqtt.stop()
+        self.writer.stop()
+
+
+def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path,
+          client_id: str = "sewerwatch-collector", patterns=DEFAULT_PATTERNS, max_delay: float = 0.1) -> Ingest:
+    """Start the writer and the collectors the config describes.
+
+    Parameters
+    ----------
+    ingest_url : str
+        Database URL of the ingest role.
+    mqtt_url : str or None
+        Broker URL of the collector account; None for no MQTT collector.
+    spool_dir : path-like
+        The writer's spool folder.
+    """
+    with db.connect(db_url=ingest_url) as conn:
+        refs = sensor_refs_from_db(conn)
+    sink = Sink()
+    writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay).start()
+    ing = Ingest(sink=sink, writer=writer)
+    explicit = {s.topic: s.key for s in cfg.sensors if s.source == "mqtt" and s.topic}
+    if mqtt_url:
+        ing.mqtt = MqttCollector(mqtt_url, TopicMap(refs, explicit, patterns), sink, client_id=client_id).start()
+    modbus_sensors = [s for s in cfg.sensors if s.source == "modbus"]
+    if cfg.devices and modbus_sensors:
+        ing.modbus = _start_modbus(cfg, refs, sink, ing)
+    return ing
+
+
+def _start_modbus(cfg: Config, refs, sink: Sink, ing: Ingest):
+    try:
+        from ingest.modbus.collector import ModbusCollector
+    except ImportError:
+        log.warning("the Modbus collector is not available; Modbus devices are not polled")
+        return None
+    import asyncio
+
+    ids = {r.key: r.id for r in refs}
+    sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors if s.source == "modbus" and s.key in ids}
+    collector = ModbusCollector(list(cfg.devices), sensor_map, sink)
+    t = threading.Thread(target=lambda: asyncio.run(collector.run()), name="sewerwatch-modbus", daemon=True)
+    t.start()
+    ing.threads.append(t)
+    return collector
+
+
+def run_until_signalled(ing: Ingest, report=lambda ing: None, every: float = 10.0) -> None:
+    """Block until SIGTERM or SIGINT, reporting every ``every`` seconds, then stop cleanly."""
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(every):
+        report(ing)
+    ing.stop()

@@ -1,0 +1,266 @@
+"""The TimescaleDB writer: drains the sink, writes with binary COPY, spools on outage.
+
+Each chunk goes, in one transaction as the ingest role, by binary COPY into a temporary
+staging table and then ``INSERT INTO readings ... ON CONFLICT DO NOTHING``: a replayed or
+redelivered reading is dropped, never doubled. Dead letters and device health records ride
+in the same transaction. The binary COPY stream is built with numpy, one structured array
+per chunk, never one Python object per reading.
+
+While the database is unreachable every chunk is appended to the spool (fsynced) instead,
+and the writer tries to reconnect with backoff; once back, it replays the spool in order,
+then writes directly again. Only when a chunk is committed or fsynced are the collectors'
+``on_durable`` callbacks run (an MQTT collector acknowledges its messages then).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from ingest.batch import Readings
+from ingest.sink import Chunk, Sink
+from ingest.spool import Spool
+
+log = logging.getLogger("sewerwatch.writer")
+
+#: microseconds from 1970-01-01 to PostgreSQL's epoch 2000-01-01 (UTC)
+PG_EPOCH_US = 946_684_800 * 1_000_000
+#: PostgreSQL binary COPY header: signature, flags, header extension length
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+COPY_TRAILER = b"\xff\xff"
+_TUPLE = np.dtype([("nfields", ">i2"), ("len_t", ">i4"), ("t", ">i8"), ("len_s", ">i4"), ("s", ">i4"),
+                   ("len_v", ">i4"), ("v", ">f8"), ("len_q", ">i4"), ("q", ">i2")])
+
+STAGING = """CREATE TEMP TABLE IF NOT EXISTS staging_readings (
+    time timestamptz, sensor_id int, value double precision, quality smallint) ON COMMIT DELETE ROWS"""
+
+
+def copy_binary(r: Readings) -> bytes:
+    """The binary COPY stream of ``r`` for columns (time, sensor_id, value, quality)."""
+    rows = np.empty(len(r), dtype=_TUPLE)
+    rows["nfields"] = 4
+    rows["len_t"], rows["len_s"], rows["len_v"], rows["len_q"] = 8, 4, 8, 2
+    rows["t"] = r.time_us - PG_EPOCH_US
+    rows["s"] = r.sensor_id
+    rows["v"] = r.value
+    rows["q"] = r.quality
+    return COPY_HEADER + rows.tobytes() + COPY_TRAILER
+
+
+def _us_to_ts(us):
+    from datetime import datetime, timezone
+    return None if us is None else datetime.fromtimestamp(us / 1e6, tz=timezone.utc)
+
+
+@dataclass
+class WriterStats:
+    """What the writer has done since it started."""
+
+    chunks: int = 0
+    readings_offered: int = 0       # readings handed to the database (including replays)
+    readings_inserted: int = 0      # new rows (the rest were duplicates, dropped)
+    readings_spooled: int = 0
+    dead_letters: int = 0
+    replayed_chunks: int = 0
+    outages: int = 0
+    db_up: bool = False
+    last_error: str | None = None
+    errors: list = field(default_factory=list)
+
+
+class Writer:
+    """Drain ``sink`` into the database at ``db_url`` (the ingest role), spooling on outage.
+
+    Parameters
+    ----------
+    db_url : str
+        Connection URL (the ingest role).
+    sink : ingest.sink.Sink
+        Where the collectors put their batches.
+    spool_dir : path-like
+        The spool's folder (kept across restarts: a spool left by a crash is replayed).
+    max_rows : int
+        Readings per database transaction at most.
+    max_delay : float
+        Longest a reading waits in the sink before it is written [s].
+    """
+
+    def __init__(self, db_url: str, sink: Sink, spool_dir, max_rows: int = 50_000,
+                 max_delay: float = 0.1, backoff_max: float = 5.0):
+        self.db_url = db_url
+        self.sink = sink
+        self.spool = Spool(spool_dir)
+        self.max_rows = max_rows
+        self.max_delay = max_delay
+        self.backoff_max = backoff_max
+        self.stats = WriterStats()
+        self._conn: psycopg.Connection | None = None
+        self._thread: threading.Thread | None = None
+        self._next_try = 0.0
+        self._backoff = 0.25
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> "Writer":
+        cut = self.spool.recover()
+        if cut:
+            log.warning("spool: cut a torn tail of %d bytes left by a crash (never acknowledged)", cut)
+        self._thread = threading.Thread(target=self._run, name="sewerwatch-writer", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Close the sink, write (or spool) everything in it, and stop."""
+        self.sink.close()
+        if self._thread:
+            self._thread.join(timeout)
+        if self._conn is not None:
+            self._conn.close()
+
+    def _run(self) -> None:
+        while True:
+            chunk = self.sink.take(self.max_rows, self.max_delay)
+            if chunk is None:
+                break
+            self.handle(chunk)
+        # Closed: one last try to empty the spool.
+        if not self.spool.empty():
+            self._next_try = 0.0
+            self._replay()
+
+    # --- the work -------------------------------------------------------------------
+
+    def handle(self, chunk: Chunk) -> None:
+        """Make ``chunk`` durable (database, else spool), then run its callbacks."""
+        if not self.spool.empty():
+            self._replay()
+        if len(chunk):
+            if self.spool.empty() and self._write(chunk):
+                pass
+            else:
+                self.spool.append(chunk)
+                self.stats.readings_spooled += len(chunk.readings)
+        for cb in chunk.callbacks:
+            try:
+                cb()
+            except Exception:  # a collector's ack failing must not stop the writer
+                log.exception("on_durable callback failed")
+
+    def _connection(self) -> psycopg.Connection | None:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        if time.monotonic() < self._next_try:
+            return None
+        try:
+            self._conn = psycopg.connect(self.db_url, connect_timeout=3)
+            self._conn.execute(STAGING)
+            self._conn.commit()
+            if not self.stats.db_up:
+                log.info("database reachable")
+            self.stats.db_up = True
+            self._backoff = 0.25
+            return self._conn
+        except psycopg.Error as exc:
+            self._down(exc)
+            return None
+
+    def _down(self, exc: Exception) -> None:
+        if self.stats.db_up or self.stats.outages == 0:
+            self.stats.outages += 1
+            log.warning("database unreachable, spooling to %s: %s", self.spool.path,
+                        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        self.stats.db_up = False
+        self.stats.last_error = str(exc).strip()[:500]
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+        self._conn = None
+        self._next_try = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, self.backoff_max)
+
+    def _write(self, chunk: Chunk) -> bool:
+        conn = self._connection()
+        if conn is None:
+            return False
+        try:
+            with conn.transaction():
+                self._write_in(conn, chunk)
+            self.stats.chunks += 1
+            return True
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            self._down(exc)
+            return False
+        except psycopg.Error as exc:
+            # Not an outage: the database refused the chunk. Keep it in the spool (never
+            # lost) and say so loudly; replay will try it again.
+            log.error("database refused a chunk (%s); kept in the spool", exc)
+            self.stats.errors.append(str(exc)[:500])
+            self._down(exc)
+            return False
+
+    def _write_in(self, conn: psycopg.Connection, chunk: Chunk) -> None:
+        r = chunk.readings
+        if len(r):
+            with conn.cursor() as cur:
+                with cur.copy("COPY staging_readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
+                    cp.write(copy_binary(r))
+                cur.execute("INSERT INTO readings (time, sensor_id, value, quality) "
+                            "SELECT time, sensor_id, value, quality FROM staging_readings ON CONFLICT DO NOTHING")
+                self.stats.readings_inserted += cur.rowcount
+                cur.execute("TRUNCATE staging_readings")
+            self.stats.readings_offered += len(r)
+        if chunk.dead_letters:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO dead_letters (received_at, source, topic, payload, reason, detail) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(_us_to_ts(d.received_at_us), d.source, d.topic, d.payload, d.reason, json.dumps(d.detail))
+                     for d in chunk.dead_letters])
+            self.stats.dead_letters += len(chunk.dead_letters)
+        for h in chunk.health:
+            self._health(conn, h)
+
+    @staticmethod
+    def _health(conn: psycopg.Connection, h: dict) -> None:
+        if h.get("kind") == "outage":
+            conn.execute(
+                "INSERT INTO device_outages (device, started_at, ended_at, reason) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (device, started_at) DO UPDATE SET ended_at = EXCLUDED.ended_at, "
+                "reason = COALESCE(EXCLUDED.reason, device_outages.reason)",
+                (h["device"], _us_to_ts(h["started_us"]), _us_to_ts(h.get("ended_us")), h.get("reason")))
+            return
+        conn.execute(
+            """INSERT INTO device_health (device, site_key, state, last_good_at, last_error_at, last_error,
+                   polls, missed_polls, transport_errors, exception_replies, reconnects, updated_at)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())
+               ON CONFLICT (device) DO UPDATE SET site_key = EXCLUDED.site_key, state = EXCLUDED.state,
+                   last_good_at = EXCLUDED.last_good_at, last_error_at = EXCLUDED.last_error_at,
+                   last_error = EXCLUDED.last_error, polls = EXCLUDED.polls, missed_polls = EXCLUDED.missed_polls,
+                   transport_errors = EXCLUDED.transport_errors, exception_replies = EXCLUDED.exception_replies,
+                   reconnects = EXCLUDED.reconnects, updated_at = now()""",
+            (h["device"], h.get("site"), h.get("state", "up"), _us_to_ts(h.get("last_good_us")),
+             _us_to_ts(h.get("last_error_us")), h.get("last_error"), h.get("polls", 0), h.get("missed_polls", 0),
+             h.get("transport_errors", 0), h.get("exception_replies", 0), h.get("reconnects", 0)))
+
+    def _replay(self) -> None:
+        """Write the spool's records in order; clear it when all are in."""
+        for chunk, end in self.spool.replay(self.max_rows * 4):
+            if not self._write(chunk):
+                return
+            self.spool.commit(end)
+            self.stats.replayed_chunks += 1
+        self.spool.clear()
+        log.info("spool replayed")
+
+
+def default_spool_dir(state_dir: Path) -> Path:
+    return Path(state_dir) / "spool"
