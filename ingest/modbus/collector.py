@@ -1,0 +1,487 @@
+"""The Modbus TCP collector: polls many devices from one asyncio loop, decodes in batches.
+
+Each device has its own connection (a pymodbus ``AsyncModbusTcpClient``) and its own poll
+task, started at a staggered phase so a thousand devices at 1 Hz do not all ask in the same
+millisecond. A poll sends the profile's read plan (:mod:`ingest.modbus.plan`) and keeps the
+raw registers; every ``flush_s`` the collector decodes all polls of all devices of one
+profile in one numpy batch (:meth:`ingest.profiles.Profile.decode_tables`), converts them
+to canonical units, sets quality codes and hands one :class:`~ingest.batch.Readings` to the
+sink.
+
+Quality: a set status bit or a value that decodes to NaN (the device's "no reading") gives
+:data:`~ingest.batch.DEVICE_FAULT`; a physically impossible value (pH below 0 or above 14)
+:data:`~ingest.batch.OUT_OF_RANGE` (:func:`ingest.normalise.flag_out_of_range`). Both are
+kept.
+
+Failures: a transport error (refused, dropped or silent connection; the pymodbus client
+runs with ``retries=0`` and its own reconnect switched off) closes the connection, takes the
+device down and waits a backoff (doubling from ``backoff_min_s`` to ``backoff_max_s``, with
+jitter) before connecting again; polls due meanwhile count as missed. A Modbus exception
+reply is an answer: it is counted in ``exception_replies`` and the device stays up. Health
+records go to :meth:`ingest.sink.Sink.health` (see :mod:`ingest.modbus.health`).
+
+Run alone against a config file (no database; sensor ids are numbered in config order)::
+
+    python -m ingest.modbus.collector ingest/modbus/sample.toml --duration 10 --print readings
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import sys
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, fields as dc_fields
+from pathlib import Path
+
+import numpy as np
+
+from ingest import profiles as profiles_mod
+from ingest.batch import DEVICE_FAULT, Readings
+from ingest.modbus.health import DeviceHealth
+from ingest.modbus.plan import DEFAULT_MAX_FILL, plan as make_plan
+from ingest.normalise import flag_out_of_range
+from limits.units import to_canonical
+from sewerwatch.errors import ConfigError, InputError
+
+log = logging.getLogger("ingest.modbus")
+
+#: Modbus exception codes (Modbus Application Protocol V1.1b3 §7)
+EXCEPTION_NAMES = {1: "illegal function", 2: "illegal data address", 3: "illegal data value",
+                   4: "server device failure", 5: "acknowledge", 6: "server device busy",
+                   8: "memory parity error", 10: "gateway path unavailable",
+                   11: "gateway target device failed to respond"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Collector settings (the ``[modbus]`` table of a collector config).
+
+    Attributes
+    ----------
+    timeout_s : float
+        Connect and response timeout per request [s].
+    backoff_min_s, backoff_max_s : float
+        First and largest wait before reconnecting after a transport error [s]; the wait
+        doubles after each failed attempt and has ±20 % jitter.
+    max_fill : int
+        Largest hole between two fields still read in one request [registers].
+    flush_s : float
+        Period of batch decoding and of handing readings to the sink [s].
+    health_s : float
+        Period of health snapshots of every device [s].
+    late_fraction : float
+        A poll starting later than this fraction of the interval after its due time is
+        skipped and counted as missed.
+    """
+
+    timeout_s: float = 1.0
+    backoff_min_s: float = 0.5
+    backoff_max_s: float = 30.0
+    max_fill: int = DEFAULT_MAX_FILL
+    flush_s: float = 1.0
+    health_s: float = 5.0
+    late_fraction: float = 0.5
+
+    @classmethod
+    def from_dict(cls, data: dict, path: str = "<options>", where: str = "modbus") -> "Options":
+        """Validate a ``[modbus]`` table; an unknown key or a bad value is a :class:`ConfigError`."""
+        if not isinstance(data, dict):
+            raise ConfigError(path, where, f"expected a table, got {data!r}")
+        known = {f.name: f for f in dc_fields(cls)}
+        values = {}
+        for key, v in data.items():
+            if key not in known:
+                raise ConfigError(path, f"{where}.{key}", f"unknown key (expected one of: {', '.join(known)})")
+            if key == "max_fill":
+                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 124:
+                    raise ConfigError(path, f"{where}.{key}", f"expected an integer from 0 to 124, got {v!r}")
+            elif key == "late_fraction":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+                    raise ConfigError(path, f"{where}.{key}", f"expected a number between 0 and 1, got {v!r}")
+                v = float(v)
+            else:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                    raise ConfigError(path, f"{where}.{key}", f"expected a positive number [s], got {v!r}")
+                v = float(v)
+            values[key] = v
+        opts = cls(**values)
+        if opts.backoff_max_s < opts.backoff_min_s:
+            raise ConfigError(path, f"{where}.backoff_max_s",
+                              f"{opts.backoff_max_s} is less than backoff_min_s {opts.backoff_min_s}")
+        return opts
+
+
+class _Group:
+    """The devices sharing one profile: their plan, sensor ids and the polls not yet decoded."""
+
+    def __init__(self, profile, devices: list, sensor_map: dict, max_fill: int):
+        self.profile = profile
+        self.plan = make_plan(profile, max_fill)
+        self.spans = {t: profile.span(t) for t in profile.tables()}
+        # a request filling its table's whole row needs no copying (the common case)
+        self.whole = {t: len([r for r in self.plan if r.table == t]) == 1
+                      and next(r for r in self.plan if r.table == t).count == c
+                      for t, (_, c) in self.spans.items()}
+        self.sensor_ids = {}
+        for f in profile.fields:
+            ids = np.array([sensor_map.get((d.id, f.name), -1) for d in devices], dtype=np.int64)
+            if (ids >= 0).any():
+                self.sensor_ids[f.name] = ids
+        self.reset()
+
+    def reset(self):
+        self.rows_index: list[int] = []
+        self.rows_time: list[int] = []
+        self.rows: dict = {t: [] for t in self.spans}
+
+    def decode(self) -> Readings:
+        """Decode every pending poll in one batch and clear them."""
+        if not self.rows_index:
+            return Readings.empty()
+        idx = np.array(self.rows_index, dtype=np.int64)
+        times = np.array(self.rows_time, dtype=np.int64)
+        blocks = {t: np.array(r, dtype=np.int64) for t, r in self.rows.items()}
+        self.reset()
+        values, status = self.profile.decode_tables(blocks)
+        faults = self.profile.faulted(status) if status is not None else {}
+        parts = []
+        for f in self.profile.fields:
+            ids = self.sensor_ids.get(f.name)
+            if ids is None:
+                continue
+            sid = ids[idx]
+            m = sid >= 0
+            canon = to_canonical(f.parameter, f.unit, values[f.name][m])
+            quality = flag_out_of_range(f.parameter, canon)
+            if f.name in faults:
+                quality[faults[f.name][m]] = DEVICE_FAULT
+            parts.append(Readings(times[m], sid[m], canon, quality))
+        return Readings.concat(parts)
+
+
+class _Device:
+    """One device's connection, schedule and health."""
+
+    def __init__(self, device, group: _Group, row: int, phase_s: float):
+        self.device, self.group, self.row, self.phase_s = device, group, row, phase_s
+        self.health = DeviceHealth(device.id, device.site)
+        self.client = None
+        self.connected_once = False
+        self.backoff_s = 0.0
+        self.hold_until = 0.0  # loop time before which no reconnect is tried
+
+
+class ModbusCollector:
+    """Poll Modbus TCP devices and hand their readings to a sink.
+
+    Parameters
+    ----------
+    devices : iterable of sewerwatch.config.Device
+    sensor_map : dict of (str, str) -> int
+        ``(device id, profile field name)`` -> ``sensors.id``; fields without an entry are
+        read (they share the request) but not stored.
+    sink : ingest.sink.Sink
+    options : Options, optional
+    """
+
+    def __init__(self, devices, sensor_map: dict, sink, options: Options | None = None):
+        self.sink = sink
+        self.options = options or Options()
+        devices = list(devices)
+        ids = [d.id for d in devices]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise InputError(f"device id {dup!r} appears twice")
+        by_profile: dict = {}
+        for d in devices:
+            by_profile.setdefault(d.profile, []).append(d)
+        self.groups = {}
+        self.devices: list[_Device] = []
+        n = len(devices)
+        order = {d.id: i for i, d in enumerate(devices)}
+        for name, members in by_profile.items():
+            group = _Group(profiles_mod.load(name), members, sensor_map, self.options.max_fill)
+            self.groups[name] = group
+            for row, d in enumerate(members):
+                # stagger: device i of n starts i/n of its interval into the schedule
+                phase = order[d.id] / max(n, 1) * d.interval_s
+                self.devices.append(_Device(d, group, row, phase))
+        self.devices.sort(key=lambda s: order[s.device.id])
+        self._stop: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._running = False
+        self.puts = 0
+
+    # --- public ------------------------------------------------------------------------
+    def health(self) -> dict:
+        """``{device id: DeviceHealth}``."""
+        return {s.device.id: s.health for s in self.devices}
+
+    async def run(self) -> None:
+        """Poll until :meth:`stop`; flushes what was read before returning."""
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._running = True
+        t0 = loop.time() + 0.05
+        self._tasks = [loop.create_task(self._device_loop(s, t0), name=f"modbus {s.device.id}")
+                       for s in self.devices]
+        flusher = loop.create_task(self._periodic(self.options.flush_s, self.flush), name="modbus flush")
+        reporter = loop.create_task(self._periodic(self.options.health_s, self._report), name="modbus health")
+        try:
+            await self._stop.wait()
+        finally:
+            self._running = False
+            for t in self._tasks + [flusher, reporter]:
+                t.cancel()
+            await asyncio.gather(*self._tasks, flusher, reporter, return_exceptions=True)
+            for s in self.devices:
+                self._close(s)
+            await self.flush()
+            await self._report()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return (call from the loop's thread)."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def flush(self) -> int:
+        """Decode every pending poll and hand the readings to the sink; returns their number."""
+        parts = [g.decode() for g in self.groups.values()]
+        batch = Readings.concat(parts)
+        if len(batch):
+            if not self.sink.put(batch, timeout=0):
+                await asyncio.get_running_loop().run_in_executor(None, self.sink.put, batch)
+            self.puts += 1
+        return len(batch)
+
+    # --- internals ---------------------------------------------------------------------
+    async def _periodic(self, period: float, fn) -> None:
+        while True:
+            await asyncio.sleep(period)
+            await fn()
+
+    async def _report(self) -> None:
+        for s in self.devices:
+            if s.health.state is not None:
+                self.sink.health(s.health.snapshot())
+
+    def _emit(self, records: list[dict]) -> None:
+        for r in records:
+            self.sink.health(r)
+
+    def _close(self, s: _Device) -> None:
+        if s.client is not None:
+            with contextlib.suppress(Exception):
+                s.client.close()
+            s.client = None
+
+    async def _device_loop(self, s: _Device, t0: float) -> None:
+        loop = asyncio.get_running_loop()
+        interval = s.device.interval_s
+        tolerance = interval * self.options.late_fraction
+        due = t0 + s.phase_s
+        while True:
+            wake = max(due, s.hold_until)
+            delay = wake - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            now = loop.time()
+            behind = int((now - due) // interval) if now > due else 0
+            slot = due + behind * interval
+            if now - slot > tolerance or slot < s.hold_until:
+                s.health.missed_polls += behind + 1
+                due = slot + interval
+                continue
+            s.health.missed_polls += behind
+            due = slot + interval
+            await self._poll(s, loop)
+
+    async def _poll(self, s: _Device, loop) -> None:
+        from pymodbus.exceptions import ModbusException
+
+        d = s.device
+        h = s.health
+        h.polls += 1
+        t_us = time.time_ns() // 1000
+        try:
+            if s.client is None or not s.client.connected:
+                await self._connect(s)
+            group = s.group
+            rows = {}
+            for req in group.plan:
+                if req.table == "holding":
+                    rr = await s.client.read_holding_registers(req.address, count=req.count, device_id=d.unit_id)
+                else:
+                    rr = await s.client.read_input_registers(req.address, count=req.count, device_id=d.unit_id)
+                if rr.isError():
+                    code = getattr(rr, "exception_code", 0)
+                    self._emit(h.exception_reply(t_us, f"exception reply {code:02X} "
+                                                 f"({EXCEPTION_NAMES.get(code, 'unknown')}) to function "
+                                                 f"{req.function_code:02d} at {req.address} count {req.count}"))
+                    return
+                regs = rr.registers
+                if len(regs) < req.count:
+                    raise _ShortReply(f"short reply: {len(regs)} of {req.count} registers at {req.address}")
+                if group.whole[req.table]:
+                    rows[req.table] = regs if len(regs) == req.count else regs[:req.count]
+                else:
+                    row = rows.get(req.table)
+                    if row is None:
+                        row = rows[req.table] = [0] * group.spans[req.table][1]
+                    row[req.offset:req.offset + req.count] = regs[:req.count]
+        except (ModbusException, OSError, asyncio.TimeoutError, _ShortReply) as exc:
+            self._close(s)
+            text = f"{type(exc).__name__}: {exc}".strip()
+            self._emit(h.transport_error(t_us, text[:500]))
+            lo, hi = self.options.backoff_min_s, self.options.backoff_max_s
+            s.backoff_s = lo if s.backoff_s == 0 else min(hi, s.backoff_s * 2)
+            s.hold_until = loop.time() + s.backoff_s * random.uniform(0.8, 1.2)
+            return
+        s.backoff_s = 0.0
+        group.rows_index.append(s.row)
+        group.rows_time.append(t_us)
+        for t, row in rows.items():
+            group.rows[t].append(row)
+        self._emit(h.good(t_us))
+
+    async def _connect(self, s: _Device) -> None:
+        from pymodbus.client import AsyncModbusTcpClient
+        from pymodbus.exceptions import ConnectionException
+
+        self._close(s)
+        o = self.options
+        # retries=0 and reconnect_delay=0: the collector owns retrying and backoff
+        client = AsyncModbusTcpClient(s.device.host, port=s.device.port, timeout=o.timeout_s,
+                                      retries=0, reconnect_delay=0)
+        if not await client.connect():
+            with contextlib.suppress(Exception):
+                client.close()
+            raise ConnectionException(f"cannot connect to {s.device.host}:{s.device.port}")
+        s.client = client
+        if s.connected_once:
+            s.health.reconnects += 1
+        s.connected_once = True
+
+
+class _ShortReply(Exception):
+    """A reply with fewer registers than asked for."""
+
+
+# --- running alone ---------------------------------------------------------------------
+
+
+def load_config(path: str | Path):
+    """Read a collector config: a sewerwatch config, optionally with a ``[modbus]`` table.
+
+    Returns
+    -------
+    (sewerwatch.config.Config, Options)
+    """
+    from sewerwatch import config as sw_config
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(p), "", f"not valid TOML: {exc}") from None
+    options = Options.from_dict(data.pop("modbus", {}), str(p))
+    cfg = sw_config.from_dict(data, str(p))
+    if not cfg.devices:
+        raise ConfigError(str(p), "devices", "no [[devices]] to poll")
+    return cfg, options
+
+
+def standalone_sensor_map(cfg) -> dict:
+    """``(device, field) -> sensor id``, numbering the config's Modbus sensors 1, 2, ... in order."""
+    out = {}
+    for s in cfg.sensors:
+        if s.source == "modbus":
+            out[(s.device, s.field)] = len(out) + 1
+    return out
+
+
+def _printer(sink, mode: str, names: dict, out, counts: dict) -> None:
+    while True:
+        chunk = sink.take(max_delay=0.5)
+        if chunk is None:
+            return
+        r = chunk.readings
+        counts["readings"] += len(r)
+        counts["faults"] += int((r.quality != 0).sum())
+        if mode == "readings":
+            for t, sid, v, q in zip(r.time_us.tolist(), r.sensor_id.tolist(), r.value.tolist(), r.quality.tolist()):
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t / 1e6)) + f".{t % 1_000_000:06d}Z"
+                print(f"{stamp} {names.get(sid, sid)} {v:.6g} q={q}", file=out)
+        if mode in ("readings", "health"):
+            for rec in chunk.health:
+                if mode == "health" or rec["kind"] == "outage":
+                    print(json.dumps(rec), file=out)
+        out.flush()
+
+
+async def _run_for(collector: ModbusCollector, duration: float | None) -> None:
+    task = asyncio.create_task(collector.run())
+    try:
+        if duration is None:
+            await task
+        else:
+            await asyncio.sleep(duration)
+            collector.stop()
+            await task
+    finally:
+        if not task.done():
+            collector.stop()
+            await task
+
+
+def main(argv=None) -> int:
+    """Poll the devices of a config file and print what they send (no database)."""
+    from ingest.sink import Sink
+    from sewerwatch.errors import SewerwatchError
+
+    p = argparse.ArgumentParser(prog="python -m ingest.modbus.collector",
+                                description="Poll Modbus TCP devices and print their readings.")
+    p.add_argument("config", help="sewerwatch config with [[devices]] and [[sensors]] (and optional [modbus])")
+    p.add_argument("--duration", type=float, help="stop after this many seconds (default: run until Ctrl-C)")
+    p.add_argument("--print", dest="mode", choices=("readings", "counts", "health"), default="counts",
+                   help="print each reading, health records, or only counts at the end (default counts)")
+    args = p.parse_args(argv)
+    try:
+        if args.duration is not None and not args.duration > 0:
+            raise InputError(f"--duration: expected a positive number of seconds, got {args.duration}")
+        cfg, options = load_config(args.config)
+        sensor_map = standalone_sensor_map(cfg)
+        names = {sid: f"{dev}/{field}" for (dev, field), sid in sensor_map.items()}
+        sink = Sink()
+        collector = ModbusCollector(cfg.devices, sensor_map, sink, options)
+        logging.getLogger("pymodbus").setLevel(logging.CRITICAL)
+        counts = {"readings": 0, "faults": 0}
+        printer = threading.Thread(target=_printer, args=(sink, args.mode, names, sys.stdout, counts), daemon=True)
+        printer.start()
+        try:
+            asyncio.run(_run_for(collector, args.duration))
+        except KeyboardInterrupt:
+            pass
+        sink.close()
+        printer.join(timeout=5)
+        for dev, h in collector.health().items():
+            print(f"{dev}: state {h.state} polls {h.polls} missed {h.missed_polls} transport errors "
+                  f"{h.transport_errors} exception replies {h.exception_replies} reconnects {h.reconnects}")
+        print(f"readings {counts['readings']} (not good: {counts['faults']})")
+        return 0
+    except SewerwatchError as exc:
+        print(f"sewerwatch: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
