@@ -48,13 +48,16 @@ def read_bill_options(path: str) -> dict:
     return opts
 
 
-def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz) -> list[dict]:
+def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
+              non_detect: str = "zero") -> list[dict]:
     """Loading of each result: mg/l × the day's volume [MG] × 8.34 [lb/day].
 
     The volume of the result's local collection day where the readings cover it whole, else
-    the quarter's average day. A non-detect counts as zero (the billing default).
+    the quarter's average day. A non-detect counts as the billing policy says (default zero).
     """
     from lab.composite import loading_lb
+    from lab.nondetect import substitute
+    values = substitute(table.value_mg_l, table.non_detect, non_detect)
     out = []
     avg_day_gal = volume_mg * 1e6 / days if volume_mg else None
     for i in range(len(table)):
@@ -66,12 +69,12 @@ def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz) ->
         out.append({"date": day, "sample": str(table.sample[i]), "analyte": str(table.analyte[i]),
                     "mg_l": float(table.value_mg_l[i]), "non_detect": bool(table.non_detect[i]),
                     "day_volume_gal": float(vol), "metered_day": day in daily_gal,
-                    "lb_per_day": float(loading_lb(0.0 if table.non_detect[i] else table.value_mg_l[i], vol))})
+                    "lb_per_day": float(loading_lb(values[i], vol))})
     return out
 
 
 def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_source: str,
-              issued: date) -> dict:
+              issued: date, non_detect: str = "zero") -> dict:
     """The quarterly bill of one site (see the module docstring)."""
     from lab.compliance import check_lab
     from lab.flowdb import period_volume
@@ -113,7 +116,8 @@ def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_
             missing = sorted(a for a in grouped if a in bases and a not in priced)
             if missing:
                 raise InputError(f"{rates_source}: no rate for {', '.join(missing)} (site '{key}' has results)")
-            s = site_surcharge(key, volume_mg, grouped, priced, pack, rates_source=rates_source)
+            s = site_surcharge(key, volume_mg, grouped, priced, pack, non_detect=non_detect,
+                               rates_source=rates_source)
             charges.append({"charge": "surcharge", "citation": s.citation, "dollars": s.total_dollars,
                             "detail": s.as_json()})
     # Webster NY sewer rent
@@ -160,13 +164,14 @@ def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_
         "results": [{"sample": str(table.sample[i]), "collected": str(table.collected[i]) + "Z",
                      "analyte": str(table.analyte[i]), "mg_l": float(table.value_mg_l[i]),
                      "non_detect": bool(table.non_detect[i])} for i in range(len(table))],
-        "loadings": _loadings(table, metered["daily_gal"], volume_mg, days, tz),
+        "loadings": _loadings(table, metered["daily_gal"], volume_mg, days, tz, non_detect),
         "violations": check_lab(table, pack),
         "discharge_permit": permit, "notes": notes,
     }
 
 
-def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True) -> list[dict]:
+def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True,
+                non_detect: str = "zero") -> list[dict]:
     """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``."""
     from lab.inputs import read_rates
     rates = read_rates(rates_path)
@@ -179,7 +184,7 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     bills = []
     with conn.transaction():
         for s in sites:
-            b = bill_site(conn, s, quarter, rates, options, rates_path, issued)
+            b = bill_site(conn, s, quarter, rates, options, rates_path, issued, non_detect)
             bills.append(b)
             if store:
                 conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) "
@@ -202,6 +207,9 @@ def loadings_svg(bill: dict) -> str:
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=analyte)
     ax.set_ylabel("loading [lb/day]")
+    ax.set_xlim(np.datetime64(bill["period_start"][:10]), np.datetime64(bill["period_end"][:10]))
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
     ax.set_title(f"{bill['name']}: loadings {bill['quarter']}")
     if by:
         ax.legend(loc="upper left", fontsize=8)
@@ -273,7 +281,7 @@ def bill_cli(args) -> int:
     quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
     cfg = sw_config.load(getattr(args, "config", None))
     with db.connect("owner", cfg) as conn:
-        bills = build_bills(conn, args.quarter.upper(), args.rates)
+        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=args.non_detect)
     paths = write_bills(bills, args.out)
     if args.json:
         print(json.dumps(bills, indent=2))

@@ -16,7 +16,7 @@ def _date(text: str, what: str) -> datetime:
     return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
-def check_db(conn, start: datetime, end: datetime, store: bool = False) -> dict:
+def check_db(conn, start: datetime, end: datetime, store: bool = False, non_detect: str = "dl") -> dict:
     """Violations, permit needs and SNC of every site's results in ``[start, end)``."""
     from lab.compliance import check_lab
     from lab.flowdb import period_volume, store_violations
@@ -27,10 +27,10 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False) -> dict:
     out = {"violations": [], "permits": [], "snc": [], "stored": 0}
     for key, pack in conn.execute("SELECT key, pack FROM sites ORDER BY key").fetchall():
         table = load_results(conn, start, end, [key])
-        out["violations"] += check_lab(table, pack)
+        out["violations"] += check_lab(table, pack, non_detect)
         daily = list(period_volume(conn, key, start, end)["daily_gal"].values())
-        out["permits"].append(permit_required(table, key, pack, daily_volumes_gal=daily))
-        out["snc"] += snc(table, pack_limits(pack))
+        out["permits"].append(permit_required(table, key, pack, daily_volumes_gal=daily, non_detect=non_detect))
+        out["snc"] += snc(table, pack_limits(pack), non_detect)
     if store:
         with conn.transaction():
             out["stored"] = store_violations(conn, out["violations"])
@@ -46,7 +46,7 @@ def check_cli(args) -> int:
         raise InputError("--until must be after --since")
     cfg = sw_config.load(getattr(args, "config", None))
     with db.connect("owner", cfg) as conn:
-        res = check_db(conn, start, end, store=args.store)
+        res = check_db(conn, start, end, store=args.store, non_detect=args.non_detect)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -64,4 +64,33 @@ def check_cli(args) -> int:
                       f"{s['window_start'][:10]}..{s['window_end'][:10]}")
         if not any(p["required"] for p in res["permits"]) and not res["violations"] and not any(s["snc"] for s in res["snc"]):
             print("no lab violations, permit needs or significant noncompliance")
+    return 0
+
+
+def list_cli(args) -> int:
+    """``sewerwatch lab list``: the current version of each stored result."""
+    from sewerwatch import config as sw_config
+    from sewerwatch import db
+
+    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    cfg = sw_config.load(getattr(args, "config", None))
+    with db.connect("owner", cfg) as conn:
+        q = ("SELECT t.key, s.sample_key, s.collected, s.sample_type, r.analyte, r.qualifier, r.value_mg_l, "
+             "r.version, r.entered_by, r.entered_at FROM lab_results_current r "
+             "JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
+             "WHERE s.collected >= %s AND s.collected < %s")
+        params: list = [start, end]
+        if args.site:
+            q += " AND t.key = ANY(%s)"
+            params.append(args.site)
+        rows = conn.execute(q + " ORDER BY t.key, s.collected, s.sample_key, r.analyte", params).fetchall()
+    keys = ("site", "sample", "collected", "sample_type", "analyte", "qualifier", "mg_l", "version",
+            "entered_by", "entered_at")
+    if args.json:
+        print(json.dumps([dict(zip(keys, r)) for r in rows], indent=2, default=lambda x: x.isoformat()))
+    else:
+        for r in rows:
+            ver = f"  (version {r[7]} by {r[8]})" if r[7] > 1 else ""
+            print(f"{r[0]:<16} {r[1]:<12} {r[2].astimezone(timezone.utc):%Y-%m-%d %H:%M}Z {r[4]:<5} "
+                  f"{r[5]}{r[6]:g} mg/l{ver}")
     return 0

@@ -38,13 +38,23 @@ def register(sub) -> None:
     q.add_argument("--since", required=True, help="ISO date")
     q.add_argument("--until", required=True, help="ISO date (exclusive)")
     q.add_argument("--store", action="store_true", help="store the violations found")
+    q.add_argument("--non-detect", default="dl", choices=("zero", "half", "dl"),
+                   help="what a '<' result counts as for compliance (default dl: its detection limit)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_check)
+    q = lsub.add_parser("list", help="list the current version of stored results")
+    q.add_argument("--since", required=True, help="ISO date")
+    q.add_argument("--until", required=True, help="ISO date (exclusive)")
+    q.add_argument("--site", action="append", help="only this site (repeatable)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_lab_list)
 
     p = sub.add_parser("bill", help="produce each industrial user's quarterly bill")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="surcharge rates [$/lb]")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON and HTML bills go (default .)")
+    p.add_argument("--non-detect", default="zero", choices=("zero", "half", "dl"),
+                   help="what a '<' result counts as for billing (default zero)")
     p.add_argument("--json", action="store_true", help="also print the bills as JSON")
     p.set_defaults(func=_bill)
 
@@ -98,6 +108,11 @@ def _lab_import(args: argparse.Namespace) -> int:
 def _lab_check(args: argparse.Namespace) -> int:
     from lab.checkdb import check_cli
     return check_cli(args)
+
+
+def _lab_list(args: argparse.Namespace) -> int:
+    from lab.checkdb import list_cli
+    return list_cli(args)
 
 
 def _bill(args: argparse.Namespace) -> int:

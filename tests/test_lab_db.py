@@ -228,3 +228,47 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
         stored = conn.execute("SELECT t.key, b.period, b.total_dollars FROM bills b JOIN sites t ON t.id = b.site_id "
                               "ORDER BY t.key").fetchall()
         assert [(k, p, float(d)) for k, p, d in stored] == [("dairy", "2026Q1", 5.0), ("mill", "2026Q1", 216.17)]
+
+
+def test_cli_lab_list_and_unusable_file(db, tmp_path):
+    with db.connect() as conn:
+        setup_sites(conn)
+    (tmp_path / "a.csv").write_text(HEADER + "S1,mill,2026-01-05,bod5,420,mg/l,\nS1,mill,2026-01-05,cn,2,ug/l,<\n")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "sewerwatch", *a], capture_output=True, text=True,
+                                    env=_env(db), cwd=tmp_path, timeout=120)
+    r = run("lab", "import", "a.csv", "--actor", "t")
+    assert r.returncode == 0 and "2 stored, 0 corrected, 0 bad" in r.stdout
+    r = run("lab", "list", "--since", "2026-01-01", "--until", "2026-02-01", "--json")
+    assert r.returncode == 0, r.stderr
+    got = [(x["site"], x["sample"], x["analyte"], x["qualifier"], x["mg_l"]) for x in json.loads(r.stdout)]
+    assert got == [("mill", "S1", "bod5", "", 420.0), ("mill", "S1", "cn", "<", 0.002)]
+    (tmp_path / "bad.csv").write_text("sample,site,value\n1,mill,3\n")
+    r = run("lab", "import", "bad.csv")
+    assert r.returncode == 2 and r.stderr.startswith("sewerwatch: error: bad.csv: line 1: missing column(s)")
+    with db.connect() as conn:  # nothing half-imported
+        assert conn.execute("SELECT count(*) FROM lab_results").fetchone()[0] == 2
+
+
+def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
+    from datetime import date
+
+    from lab.bill import build_bills
+    with db.connect() as conn:
+        conn.execute("INSERT INTO sites (key, name, pack) VALUES ('laundry', 'Laundry', 'webster-ny'), "
+                     "('cannery', 'Cannery', 'westfield-wi')")
+        conn.commit()
+        rates = tmp_path / "rates.toml"
+        rates.write_text("bod = 0.30\ntss = 0.10\n"
+                         "[bill.volume_mg]\nlaundry = 0.15\ncannery = 0.2\n"
+                         "[bill.webster-ny]\nunit_rent = 400.0\n"
+                         "[bill.westfield-wi]\nannual_debt_budget = 40000.0\ntotal_re = 500\n"
+                         "[bill.re]\ncannery = 3.0\n")
+        bills = {b["site"]: b for b in build_bills(conn, "2026Q2", str(rates), issued=date(2026, 7, 1))}
+    ny = bills["laundry"]
+    # §113-75: 0.15 MG = 150,000 gal / 60,000 = 2.5 units x $400 = $1,000.00
+    assert [(c["charge"], c["dollars"]) for c in ny["charges"]] == [("sewer rent", 1000.0)]
+    assert ny["total_dollars"] == 1000.0 and ny["payment"] is None   # no late charge in the seed
+    wf = bills["cannery"]
+    # westfield: ($81 + $40,000 / 500 / 4 = $20) x 3 RE = $303.00; no lab results -> no surcharge
+    assert [(c["charge"], c["dollars"]) for c in wf["charges"]] == [("sewer service charge", 303.0)]
+    assert wf["period_start"].startswith("2026-04-01T00:00:00-05:00")  # America/Chicago, daylight time
