@@ -1,0 +1,213 @@
+"""Render the dashboards' panels to PNG with matplotlib, from the same SQL Grafana runs.
+
+Each panel's queries are expanded by :mod:`dashboards.macros` and run as the read-only
+grafana role; the panels are laid out on Grafana's 24-column grid. Time series draw their
+series (``metric`` column or value columns), thresholds from a ``configFromData`` query
+as dashed red lines; tables show their first rows; stats show their value. One PNG per
+dashboard, so a reader without Grafana sees what the superintendent sees.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Mapping
+
+from sewerwatch.errors import InputError
+
+TABLE_ROWS = 12
+ROW_IN = 0.42          # inches per grid row
+WIDTH_IN = 22.0
+
+
+def parse_time(text: str, where: str) -> datetime:
+    """An ISO-8601 time (UTC when it has no offset)."""
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{where}: expected an ISO-8601 time such as 2026-06-01T00:00:00Z, got {text!r}") from None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _range(dashboard: dict, tf: datetime | None, tt: datetime | None) -> tuple[datetime, datetime]:
+    tt = tt or datetime.now(timezone.utc)
+    if tf is None:
+        spec = dashboard.get("time", {}).get("from", "now-24h")
+        n, unit = int(spec[4:-1]), spec[-1]
+        tf = tt - {"h": timedelta(hours=n), "d": timedelta(days=n), "y": timedelta(days=365 * n)}[unit]
+    if not tf < tt:
+        raise InputError(f"--from must be before --to (got {tf.isoformat()} and {tt.isoformat()})")
+    return tf, tt
+
+
+def _num(x):
+    return float(x) if isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) else None
+
+
+def _cell(x) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, datetime):
+        return x.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    if isinstance(x, (float, Decimal)):
+        return f"{float(x):.4g}"
+    s = str(x)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _series(result) -> dict[str, tuple[list, list]]:
+    """Grafana's long-to-wide: one series per metric value (or per value column)."""
+    cols = result.columns
+    ti = cols.index("time")
+    mi = cols.index("metric") if "metric" in cols else None
+    out: dict[str, tuple[list, list]] = {}
+    for row in result.rows:
+        for j, name in enumerate(cols):
+            if j in (ti, mi):
+                continue
+            v = _num(row[j])
+            if v is None and row[j] is not None:
+                continue
+            key = (str(row[mi]) if mi is not None else name) if len([c for c in range(len(cols)) if c not in (ti, mi)]) == 1 \
+                else f"{row[mi]} {name}" if mi is not None else name
+            xs, ys = out.setdefault(key, ([], []))
+            xs.append(row[ti])
+            ys.append(v)
+    return out
+
+
+def _draw_timeseries(ax, panel, results):
+    import matplotlib.dates as mdates
+
+    bars = panel.get("fieldConfig", {}).get("defaults", {}).get("custom", {}).get("drawStyle") == "bars"
+    config_ref = {t["options"]["configRefId"]: t["options"] for t in panel.get("transformations", [])
+                  if t.get("id") == "configFromData"}
+    drawn = 0
+    for res in results:
+        if res.query.ref_id in config_ref:
+            opts = config_ref[res.query.ref_id]
+            row = dict(zip(res.columns, res.rows[0])) if res.rows else {}
+            for m in opts["mappings"]:
+                v = _num(row.get(m["fieldName"]))
+                if m.get("handlerKey") == "threshold1" and v is not None:
+                    ax.axhline(v, color="red", linestyle="--", linewidth=1)
+                    ax.annotate(f"{m['fieldName']} {v:g}", (0.005, v), xycoords=("axes fraction", "data"),
+                                color="red", fontsize=7, va="bottom")
+            continue
+        if "time" not in res.columns:
+            continue
+        for name, (xs, ys) in sorted(_series(res).items()):
+            style = {"linestyle": "--", "color": "red"} if "slug line" in name else {}
+            if bars:
+                width = (max(xs) - min(xs)).total_seconds() / 86400 / max(len(xs), 1) * 0.8 if len(xs) > 1 else 5
+                offset = timedelta(days=width * drawn * 0.25)
+                ax.bar([x + offset for x in xs], [y or 0 for y in ys], width=max(width * 0.25, 0.01), label=name)
+            else:
+                ax.plot(xs, ys, linewidth=1, label=name, **style)
+            drawn += 1
+    if drawn:
+        ax.legend(fontsize=7, loc="upper left")
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+    unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
+    if unit and unit not in ("short", "none"):
+        ax.set_ylabel(unit, fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+
+
+def _draw_table(ax, results):
+    ax.axis("off")
+    res = results[0] if results else None
+    if not res or not res.rows:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+        return
+    rows = [[_cell(x) for x in r] for r in res.rows[:TABLE_ROWS]]
+    table = ax.table(cellText=rows, colLabels=res.columns, loc="upper center", cellLoc="left")
+    table.auto_set_font_size(False)
+    table.set_fontsize(7)
+    table.auto_set_column_width(list(range(len(res.columns))))
+    if len(res.rows) > TABLE_ROWS:
+        ax.text(1, 0, f"{len(res.rows) - TABLE_ROWS} more rows", ha="right", va="bottom",
+                transform=ax.transAxes, fontsize=7, color="grey")
+
+
+def _draw_stat(ax, panel, results):
+    ax.axis("off")
+    res = results[0] if results else None
+    value = _num(res.rows[-1][-1]) if res and res.rows else None
+    color = "grey"
+    if value is not None:
+        for step in panel.get("fieldConfig", {}).get("defaults", {}).get("thresholds", {}).get("steps", []):
+            if step["value"] is None or value >= step["value"]:
+                color = step["color"]
+    ax.set_facecolor("white")
+    ax.text(0.5, 0.45, "-" if value is None else f"{value:g}", ha="center", va="center",
+            fontsize=28, color=color, transform=ax.transAxes, weight="bold")
+
+
+def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime, tt: datetime,
+           variables: Mapping | None = None) -> Path:
+    """Draw one dashboard's panels from their query results into ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.gridspec import GridSpec
+
+    panels = dashboard["panels"]
+    rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
+    fig = plt.figure(figsize=(WIDTH_IN, rows * ROW_IN + 1.0))
+    grid = GridSpec(rows, 24, figure=fig, hspace=1.6, wspace=0.6, top=1 - 0.8 / (rows * ROW_IN + 1.0))
+    chosen = ", ".join(f"{k}={v.value}" for k, v in (variables or {}).items())
+    fig.suptitle(f"{dashboard['title']}   {tf:%Y-%m-%d %H:%M} to {tt:%Y-%m-%d %H:%M} UTC"
+                 + (f"   ({chosen})" if chosen else ""), fontsize=12, x=0.01, ha="left")
+    for p in panels:
+        g = p["gridPos"]
+        ax = fig.add_subplot(grid[g["y"]:g["y"] + g["h"], g["x"]:g["x"] + g["w"]])
+        ax.set_title(p["title"], fontsize=9, loc="left")
+        mine = [r for r in results if r.query.panel == p["title"]]
+        if p["type"] == "timeseries":
+            _draw_timeseries(ax, p, mine)
+        elif p["type"] == "table":
+            _draw_table(ax, mine)
+        else:
+            _draw_stat(ax, p, mine)
+    out = Path(path)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
+
+
+def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = None,
+               tt: datetime | None = None, choices: Mapping | None = None) -> list[Path]:
+    """Render every dashboard to ``DIR/<uid>.png``; return the files."""
+    import psycopg
+
+    from dashboards import queries as dq
+    from dashboards.definitions import build_all
+    from sewerwatch.errors import DatabaseError
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    try:
+        conn = psycopg.connect(db_url, autocommit=True)
+    except psycopg.OperationalError as exc:
+        first = (str(exc).strip().splitlines() or ["unreachable"])[0]
+        raise DatabaseError(f"cannot connect to the database ({first}); is it running? "
+                            "try 'sewerwatch services up'") from None
+    with conn:
+        for dash in (d.to_json() for d in build_all()):
+            a, b = _range(dash, tf, tt)
+            mine = dict(choices or {})
+            for v in dash.get("templating", {}).get("list", []):
+                if v["name"] in mine and not v.get("multi") and isinstance(mine[v["name"]], list):
+                    mine[v["name"]] = mine[v["name"]][0]
+            vars_ = dq.variables(dash, conn, mine)
+            results = [dq.run(conn, q, a, b, vars_) for q in dq.queries(dash)]
+            files.append(render(dash, results, out / f"{dash['uid']}.png", a, b, vars_))
+    return files
