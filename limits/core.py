@@ -255,8 +255,8 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     if n == 0:
         return np.empty(0)
     new = _sensor_segments(sensor)
-    seg = np.cumsum(new) - 1
     seg_first = np.flatnonzero(new)
+    seg = np.repeat(np.arange(len(seg_first)), np.diff(np.append(seg_first, n)))
     nxt_same = np.zeros(n, dtype=bool)
     nxt_same[:-1] = ~new[1:]
     hold = np.zeros(n, dtype=np.int64)
@@ -284,9 +284,8 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     km1 = np.maximum(k - 1, 0)
     part = np.where(has_prev, np.maximum(time[km1] + hold[km1] - ws, 0), 0)
     part_term = np.rint(v[km1] * part).astype(np.int64)
-    idx = np.arange(n)
-    integral = P[idx] - P[k] + part_term
-    covered = H[idx] - H[k] + part
+    integral = P[:n] - P[k] + part_term
+    covered = H[:n] - H[k] + part
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = integral.astype(np.float64) / covered
     hs = time[seg_first][seg] if history_start is None else np.asarray(history_start)

@@ -24,7 +24,7 @@ from limits.units import CANONICAL
 DEFAULT_GAP_MULTIPLE = 3.0
 
 #: Readings evaluated per chunk of whole sensors, to keep memory bounded.
-CHUNK_READINGS = 2_000_000
+CHUNK_READINGS = 500_000
 
 
 @dataclass(frozen=True)
@@ -187,51 +187,61 @@ def evaluate(rules: Pack | Sequence[Rule], sensor, time, value, quality=None, *,
     sensor = np.asarray(sensor, dtype=np.int64)
     time = np.asarray(time, dtype=np.int64)
     value = np.asarray(value, dtype=np.float64)
-    ok = core.valid_mask(value, quality)
-    if not ok.all():
-        sensor, time, value = sensor[ok], time[ok], value[ok]
     if len(time) == 0 or not rule_list:
         return np.empty(0, dtype=core.EPISODE_DTYPE)
-    starts, codes, _ = sensor_segments(sensor)
+    new = core._sensor_segments(sensor)
+    starts = np.flatnonzero(new)
+    del new
     bounds = np.append(starts, len(time))
-    # chunks of whole sensors
-    cuts = [0]
-    for i in range(1, len(starts) + 1):
-        if bounds[i] - bounds[cuts[-1]] >= chunk_readings or i == len(starts):
-            cuts.append(i)
+    # chunks of whole sensors, about chunk_readings each
+    cuts = np.unique(np.searchsorted(bounds, np.arange(0, len(time), max(1, chunk_readings)), side="left"))
+    cuts = np.append(cuts[cuts < len(starts)], len(starts))
     parts = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         lo, hi = bounds[a], bounds[b]
-        parts.append(_evaluate_block(rule_list, sensor[lo:hi], time[lo:hi], value[lo:hi],
-                                     codes[a:b], meta, gap_multiple, history_start))
+        s, t, v = sensor[lo:hi], time[lo:hi], value[lo:hi]
+        ok = core.valid_mask(v, None if quality is None else np.asarray(quality)[lo:hi])
+        if not ok.all():
+            s, t, v = s[ok], t[ok], v[ok]
+        if len(t):
+            parts.append(_evaluate_block(rule_list, s, t, v, meta, gap_multiple, history_start))
+    if not parts:
+        return np.empty(0, dtype=core.EPISODE_DTYPE)
     eps = np.concatenate(parts) if len(parts) > 1 else parts[0]
     order = np.lexsort((eps["rule"], eps["start"], eps["sensor"]))
     return eps[order]
 
 
-def _evaluate_block(rule_list, sensor, time, value, codes, meta, gap_multiple, history_start):
-    starts, _, seg = sensor_segments(sensor)
+def _evaluate_block(rule_list, sensor, time, value, meta, gap_multiple, history_start):
+    new = core._sensor_segments(sensor)
+    starts = np.flatnonzero(new)
+    codes = sensor[starts]
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(time))))
     gap_seg = np.rint(gap_multiple * intervals_us(codes, meta, sensor, time)).astype(np.int64)
     max_gap = int(gap_seg[0]) if (gap_seg == gap_seg[0]).all() else gap_seg[seg]
     brk = core.segment_starts(sensor, time, max_gap)
-    params = np.array([meta[c].parameter for c in codes.tolist()])
+    params = [meta[c].parameter for c in codes.tolist()]
     hist = None
     if history_start is not None:
         hs = np.array([history_start.get(c, t) for c, t in zip(codes.tolist(), time[starts].tolist())],
                       dtype=np.int64)
         hist = hs[seg]
     out = []
+    subsets = {}
     for ri, rule in enumerate(rule_list):
-        applies = np.array([rule.applies_to(p) for p in params], dtype=bool)
-        if not applies.any():
+        applies = tuple(rule.applies_to(p) for p in params)
+        if not any(applies):
             continue
-        if applies.all():
-            s, t, v, b, g, h = sensor, time, value, brk, max_gap, hist
+        if all(applies):
+            sub = (sensor, time, value, brk, max_gap, hist)
+        elif applies in subsets:
+            sub = subsets[applies]
         else:
-            m = applies[seg]
-            s, t, v, b = sensor[m], time[m], value[m], brk[m]
-            g = max_gap if np.isscalar(max_gap) else max_gap[m]
-            h = None if hist is None else hist[m]
+            m = np.array(applies, dtype=bool)[seg]
+            sub = (sensor[m], time[m], value[m], brk[m],
+                   max_gap if np.isscalar(max_gap) else max_gap[m], None if hist is None else hist[m])
+            subsets[applies] = sub
+        s, t, v, b, g, h = sub
         eps, _, _ = rule_episodes(ri, rule, s, t, v, b, g, history_start=h)
         out.append(eps)
     return np.concatenate(out) if out else np.empty(0, dtype=core.EPISODE_DTYPE)
