@@ -23,9 +23,11 @@ def _seconds(t) -> np.ndarray:
 
 def _segments(t_s, q, max_gap_s):
     """Trapezoid segments between consecutive readings no further apart than ``max_gap_s``."""
-    order = np.argsort(t_s, kind="stable")
-    t_s, q = t_s[order], q[order]
     dt = np.diff(t_s)
+    if dt.size and dt.min() < 0:  # the database returns them sorted; sort anything else
+        order = np.argsort(t_s, kind="stable")
+        t_s, q = t_s[order], q[order]
+        dt = np.diff(t_s)
     ok = (dt > 0) & (dt <= max_gap_s) & np.isfinite(q[:-1]) & np.isfinite(q[1:])
     return t_s[:-1][ok], t_s[1:][ok], q[:-1][ok], q[1:][ok]
 
@@ -95,22 +97,30 @@ def bucket_volumes_gal(t, flow_gpm, edges, max_gap_s: float = 900.0):
     t0, t1, q0, q1 = _segments(t_s, np.asarray(flow_gpm, dtype=np.float64), max_gap_s)
     if t0.size == 0:
         return vol, cov
-    slope = (q1 - q0) / (t1 - t0)
     k0 = np.searchsorted(e, t0, side="right") - 1          # bucket of each segment's start
     k1 = np.searchsorted(e, t1, side="left") - 1           # bucket of its end
-    span = int((k1 - k0).max())
-    # a segment crosses few edges: one vectorised pass per crossing
-    for j in range(span + 1):
-        k = k0 + j
-        valid = (k >= 0) & (k < nb) & (k <= np.maximum(k1, k0))
-        kk = np.clip(k, 0, nb - 1)
-        a = np.maximum(t0, e[kk])
-        b = np.minimum(t1, e[kk + 1])
-        m = valid & (b > a)
-        qa = q0[m] + slope[m] * (a[m] - t0[m])
-        qb = q0[m] + slope[m] * (b[m] - t0[m])
-        np.add.at(vol, kk[m], (qa + qb) / 2.0 * (b[m] - a[m]) / 60.0)
-        np.add.at(cov, kk[m], (b[m] - a[m]) / (e[kk[m] + 1] - e[kk[m]]))
+    # segments inside one bucket (nearly all): one weighted bincount
+    inside = (k0 == k1) & (k0 >= 0) & (k0 < nb)
+    ki = k0[inside]
+    dt = t1[inside] - t0[inside]
+    vol += np.bincount(ki, weights=(q0[inside] + q1[inside]) * dt / 120.0, minlength=nb)
+    cov += np.bincount(ki, weights=dt, minlength=nb)
+    # the few segments across an edge (or outside the buckets): clipped bucket by bucket
+    x = np.flatnonzero(~inside)
+    if x.size:
+        t0x, t1x, q0x, q1x = t0[x], t1[x], q0[x], q1[x]
+        slope = (q1x - q0x) / (t1x - t0x)
+        lo, hi = np.clip(k0[x], 0, nb - 1), np.clip(k1[x], 0, nb - 1)
+        for j in range(int((hi - lo).max()) + 1):
+            k = lo + j
+            a = np.maximum(t0x, e[np.minimum(k, nb - 1)])
+            b = np.minimum(t1x, e[np.minimum(k, nb - 1) + 1])
+            m = (k <= hi) & (b > a)
+            qa = q0x[m] + slope[m] * (a[m] - t0x[m])
+            qb = q0x[m] + slope[m] * (b[m] - t0x[m])
+            vol += np.bincount(k[m], weights=(qa + qb) * (b[m] - a[m]) / 120.0, minlength=nb)
+            cov += np.bincount(k[m], weights=b[m] - a[m], minlength=nb)
+    cov /= np.diff(e)
     return vol, cov
 
 

@@ -182,3 +182,23 @@ def test_flow_weighted_mean_and_loading():
     assert flow_weighted_mean([0.0, 3600.0], [200.0, 600.0], t, q) == pytest.approx(500.0)
     # 400 mg/l over 250,000 gal = 0.25 MG: 400 x 0.25 x 8.34 = 834 lb
     assert float(loading_lb(400.0, 250_000.0)) == pytest.approx(834.0)
+
+
+def test_bucket_volumes_uneven_days_and_unsorted_readings():
+    from lab.composite import bucket_volumes_gal
+    # readings every 10 min over 3 h: 0 h .. 3 h, 60 gpm; buckets [0, 1 h), [1 h, 2.5 h), [2.5 h, 4 h)
+    t = np.arange(0, 3 * 3600 + 1, 600.0)
+    q = np.full(t.size, 60.0)
+    edges = np.array([0.0, 3600.0, 9000.0, 14400.0])
+    vol, cov = bucket_volumes_gal(t, q, edges, max_gap_s=900)
+    # 60 gal/min: 60 min -> 3,600 gal; 90 min -> 5,400 gal; 30 min covered of 90 -> 1,800 gal
+    np.testing.assert_allclose(vol, [3600.0, 5400.0, 1800.0])
+    np.testing.assert_allclose(cov, [1.0, 1.0, 1 / 3])
+    rng = np.random.default_rng(1)
+    perm = rng.permutation(t.size)
+    vol2, _ = bucket_volumes_gal(t[perm], q[perm], edges, max_gap_s=900)
+    np.testing.assert_allclose(vol2, vol)
+    # a ramp across an edge: 0 gpm at 50 min, 120 gpm at 70 min; edge at 60 min (60 gpm there)
+    # before: (0 + 60)/2 x 10 = 300 gal; after: (60 + 120)/2 x 10 = 900 gal
+    vol, _ = bucket_volumes_gal([3000.0, 4200.0], [0.0, 120.0], [0.0, 3600.0, 7200.0], max_gap_s=1800)
+    np.testing.assert_allclose(vol, [300.0, 900.0])
