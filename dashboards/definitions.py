@@ -308,7 +308,7 @@ def sensor_health() -> m.Dashboard:
         m.table("Sensors: freshness and completeness", [m.Target("A", """
 SELECT l.site, l.sensor, l.parameter, l.last_time AS "last reading", round(l.age_s) AS "age [s]",
        c.n AS readings, c.expected,
-       round((100.0 * c.n / nullif(c.expected, 0))::numeric, 1) AS "completeness %",
+       round(least(100.0, 100.0 * c.n / nullif(c.expected, 0))::numeric, 1) AS "completeness %",
        c.out_of_range AS "out of range", c.faults
 FROM dash_sensor_last_reading l
 LEFT JOIN LATERAL (

@@ -85,6 +85,7 @@ def _draw_timeseries(ax, panel, results):
     config_ref = {t["options"]["configRefId"]: t["options"] for t in panel.get("transformations", [])
                   if t.get("id") == "configFromData"}
     drawn = 0
+    series = []
     for res in results:
         if res.query.ref_id in config_ref:
             opts = config_ref[res.query.ref_id]
@@ -93,20 +94,24 @@ def _draw_timeseries(ax, panel, results):
                 v = _num(row.get(m["fieldName"]))
                 if m.get("handlerKey") == "threshold1" and v is not None:
                     ax.axhline(v, color="red", linestyle="--", linewidth=1)
-                    ax.annotate(f"{m['fieldName']} {v:g}", (0.005, v), xycoords=("axes fraction", "data"),
-                                color="red", fontsize=7, va="bottom")
+                    ax.annotate(f"{m['fieldName']} {v:g}", (0.995, v), xycoords=("axes fraction", "data"),
+                                color="red", fontsize=7, va="bottom", ha="right")
             continue
-        if "time" not in res.columns:
-            continue
-        for name, (xs, ys) in sorted(_series(res).items()):
+        if "time" in res.columns:
+            series.extend(sorted(_series(res).items()))
+    if bars and series:
+        # bars side by side: the bucket spacing shared among the series
+        xs_all = sorted({x for _, (xs, _) in series for x in xs})
+        gaps = [(b - a).total_seconds() for a, b in zip(xs_all, xs_all[1:])]
+        spacing = timedelta(seconds=min(gaps)) if gaps else timedelta(days=1)
+        width = spacing * 0.8 / len(series)
+    for k, (name, (xs, ys)) in enumerate(series):
+        if bars:
+            ax.bar([x + width * k for x in xs], [y or 0 for y in ys], width=width, align="edge", label=name)
+        else:
             style = {"linestyle": "--", "color": "red"} if "slug line" in name else {}
-            if bars:
-                width = (max(xs) - min(xs)).total_seconds() / 86400 / max(len(xs), 1) * 0.8 if len(xs) > 1 else 5
-                offset = timedelta(days=width * drawn * 0.25)
-                ax.bar([x + offset for x in xs], [y or 0 for y in ys], width=max(width * 0.25, 0.01), label=name)
-            else:
-                ax.plot(xs, ys, linewidth=1, label=name, **style)
-            drawn += 1
+            ax.plot(xs, ys, linewidth=1, label=name, **style)
+        drawn += 1
     if drawn:
         ax.legend(fontsize=7, loc="upper left")
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
@@ -160,8 +165,8 @@ def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime
 
     panels = dashboard["panels"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
-    fig = plt.figure(figsize=(WIDTH_IN, rows * ROW_IN + 1.0))
-    grid = GridSpec(rows, 24, figure=fig, hspace=1.6, wspace=0.6, top=1 - 0.8 / (rows * ROW_IN + 1.0))
+    fig = plt.figure(figsize=(WIDTH_IN, rows * ROW_IN + 1.0), layout="constrained")
+    grid = GridSpec(rows, 24, figure=fig)
     chosen = ", ".join(f"{k}={v.value}" for k, v in (variables or {}).items())
     fig.suptitle(f"{dashboard['title']}   {tf:%Y-%m-%d %H:%M} to {tt:%Y-%m-%d %H:%M} UTC"
                  + (f"   ({chosen})" if chosen else ""), fontsize=12, x=0.01, ha="left")
@@ -169,7 +174,7 @@ def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime
         g = p["gridPos"]
         ax = fig.add_subplot(grid[g["y"]:g["y"] + g["h"], g["x"]:g["x"] + g["w"]])
         ax.set_title(p["title"], fontsize=9, loc="left")
-        mine = [r for r in results if r.query.panel == p["title"]]
+        mine = [r for r in results if r.query.panel_id == p["id"]]
         if p["type"] == "timeseries":
             _draw_timeseries(ax, p, mine)
         elif p["type"] == "table":

@@ -26,6 +26,7 @@ class Query:
     dashboard: str
     panel: str
     panel_type: str
+    panel_id: int
     ref_id: str
     format: str
     sql: str
@@ -45,7 +46,7 @@ def queries(dashboard: dict) -> Iterator[Query]:
     """Every panel target of a dashboard's JSON."""
     for panel in dashboard.get("panels", []):
         for t in panel.get("targets", []):
-            yield Query(dashboard["uid"], panel["title"], panel["type"], t["refId"],
+            yield Query(dashboard["uid"], panel["title"], panel["type"], panel.get("id", 0), t["refId"],
                         t.get("format", "time_series"), t["rawSql"])
 
 

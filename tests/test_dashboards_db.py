@@ -286,3 +286,21 @@ def test_the_grafana_role_reads_but_cannot_write(filled):
         assert conn.execute("SELECT count(*) FROM dash_site_status").fetchone()[0] == 3
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("INSERT INTO sites (key, name, pack) VALUES ('x', 'x', 'palmyra-wi')")
+
+
+def test_preview_renders_every_dashboard_from_the_same_sql(filled, tmp_path):
+    import matplotlib.image as mpimg
+
+    from dashboards.preview import render_all
+
+    files = render_all(tmp_path, filled["db"].urls["grafana"], filled["from"], filled["to"],
+                       {"site": ["site-001"]})
+    assert sorted(f.name for f in files) == sorted(f"{uid}.png" for uid in CHOICES)
+    for f in files:
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    site = mpimg.imread(tmp_path / "sewerwatch-site.png")
+    red = (site[..., 0] > 0.8) & (site[..., 1] < 0.2) & (site[..., 2] < 0.2)
+    # the pack's pH limits, the slug line: drawn in red
+    assert red.sum() > 500
+    blank = mpimg.imread(tmp_path / "sewerwatch-overview.png")
+    assert (blank[..., :3] < 0.5).any(axis=-1).mean() > 0.01     # text and lines, not an empty page
