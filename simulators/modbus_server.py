@@ -166,33 +166,27 @@ class ModbusSimulator:
             self.servers.append(server)
 
     async def run(self, duration_s: float | None = None) -> None:
-        """Update every ``tick_s`` until ``duration_s`` real seconds have passed (None: forever).
+        """Update at every ``tick_s`` for ``duration_s`` real seconds (None: forever).
 
-        A tick that starts more than half a tick late counts as missed and is skipped, so
-        the schedule never drifts.
+        Tick ``k`` is due at ``k * tick_s`` after the call; one that cannot start within
+        half a tick of its due time counts as missed and is skipped, so the schedule never
+        drifts. The ticks due are ``floor(duration_s / tick_s)``.
         """
         loop = asyncio.get_running_loop()
         t_start = loop.time()
-        next_tick = t_start + self.tick_s
-        while duration_s is None or loop.time() - t_start < duration_s:
-            delay = next_tick - loop.time()
-            if duration_s is not None:
-                delay = min(delay, t_start + duration_s - loop.time())
+        k = 0
+        while duration_s is None or (k + 1) * self.tick_s <= duration_s + 1e-9:
+            k += 1
+            due = t_start + k * self.tick_s
+            delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            now = loop.time()
-            if duration_s is not None and now - t_start >= duration_s:
-                break
-            if now < next_tick:
-                continue
-            late = now - next_tick
-            if late > self.tick_s / 2:
-                skipped = int(late // self.tick_s) + 1
-                self.missed_ticks += skipped
-                next_tick += skipped * self.tick_s
+            if loop.time() - due > self.tick_s / 2:
+                self.missed_ticks += 1
                 continue
             self.update()
-            next_tick += self.tick_s
+        if duration_s is not None:
+            await asyncio.sleep(max(0.0, t_start + duration_s - loop.time()))
 
     async def stop(self) -> None:
         for s in self.servers:
