@@ -278,10 +278,14 @@ def bill_cli(args) -> int:
     from sewerwatch import config as sw_config
     from sewerwatch import db
 
+    from lab.inputs import read_non_detect_policy, read_rates
+
     quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
+    read_rates(args.rates)
+    non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
     cfg = sw_config.load(getattr(args, "config", None))
     with db.connect("owner", cfg) as conn:
-        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=args.non_detect)
+        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect)
     paths = write_bills(bills, args.out)
     if args.json:
         print(json.dumps(bills, indent=2))

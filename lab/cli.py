@@ -17,11 +17,12 @@ def register(sub) -> None:
     p.add_argument("--lab", required=True, metavar="FILE.csv",
                    help="lab results: sample_id,site,collected,analyte,value,unit,qualifier")
     vol = p.add_mutually_exclusive_group(required=True)
-    vol.add_argument("--volume-mg", type=float, metavar="X", help="the period's volume of the one site [million gallons]")
+    vol.add_argument("--volume-mg", metavar="X", help="the period's volume of the one site [million gallons]")
     vol.add_argument("--volume", metavar="FILE.csv", help="volumes per site: site,volume_mg")
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="bod, tss, tkn, tp in dollars per pound")
-    p.add_argument("--non-detect", default="zero", choices=("zero", "half", "dl"),
-                   help="what a '<' result counts as for billing (default zero)")
+    p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
+                   help="what a '<' result counts as for billing (default: the rates file's "
+                   "non_detect, else zero)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_surcharge)
 
@@ -53,8 +54,9 @@ def register(sub) -> None:
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="surcharge rates [$/lb]")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON and HTML bills go (default .)")
-    p.add_argument("--non-detect", default="zero", choices=("zero", "half", "dl"),
-                   help="what a '<' result counts as for billing (default zero)")
+    p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
+                   help="what a '<' result counts as for billing (default: the rates file's "
+                   "non_detect, else zero)")
     p.add_argument("--json", action="store_true", help="also print the bills as JSON")
     p.set_defaults(func=_bill)
 
@@ -63,24 +65,31 @@ def _surcharge(args: argparse.Namespace) -> int:
     import json
     import math
 
-    from lab.inputs import read_lab_file_strict, read_rates, read_volumes
+    from lab.inputs import read_lab_file_strict, read_non_detect_policy, read_rates, read_volumes
+    from lab.standards import normal_strength
     from lab.surcharge import surcharges
     from sewerwatch.errors import InputError
 
+    normal_strength(args.pack)  # an unknown pack or one without a surcharge base fails first
     rows = read_lab_file_strict(args.lab)
     rates = read_rates(args.rates)
+    non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
     if args.volume is not None:
         volumes = read_volumes(args.volume)
         vsrc = args.volume
     else:
-        if not math.isfinite(args.volume_mg) or args.volume_mg < 0:
-            raise InputError(f"--volume-mg: expected a volume >= 0 [million gallons], got {args.volume_mg}")
+        try:
+            volume_mg = float(args.volume_mg)
+        except ValueError:
+            volume_mg = float("nan")
+        if not math.isfinite(volume_mg) or volume_mg < 0:
+            raise InputError(f"--volume-mg: expected a volume >= 0 [million gallons], got {args.volume_mg!r}")
         sites = sorted({r.site for r in rows})
         if len(sites) != 1:
             raise InputError(f"{args.lab}: --volume-mg is for one site, the file has {len(sites)} "
                              f"({', '.join(sites) or 'none'}); use --volume FILE.csv")
-        volumes, vsrc = {sites[0]: args.volume_mg}, "--volume-mg"
-    result = surcharges(rows, volumes, rates, args.pack, args.non_detect,
+        volumes, vsrc = {sites[0]: volume_mg}, "--volume-mg"
+    result = surcharges(rows, volumes, rates, args.pack, non_detect,
                         lab_source=args.lab, volume_source=vsrc, rates_source=args.rates)
     if args.json:
         print(json.dumps([s.as_json() for s in result], indent=2))

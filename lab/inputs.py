@@ -52,6 +52,8 @@ def read_rates(path: str | Path) -> dict[str, float]:
     where = "rates." if table is not data else ""
     rates: dict[str, float] = {}
     for key, value in table.items():
+        if key == "non_detect":
+            continue  # the billing non-detect policy, see read_non_detect_policy
         analyte = RATE_KEYS.get(key.lower())
         if analyte is None:
             if isinstance(value, dict):
@@ -121,3 +123,18 @@ def read_lab_file_strict(path: str | Path):
     if not lab.rows:
         raise InputError(f"{path}: no results")
     return lab.rows
+
+
+def read_non_detect_policy(path: str | Path) -> str | None:
+    """The optional ``non_detect`` key of the rates TOML (``zero``, ``half`` or ``dl``), or None."""
+    from lab.nondetect import POLICIES
+    path = str(path)
+    try:
+        data = tomllib.loads(_read_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+    table = data["rates"] if isinstance(data.get("rates"), dict) else data
+    value = table.get("non_detect", data.get("non_detect"))
+    if value is not None and value not in POLICIES:
+        raise InputError(f"{path}: non_detect: expected one of {', '.join(POLICIES)}, got {value!r}")
+    return value

@@ -101,3 +101,33 @@ def test_example_files_run():
     out = {s["site"]: s for s in json.loads(r.stdout)}
     # cheese-plant BOD (420 + 380)/2 = 400: 0.85 MG x 150 x 8.34 = 1,063.35 lb x $0.20 = $212.67
     assert out["cheese-plant"]["analytes"]["bod5"]["dollars"] == 212.67
+
+
+def test_non_detect_policy_from_rates_file_and_flag(tmp_path):
+    (tmp_path / "lab.csv").write_text(HEADER + "A1,mill,2026-01-05,tkn,80,mg/l,\nA2,mill,2026-01-12,tkn,20,mg/l,<\n")
+    (tmp_path / "r.toml").write_text("tkn = 0.90\nnon_detect = \"dl\"\n")
+    base = ("surcharge", "--lab", "lab.csv", "--volume-mg", "1", "--rates", "r.toml", "--json")
+    # rates file says dl: (80 + 20)/2 = 50 -> 1 MG x 10 x 8.34 = 83.4 lb x $0.90 = $75.06
+    r = run(*base, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[0]["total_dollars"] == 75.06
+    # the flag wins: zero -> (80 + 0)/2 = 40 = base -> $0
+    r = run(*base, "--non-detect", "zero", cwd=tmp_path)
+    assert json.loads(r.stdout)[0]["total_dollars"] == 0.0
+    (tmp_path / "r.toml").write_text("tkn = 0.90\nnon_detect = \"maybe\"\n")
+    r = run(*base, cwd=tmp_path)
+    assert r.returncode == 2 and "r.toml: non_detect: expected one of zero, half, dl" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--volume-mg", "lots"), "--volume-mg: expected a volume >= 0"),
+    (("--volume-mg", "-1"), "--volume-mg: expected a volume >= 0"),
+    (("--volume-mg", "1", "--pack", "springfield"), "unknown pack 'springfield'"),
+    (("--volume-mg", "1", "--pack", "superior-wi"), "defines no normal sewage strength"),
+])
+def test_bad_arguments_exit_2_one_line(tmp_path, args, message):
+    (tmp_path / "lab.csv").write_text(HEADER + "A1,mill,2026-01-05,bod5,300,mg/l,\n")
+    (tmp_path / "r.toml").write_text("bod = 0.2\n")
+    r = run("surcharge", "--lab", "lab.csv", "--rates", "r.toml", *args, cwd=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and message in lines[0], r.stderr
