@@ -308,7 +308,6 @@ class ModbusCollector:
 
         d = s.device
         h = s.health
-        h.polls += 1
         t_us = time.time_ns() // 1000
         try:
             if s.client is None or not s.client.connected:
@@ -321,6 +320,7 @@ class ModbusCollector:
                 else:
                     rr = await s.client.read_input_registers(req.address, count=req.count, device_id=d.unit_id)
                 if rr.isError():
+                    h.polls += 1
                     code = getattr(rr, "exception_code", 0)
                     self._emit(h.exception_reply(t_us, f"exception reply {code:02X} "
                                                  f"({EXCEPTION_NAMES.get(code, 'unknown')}) to function "
@@ -338,12 +338,14 @@ class ModbusCollector:
                     row[req.offset:req.offset + req.count] = regs[:req.count]
         except (ModbusException, OSError, asyncio.TimeoutError, _ShortReply) as exc:
             self._close(s)
+            h.polls += 1
             text = f"{type(exc).__name__}: {exc}".strip()
             self._emit(h.transport_error(t_us, text[:500]))
             lo, hi = self.options.backoff_min_s, self.options.backoff_max_s
             s.backoff_s = lo if s.backoff_s == 0 else min(hi, s.backoff_s * 2)
             s.hold_until = loop.time() + s.backoff_s * random.uniform(0.8, 1.2)
             return
+        h.polls += 1
         s.backoff_s = 0.0
         group.rows_index.append(s.row)
         group.rows_time.append(t_us)

@@ -12,7 +12,8 @@ tables ``device_health`` and ``device_outages`` (``sewerwatch/db/migrations/0020
 
 A transport error (refused or lost connection, no answer within the timeout, a garbled
 frame) takes the device down; a Modbus exception reply (Modbus Application Protocol
-V1.1b3 §7) is an answer, so it is counted apart and leaves the state as it was.
+V1.1b3 §7) is an answer: it is counted apart, and the device is up (reachable) though
+``last_good_us`` does not move.
 """
 
 from __future__ import annotations
@@ -65,6 +66,19 @@ class DeviceHealth:
     def good(self, t_us: int) -> list[dict]:
         """Record a good read at ``t_us``; returns the records a state change produces."""
         self.last_good_us = t_us
+        return self._up(t_us)
+
+    def exception_reply(self, t_us: int, text: str) -> list[dict]:
+        """Record a Modbus exception reply: no data, but the link answers, so the device is up.
+
+        ``last_good_us`` stays where it was (no value was read); an outage ends, since the
+        device is reachable again.
+        """
+        self.exception_replies += 1
+        self.last_error_us, self.last_error = t_us, text
+        return self._up(t_us)
+
+    def _up(self, t_us: int) -> list[dict]:
         if self.state == UP:
             return []
         out = []
@@ -76,12 +90,6 @@ class DeviceHealth:
         self.state = UP
         out.append(self.snapshot())
         return out
-
-    def exception_reply(self, t_us: int, text: str) -> list[dict]:
-        """Record a Modbus exception reply; the state does not change."""
-        self.exception_replies += 1
-        self.last_error_us, self.last_error = t_us, text
-        return []
 
     def transport_error(self, t_us: int, text: str) -> list[dict]:
         """Record a transport error; returns the records going down produces."""
