@@ -2,25 +2,15 @@
 
 Panels draw each site's own pack: the limits of every pack are written into the panel SQL
 as a ``VALUES`` list and joined on ``sites.pack``, so the thresholds follow the ``site``
-variable. The figures come from ``limits/packs/*.toml`` (each rule cites its seed file and
-section); ``limits`` has no pack loader yet, so :func:`load_packs` reads the TOML itself.
-Range limits are converted to the parameter's canonical unit (``limits.units``).
+variable. The figures come from the rule packs through ``limits.packs`` (each rule cites
+its seed file and section), range limits in the parameter's canonical unit.
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
-from limits.units import to_canonical, CANONICAL
-from sewerwatch.errors import InputError
-from sewerwatch.paths import PROJECT_ROOT
-
-PACKS_DIR = PROJECT_ROOT / "limits" / "packs"
-
-#: analyte -> unit the normal strengths are stated in after conversion
-_CONCENTRATION_UNITS = {"mg/l": 1.0, "ppm": 1.0}
+from limits.packs import available_packs, load_pack
 
 
 @dataclass(frozen=True)
@@ -67,50 +57,25 @@ class Packs:
     names: tuple[str, ...]
 
 
-def _bound(rule: dict) -> str:
-    rid, comparison = rule["id"], rule.get("comparison", "")
-    if rid.endswith("-min") or comparison in ("lower than", "less than", "below"):
-        return "min"
-    return "max"
-
-
-def load_packs(directory: Path | str = PACKS_DIR) -> Packs:
-    """Read every pack's range limits and normal strengths.
+def load_packs(names: list[str] | None = None) -> Packs:
+    """Every shipped pack's range limits and normal strengths (``limits.packs.load_pack``).
 
     Raises
     ------
     InputError
-        Naming the pack file and rule that cannot be read.
+        From the pack loader, naming the pack file, rule and key.
     """
-    directory = Path(directory)
     ranges: list[RangeLimit] = []
     normals: list[NormalStrength] = []
-    names = []
-    for path in sorted(directory.glob("*.toml")):
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not a readable rule pack: {exc}") from None
-        pack = data.get("id", path.stem)
-        seed = data.get("seed", "?")
-        names.append(pack)
-        for i, rule in enumerate(data.get("rules", [])):
-            kind = rule.get("kind")
-            where = f"{path}: rules[{i}] ({rule.get('id', '?')})"
-            citation = f"{pack}, {seed} {rule.get('section', '')}".strip()
-            if kind == "range":
-                parameter, unit = rule.get("parameter"), rule.get("unit")
-                if parameter not in CANONICAL or "limit" not in rule:
-                    raise InputError(f"{where}: a range rule needs a known parameter and a limit")
-                value = float(to_canonical(parameter, unit, [float(rule["limit"])])[0])
-                ranges.append(RangeLimit(pack, rule["id"], parameter, _bound(rule), value,
-                                         CANONICAL[parameter], citation))
-            elif kind == "normal-strength":
-                unit = rule.get("unit")
-                if unit not in _CONCENTRATION_UNITS:
-                    raise InputError(f"{where}: normal strength unit {unit!r} is not a concentration")
-                normals.append(NormalStrength(pack, rule["analyte"],
-                                              float(rule["limit"]) * _CONCENTRATION_UNITS[unit], citation))
+    names = list(names) if names is not None else available_packs()
+    for name in names:
+        pack = load_pack(name)
+        for r in pack.by_kind("range"):
+            ranges.append(RangeLimit(pack.id, r.id, r.parameter, "min" if r.op == "<" else "max",
+                                     float(r.limit_canonical), r.canonical_unit, f"{pack.id}, {r.citation}"))
+        for r in pack.by_kind("normal-strength"):
+            normals.append(NormalStrength(pack.id, r.analyte, float(r.limit_canonical),
+                                          f"{pack.id}, {r.citation}"))
     return Packs(tuple(ranges), tuple(normals), tuple(names))
 
 
