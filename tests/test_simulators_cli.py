@@ -1,0 +1,70 @@
+"""``sewerwatch simulate``: what it prints, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_simulators_modbus import MBPOLL, free_ports, values
+
+
+def sw(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "sewerwatch", "simulate", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--scenario", "nope", "--no-mqtt"], "unknown scenario 'nope' (known: acid-dump"),
+    (["--profile", "nope", "--no-mqtt"], "unknown device profile 'nope'"),
+    (["--devices", "0", "--no-mqtt"], "--devices: expected at least 1, got 0"),
+    (["--speed", "-1", "--no-mqtt"], "--speed: expected 0 or more"),
+    (["--offset", "noon", "--no-mqtt"], "--offset: expected seconds or HH:MM[:SS], got 'noon'"),
+    (["--no-mqtt", "--no-modbus"], "leave nothing to simulate"),
+    (["--no-modbus", "--mqtt-url", "http://x"], "--mqtt-url: expected mqtt://"),
+    (["--replay", "/nonexistent.csv", "--no-mqtt"], "/nonexistent.csv: no such replay file"),
+    (["--sites", "Bad Site", "--no-mqtt"], "--sites: expected short lowercase site ids"),
+])
+def test_bad_input_is_one_line_exit_2(args, msg):
+    r = sw(*args, "--duration", "1", "--modbus-port", str(free_ports()))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sewerwatch: error: ") and msg in lines[0]
+
+
+def test_list_names_scenarios_and_profiles():
+    r = sw("--list")
+    assert r.returncode == 0
+    names = re.findall(r"^(scenario|profile) (\S+):", r.stdout, re.M)
+    assert ("scenario", "acid-dump") in names and ("profile", "swapped-float") in names
+
+
+def test_modbus_only_prints_where_and_serves_a_replay(tmp_path):
+    csv = tmp_path / "r.csv"
+    csv.write_text("time,site,parameter,value,unit\n"
+                   "2026-06-01T10:00:00+00:00,acme,ph,7.25,pH\n"
+                   "2026-06-01T10:00:00+00:00,acme,temperature,20.0,degC\n"
+                   "2026-06-01T10:00:00+00:00,acme,flow,1.0,mgd\n"
+                   "2026-06-01T10:00:00+00:00,beta,ph,3.5,pH\n")
+    port = free_ports()
+    p = subprocess.Popen([sys.executable, "-m", "sewerwatch", "simulate", "--replay", str(csv), "--no-mqtt",
+                          "--speed", "0", "--duration", "20", "--modbus-port", str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = p.stdout.readline()
+        assert first.startswith(f"simulating 2 device(s): replay of {csv}, speed 0x, for 20 s")
+        assert p.stdout.readline().startswith(f"modbus: tcp://127.0.0.1:{port} unit ids 1-2 profile generic-manhole")
+        if os.path.exists(MBPOLL):
+            got = values(subprocess.run([MBPOLL, "-m", "tcp", "-a", "1", "-0", "-r", "0", "-c", "3", "-t", "4:float",
+                                         "-B", "-1", "-p", str(port), "127.0.0.1"],
+                                        capture_output=True, text=True, timeout=30).stdout)
+            # the profile's units: 1 mgd = 694.44 gpm, 20 degC = 68 degF
+            assert float(got[0]) == pytest.approx(1e6 / 1440, rel=1e-5)
+            assert float(got[2]) == pytest.approx(7.25, rel=1e-6)
+            assert float(got[4]) == pytest.approx(68.0, rel=1e-6)
+    finally:
+        p.terminate()
+        p.wait(10)
