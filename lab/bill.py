@@ -242,6 +242,19 @@ def render_html(bill: dict) -> str:
     pay_html = (f"<p>Due {e(pay['due'])}: {e(pay['terms'])} ({e(pay['citation'])}).</p>" if pay else "")
     vol = f"{bill['volume_mg']:.4f} MG ({e(bill['volume_source'])})" if bill["volume_mg"] is not None else e(bill["volume_source"])
     notes = "".join(f"<p class=note>{e(n)}</p>" for n in bill["notes"])
+    res = "".join(f"<tr><td>{e(r['collected'][:10])}</td><td>{e(r['sample'])}</td><td>{e(r['analyte'])}</td>"
+                  f"<td class=n>{'&lt;' if r['non_detect'] else ''}{r['mg_l']:g}</td></tr>" for r in bill["results"])
+    res = ("<table><tr><th>collected</th><th>sample</th><th>analyte</th><th class=n>mg/l</th></tr>" + res + "</table>"
+           if res else "<p>No lab results this quarter.</p>")
+    permit = bill.get("discharge_permit")
+    if permit and permit["required"]:
+        why = "; ".join(f"{e(r['criterion'])} {r['value']:,.1f} {e(r['unit'])} {e(r['comparison'])} "
+                        f"{r['threshold']:,g} ({e(r['citation'])})" for r in permit["reasons"])
+        permit_html = f"<p><b>A wastewater discharge permit is required</b>: {why}.</p>"
+    elif permit and permit["checked"]:
+        permit_html = "<p>No discharge permit criterion is met this quarter.</p>"
+    else:
+        permit_html = ""
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Sewer bill {e(bill['quarter'])} {e(bill['name'])}</title>
 <style>body{{font-family:sans-serif;max-width:48em;margin:2em auto}}table{{border-collapse:collapse;width:100%}}
@@ -255,7 +268,9 @@ Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive
 {pay_html}{notes}
 {"<h2>Surcharge</h2><table><tr><th>analyte</th><th class=n>average mg/l</th><th class=n>base mg/l</th><th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>" if sur else ""}
 <h2>Loadings</h2>{loadings_svg(bill)}
+<h2>Lab results</h2>{res}
 <h2>Lab violations</h2><ul>{viol}</ul>
+{permit_html}
 </body></html>
 """
 

@@ -223,6 +223,8 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     assert not d["metered_day"] and d["lb_per_day"] == pytest.approx(260 * 0.3 / 90 * 8.34)
     page = (out / "bill-2026Q1-mill.html").read_text()
     assert "<svg" in page and "$216.17" in page and "§13.45(4)" in page
+    assert "A wastewater discharge permit is required" in page and "§13.54(1)(a)" in page
+    assert "cyanide-max" in page and "&lt;" not in page.split("<h2>Lab results</h2>")[1].split("</table>")[0]
     assert json.loads((out / "bill-2026Q1-mill.json").read_text())["total_dollars"] == 216.17
     with db.connect() as conn:
         stored = conn.execute("SELECT t.key, b.period, b.total_dollars FROM bills b JOIN sites t ON t.id = b.site_id "
