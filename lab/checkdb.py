@@ -94,3 +94,51 @@ def list_cli(args) -> int:
             print(f"{r[0]:<16} {r[1]:<12} {r[2].astimezone(timezone.utc):%Y-%m-%d %H:%M}Z {r[4]:<5} "
                   f"{r[5]}{r[6]:g} mg/l{ver}")
     return 0
+
+
+def composites(conn, start: datetime, end: datetime, relink: bool = False) -> list[dict]:
+    """Composite samples collected in ``[start, end)`` with their window's volume and loadings.
+
+    With ``relink`` each window's volume is computed again from the readings stored now
+    (readings that arrived after the lab import count).
+    """
+    from lab.flowdb import composite_loadings, link_composite
+
+    rows = conn.execute(
+        "SELECT s.id, t.key, s.sample_key, s.window_start, s.window_end FROM lab_samples s "
+        "JOIN sites t ON t.id = s.site_id WHERE s.sample_type = 'composite' AND s.collected >= %s "
+        "AND s.collected < %s ORDER BY t.key, s.collected", (start, end)).fetchall()
+    out = []
+    with conn.transaction():
+        for sid, site, key, ws, we in rows:
+            linked = conn.execute("SELECT 1 FROM lab_composite_flows WHERE sample_id = %s", (sid,)).fetchone()
+            if relink or linked is None:
+                link_composite(conn, sid)
+            item = {"site": site, "sample": key, "window_start": ws.isoformat(), "window_end": we.isoformat()}
+            try:
+                item.update(composite_loadings(conn, sid))
+            except LookupError:
+                item["note"] = "no single flow meter at the site: not linked"
+            out.append(item)
+    return out
+
+
+def composites_cli(args) -> int:
+    from sewerwatch import config as sw_config
+    from sewerwatch import db
+
+    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    cfg = sw_config.load(getattr(args, "config", None))
+    with db.connect("owner", cfg) as conn:
+        res = composites(conn, start, end, relink=args.relink)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        for c in res:
+            if "note" in c:
+                print(f"{c['site']:<16} {c['sample']:<12} {c['note']}")
+                continue
+            loads = ", ".join(f"{a} {x['mg_l']:g} mg/l = {x['pounds']:.1f} lb" for a, x in c["analytes"].items())
+            print(f"{c['site']:<16} {c['sample']:<12} {c['volume_gal']:,.0f} gal "
+                  f"({c['coverage'] * 100:.0f} % covered): {loads}")
+    return 0

@@ -49,6 +49,12 @@ def register(sub) -> None:
     q.add_argument("--site", action="append", help="only this site (repeatable)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_list)
+    q = lsub.add_parser("composites", help="composite samples with their window's metered volume and loadings")
+    q.add_argument("--since", required=True, help="ISO date")
+    q.add_argument("--until", required=True, help="ISO date (exclusive)")
+    q.add_argument("--relink", action="store_true", help="recompute each window's volume from the readings now stored")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_lab_composites)
 
     p = sub.add_parser("bill", help="produce each industrial user's quarterly bill")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
@@ -122,6 +128,11 @@ def _lab_check(args: argparse.Namespace) -> int:
 def _lab_list(args: argparse.Namespace) -> int:
     from lab.checkdb import list_cli
     return list_cli(args)
+
+
+def _lab_composites(args: argparse.Namespace) -> int:
+    from lab.checkdb import composites_cli
+    return composites_cli(args)
 
 
 def _bill(args: argparse.Namespace) -> int:

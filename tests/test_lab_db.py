@@ -274,3 +274,23 @@ def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
     # westfield: ($81 + $40,000 / 500 / 4 = $20) x 3 RE = $303.00; no lab results -> no surcharge
     assert [(c["charge"], c["dollars"]) for c in wf["charges"]] == [("sewer service charge", 303.0)]
     assert wf["period_start"].startswith("2026-04-01T00:00:00-05:00")  # America/Chicago, daylight time
+
+
+def test_composite_relinked_when_readings_arrive_after_the_import(db, tmp_path):
+    from lab.checkdb import composites
+    with db.connect() as conn:
+        setup_sites(conn)
+        (tmp_path / "c.csv").write_text(
+            "sample_id,site,collected,analyte,value,unit,qualifier,sample_type\n"
+            "C1,mill,2026-03-02T07:00:00-06:00,tss,300,mg/l,,composite\n")
+        rep = import_lab_file(conn, tmp_path / "c.csv", actor="t", now=NOW)
+        # no readings yet: linked with nothing covered
+        assert rep.composites_linked[0]["volume_gal"] == 0.0 and rep.composites_linked[0]["coverage"] == 0.0
+        # the window is the 24 h before collection: 2026-03-01 13:00Z .. 2026-03-02 13:00Z; 50 gpm
+        add_flow(conn, datetime(2026, 3, 1, 13, tzinfo=timezone.utc), 1440, 50.0)
+        span = (datetime(2026, 3, 1, tzinfo=timezone.utc), datetime(2026, 3, 3, tzinfo=timezone.utc))
+        assert composites(conn, *span)[0]["volume_gal"] == 0.0          # not recomputed without relink
+        [c] = composites(conn, *span, relink=True)
+        # 50 gpm x 1440 min = 72,000 gal; TSS 300 mg/l x 0.072 MG x 8.34 = 180.144 lb
+        assert c["volume_gal"] == pytest.approx(72_000.0) and c["coverage"] == pytest.approx(1.0)
+        assert c["analytes"]["tss"]["pounds"] == pytest.approx(180.144)
