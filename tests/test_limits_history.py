@@ -118,8 +118,8 @@ def test_copy_parser_handles_any_chunking():
     rows["value"] = [1.5, np.nan, 3.0, -1.0, 7.25]
     rows["quality"] = [0, 0, 2, 0, -1]
     blob = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 4 + b"\x00\x00\x00\x00" + rows.tobytes() + b"\xff\xff"
-    for step in (1, 7, 40, 41, 1000):
-        p = BinaryCopyParser()
+    for step, flush in [(1, 1), (7, 30), (40, 1), (41, 100), (1000, 8 << 20), (3, 8 << 20)]:
+        p = BinaryCopyParser(flush_bytes=flush)
         for i in range(0, len(blob), step):
             p.feed(blob[i:i + step])
         s, t, v, q = p.result()
