@@ -57,7 +57,8 @@ async def _serve(args) -> int:
             sim = ModbusSimulator(source, profiles.load(args.profile), clock, args.host, args.modbus_port, args.tick)
             await sim.start()
         if not args.no_mqtt:
-            pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval, args.time_format)
+            pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval,
+                                args.time_format, units=args.mqtt_unit or {})
             await pub.start()
         duration = run_duration(args, source)
         print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x, "

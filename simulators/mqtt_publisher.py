@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
+from limits.units import from_canonical, to_canonical
 from sewerwatch.errors import InputError, ServiceError
 from simulators.scenarios import PAYLOAD_VARIANTS
 from simulators.sources import MQTT_SENSORS, SimClock
@@ -65,6 +66,28 @@ def redact(url: str) -> str:
     if p.password:
         return url.replace(f":{p.password}@", ":***@", 1)
     return url
+
+
+def parse_units(units) -> dict:
+    """``{"temperature": "degC"}`` or ``["temperature=degC"]`` -> checked ``{sensor: unit}``."""
+    from limits.units import check_unit
+
+    if not isinstance(units, dict):
+        pairs = {}
+        for item in units:
+            if "=" not in item:
+                raise InputError(f"--mqtt-unit: expected SENSOR=UNIT, got {item!r}")
+            k, v = item.split("=", 1)
+            pairs[k.strip()] = v.strip()
+        units = pairs
+    for sensor, unit in units.items():
+        if sensor not in MQTT_SENSORS:
+            raise InputError(f"--mqtt-unit: unknown sensor {sensor!r} (known: {', '.join(MQTT_SENSORS)})")
+        try:
+            check_unit(sensor, unit)
+        except InputError as exc:
+            raise InputError(f"--mqtt-unit: {exc}") from None
+    return dict(units)
 
 
 def reading_topic(site: str, sensor: str) -> str:
@@ -161,7 +184,7 @@ class MqttPublisher:
 
     def __init__(self, source, clock: SimClock, url: str, mode: str = "single", qos: int = 0,
                  interval_s: float | None = None, time_format: str = "ms", tick_s: float = 1.0,
-                 client_prefix: str = "sewerwatch-sim", sensors=MQTT_SENSORS):
+                 client_prefix: str = "sewerwatch-sim", sensors=MQTT_SENSORS, units: dict | None = None):
         if mode not in ("single", "batch"):
             raise InputError(f"--mqtt-mode: expected single or batch, got {mode!r}")
         if qos not in (0, 1):
@@ -178,6 +201,7 @@ class MqttPublisher:
         self.interval_s = float(interval_s)
         self.prefix = client_prefix
         self.sensors = tuple(sensors)
+        self.units = parse_units(units or {})
         self.devices: list[_Device] = []
         self.messages = 0
         self.readings = 0
@@ -307,7 +331,12 @@ class MqttPublisher:
             if d.dropped or not d.online:
                 continue
             topic = reading_topic(d.site, r.sensor)
-            for body in payloads(r.sensor, r.unit, r.times, r.values, r.payload, self.mode, self.time_format):
+            unit, vals = r.unit, r.values
+            want = self.units.get(r.sensor)
+            if want and want != unit:
+                vals = from_canonical(r.sensor, want, to_canonical(r.sensor, unit, vals))
+                unit = want
+            for body in payloads(r.sensor, unit, r.times, vals, r.payload, self.mode, self.time_format):
                 d.client.publish(topic, body, qos=self.qos)
                 sent += 1
             self.readings += len(r.times)
@@ -348,7 +377,8 @@ async def serve(args) -> int:
     from simulators.modbus_server import build_source, run_duration
 
     source, clock = build_source(args)
-    pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval, args.time_format)
+    pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval, args.time_format,
+                        units=args.mqtt_unit or {})
     await pub.start()
     print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x", flush=True)
     print(describe(pub), flush=True)
@@ -361,7 +391,8 @@ async def serve(args) -> int:
 
 def describe(pub: MqttPublisher) -> str:
     return (f"mqtt: {redact(pub.url)} topics sewerwatch/<site>/{{{','.join(pub.sensors)}}} "
-            f"({pub.mode}, qos {pub.qos}, every {pub.interval_s:g} s simulated, times {pub.time_format}), "
+            f"({pub.mode}, qos {pub.qos}, every {pub.interval_s:g} s simulated, times {pub.time_format}"
+            + "".join(f", {k} in {v}" for k, v in pub.units.items()) + "), "
             f"status sewerwatch/<site>/{DEVICE_NAME}/status, sites {', '.join(pub.source.sites[:3])}"
             + (", ..." if len(pub.source.sites) > 3 else ""))
 

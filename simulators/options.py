@@ -39,6 +39,8 @@ def add_mqtt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qos", type=int, choices=(0, 1), default=0, help="MQTT QoS of readings (default 0)")
     p.add_argument("--interval", type=float,
                    help="simulated seconds between MQTT readings of a sensor (default 1, or speed/10 in single mode)")
+    p.add_argument("--mqtt-unit", action="append", metavar="SENSOR=UNIT",
+                   help="publish a sensor in another unit, e.g. temperature=degC (repeatable)")
     p.add_argument("--time-format", choices=("ms", "iso"), default="ms",
                    help="MQTT reading times: epoch ms or ISO-8601 (default ms)")
 

@@ -27,6 +27,7 @@ def sw(*args, timeout=60):
     (["--no-modbus", "--mqtt-url", "http://x"], "--mqtt-url: expected mqtt://"),
     (["--replay", "/nonexistent.csv", "--no-mqtt"], "/nonexistent.csv: no such replay file"),
     (["--sites", "Bad Site", "--no-mqtt"], "--sites: expected short lowercase site ids"),
+    (["--no-modbus", "--mqtt-url", "mqtt://127.0.0.1:1", "--mqtt-unit", "ph=degF"], "--mqtt-unit: unknown unit 'degF' for ph"),
 ])
 def test_bad_input_is_one_line_exit_2(args, msg):
     r = sw(*args, "--duration", "1", "--modbus-port", str(free_ports()))

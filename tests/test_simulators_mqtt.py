@@ -159,7 +159,7 @@ def test_batches_qos1_iso_times(services, mqtt):
     sub = mqtt(sites)
     simulate("--scenario", "slug", "--offset", "12:10:00", "--speed", "20", "--duration", "3", "--devices", "2",
              "--sites", ",".join(sites), "--mqtt-mode", "batch", "--qos", "1", "--time-format", "iso",
-             url=services.mqtt_urls["device"])
+             "--mqtt-unit", "temperature=degC", url=services.mqtt_urls["device"])
     sub.wait_for(lambda m: m[0] == f"sewerwatch/{sites[1]}/manhole/status" and b"offline" in m[2])
     import datetime as dt
     for i, site in enumerate(sites):
@@ -174,6 +174,13 @@ def test_batches_qos1_iso_times(services, mqtt):
         t = np.array(times)
         assert (np.diff(t) == 1.0).all() and len(t) >= 40        # one batch carries many readings
         np.testing.assert_allclose(vals, expected("slug", t, i, "flow"), atol=1e-9)
+        # --mqtt-unit temperature=degC: published in degC
+        temps = sub.readings(site, "temperature")
+        assert {m["u"] for m in temps} == {"degC"}
+        tt = np.array([dt.datetime.fromisoformat(x).timestamp() for m in temps for x in m["t"]])
+        deg_f = simulators.generate("slug", start=tt[0], duration_s=tt[-1] - tt[0] + 0.5, step_s=1.0,
+                                    devices=[i]).values["temperature"][0]
+        np.testing.assert_allclose([v for m in temps for v in m["v"]], (deg_f - 32) * 5 / 9, atol=6e-5)
 
 
 def test_comms_loss_drops_the_link_so_the_broker_sends_the_will(services, mqtt, tmp_path):
