@@ -84,7 +84,7 @@ def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_
     from lab.sewer_rents import quarterly_sewer_rent
     from lab.standards import normal_strength, pack_timezone
     from lab.store import load_results
-    from lab.surcharge import group_results, site_surcharge
+    from lab.surcharge import site_surcharge
 
     key, pack = site["key"], site["pack"]
     tz = pack_timezone(pack)

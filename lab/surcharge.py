@@ -62,8 +62,9 @@ class AnalyteCharge:
     citation: str
 
     def as_json(self) -> dict:
-        return {"average_mg_l": self.average_mg_l, "base_mg_l": self.base_mg_l,
-                "pounds": self.pounds, "dollars": self.dollars, "rate_per_lb": self.rate,
+        # pounds and averages to 1e-6 / 1e-9 so float noise (625.5000000000001) does not show
+        return {"average_mg_l": round(self.average_mg_l, 9), "base_mg_l": self.base_mg_l,
+                "pounds": round(self.pounds, 6), "dollars": self.dollars, "rate_per_lb": self.rate,
                 "results": self.n, "non_detects": self.n_non_detect, "base_citation": self.citation}
 
 
