@@ -248,11 +248,15 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
     key = (sample_id, analyte)
     if key in seen:
         raise ValueError(f"duplicate result for sample '{sample_id}' analyte {analyte} (first on line {seen[key]})")
-    if sample_id in sample_site and sample_site[sample_id][0] != site:
-        s, ln = sample_site[sample_id]
-        raise ValueError(f"sample '{sample_id}' is at site '{s}' on line {ln}, here at '{site}'")
+    if sample_id in sample_site:
+        s, ln, when = sample_site[sample_id]
+        if s != site:
+            raise ValueError(f"sample '{sample_id}' is at site '{s}' on line {ln}, here at '{site}'")
+        if when != collected:
+            raise ValueError(f"sample '{sample_id}' was collected {when.isoformat()} on line {ln}, "
+                             f"here {collected.isoformat()}")
     seen[key] = line
-    sample_site.setdefault(sample_id, (site, line))
+    sample_site.setdefault(sample_id, (site, line, collected))
     extra = {c: rec[i] for i, c in extra_cols if i < len(rec) and c}
     return LabRow(line, sample_id, site, collected, analyte, value, unit, qualifier,
                   value * UNIT_TO_MG_L[unit], raw, extra)

@@ -202,3 +202,25 @@ def test_bucket_volumes_uneven_days_and_unsorted_readings():
     # before: (0 + 60)/2 x 10 = 300 gal; after: (60 + 120)/2 x 10 = 900 gal
     vol, _ = bucket_volumes_gal([3000.0, 4200.0], [0.0, 120.0], [0.0, 3600.0, 7200.0], max_gap_s=1800)
     np.testing.assert_allclose(vol, [300.0, 900.0])
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.floats(1.0, 2000.0), min_size=2, max_size=60),
+       flows=st.lists(st.floats(0.0, 500.0), min_size=61, max_size=61),
+       cuts=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6))
+def test_buckets_add_up_to_the_window(steps, flows, cuts):
+    from lab.composite import bucket_volumes_gal
+    # whatever the readings and bucket edges, the buckets sum to the volume of the whole span
+    t = np.cumsum(steps)
+    q = np.asarray(flows[: t.size])
+    lo, hi = t[0] - 100.0, t[-1] + 100.0
+    edges = np.unique(np.concatenate([[lo, hi], lo + (hi - lo) * np.asarray(cuts)]))
+    vol, cov = bucket_volumes_gal(t, q, edges, max_gap_s=900.0)
+    whole, wcov = window_volume_gal(t, q, lo, hi, max_gap_s=900.0)
+    assert vol.sum() == pytest.approx(whole, rel=1e-9, abs=1e-6)
+    assert np.all(cov <= 1.0 + 1e-9)
+    assert (cov * np.diff(edges)).sum() == pytest.approx(wcov * (hi - lo), rel=1e-9, abs=1e-6)

@@ -69,6 +69,13 @@ def test_sample_at_two_sites_is_bad(tmp_path):
     assert [b.line for b in f.bad] == [3] and "site 'mill' on line 2" in f.bad[0].reason
 
 
+def test_sample_at_two_times_is_bad(tmp_path):
+    p = write(tmp_path, "sample_id,site,collected,analyte,value,unit,qualifier\n"
+                        "S1,mill,2026-01-05,bod5,1,mg/l,\nS1,mill,2026-01-06,tss,1,mg/l,\n")
+    f = read_lab_csv(p, now=NOW)
+    assert [b.line for b in f.bad] == [3] and "collected 2026-01-05T00:00:00+00:00 on line 2" in f.bad[0].reason
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "empty file"),
     ("sample_id,site,analyte,value,unit\n", "missing column(s) collected"),
