@@ -2,7 +2,8 @@
 results and loadings, as JSON and as a printable HTML page with an inline SVG loadings chart.
 
 Charges per pack: the surcharge on high-strength waste (palmyra-wi §13.45(4); webster-wi and
-westfield-wi bases where the rates give prices), Webster NY sewer rents (§113-75, with
+westfield-wi bases where the rates give prices), the Palmyra sewer use charge per 1,000
+gallons (§13.45(2)(a), with ``[bill.palmyra-wi] use_per_1000_gal``), Webster NY sewer rents (§113-75, with
 ``[bill.webster-ny] unit_rent``), Westfield service charges per RE (with
 ``[bill.westfield-wi] annual_debt_budget``, ``total_re`` and ``[bill.re] <site> = RE``). The
 optional ``[bill.volume_mg]`` table of the rates file gives a site's volume [MG] where it has
@@ -120,6 +121,16 @@ def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_
                                rates_source=rates_source)
             charges.append({"charge": "surcharge", "citation": s.citation, "dollars": s.total_dollars,
                             "detail": s.as_json()})
+    # Palmyra sewer use charge: the unit cost per 1,000 gallons set each October (§13.45(2)(a))
+    pal = options.get("palmyra-wi", {})
+    if pack == "palmyra-wi" and "use_per_1000_gal" in pal:
+        if volume_mg is None:
+            notes.append("sewer use charge not computed: no volume for the quarter")
+        else:
+            unit = float(pal["use_per_1000_gal"])
+            charges.append({"charge": "sewer use charge", "citation": "palmyra-wi, 003_44f871d49a02d8f5.txt §13.45(2)(a)",
+                            "dollars": cents(volume_mg * 1e6 / 1000.0 * unit),
+                            "detail": {"volume_gal": volume_mg * 1e6, "per_1000_gal": unit}})
     # Webster NY sewer rent
     ny = options.get("webster-ny", {})
     if pack == "webster-ny" and "unit_rent" in ny:

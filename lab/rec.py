@@ -2,11 +2,14 @@
 
 A commercial or industrial user's wastewater flow is its SIC code's gallons per
 employee-hour times its employee-hours; its REC is that flow divided by the flow of the
-average residential user, at least 1.00, rounded to the nearest 0.25.
+average residential user (§13.45(2)(c): the water used by residential customers minus
+sprinkling credits divided by the number of residential water customers, computed each
+October), at least 1.00, rounded to the nearest 0.25.
 
 References
 ----------
-palmyra-wi, 003_44f871d49a02d8f5.txt §13.61(1) (residential users), §13.61(2) (SIC table).
+palmyra-wi, 003_44f871d49a02d8f5.txt §13.61(1) (residential users), §13.61(2) (SIC table),
+§13.45(2)(c) (flow per residential equivalent).
 """
 
 from __future__ import annotations

@@ -257,11 +257,12 @@ def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
     from lab.bill import build_bills
     with db.connect() as conn:
         conn.execute("INSERT INTO sites (key, name, pack) VALUES ('laundry', 'Laundry', 'webster-ny'), "
-                     "('cannery', 'Cannery', 'westfield-wi')")
+                     "('cannery', 'Cannery', 'westfield-wi'), ('bakery', 'Bakery', 'palmyra-wi')")
         conn.commit()
         rates = tmp_path / "rates.toml"
         rates.write_text("bod = 0.30\ntss = 0.10\n"
-                         "[bill.volume_mg]\nlaundry = 0.15\ncannery = 0.2\n"
+                         "[bill.volume_mg]\nlaundry = 0.15\ncannery = 0.2\nbakery = 0.0425\n"
+                         "[bill.palmyra-wi]\nuse_per_1000_gal = 6.37\n"
                          "[bill.webster-ny]\nunit_rent = 400.0\n"
                          "[bill.westfield-wi]\nannual_debt_budget = 40000.0\ntotal_re = 500\n"
                          "[bill.re]\ncannery = 3.0\n")
@@ -274,6 +275,10 @@ def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
     # westfield: ($81 + $40,000 / 500 / 4 = $20) x 3 RE = $303.00; no lab results -> no surcharge
     assert [(c["charge"], c["dollars"]) for c in wf["charges"]] == [("sewer service charge", 303.0)]
     assert wf["period_start"].startswith("2026-04-01T00:00:00-05:00")  # America/Chicago, daylight time
+    bk = bills["bakery"]
+    # palmyra-wi §13.45(2)(a): 0.0425 MG = 42,500 gal / 1,000 x $6.37 = $270.725 -> $270.73
+    assert [(c["charge"], c["dollars"]) for c in bk["charges"]] == [("sewer use charge", 270.73)]
+    assert "§13.45(2)(a)" in bk["charges"][0]["citation"]
 
 
 def test_composite_relinked_when_readings_arrive_after_the_import(db, tmp_path):
