@@ -3,7 +3,8 @@
 A panel's ``rawSql`` goes through three steps before PostgreSQL sees it, and
 :func:`expand` does the same three, in the same order:
 
-1. the browser replaces template variables (``$site``, ``${site}``, ``[[site]]``) with
+1. the browser replaces template variables (``$site``, ``${site}``, ``[[site]]``, and the
+   built-in ``$__from``/``$__to`` in epoch milliseconds) with
    the PostgreSQL data source's ``interpolateVariable``: a single-valued variable
    without *All* has its single quotes doubled and nothing else; a multi-valued (or
    *include All*) variable becomes ``'a','b'`` with each value's single quotes
@@ -470,7 +471,9 @@ def expand(sql: str, time_from: datetime, time_to: datetime, *,
     tf = time_from if time_from.tzinfo else time_from.replace(tzinfo=timezone.utc)
     tt = time_to if time_to.tzinfo else time_to.replace(tzinfo=timezone.utc)
     interval_ns = interval if isinstance(interval, int) else parse_interval(interval, now)
-    sql = interpolate_variables(sql, variables or {})
+    # the browser's built-ins: $__from and $__to are the range in epoch milliseconds
+    builtins = {"__from": _epoch_ns(tf) // 1_000_000, "__to": _epoch_ns(tt) // 1_000_000}
+    sql = interpolate_variables(sql, {**builtins, **(variables or {})})
     sql = interpolate_global(sql, tf, tt, interval_ns)
     return interpolate_macros(sql, tf, tt, timescaledb=timescaledb, now=now)
 

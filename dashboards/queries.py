@@ -9,7 +9,7 @@ read-only ``sewerwatch_grafana``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Iterator, Mapping
 
 from dashboards.macros import Expanded, Variable, expand
@@ -90,11 +90,11 @@ def variables(dashboard: dict, conn, choices: Mapping[str, object] | None = None
 
 
 def run(conn, query: Query, time_from: datetime, time_to: datetime,
-        vars_: Mapping[str, Variable], interval: str | None = None) -> Result:
-    """Expand one query as Grafana does and run it on ``conn``."""
+        vars_: Mapping[str, Variable], interval: str | None = None, timescaledb: bool = True) -> Result:
+    """Expand one query as Grafana does (data source ``timescaledb`` on) and run it on ``conn``."""
     expanded: Expanded = expand(query.sql, time_from, time_to, variables=vars_,
                                 interval=interval or interval_for(time_from, time_to),
-                                timescaledb=True)
+                                timescaledb=timescaledb)
     with conn.cursor() as cur:
         cur.execute(expanded.sql)  # no parameters: psycopg sends the text as is, as Grafana does
         columns = [d.name for d in cur.description] if cur.description else []
@@ -104,14 +104,8 @@ def run(conn, query: Query, time_from: datetime, time_to: datetime,
 
 def run_dashboard(conn, dashboard: dict, time_from: datetime, time_to: datetime,
                   choices: Mapping[str, object] | None = None,
-                  interval: str | None = None) -> list[Result]:
+                  interval: str | None = None, timescaledb: bool = True) -> list[Result]:
     """Run every panel target of ``dashboard``."""
     vars_ = variables(dashboard, conn, choices)
-    return [run(conn, q, time_from, time_to, vars_, interval) for q in queries(dashboard)]
+    return [run(conn, q, time_from, time_to, vars_, interval, timescaledb) for q in queries(dashboard)]
 
-
-def default_range(now: datetime, spec: str) -> tuple[datetime, datetime]:
-    """``now-24h`` style range start relative to ``now`` (h, d, y units)."""
-    n, unit = int(spec[4:-1]), spec[-1]
-    delta = {"h": timedelta(hours=n), "d": timedelta(days=n), "y": timedelta(days=365 * n)}[unit]
-    return now - delta, now

@@ -12,16 +12,19 @@ read-only ``sewerwatch_grafana`` role.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
 from dashboards import queries as dq
 from dashboards.definitions import LB_PER_MG_MGL, SLUG_LINE, build_all
 from dashboards.packs import load_packs
 from limits.packs import load_pack
+from sewerwatch.db import bootstrap, migrate
 from simulators import generate
 
 pytestmark = pytest.mark.services
@@ -46,13 +49,20 @@ def _ts(epoch: float) -> datetime:
 @pytest.fixture
 def filled(db):
     """Fill the test database; return what was written, for the checks."""
+    facts = fill(db.connect)
+    facts["db"] = db
+    return facts
+
+
+def fill(connect) -> dict:
+    """Write simulated readings, violations, alerts, lab results and dead letters."""
     series = generate("acid-dump", duration_s=DAYS * 86400, step_s=STEP_S, devices=3)
     packs = load_packs()
     times = series.times
     rng = np.random.default_rng(7)
     facts = {"series": series, "sensor": {}, "site_id": {}, "quality": {}, "lab": [],
              "violations": [], "from": _ts(times[0]) + timedelta(hours=6), "to": _ts(times[-1])}
-    with db.connect() as conn:
+    with connect() as conn:
         for i, key in enumerate(series.sites):
             sid = conn.execute("INSERT INTO sites (key, name, pack, sic, permit) VALUES (%s, %s, %s, '2011', %s) "
                                "RETURNING id", (key, f"Industrial user {i + 1}", PACKS[key], f"P-{i + 1}")).fetchone()[0]
@@ -128,7 +138,6 @@ def filled(db):
                          "VALUES (%s, 'mqtt', 'sewerwatch/site-001/ph', %s, 'not JSON')",
                          (facts["from"] + timedelta(hours=k), b"\xff\xfe"))
         conn.commit()
-    facts["db"] = db
     facts["packs"] = packs
     return facts
 
@@ -306,3 +315,58 @@ def test_preview_renders_every_dashboard_from_the_same_sql(filled, tmp_path):
     assert red.sum() > 500
     blank = mpimg.imread(tmp_path / "sewerwatch-overview.png")
     assert (blank[..., :3] < 0.5).any(axis=-1).mean() > 0.01     # text and lines, not an empty page
+
+
+def test_views_and_panels_on_plain_postgresql_without_timescaledb(services):
+    """The migrations must work without TimescaleDB; so do the panels, with the data
+    source's ``timescaledb`` off (``floor(extract(epoch ...))`` buckets), except the slug
+    line, whose 24-hour window needs time_bucket's timestamps."""
+    name = f"swt_plain_{os.getpid()}"
+    with services.admin() as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        bootstrap.ensure_database(conn, name)
+    urls = {r: u.rsplit("/", 1)[0] + "/" + name for r, u in services.db_urls.items()}
+    try:
+        migrate.migrate(urls["owner"])
+
+        def connect(role="owner"):
+            return psycopg.connect(urls[role])
+
+        facts = fill(connect)
+        with connect("grafana") as conn:
+            assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'timescaledb'").fetchone()[0] == 0
+            ran = 0
+            for uid, dash in _dashboards().items():
+                for res in dq.run_dashboard(conn, dash, facts["from"], facts["to"], CHOICES[uid][-1],
+                                            interval="5m", timescaledb=False) if uid != "sewerwatch-site" else []:
+                    assert res.rows, f"{uid} / {res.query.panel}: no rows on plain PostgreSQL"
+                    ran += 1
+            site = _dashboards()["sewerwatch-site"]
+            vars_ = dq.variables(site, conn, {"site": "site-001"})
+            for q in dq.queries(site):
+                if q.ref_id == "C":
+                    continue
+                res = dq.run(conn, q, facts["from"], facts["to"], vars_, "5m", timescaledb=False)
+                assert res.rows and "time_bucket" not in res.sql
+                ran += 1
+            assert ran >= 25
+    finally:
+        with services.admin() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_preview_cli(filled, tmp_path, capsys):
+    from sewerwatch.cli import main
+
+    url = filled["db"].urls["grafana"]
+    args = ["dashboards", "preview", str(tmp_path), "--db-url", url, "--site", "site-002",
+            "--from", filled["from"].isoformat(), "--to", filled["to"].isoformat()]
+    assert main(args) == 0
+    printed = capsys.readouterr().out.split()
+    assert sorted(printed) == sorted(str(tmp_path / f"{uid}.png") for uid in CHOICES)
+    assert main(["dashboards", "preview", str(tmp_path), "--db-url", url, "--from", "yesterday"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--from" in err[0] and "ISO-8601" in err[0]
+    assert main(["dashboards", "preview", str(tmp_path), "--db-url", url,
+                 "--from", filled["to"].isoformat(), "--to", filled["from"].isoformat()]) == 2
+    assert "before --to" in capsys.readouterr().err

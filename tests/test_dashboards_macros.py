@@ -194,3 +194,12 @@ def test_expand_runs_the_three_steps_in_grafanas_order():
         "SELECT time_bucket('30.000s',time) AS \"time\", avg(value) FROM r "
         "WHERE time BETWEEN '2018-04-12T18:00:00Z' AND '2018-04-12T18:05:00Z' AND site IN ('a') "
         f"AND 30000 > 0 AND extract(epoch from time) >= {int(FROM.timestamp())}")
+
+
+def test_builtin_from_and_to_are_epoch_milliseconds():
+    tf = FROM.replace(microsecond=250000)
+    out = expand("WHERE t >= to_timestamp($__from / 1000.0) AND t <= to_timestamp(${__to} / 1000.0)", tf, TO)
+    assert out.sql == (f"WHERE t >= to_timestamp({int(FROM.timestamp()) * 1000 + 250} / 1000.0) "
+                       f"AND t <= to_timestamp({int(TO.timestamp()) * 1000} / 1000.0)")
+    # $__timeFrom() is a macro, not the $__from variable
+    assert expand("$__timeFrom()", FROM, TO).sql == "'2018-04-12T18:00:00Z'"
