@@ -93,3 +93,18 @@ def test_missing_and_non_utf8(tmp_path):
     p.write_bytes(b"sample_id,site,collected,analyte,value,unit\nS1,m\xfchle,2026-01-05,bod5,1,mg/l\n")
     with pytest.raises(InputError, match="not UTF-8"):
         read_lab_csv(p)
+
+
+def test_every_example_lab_file_reads_clean():
+    from pathlib import Path
+    examples = Path(__file__).resolve().parent.parent / "examples" / "lab"
+    files = sorted(examples.glob("*.csv"))
+    lab_files = [f for f in files if f.read_text().startswith("sample_id")]
+    assert len(lab_files) >= 2
+    for f in lab_files:
+        lab = read_lab_csv(f, now=NOW)
+        assert lab.bad == [] and lab.rows, f
+    from lab.inputs import read_non_detect_policy, read_rates, read_volumes
+    assert read_rates(examples / "rates.toml") == {"bod5": 0.20, "tss": 0.15, "tkn": 0.90, "tp": 2.50}
+    assert read_non_detect_policy(examples / "rates.toml") == "zero"
+    assert read_volumes(examples / "volumes.csv") == {"cheese-plant": 0.85, "plating-shop": 0.12}
