@@ -353,12 +353,14 @@ class MqttPublisher:
                                 else max(0.0, min(self.tick_s, t_start + duration_s - loop.time())))
         self.publish_until(self.clock.now())
 
-    async def stop(self) -> None:
-        """Publish the retained offline status and disconnect cleanly."""
+    async def stop(self, clear_retained: bool = False) -> None:
+        """Publish the retained offline status (or, with ``clear_retained``, remove the
+        retained status) and disconnect cleanly."""
         infos = []
+        body = b"" if clear_retained else json.dumps({"state": "offline"}).encode()
         for d in self.devices:
             if d.online and not d.dropped:
-                infos.append(d.client.publish(status_topic(d.site), json.dumps({"state": "offline"}), qos=1, retain=True))
+                infos.append(d.client.publish(status_topic(d.site), body, qos=1, retain=True))
         deadline = time.monotonic() + 5.0
         while any(not i.is_published() for i in infos) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
