@@ -285,6 +285,18 @@ def lab(packs: Packs) -> m.Dashboard:
         m.Target("A", surcharge_sql(packs), "table")], (0, 16, 24, 8),
         description="Per site, month and analyte: the excess over normal strength and its pounds, "
                     "which the surcharge prices (palmyra-wi §13.45(4))."))
+    panels.append(m.table("Surcharges billed", [m.Target("A", """
+SELECT b.period, t.key AS site, b.period_start AS "from", b.period_end AS "to",
+       (SELECT sum((c ->> 'dollars')::numeric)
+        FROM jsonb_array_elements(b.detail -> 'charges') c
+        WHERE c ->> 'charge' = 'surcharge') AS "surcharge [USD]",
+       b.total_dollars AS "bill total [USD]", b.issued_at AS issued
+FROM bills b JOIN sites t ON t.id = b.site_id
+WHERE t.key IN ($site)
+  AND b.period_end >= $__timeFrom()::timestamptz AND b.period_start <= $__timeTo()::timestamptz
+ORDER BY b.period_start DESC, t.key
+""", "table")], (0, 24, 24, 6), description="Bills issued by 'sewerwatch bill' for periods in the "
+        "range: the surcharge on high-strength waste (palmyra-wi §13.45(4)) and the bill's total."))
     panels.append(m.table("Lab results", [m.Target("A", """
 SELECT ls.collected, t.key AS site, ls.sample_key AS sample, ls.sample_type AS "type",
        lr.analyte, lr.qualifier, lr.value_mg_l AS "mg/l", lr.version, lr.entered_by AS "entered by"
@@ -293,10 +305,10 @@ JOIN lab_samples ls ON ls.id = lr.sample_id
 JOIN sites t ON t.id = ls.site_id
 WHERE t.key IN ($site) AND $__timeFilter(ls.collected)
 ORDER BY ls.collected DESC, t.key, lr.analyte
-""", "table")], (0, 24, 24, 8)))
+""", "table")], (0, 30, 24, 8)))
     return m.Dashboard("sewerwatch-lab", "sewerwatch: Lab and loadings",
                        "Monthly pounds of BOD, TSS, TKN and P against normal strength; "
-                       "the surcharge basis; lab results.",
+                       "the surcharge basis and the surcharges billed; lab results.",
                        panels, [_site_multi()], time_from="now-1y", refresh="")
 
 

@@ -133,6 +133,17 @@ def fill(connect) -> dict:
                         conn.execute("INSERT INTO lab_results (sample_id, analyte, version, value_mg_l, reason) "
                                      "VALUES (%s, %s, 2, %s, 'transcription error')", (sample, analyte, value))
                     facts["lab"].append((key, analyte, 0.0 if qualifier else value, d))
+        # a bill per site for the month, with its surcharge among the charges (lab/bill.py)
+        for i, key in enumerate(series.sites):
+            surcharge = round(10.0 * (i + 1) + 0.25, 2)
+            detail = {"charges": [{"charge": "surcharge", "dollars": surcharge},
+                                  {"charge": "use", "dollars": 100.0}]}
+            month = _ts(times[0]).replace(day=1, hour=0, minute=0, second=0)
+            conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) "
+                         "VALUES (%s, %s, %s, %s, %s, %s)",
+                         (facts["site_id"][key], f"{month:%Y-%m}", month, month + timedelta(days=30),
+                          surcharge + 100.0, json.dumps(detail)))
+            facts.setdefault("surcharges", {})[key] = surcharge
         for k in range(3):
             conn.execute("INSERT INTO dead_letters (received_at, source, topic, payload, reason) "
                          "VALUES (%s, 'mqtt', 'sewerwatch/site-001/ph', %s, 'not JSON')",
@@ -263,6 +274,12 @@ def test_monthly_pounds_against_normal_strength(filled):
                 normals[PACKS[key]] * volume_mg * LB_PER_MG_MGL, rel=1e-9)
         else:
             assert f"{key} at normal strength" not in got
+    billed = next(r for r in res if r.query.panel == "Surcharges billed")
+    got_bills = {dict(zip(billed.columns, r))["site"]: dict(zip(billed.columns, r)) for r in billed.rows}
+    assert set(got_bills) == set(PACKS)
+    for key, rec in got_bills.items():
+        assert float(rec["surcharge [USD]"]) == pytest.approx(filled["surcharges"][key])
+        assert float(rec["bill total [USD]"]) == pytest.approx(filled["surcharges"][key] + 100.0)
     surcharge = next(r for r in res if r.query.panel.startswith("Surcharge basis"))
     for row in surcharge.rows:
         rec = dict(zip(surcharge.columns, row))
