@@ -6,6 +6,7 @@ import contextlib
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -89,3 +90,87 @@ def count(url: str, sql: str, params=()) -> int:
 
 __all__ = ["free_port", "state_dir", "own_postgres", "own_mosquitto", "add_site_and_sensors", "wait_until",
            "count", "roles"]
+
+
+def mqtt_client(url: str, client_id: str, clean_session: bool = True):
+    """A connected paho client (network loop running) for the account in ``url``."""
+    import threading
+    from urllib.parse import urlsplit
+
+    import paho.mqtt.client as mqtt
+
+    u = urlsplit(url)
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
+                    protocol=mqtt.MQTTv311)
+    c.username_pw_set(u.username, u.password)
+    c.max_inflight_messages_set(1000)
+    c.max_queued_messages_set(0)
+    c.reconnect_delay_set(0.2, 2)
+    ok = threading.Event()
+    c.on_connect = lambda client, ud, flags, rc, props: ok.set() if not rc.is_failure else None
+    c.connect(u.hostname, u.port)
+    c.loop_start()
+    if not ok.wait(10):
+        raise RuntimeError(f"could not connect to {u.hostname}:{u.port}")
+    return c
+
+
+def publish_all(client, messages, qos: int = 1, rate: float | None = None, timeout: float = 120) -> None:
+    """Publish ``(topic, payload)`` pairs, at ``rate`` messages/s if given, and wait until the
+    broker has acknowledged every one (a message published while the client is disconnected
+    is queued by paho and sent on reconnect)."""
+    import threading
+
+    acked: set = set()
+    lock = threading.Lock()
+    previous = client.on_publish
+
+    def on_publish(c, userdata, mid, reason_code, properties):
+        with lock:
+            acked.add(mid)
+
+    client.on_publish = on_publish
+    mids = []
+    start = time.monotonic()
+    try:
+        for i, (topic, payload) in enumerate(messages):
+            if rate:
+                delay = start + i / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            mids.append(client.publish(topic, payload, qos=qos).mid)
+        if qos == 0:
+            return
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with lock:
+                if acked.issuperset(mids):
+                    return
+            time.sleep(0.01)
+        raise AssertionError(f"{len(set(mids) - acked)} QoS {qos} publishes never acknowledged by the broker")
+    finally:
+        client.on_publish = previous
+
+
+class Sender(threading.Thread):
+    """:func:`publish_all` in a thread; :meth:`join` re-raises what went wrong in it."""
+
+    def __init__(self, client, messages, **kwargs):
+        super().__init__(daemon=True)
+        self.args_ = (client, messages, kwargs)
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self):
+        client, messages, kwargs = self.args_
+        try:
+            publish_all(client, messages, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            self.error = exc
+
+    def join(self, timeout=None):
+        super().join(timeout)
+        if self.is_alive():
+            raise AssertionError("the publisher did not finish in time")
+        if self.error is not None:
+            raise self.error

@@ -135,7 +135,8 @@ class MqttCollector:
         with self._lock:
             self._buf.append((parsed.time_us, ref.id, parsed.value, parsed.quality))
             self._buf_rows += n
-            self._mids.append(msg.mid)
+            if msg.qos > 0:  # QoS 0 messages carry no packet id and are never acknowledged
+                self._mids.append(msg.mid)
             full = self._buf_rows >= self.flush_rows
         self.readings += n
         if full:
@@ -144,7 +145,7 @@ class MqttCollector:
     def _dead(self, msg, reason: str, ack: bool = True) -> None:
         self.dead += 1
         gen = self._generation
-        cb = (lambda: self._ack([msg.mid], gen)) if ack else None
+        cb = (lambda: self._ack([msg.mid], gen)) if ack and msg.qos > 0 else None
         self.sink.dead_letter(DeadLetter("mqtt", msg.topic, bytes(msg.payload), reason,
                                          {"qos": msg.qos, "retain": bool(msg.retain)}), on_durable=cb)
 
@@ -171,8 +172,6 @@ class MqttCollector:
         # An acknowledgement belongs to the connection that received the message; after a
         # reconnect the broker sends those messages again, and they are acknowledged then.
         if generation != self._generation or not self._connected.is_set():
-            return
-        if self.qos == 0:
             return
         for mid in mids:
             self.client.ack(mid, self.qos)
