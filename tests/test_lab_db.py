@@ -192,8 +192,18 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     mill_permit = next(p for p in res["permits"] if p["site"] == "mill")
     # BOD average (300 + 500)/2 = 400 > 250 and 288,000 gal/day >= 5,000: permit required
     assert {x["criterion"] for x in mill_permit["reasons"]} == {"bod5", "volume"}
+    # SNC Jan-Jun 2026, mill: cyanide 1 of 1 > 0.5 (chronic) and >= 1.2 x 0.5 = 0.6 (TRC);
+    # FOG 1 of 1 > 100 (chronic) but 120 < 1.4 x 100 = 140 (no TRC)
+    snc = {(x["site"], x["parameter"]): x for x in res["snc"]}
+    assert (snc["mill", "cn"]["chronic"], snc["mill", "cn"]["trc"]) == (True, True)
+    assert (snc["mill", "fog"]["chronic"], snc["mill", "fog"]["trc"], snc["mill", "fog"]["snc"]) == (True, False, True)
     with db.connect() as conn:
         assert conn.execute("SELECT count(*) FROM violations WHERE source = 'lab'").fetchone()[0] == 2
+    # checking again stores nothing twice
+    r = subprocess.run([sys.executable, "-m", "sewerwatch", "lab", "check", "--since", "2026-01-01",
+                        "--until", "2026-04-01", "--store", "--json"],
+                       capture_output=True, text=True, env=_env(db), cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["stored"] == 0
 
     rates = tmp_path / "rates.toml"
     rates.write_text("bod = 0.20\ntss = 0.15\ntkn = 0.90\ntp = 2.50\n[bill.volume_mg]\ndairy = 0.3\n")
