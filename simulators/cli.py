@@ -46,10 +46,11 @@ async def _serve(args) -> int:
     import asyncio
 
     from ingest import profiles
-    from simulators.modbus_server import ModbusSimulator, build_source, describe, run_duration
+    from simulators.modbus_server import ModbusSimulator, build_source, describe, quiet_pymodbus, run_duration
     from simulators.mqtt_publisher import MqttPublisher
     from simulators.mqtt_publisher import describe as describe_mqtt
 
+    quiet_pymodbus()
     source, clock = build_source(args)
     sim = pub = None
     try:

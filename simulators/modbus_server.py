@@ -25,12 +25,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import logging
 import sys
 import time
 
 import numpy as np
 
 from ingest.profiles import Profile
+from sewerwatch.errors import ServiceError
 from limits.units import from_canonical
 from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
 from simulators.options import add_source_arguments, parse_offset
@@ -162,7 +164,12 @@ class ModbusSimulator:
             base = (port - self.port) * MAX_UNITS_PER_PORT
             devices = [self._simdevice(0, None)] + [self._simdevice(u + 1, base + u) for u in range(units)]
             server = ModbusTcpServer(devices, address=(host, port), ignore_missing_devices=True)
-            await server.serve_forever(background=True)
+            try:
+                await server.serve_forever(background=True)
+            except (RuntimeError, OSError) as exc:
+                await self.stop()
+                raise ServiceError(f"cannot serve Modbus TCP on {host}:{port} ({exc}); "
+                                   "is the port in use? choose another with --modbus-port") from None
             self.servers.append(server)
 
     async def run(self, duration_s: float | None = None) -> None:
@@ -212,8 +219,19 @@ def build_source(args):
         source = ScenarioSource(scn, args.devices)
     if args.devices < 1:
         raise InputError(f"--devices: expected at least 1, got {args.devices}")
+    if args.duration is not None and args.duration < 0:
+        raise InputError(f"--duration: expected 0 or more seconds, got {args.duration:g}")
+    if not args.tick > 0:
+        raise InputError(f"--tick: expected a positive number of seconds, got {args.tick:g}")
+    if args.replay and (args.sites or args.devices != 1):
+        raise InputError("--replay takes its devices and sites from the CSV; drop --devices/--sites")
     clock = SimClock(source.start, args.speed, parse_offset(args.offset))
     return source, clock
+
+
+def quiet_pymodbus() -> None:
+    """Command-line runs report problems as one line; pymodbus's own log would repeat them."""
+    logging.getLogger("pymodbus.logging").setLevel(logging.CRITICAL)
 
 
 def run_duration(args, source) -> float | None:
@@ -236,6 +254,7 @@ def describe(sim: ModbusSimulator) -> list[str]:
 async def serve(args) -> int:
     from ingest import profiles
 
+    quiet_pymodbus()
     source, clock = build_source(args)
     profile = profiles.load(args.profile)
     sim = ModbusSimulator(source, profile, clock, args.host, args.modbus_port, args.tick)

@@ -27,6 +27,7 @@ def sw(*args, timeout=60):
     (["--no-modbus", "--mqtt-url", "http://x"], "--mqtt-url: expected mqtt://"),
     (["--replay", "/nonexistent.csv", "--no-mqtt"], "/nonexistent.csv: no such replay file"),
     (["--sites", "Bad Site", "--no-mqtt"], "--sites: expected short lowercase site ids"),
+    (["--tick", "0", "--no-mqtt"], "--tick: expected a positive number"),
     (["--no-modbus", "--mqtt-url", "mqtt://127.0.0.1:1", "--mqtt-unit", "ph=degF"], "--mqtt-unit: unknown unit 'degF' for ph"),
 ])
 def test_bad_input_is_one_line_exit_2(args, msg):
@@ -34,6 +35,20 @@ def test_bad_input_is_one_line_exit_2(args, msg):
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sewerwatch: error: ") and msg in lines[0]
+
+
+def test_port_in_use_is_a_one_line_error():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    try:
+        r = sw("--no-mqtt", "--duration", "1", "--modbus-port", str(s.getsockname()[1]))
+    finally:
+        s.close()
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sewerwatch: error: cannot serve Modbus TCP on 127.0.0.1:") and "--modbus-port" in lines[0]
 
 
 def test_list_names_scenarios_and_profiles():
