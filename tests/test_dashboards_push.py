@@ -260,3 +260,14 @@ def test_unreachable_grafana_is_a_service_error(dashboards):
         port = s.getsockname()[1]
     with pytest.raises(ServiceError, match="cannot reach Grafana"):
         push(f"http://127.0.0.1:{port}", TOKEN, dashboards, DB, timeout=2)
+
+
+def test_a_renamed_folder_is_renamed_back_and_no_datasource_leaves_it_alone(grafana, dashboards):
+    grafana.folders["sewerwatch"] = {"id": 1, "uid": "sewerwatch", "title": "old name", "version": 4}
+    changes = push(grafana.url, TOKEN, dashboards, None)
+    assert [(c.kind, c.action) for c in changes][:1] == [("folder", "updated")]
+    assert all(c.kind != "datasource" for c in changes)
+    [put] = [r for r in grafana.writes() if r["method"] == "PUT"]
+    assert put["path"] == "/api/folders/sewerwatch"
+    assert put["body"]["title"] == "sewerwatch" and put["body"]["version"] == 4
+    assert not any("/datasources" in r["path"] for r in grafana.requests)
