@@ -103,7 +103,9 @@ def _draw_timeseries(ax, panel, results):
         # bars side by side: the bucket spacing shared among the series
         xs_all = sorted({x for _, (xs, _) in series for x in xs})
         gaps = [(b - a).total_seconds() for a, b in zip(xs_all, xs_all[1:])]
-        spacing = timedelta(seconds=min(gaps)) if gaps else timedelta(days=1)
+        monthly = all(x.day == 1 and x.hour == 0 and x.minute == 0 for x in xs_all)
+        spacing = (timedelta(seconds=min(gaps)) if gaps
+                   else timedelta(days=28) if monthly else timedelta(days=1))
         width = spacing * 0.8 / len(series)
     for k, (name, (xs, ys)) in enumerate(series):
         if bars:
