@@ -294,7 +294,8 @@ class MqttPublisher:
         if not all(ok):
             bad = next(d for d in self.devices if d.refused)
             raise ServiceError(f"MQTT broker {redact(self.url)} refused {bad.site}: {bad.refused}")
-        self.last_t = self.clock.now()
+        # publish from the run's simulated start on, the reading at that very instant included
+        self.last_t = self.clock.start + self.clock.offset_s - 1e-6
 
     def _drop(self, d: _Device) -> None:
         """Comms loss: cut the TCP link without DISCONNECT, so the broker sends the will."""

@@ -167,12 +167,13 @@ def test_batches_qos1_iso_times(services, mqtt):
         assert len(msgs) >= 2
         times, vals = [], []
         for m in msgs:
-            assert list(m) == ["u", "t", "v"] and m["u"] == "gpm" and len(m["t"]) == len(m["v"]) > 1
+            assert list(m) == ["u", "t", "v"] and m["u"] == "gpm" and len(m["t"]) == len(m["v"]) >= 1
             times += [dt.datetime.fromisoformat(x).timestamp() for x in m["t"]]
             vals += m["v"]
             assert all(x.endswith("+00:00") for x in m["t"])
         t = np.array(times)
-        assert (np.diff(t) == 1.0).all() and len(t) >= 40        # one batch carries many readings
+        assert (np.diff(t) == 1.0).all() and len(t) >= 40
+        assert max(len(m["t"]) for m in msgs) >= 10              # one batch carries many readings
         np.testing.assert_allclose(vals, expected("slug", t, i, "flow"), atol=1e-9)
         # --mqtt-unit temperature=degC: published in degC
         temps = sub.readings(site, "temperature")
@@ -262,3 +263,22 @@ def test_default_broker_and_refused_credentials(services, mqtt):
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("sewerwatch: error: MQTT broker mqtt://device:***@")
     assert "refused" in err[0]
+
+
+def test_replay_publishes_the_csv_readings_as_recorded(services, mqtt, tmp_path):
+    site, = site_ids(1)
+    csv = tmp_path / "r.csv"
+    csv.write_text("time,site,parameter,value,unit\n"
+                   "2026-06-01T10:00:00+00:00,{s},ph,7.25,pH\n"
+                   "2026-06-01T10:00:10+00:00,{s},ph,3.5,pH\n"
+                   "2026-06-01T10:00:10+00:00,{s},temperature,21.5,degC\n"
+                   "2026-06-01T10:00:20+00:00,{s},ph,7.0,pH\n".format(s=site))
+    sub = mqtt([site])
+    simulate("--replay", str(csv), "--speed", "10", "--duration", "4", "--time-format", "iso",
+             url=services.mqtt_urls["device"])
+    sub.wait_for(lambda m: m[0].endswith("/status") and b"offline" in m[2])
+    ph = sub.readings(site, "ph")
+    assert [(m["t"], m["v"], m["u"]) for m in ph] == [
+        ("2026-06-01T10:00:00.000+00:00", 7.25, "pH"), ("2026-06-01T10:00:10.000+00:00", 3.5, "pH"),
+        ("2026-06-01T10:00:20.000+00:00", 7.0, "pH")]
+    assert sub.readings(site, "temperature") == [{"t": "2026-06-01T10:00:10.000+00:00", "v": 21.5, "u": "degC"}]
