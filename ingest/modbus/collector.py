@@ -238,9 +238,7 @@ class ModbusCollector:
             await self._stop.wait()
         finally:
             self._running = False
-            for t in self._tasks + [flusher, reporter]:
-                t.cancel()
-            await asyncio.gather(*self._tasks, flusher, reporter, return_exceptions=True)
+            await _cancel_all(self._tasks + [flusher, reporter])
             for s in self.devices:
                 self._close(s)
             await self.flush()
@@ -263,7 +261,7 @@ class ModbusCollector:
 
     # --- internals ---------------------------------------------------------------------
     async def _periodic(self, period: float, fn) -> None:
-        while True:
+        while self._running:
             await asyncio.sleep(period)
             await fn()
 
@@ -287,7 +285,7 @@ class ModbusCollector:
         interval = s.device.interval_s
         tolerance = interval * self.options.late_fraction
         due = t0 + s.phase_s
-        while True:
+        while self._running:
             wake = max(due, s.hold_until)
             delay = wake - loop.time()
             if delay > 0:
@@ -370,6 +368,20 @@ class ModbusCollector:
         if s.connected_once:
             s.health.reconnects += 1
         s.connected_once = True
+
+
+async def _cancel_all(tasks: list) -> None:
+    """Cancel ``tasks`` and wait for them, cancelling again any that survived.
+
+    In Python 3.11 ``asyncio.wait_for`` (used inside pymodbus) can swallow a cancellation
+    that arrives as its inner future completes (CPython gh-86296, fixed in 3.12); the
+    loops also stop on their own once ``_running`` is False.
+    """
+    pending = set(tasks)
+    while pending:
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=1.0)
 
 
 class _ShortReply(Exception):
