@@ -210,3 +210,23 @@ def test_replay_rejects_bad_rows(tmp_path):
         ReplaySource(f)
     with pytest.raises(InputError, match="unknown scenario 'nope'"):
         simulators.generate("nope")
+
+
+def test_meter_variants_direct_and_throat_width(tmp_path):
+    base = 'name = "m"\nstart = 2026-06-01T00:00:00-05:00\nduration_s = 7200\nseed = 11\n'
+    f = tmp_path / "direct.toml"
+    f.write_text(base + '[devices]\nmeter = "direct"\nflow_mean_gpm = 300\n')
+    direct = simulators.generate(scenarios.load_file(f), step_s=1.0, devices=3)
+    assert np.isnan(direct.values["level"]).all()               # a direct meter has no head
+    f3, f12 = tmp_path / "t3.toml", tmp_path / "t12.toml"
+    f3.write_text(base + "[devices]\nthroat_in = 3\nflow_mean_gpm = 300\n")
+    f12.write_text(base + "[devices]\nthroat_in = 12\nflow_mean_gpm = 300\n")
+    s3 = simulators.generate(scenarios.load_file(f3), step_s=1.0, devices=3)
+    s12 = simulators.generate(scenarios.load_file(f12), step_s=1.0, devices=3)
+    # same discharge, narrower throat: higher head; both convert back with their own Q = C H^n
+    assert (s3.values["level"].mean(axis=1) > 1.5 * s12.values["level"].mean(axis=1)).all()
+    np.testing.assert_allclose(s3.values["flow"].mean(axis=1), s12.values["flow"].mean(axis=1), rtol=0.01)
+    np.testing.assert_allclose(direct.values["flow"].mean(axis=1), s12.values["flow"].mean(axis=1), rtol=0.01)
+    # noise: the direct meter's is multiplicative (1.5 %); the flume's comes from the level sensor
+    rel = np.diff(direct.values["flow"], axis=1) / direct.values["flow"][:, 1:]
+    assert 0.013 < rel.std() / np.sqrt(2) < 0.017
