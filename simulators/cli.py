@@ -59,7 +59,7 @@ async def _serve(args) -> int:
             await sim.start()
         if not args.no_mqtt:
             pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval,
-                                args.time_format, units=args.mqtt_unit or {})
+                                args.time_format, tick_s=args.tick, units=args.mqtt_unit or {})
             await pub.start()
         duration = run_duration(args, source)
         print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x, "
