@@ -36,7 +36,7 @@ GPM_PER_CFS = GALLONS_PER_FT3 * 60.0
 #: References
 #: ----------
 #: U.S. Bureau of Reclamation, *Water Measurement Manual*, 3rd ed. (1997, rev. 2001),
-#: chapter 8, Table 8-7 "Free-flow equations for Parshall flumes"; the same flumes are
+#: chapter 8 (Parshall flumes), the table of free-flow equations per throat width; the same flumes are
 #: standardised in ASTM D1941-91 and ISO 9826:1992. For throats of 1 to 8 ft the table's
 #: values are ``C = 4 W`` and ``n = 1.522 W**0.026`` (``W`` in ft).
 PARSHALL_FREE_FLOW = {

@@ -11,7 +11,7 @@ T0 = 1_780_290_000.0  # 2026-06-01, a fixed epoch
 
 
 def test_parshall_free_flow_table_values():
-    # USBR Water Measurement Manual Table 8-7: 6-in flume Q = 2.06 Ha^1.58; 1-ft Q = 4.00 Ha^1.522
+    # USBR Water Measurement Manual ch. 8 free-flow equations: 6-in flume Q = 2.06 Ha^1.58; 1-ft Q = 4.00 Ha^1.522
     assert models.parshall_flow_cfs(1.0, 6) == pytest.approx(2.06)
     assert models.parshall_flow_cfs(0.5, 6) == pytest.approx(2.06 * 0.5 ** 1.58)
     assert models.parshall_flow_cfs(2.0, 12) == pytest.approx(4.0 * 2.0 ** 1.522)
