@@ -157,7 +157,7 @@ def test_single_readings_birth_and_retained_death(services, mqtt):
 def test_batches_qos1_iso_times(services, mqtt):
     sites = site_ids(2)
     sub = mqtt(sites)
-    simulate("--scenario", "slug", "--offset", "12:10:00", "--speed", "20", "--duration", "3", "--devices", "2",
+    simulate("--scenario", "slug", "--offset", "36:10:00", "--speed", "20", "--duration", "3", "--devices", "2",
              "--sites", ",".join(sites), "--mqtt-mode", "batch", "--qos", "1", "--time-format", "iso",
              "--mqtt-unit", "temperature=degC", url=services.mqtt_urls["device"])
     sub.wait_for(lambda m: m[0] == f"sewerwatch/{sites[1]}/manhole/status" and b"offline" in m[2])

@@ -37,7 +37,7 @@ def test_every_shipped_scenario_loads():
         assert want in names
     for n in names:
         s = scenarios.load(n)
-        assert s.name == n and s.description and s.duration_s == 86400
+        assert s.name == n and s.description and s.duration_s in (86400, 172800)
 
 
 def test_normal_day_stays_inside_the_limits():
@@ -78,9 +78,12 @@ def test_slug_is_above_five_times_the_24h_average_for_more_than_15_minutes():
     s = day("slug")
     ev = only_event(s, "scale", "flow")
     flow = s.values["flow"]
+    start = np.searchsorted(s.times, ev["start"])
+    assert start >= 86400                                   # a full day of history before it
     for i in range(N):
-        start = np.searchsorted(s.times, ev["start"])
-        avg24 = flow[i, :start].mean() * start / 86400 + flow[i, start:].mean() * (86400 - start) / 86400
+        # trailing 24-h average at the end of the slug (1-s samples: the plain mean)
+        end = np.searchsorted(s.times, ev["end"])
+        avg24 = flow[i, end - 86400:end].mean()
         above = flow[i] > 5 * avg24
         # longest run above 5 x the daily average
         runs = np.diff(np.flatnonzero(np.diff(np.r_[0, above.astype(int), 0])))[::2]
@@ -230,3 +233,33 @@ def test_meter_variants_direct_and_throat_width(tmp_path):
     # noise: the direct meter's is multiplicative (1.5 %); the flume's comes from the level sensor
     rel = np.diff(direct.values["flow"], axis=1) / direct.values["flow"][:, 1:]
     assert 0.013 < rel.std() / np.sqrt(2) < 0.017
+
+
+@pytest.mark.parametrize("name,rule", [
+    ("acid-dump", "ph-min"), ("caustic", "ph-max"), ("hot-discharge", "temperature-max"), ("slug", "slug"),
+    ("normal-day", None),
+])
+def test_sewerwatch_check_finds_the_claimed_violation(tmp_path, name, rule):
+    """Read back through the project's evaluator (``sewerwatch check``, palmyra-wi pack)."""
+    import json
+    import subprocess
+    import sys
+
+    s = simulators.generate(name, step_s=60.0, devices=2)
+    path = tmp_path / f"{name}.csv"
+    s.to_csv(path)
+    r = subprocess.run([sys.executable, "-m", "sewerwatch", "check", "--pack", "palmyra-wi", "--readings",
+                        str(path), "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    found = json.loads(r.stdout)
+    if rule is None:
+        assert found == []
+        return
+    ev = [e for e in s.events if e["kind"] in ("set", "scale")][0]
+    assert sorted({v["site"] for v in found}) == ["site-001", "site-002"]
+    assert {v["rule"] for v in found} == {rule}
+    import datetime as dt
+    for v in found:
+        start = dt.datetime.fromisoformat(v["start"].replace("Z", "+00:00")).timestamp()
+        end = dt.datetime.fromisoformat(v["end"].replace("Z", "+00:00")).timestamp()
+        assert ev["start"] - 300 <= start <= ev["start"] + 900 and ev["end"] - 900 <= end <= ev["end"] + 300
