@@ -282,3 +282,16 @@ def test_replay_publishes_the_csv_readings_as_recorded(services, mqtt, tmp_path)
         ("2026-06-01T10:00:00.000+00:00", 7.25, "pH"), ("2026-06-01T10:00:10.000+00:00", 3.5, "pH"),
         ("2026-06-01T10:00:20.000+00:00", 7.0, "pH")]
     assert sub.readings(site, "temperature") == [{"t": "2026-06-01T10:00:10.000+00:00", "v": 21.5, "u": "degC"}]
+
+
+def test_publisher_runs_alone(services, mqtt):
+    site, = site_ids(1)
+    sub = mqtt([site])
+    r = subprocess.run([sys.executable, "-m", "simulators.mqtt_publisher", "--scenario", "caustic", "--offset", "14:10",
+                        "--duration", "2", "--sites", site, "--mqtt-url", services.mqtt_urls["device"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("simulating 1 device(s): caustic, speed 1x")
+    sub.wait_for(lambda m: m[0].endswith("/status") and b"offline" in m[2])
+    ph = sub.readings(site, "ph")
+    assert len(ph) >= 2 and all(10.8 < m["v"] < 11.2 for m in ph)
