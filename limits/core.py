@@ -222,7 +222,8 @@ def _sensor_segments(sensor):
     return new
 
 
-def trailing_time_weighted_average(sensor, time, value, window, max_hold, history_start=None):
+def trailing_time_weighted_average(sensor, time, value, window, max_hold, history_start=None,
+                                   targets=None):
     """Trailing time-weighted average of each sensor over ``[t - window, t)``.
 
     Parameters
@@ -240,6 +241,9 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
         NaN, because the ordinances define the reference as *the* 24-hour average
         (palmyra-wi, 003_44f871d49a02d8f5.txt §13.43 SLUG; westfield-wi,
         004_736876c28764ff16.txt definitions, SLUG).
+    targets : ndarray of int, optional
+        Compute the average only at these indices (the others serve as history); the
+        result then has one value per target. ``history_start`` stays one per reading.
 
     Returns
     -------
@@ -277,18 +281,26 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     if (len(seg_first) + 1) * stride >= 2**62:
         raise ValueError("too many sensors times too long a time span for one call: split by sensor")
     key = seg * stride + (time - t0 + window)
-    k = np.searchsorted(key, key - window, side="left")
+    if targets is None:
+        idx = slice(None)
+        tk, tseg, tt = key, seg, time
+    else:
+        idx = np.asarray(targets, dtype=np.int64)
+        tk, tseg, tt = key[idx], seg[idx], time[idx]
+    k = np.searchsorted(key, tk - window, side="left")
     del key
-    ws = time - window
-    has_prev = k > seg_first[seg]
+    ws = tt - window
+    has_prev = k > seg_first[tseg]
     km1 = np.maximum(k - 1, 0)
     part = np.where(has_prev, np.maximum(time[km1] + hold[km1] - ws, 0), 0)
     part_term = np.rint(v[km1] * part).astype(np.int64)
-    integral = P[:n] - P[k] + part_term
-    covered = H[:n] - H[k] + part
+    Pi = P[:n] if targets is None else P[idx]
+    Hi = H[:n] if targets is None else H[idx]
+    integral = Pi - P[k] + part_term
+    covered = Hi - H[k] + part
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = integral.astype(np.float64) / covered
-    hs = time[seg_first][seg] if history_start is None else np.asarray(history_start)
+    hs = time[seg_first][tseg] if history_start is None else np.asarray(history_start)[idx]
     avg[(hs > ws) | (covered <= 0)] = np.nan
     return avg
 

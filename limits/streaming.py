@@ -2,10 +2,10 @@
 
 :class:`StreamingEvaluator` keeps, per sensor, only what later readings can still need:
 
-* the readings of the last ``window`` (24 h for a slug rule) before the sensor's latest
-  reading, and one before that (it holds into the window), each with the trailing average
-  computed when it arrived (a reading's average depends only on earlier readings, so it is
-  final once computed);
+* for a sensor a slug rule judges, the readings of the last ``window`` (24 h) before its
+  latest reading, and one before that (it holds into the window), each with the trailing
+  average computed when it arrived (a reading's average depends only on earlier readings,
+  so it is final once computed);
 * every reading of an episode that is still open (its last reading is the sensor's latest),
   and a window of history before it;
 * the sensor's first usable reading ever (a slug needs a full window of history), its
@@ -17,6 +17,10 @@ the rest at the end of the data, as the batch evaluator does at the end of its a
 With the sensors' nominal intervals given, the reported episodes equal
 :func:`limits.evaluator.evaluate` on the concatenated batches, bit for bit, whatever the
 batch boundaries (``tests/test_limits_streaming.py`` checks this property with hypothesis).
+
+Cost: a push works over the kept state (about 40 ns per kept reading on the benchmark
+machine, plus the batch), so a flow sensor read every minute costs 1,440 kept readings;
+one read every second, 86,400.
 
 Readings must arrive in time order per sensor: a reading at or before the latest time
 already seen for its sensor is dropped and counted in ``dropped_late``.
@@ -64,6 +68,7 @@ class StreamingEvaluator:
         self._last: dict[int, int] = {}
         self._gap: dict[int, int] = {}
         self._mark: dict[tuple[int, int], int] = {}
+        self._active: dict[int, int] = {}
         self._open = np.empty(0, dtype=core.EPISODE_DTYPE)
         self.dropped_late = 0
 
@@ -79,21 +84,28 @@ class StreamingEvaluator:
         """
         sensor = np.asarray(sensor, dtype=np.int64)
         value = np.asarray(value, dtype=np.float64)
-        ok = core.valid_mask(value, quality)
-        s, t, v, _ = prepare(sensor[ok], np.asarray(time, dtype=np.int64)[ok], value[ok])
+        quality = np.zeros(len(sensor), dtype=np.int16) if quality is None else np.asarray(quality)
+        # as the batch evaluator: sort, drop repeated (sensor, time) keeping the first, then
+        # skip NaN and bad quality
+        s, t, v, q = prepare(sensor, np.asarray(time, dtype=np.int64), value, quality)
         if len(t):
             starts, codes, seg = sensor_segments(s)
             last = np.array([self._last.get(c, _NEG) for c in codes.tolist()], dtype=np.int64)
             fresh = t > last[seg]
             self.dropped_late += int((~fresh).sum())
             if not fresh.all():
-                s, t, v = s[fresh], t[fresh], v[fresh]
-                starts, codes, seg = sensor_segments(s)
+                s, t, v, q = s[fresh], t[fresh], v[fresh], q[fresh]
         if len(t):
+            starts, codes, _ = sensor_segments(s)
             ends = np.append(starts[1:], len(t)) - 1
-            for c, a, b in zip(codes.tolist(), t[starts].tolist(), t[ends].tolist()):
-                self._first.setdefault(c, a)
+            for c, b in zip(codes.tolist(), t[ends].tolist()):
                 self._last[c] = b
+            ok = core.valid_mask(v, q)
+            s, t, v = s[ok], t[ok], v[ok]
+        if len(t):
+            starts, codes, _ = sensor_segments(s)
+            for c, a in zip(codes.tolist(), t[starts].tolist()):
+                self._first.setdefault(c, a)
             self._learn_intervals(s, t, codes)
         return self._step(s, t, v, final=False)
 
@@ -125,69 +137,89 @@ class StreamingEvaluator:
             self._gap[c] = int(np.rint(self.gap_multiple * iv))
 
     def _step(self, s, t, v, final: bool) -> np.ndarray:
-        n_old = len(self._t)
-        S = np.concatenate([self._s, s])
-        T = np.concatenate([self._t, t])
-        V = np.concatenate([self._v, v])
-        order = np.argsort(S, kind="stable")       # tail readings are older within a sensor
-        S, T, V = S[order], T[order], V[order]
-        is_new = order >= n_old
+        # merge the batch into the sorted state: a new reading is later than every kept
+        # reading of its sensor, so it goes after them (np.insert keeps the batch's order)
+        if len(t):
+            pos = np.searchsorted(self._s, s, side="right")
+            S = np.insert(self._s, pos, s)
+            T = np.insert(self._t, pos, t)
+            V = np.insert(self._v, pos, v)
+            is_new = np.zeros(len(T), dtype=bool)
+            is_new[pos + np.arange(len(pos))] = True
+            stored = {ri: np.insert(a, pos, np.nan) for ri, a in self._avg.items()}
+        else:
+            S, T, V = self._s, self._t, self._v
+            is_new = np.zeros(len(T), dtype=bool)
+            stored = dict(self._avg)
         n = len(T)
         if n == 0:
             return np.empty(0, dtype=core.EPISODE_DTYPE)
-        starts, codes, seg = sensor_segments(S)
+        new = core._sensor_segments(S)
+        starts = np.flatnonzero(new)
+        codes = S[starts]
         clist = codes.tolist()
-        gap_seg = np.array([self._gap[c] for c in clist], dtype=np.int64)
-        max_gap = gap_seg[seg]
-        brk = core.segment_starts(S, T, max_gap)
-        hist = np.array([self._first[c] for c in clist], dtype=np.int64)[seg]
+        seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
         last_idx = np.append(starts[1:], n) - 1          # each sensor's latest reading
+        gap_seg = np.array([self._gap[c] for c in clist], dtype=np.int64)
         params = [self.meta[c].parameter for c in clist]
 
+        # the active part: from each sensor's earliest open run (or its latest reading
+        # before this batch) on; older readings are history for the averages only
+        act_from = np.array([self._active.get(c, _NEG) for c in clist], dtype=np.int64)
+        aidx = np.flatnonzero(T >= act_from[seg])
+        aS, aT, aV, aseg = S[aidx], T[aidx], V[aidx], seg[aidx]
+        a_gap = gap_seg[aseg]
+        abrk = core.segment_starts(aS, aT, a_gap)
+        first_active = np.ones(len(aidx), dtype=bool)
+        first_active[1:] = aseg[1:] != aseg[:-1]
+        abrk |= first_active
+        # (a run that truly began before the active part was reported already: its start
+        # here is not after the rule's mark, so it is not reported twice)
+        latest = T[last_idx]
+        eseg_of = lambda e: np.searchsorted(codes, e["sensor"])  # noqa: E731
+
         emitted, still_open = [], []
-        open_start = T[last_idx].copy()                 # per sensor: keep from here (min)
+        open_start = latest.copy()                      # per sensor: keep from here (min)
         new_avg = {}
         for ri, rule in enumerate(self.rules):
             applies = np.array([rule.applies_to(p) for p in params], dtype=bool)
-            if not applies.any():
-                if rule.kind == "slug":
-                    new_avg[ri] = np.full(n, np.nan)
-                continue
-            m = applies[seg]
-            idx = np.flatnonzero(m)
-            sub = (S[idx], T[idx], V[idx], brk[idx], max_gap[idx])
-            avg = None
             if rule.kind == "slug":
-                old_avg = np.full(n, np.nan)
-                stored = self._avg[ri]
-                old_avg[~is_new] = stored[order[~is_new]]
-                computed = core.trailing_time_weighted_average(
-                    sub[0], sub[1], sub[2], int(round(rule.window_h * core.HOUR_US)), sub[4],
-                    history_start=hist[idx])
-                avg = np.where(is_new[idx], computed, old_avg[idx])
-                full = np.full(n, np.nan)
-                full[idx] = avg
-                new_avg[ri] = full
-            eps, _, flag = rule_episodes(ri, rule, *sub[:4], sub[4], history_start=hist[idx], avg=avg)
-            # open runs: those reaching the sensor's latest reading
+                avg_all = stored[ri]
+                if applies.any():
+                    m = applies[seg]
+                    idx = np.flatnonzero(m)
+                    fresh_pos = np.flatnonzero(is_new[idx])
+                    if len(fresh_pos):
+                        hist = np.array([self._first[c] for c in clist], dtype=np.int64)[seg[idx]]
+                        avg_all[idx[fresh_pos]] = core.trailing_time_weighted_average(
+                            S[idx], T[idx], V[idx], int(round(rule.window_h * core.HOUR_US)),
+                            gap_seg[seg[idx]], history_start=hist, targets=fresh_pos)
+                new_avg[ri] = avg_all
+            if not applies.any():
+                continue
+            am = applies[aseg]
+            sub_idx = np.flatnonzero(am)
+            sub = (aS[sub_idx], aT[sub_idx], aV[sub_idx], abrk[sub_idx], a_gap[sub_idx])
+            avg = new_avg[ri][aidx[sub_idx]] if rule.kind == "slug" else None
+            eps, _, flag = rule_episodes(ri, rule, *sub, avg=avg)
             if not final:
                 first, lastr = core.runs(flag, sub[3])
                 if len(first):
-                    sidx = idx[lastr]
-                    at_end = sidx == last_idx[seg[sidx]]
+                    gidx = aidx[sub_idx[lastr]]
+                    at_end = gidx == last_idx[seg[gidx]]
                     if at_end.any():
-                        np.minimum.at(open_start, seg[sidx[at_end]], T[idx[first[at_end]]])
+                        np.minimum.at(open_start, seg[gidx[at_end]], aT[sub_idx[first[at_end]]])
             if len(eps):
-                code_last = dict(zip(clist, T[last_idx].tolist()))
-                closed = np.array([final or e_last < code_last[c]
-                                   for c, e_last in zip(eps["sensor"].tolist(), eps["last"].tolist())],
-                                  dtype=bool)
-                mark = np.array([self._mark.get((c, ri), _NEG) for c in eps["sensor"].tolist()],
-                                dtype=np.int64)
-                fresh_ep = eps["start"] > mark
+                es = eseg_of(eps)
+                closed = np.full(len(eps), True) if final else eps["last"] < latest[es]
+                mark_seg = np.array([self._mark.get((c, ri), _NEG) for c in clist], dtype=np.int64)
+                fresh_ep = eps["start"] > mark_seg[es]
                 out = eps[closed & fresh_ep]
-                for c, e_last in zip(out["sensor"].tolist(), out["last"].tolist()):
-                    self._mark[(c, ri)] = max(self._mark.get((c, ri), _NEG), e_last)
+                if len(out):
+                    np.maximum.at(mark_seg, es[closed & fresh_ep], out["last"])
+                    for c, mk in zip(clist, mark_seg.tolist()):
+                        if mk != _NEG:
+                            self._mark[(c, ri)] = mk
                 emitted.append(out)
                 still_open.append(eps[~closed & fresh_ep])
 
@@ -195,7 +227,11 @@ class StreamingEvaluator:
                       else np.empty(0, dtype=core.EPISODE_DTYPE))
         # trim the state: per sensor keep [min(open start, latest) - window, ...] and the
         # reading before that (it holds into the window)
-        keep_from = open_start - self.window
+        # only sensors judged by a slug rule need a window of history
+        win = np.array([max((int(round(r.window_h * core.HOUR_US)) for r in self.rules
+                             if r.kind == "slug" and r.applies_to(p)), default=0) for p in params],
+                       dtype=np.int64)
+        keep_from = open_start - win
         keep = T >= keep_from[seg]
         keep[:-1] |= keep[1:] & (S[1:] == S[:-1])
         if final:
@@ -203,6 +239,8 @@ class StreamingEvaluator:
         self._s, self._t, self._v = S[keep], T[keep], V[keep]
         for ri in self._avg:
             self._avg[ri] = new_avg.get(ri, np.full(n, np.nan))[keep]
+        for c, a_ in zip(clist, open_start.tolist()):
+            self._active[c] = a_
         out = (np.concatenate(emitted) if emitted else np.empty(0, dtype=core.EPISODE_DTYPE))
         order2 = np.lexsort((out["rule"], out["start"], out["sensor"]))
         return out[order2]

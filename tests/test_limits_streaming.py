@@ -79,13 +79,21 @@ def assert_same(got, want):
 @given(seed=st.integers(0, 2**32 - 1), n_sensors=st.integers(1, 4), length=st.integers(1, 400),
        nan_rate=st.sampled_from([0.0, 0.05, 0.3]),
        steps=st.sampled_from([(60,), (30, 60, 90), (59, 60, 61, 400), (1, 60, 300, 3600)]),
-       cut_fracs=st.lists(st.floats(0, 1), max_size=12), shuffle=st.booleans())
+       cut_fracs=st.lists(st.floats(0, 1), max_size=12), shuffle=st.booleans(), repeats=st.booleans())
 def test_streaming_equals_batch_for_random_data_and_splits(seed, n_sensors, length, nan_rate, steps,
-                                                           cut_fracs, shuffle):
+                                                           cut_fracs, shuffle, repeats):
     S, T, V, Q, meta = make_readings(seed, n_sensors, length, nan_rate, steps)
+    if repeats:
+        # the same (sensor, time) again, later, with another value: the first one counts
+        rng = np.random.default_rng(seed + 1)
+        d = rng.choice(len(T), size=max(1, len(T) // 20), replace=False)
+        S, T = np.concatenate([S, S[d]]), np.concatenate([T, T[d]])
+        V = np.concatenate([V, rng.choice([np.nan, 3.0, 1000.0], size=len(d))])
+        Q = np.concatenate([Q, np.zeros(len(d), dtype=Q.dtype)])
     cuts = [int(f * len(T)) for f in cut_fracs]
     want = batch(RULES, meta, S, T, V, Q)
-    got, _ = stream(RULES, meta, S, T, V, Q, cuts, seed if shuffle else None)
+    # (a batch in any order, except with repeats: there arrival order says which came first)
+    got, _ = stream(RULES, meta, S, T, V, Q, cuts, seed if shuffle and not repeats else None)
     assert_same(got, want)
 
 
