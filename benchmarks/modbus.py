@@ -11,7 +11,7 @@ with 0 ms for a second comparison.
   connection each, staggered) at 1 Hz for ``DURATION_S``, decoding in batches and handing
   readings to a :class:`ingest.sink.Sink` drained by a thread. A run passes when fewer than
   1 % of due polls are missed and no transport error occurred. N is raised step by step
-  (1,000, 1,500, 2,000; ``BENCH_QUICK=1``: 100) while runs pass; ``value`` is the largest N
+  (1,000, 2,000, 3,000, 4,000, 6,000; ``BENCH_QUICK=1``: 100) while runs pass; ``value`` is the largest N
   that passed.
 - peer: a plain sequential synchronous loop (pymodbus ``ModbusTcpClient``, one connection
   per device, read the plan, decode the registers) polling devices back to back as fast
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 LATENCY_MS = float(os.environ.get("BENCH_LATENCY_MS", "10"))
-STEPS = (100,) if QUICK else (1000, 1500, 2000)
+STEPS = (100,) if QUICK else (1000, 2000, 3000, 4000, 6000)
 DURATION_S = 5.0 if QUICK else 20.0
 PEER_S = 3.0 if QUICK else 8.0
 PROFILE = "generic-manhole"
