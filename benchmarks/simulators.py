@@ -182,8 +182,9 @@ async def run() -> dict:
         sys.executable, "-c", POLLER, str(port), str(DEVICES), str(DURATION_S - 1.0), *extra,
         stdout=asyncio.subprocess.PIPE, cwd=str(ROOT))
     await asyncio.sleep(0.6)  # the subscriber connects before counting starts
+    t_reset = clock.now()
     if pub:
-        pub.last_t = clock.now()
+        pub.last_t = t_reset
         pub.messages = pub.readings = 0
     await asyncio.gather(sim.run(DURATION_S), *([pub.run(DURATION_S)] if pub else []))
     elapsed = int(DURATION_S // sim.tick_s) * sim.tick_s   # the span the due ticks cover
@@ -206,7 +207,7 @@ async def run() -> dict:
         "poll_fresh_fraction": polled["fresh"] / max(1, polled["reads"] - DEVICES),
         "poll_errors": polled["errors"],
         "server_requests": sim.requests,
-        "mqtt_published_per_s": pub.messages / DURATION_S if pub else None,
+        "mqtt_published_per_s": pub.messages / (pub.last_t - t_reset) if pub else None,  # over the span published
         "mqtt_target_per_s": DEVICES * len(pub.sensors) if pub else None,
         "mqtt_received": polled.get("mqtt_received") if pub else None,
         "mqtt_published": pub.messages if pub else None,
