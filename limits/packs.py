@@ -171,6 +171,18 @@ class Rule:
         param = self.parameter or (ANALYTES.get(self.analyte) if self.analyte else None)
         return units.CANONICAL.get(param) if param else None
 
+    def exceeded_by(self, values):
+        """Which values [canonical unit] are on the wrong side of this rule's limit.
+
+        For a lab limit that is a violation, for a normal strength "above normal", for a
+        threshold "at or above the threshold" as the ordinance words it (``op``).
+        """
+        from limits.core import exceeds
+        if self.op is None or self.limit_canonical is None:
+            raise ValueError(f"rule {self.id} ({self.kind}) has no comparable limit")
+        import numpy as np
+        return exceeds(np.asarray(values, dtype=np.float64), self.limit_canonical, self.op)
+
     def applies_to(self, parameter: str) -> bool:
         """True if this continuous rule (``range`` or ``slug``) judges ``parameter``."""
         if self.kind == "range":

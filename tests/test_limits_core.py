@@ -145,10 +145,12 @@ def flow_series(event_value=None, event_minutes=0, base=100.0, history_h=26.0, a
     (6, 16, 1),
     (5, 60, 0),     # exactly 5x is not "more than 5 times"
 ])
-def test_slug_rule_words(multiple, minutes, expected):
+@pytest.mark.parametrize("pack_name", ["palmyra-wi", "westfield-wi"])
+def test_slug_rule_words(pack_name, multiple, minutes, expected):
+    pack = load_pack(pack_name)
     vals, n_hist = flow_series(100.0 * multiple, minutes)
-    eps = run(vals, parameter="flow")
-    slugs = eps[np.array(rule_ids(eps)) == "slug"] if len(eps) else eps
+    eps = run(vals, parameter="flow", pack=pack)
+    slugs = eps[np.array(rule_ids(eps, pack)) == "slug"] if len(eps) else eps
     assert len(slugs) == expected
     if expected:
         e = slugs[0]

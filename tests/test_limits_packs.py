@@ -142,3 +142,31 @@ def test_shipped_packs_hold_no_unknown_keys():
     import tomllib
     for f in PACKS_DIR.glob("*.toml"):
         parse_pack(tomllib.loads(f.read_text(encoding="utf-8")), str(f), expected_id=f.stem)
+
+
+@pytest.mark.parametrize("name,rule_id,lawful,unlawful", [
+    # webster-wi §240-5 "more than 100 parts per million by weight of fat, oil, or grease"
+    ("webster-wi", "fog-max", [100.0, 99.9], [100.01]),
+    ("superior-wi", "fog-max", [100.0], [100.5]),
+    # palmyra-wi §13.48(2)(k) "exceeding on analysis an average of 100 mg/l"
+    ("palmyra-wi", "fog-max", [100.0], [100.001]),
+    # palmyra-wi §13.48(2)(l) "in excess of one-half (0.5) mg/l"
+    ("palmyra-wi", "cyanide-max", [0.5, 0.0], [0.51]),
+    # palmyra-wi §13.43 NORMAL SEWAGE "not more than 250 parts per million": 250 is normal
+    ("palmyra-wi", "bod5-normal", [250.0], [250.1]),
+    ("palmyra-wi", "tp-normal", [7.0], [7.01]),
+    # palmyra-wi §13.54(1)(c) "greater than 40mg/L"; (e) "5,000 gallons per day or greater"
+    ("palmyra-wi", "tkn-permit", [40.0], [40.5]),
+    ("palmyra-wi", "volume-permit", [4999.0 / 1440], [5000.0 / 1440, 6000.0 / 1440]),
+    # palmyra-wi §13.43 INDUSTRIAL USER (b) "25,000 gallons or more per average day"
+    ("palmyra-wi", "industrial-user", [24999.0 / 1440], [25000.0 / 1440]),
+    # westfield-wi INDUSTRIAL USE B: "25,000 gallons per day or less" is excluded
+    ("westfield-wi", "industrial-user", [25000.0 / 1440], [25001.0 / 1440]),
+    # webster-wi §240-7 "no greater than 200 and 250 milligrams per liter"
+    ("webster-wi", "bod5-normal", [200.0], [200.5]),
+    ("westfield-wi", "tss-normal", [250.0], [251.0]),
+])
+def test_lab_and_threshold_rules_at_their_boundaries(name, rule_id, lawful, unlawful):
+    rule = load_pack(name).rule(rule_id)
+    assert not rule.exceeded_by(lawful).any()
+    assert rule.exceeded_by(unlawful).all()
