@@ -28,7 +28,7 @@ Conventions (documented once, used everywhere):
   have kept reading the same). The trailing average at a reading covers the window
   ``[t - W, t)``: the readings before it, not the reading itself.
 * **Exactness.** The window integrals are sums of per-reading integers (value x hold time,
-  rounded to value x microsecond) accumulated in int64, so a window's sum is exact whatever
+  truncated to value x microsecond) accumulated in int64, so a window's sum is exact whatever
   the origin of the running sum. That is what lets the streaming evaluator, which keeps only
   the last 24 hours, reproduce the batch result to the last bit.
 """
@@ -223,7 +223,7 @@ def _sensor_segments(sensor):
 
 
 def trailing_time_weighted_average(sensor, time, value, window, max_hold, history_start=None,
-                                   targets=None):
+                                   targets=None, screen_multiple=None):
     """Trailing time-weighted average of each sensor over ``[t - window, t)``.
 
     Parameters
@@ -244,6 +244,12 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     targets : ndarray of int, optional
         Compute the average only at these indices (the others serve as history); the
         result then has one value per target. ``history_start`` stays one per reading.
+    screen_multiple : float, optional
+        Only the comparison ``value > screen_multiple x average`` is wanted (the slug
+        test): where a cheap exact lower bound of the average already shows the value is
+        not above it, the average is not computed and NaN is returned. Where it is
+        computed it is exact, so the comparison and the threshold at any reading above it
+        are unchanged.
 
     Returns
     -------
@@ -269,40 +275,59 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     np.minimum(hold, mh, out=hold)
     hold[~nxt_same] = 0
     v = np.clip(value, -TWA_VALUE_MAX, TWA_VALUE_MAX)
-    term = np.rint(v * hold).astype(np.int64)
+    # value x hold [value x us], truncated to an integer: deterministic per reading, and
+    # integer sums are exact whatever their origin (the error, < 1 value x us a reading,
+    # is far below any reading's precision)
+    term = (v * hold).astype(np.int64)
     P = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(term, out=P[1:])
     H = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(hold, out=H[1:])
     del term
 
+    idx = np.arange(n) if targets is None else np.asarray(targets, dtype=np.int64)
+    out = np.full(len(idx), np.nan)
+    tseg = seg[idx]
+    ws = time[idx] - window
+    hs = time[seg_first][tseg] if history_start is None else np.asarray(history_start)[idx]
+    live = hs <= ws                                   # a full window of history exists
+    if screen_multiple is not None and len(idx) and v.min() >= 0:
+        # Cheap exact screen: with no negative values, the terms of the m readings before
+        # i that lie wholly in the window, spread over the whole window, are a lower bound
+        # of the average (its covered time is at most the window). A reading not above
+        # screen_multiple x that bound cannot be above screen_multiple x the average.
+        span = int(time.max()) - int(time.min()) + 1
+        m = max(1, int(0.5 * window * n / (span * len(seg_first))))
+        j = idx - m
+        ok = j >= seg_first[tseg]
+        ok[ok] = time[j[ok]] >= ws[ok]
+        bound = (P[idx[ok]] - P[j[ok]]).astype(np.float64) * (screen_multiple * (1 - 1e-9) / window)
+        cand = np.ones(len(idx), dtype=bool)
+        cand[ok] = v[idx[ok]] > bound
+        live &= cand
+    sel = np.flatnonzero(live)
+    if len(sel) == 0:
+        return out
+    i = idx[sel]
     t0 = int(time.min())
     stride = int(time.max()) - t0 + int(window) + 1
     if (len(seg_first) + 1) * stride >= 2**62:
         raise ValueError("too many sensors times too long a time span for one call: split by sensor")
     key = seg * stride + (time - t0 + window)
-    if targets is None:
-        idx = slice(None)
-        tk, tseg, tt = key, seg, time
-    else:
-        idx = np.asarray(targets, dtype=np.int64)
-        tk, tseg, tt = key[idx], seg[idx], time[idx]
-    k = np.searchsorted(key, tk - window, side="left")
+    k = np.searchsorted(key, key[i] - window, side="left")
     del key
-    ws = tt - window
-    has_prev = k > seg_first[tseg]
+    wsi = ws[sel]
+    has_prev = k > seg_first[tseg[sel]]
     km1 = np.maximum(k - 1, 0)
-    part = np.where(has_prev, np.maximum(time[km1] + hold[km1] - ws, 0), 0)
-    part_term = np.rint(v[km1] * part).astype(np.int64)
-    Pi = P[:n] if targets is None else P[idx]
-    Hi = H[:n] if targets is None else H[idx]
-    integral = Pi - P[k] + part_term
-    covered = Hi - H[k] + part
+    part = np.where(has_prev, np.maximum(time[km1] + hold[km1] - wsi, 0), 0)
+    part_term = (v[km1] * part).astype(np.int64)
+    integral = P[i] - P[k] + part_term
+    covered = H[i] - H[k] + part
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = integral.astype(np.float64) / covered
-    hs = time[seg_first][tseg] if history_start is None else np.asarray(history_start)[idx]
-    avg[(hs > ws) | (covered <= 0)] = np.nan
-    return avg
+    avg[covered <= 0] = np.nan
+    out[sel] = avg
+    return out
 
 
 def make_episodes(sensor, time, value, flag, brk, rule, limit, lowest=False, min_duration=None):

@@ -146,7 +146,7 @@ def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap
         if avg is None:
             avg = core.trailing_time_weighted_average(
                 sensor, time, value, int(round(rule.window_h * core.HOUR_US)), max_gap,
-                history_start=history_start)
+                history_start=history_start, screen_multiple=rule.multiple)
         threshold = rule.multiple * avg
         flag = core.exceeds(value, threshold, rule.op)
         eps = core.make_episodes(sensor, time, value, flag, brk, rule_index, threshold,

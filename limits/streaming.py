@@ -193,7 +193,8 @@ class StreamingEvaluator:
                         hist = np.array([self._first[c] for c in clist], dtype=np.int64)[seg[idx]]
                         avg_all[idx[fresh_pos]] = core.trailing_time_weighted_average(
                             S[idx], T[idx], V[idx], int(round(rule.window_h * core.HOUR_US)),
-                            gap_seg[seg[idx]], history_start=hist, targets=fresh_pos)
+                            gap_seg[seg[idx]], history_start=hist, targets=fresh_pos,
+                            screen_multiple=rule.multiple)
                 new_avg[ri] = avg_all
             if not applies.any():
                 continue

@@ -231,3 +231,25 @@ def test_median_interval_per_sensor():
     t = np.array([0, 10, 20, 50, 0, 7, 3]) * core.US
     codes, iv = core.median_interval(s, t)
     assert list(codes) == [0, 5, 9] and list(iv) == [10 * core.US, 7 * core.US, 0]
+
+
+@pytest.mark.parametrize("offset", [0.0, -150.0])
+def test_screened_average_is_exact_wherever_the_slug_test_could_pass(offset):
+    rng = np.random.default_rng(5)
+    n = 6000
+    sensor = np.repeat([0, 1, 2], n // 3)
+    times = (T0 + np.cumsum(rng.integers(20, 100, n)) * core.US).astype(np.int64)
+    vals = rng.gamma(3.0, 30.0, n) + offset
+    vals[rng.choice(n, 60, replace=False)] = 900.0
+    full = core.trailing_time_weighted_average(sensor, times, vals, 24 * core.HOUR_US, 300 * core.US)
+    screened = core.trailing_time_weighted_average(sensor, times, vals, 24 * core.HOUR_US, 300 * core.US,
+                                                   screen_multiple=5.0)
+    both = np.isfinite(screened)
+    assert np.array_equal(screened[both], full[both])
+    skipped = np.isfinite(full) & ~both
+    assert not (vals[skipped] > 5.0 * full[skipped]).any()
+    assert np.array_equal(vals > 5.0 * full, vals > 5.0 * screened)
+    if offset < 0:          # negative values: no screen
+        assert np.array_equal(np.isfinite(full), both)
+    else:
+        assert skipped.sum() > 0.4 * np.isfinite(full).sum()   # the screen does spare work
