@@ -4,7 +4,8 @@
 ``sites`` for the range with a binary ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``,
 parses the tuples straight into numpy (a structured big-endian dtype over the fixed-size
 binary rows: the query makes every field non-NULL so every row has the same 40 bytes),
-evaluates each site by its own rule pack and optionally stores the violations.
+evaluates each site by its own rule pack and optionally stores the violations. Sensors are
+read and evaluated in groups (64 at a time), so memory follows a group, not the range.
 
 The range read starts one slug window (24 h) plus the gap limit before ``--from``, so a
 slug at ``--from`` is judged on a full trailing average; episodes that end before
@@ -119,7 +120,7 @@ class BinaryCopyParser:
                 rows["value"].astype(np.float64), rows["quality"].astype(np.int16))
 
 
-def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool = False):
+def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool = False, label: str = ""):
     """Readings of ``sensor_ids`` in ``[start, end)`` via binary COPY, sorted by sensor, time."""
     from psycopg import sql
 
@@ -137,17 +138,18 @@ def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool =
             now = _time.monotonic()
             if now - last > 0.5:
                 last = now
-                print(f"\rreading: {parser.rows:,} readings, {parser.bytes / 1e6:.0f} MB, "
+                print(f"\rreading {label}: {parser.rows:,} readings, {parser.bytes / 1e6:.0f} MB, "
                       f"{parser.rows / max(now - t0, 1e-9):,.0f}/s", end="", file=sys.stderr, flush=True)
     if progress:
         el = _time.monotonic() - t0
-        print(f"\rreading: {parser.rows:,} readings in {el:.1f} s" + " " * 20, file=sys.stderr, flush=True)
+        print(f"\rreading {label}: {parser.rows:,} readings in {el:.1f} s" + " " * 20, file=sys.stderr, flush=True)
     return parser.result()
 
 
 def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, store: bool = False,
                   db_url: str | None = None, config_path: str | None = None,
-                  gap_multiple: float | None = None, progress: bool = True, conn=None) -> list[dict]:
+                  gap_multiple: float | None = None, progress: bool = True, conn=None,
+                  sensors_per_read: int = 64) -> list[dict]:
     """Re-evaluate readings of ``[from_, to)`` in the database.
 
     Parameters
@@ -165,6 +167,8 @@ def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, s
         Where the database is (default: the configured or embedded one).
     conn : psycopg.Connection, optional
         Use this connection (tests).
+    sensors_per_read : int
+        Sensors read and evaluated together (memory follows one group).
 
     Returns
     -------
@@ -182,13 +186,13 @@ def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, s
         from sewerwatch import db
         conn = db.connect("owner", None if db_url else sw_config.load(config_path), db_url=db_url)
     try:
-        return _check(conn, start_us, end_us, pack, sites, store, gm, progress)
+        return _check(conn, start_us, end_us, pack, sites, store, gm, progress, sensors_per_read)
     finally:
         if own:
             conn.close()
 
 
-def _check(conn, start_us, end_us, pack_override, sites, store, gm, progress):
+def _check(conn, start_us, end_us, pack_override, sites, store, gm, progress, sensors_per_read=64):
     rows = conn.execute(
         "SELECT se.id, se.name, se.parameter, se.interval_s, si.id, si.key, si.pack "
         "FROM sensors se JOIN sites si ON si.id = se.site_id "
@@ -215,22 +219,26 @@ def _check(conn, start_us, end_us, pack_override, sites, store, gm, progress):
     ids = sorted(site_of)
     if not ids:
         return []
+    # each sensor's first reading ever, by the (sensor_id, time) index, not a scan
     first = dict(conn.execute(
-        "SELECT sensor_id, min(time) FROM readings WHERE sensor_id = ANY(%s) GROUP BY sensor_id",
-        (ids,)).fetchall())
-    history = {sid: int(round(t.timestamp() * core.US)) for sid, t in first.items()}
-    s, t, v, q = read_readings(conn, ids, start_us - lead, end_us, progress=progress)
+        "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
+        "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
+    history = {sid: int(round(t.timestamp() * core.US)) for sid, t in first.items() if t is not None}
     records = []
     for name, metas in by_pack.items():
         pk = packs[name]
-        mine = np.isin(s, np.fromiter(metas, dtype=np.int64))
-        eps = evaluate(pk, s[mine], t[mine], v[mine], q[mine], meta=metas, gap_multiple=gm,
-                       history_start=history)
-        eps = eps[eps["last"] >= start_us]
-        recs = violations(eps, pk, pk, metas)
-        for r, code in zip(recs, eps["sensor"].tolist()):
-            r["sensor_id"], r["site_id"] = code, site_of[code]
-        records += recs
+        group_ids = sorted(metas)
+        for g in range(0, len(group_ids), sensors_per_read):
+            group = group_ids[g:g + sensors_per_read]
+            label = f"{name}: sensors {g + 1}-{g + len(group)} of {len(group_ids)}"
+            s, t, v, q = read_readings(conn, group, start_us - lead, end_us, progress=progress, label=label)
+            eps = evaluate(pk, s, t, v, q, meta=metas, gap_multiple=gm, history_start=history)
+            del s, t, v, q
+            eps = eps[eps["last"] >= start_us]
+            recs = violations(eps, pk, pk, metas)
+            for r, code in zip(recs, eps["sensor"].tolist()):
+                r["sensor_id"], r["site_id"] = code, site_of[code]
+            records += recs
     records.sort(key=lambda r: (r["site"], r["sensor"], r["start"], r["rule"]))
     if store:
         n = store_violations(conn, records)

@@ -75,6 +75,10 @@ def test_history_by_each_sites_pack_and_store(db):
                                                          ("slug", "palmyra-wi", "batch"),
                                                          ("ph-min", "webster-wi", "batch")]
         assert stored[0][2] == minute(ev) and stored[0][3] == minute(ev + 10) and stored[0][9] == "8"
+        # one sensor a read: the same result
+        one = check_history(minute(25 * 60).isoformat(), minute(28 * 60).isoformat(), conn=conn,
+                            progress=False, sensors_per_read=1)
+        assert one == recs
         # re-evaluating again updates, never duplicates
         check_history(minute(25 * 60).isoformat(), minute(28 * 60).isoformat(), conn=conn,
                       progress=False, store=True)
@@ -136,6 +140,6 @@ def test_cli_database_mode(db, capsys):
     out, err = capsys.readouterr()
     assert code == 0
     assert [(r["site"], r["rule"]) for r in json.loads(out)] == [("acme", "slug"), ("acme", "ph-min")]
-    assert "reading:" in err
+    assert "reading palmyra-wi: sensors 1-2 of 2: " in err
     code = main(["check", "--from", "2026-03-02", "--to", "2026-03-01", "--db-url", db.url])
     assert code == 2 and "must be after" in capsys.readouterr().err
