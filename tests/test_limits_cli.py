@@ -7,7 +7,6 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 
-import numpy as np
 import pytest
 
 from limits.csvio import parse_times, read_readings_csv
