@@ -11,8 +11,9 @@
 * the sensor's first usable reading ever (a slug needs a full window of history), its
   latest reading time, and per rule the last episode already reported.
 
-An episode is reported once it is closed: a later usable reading of the sensor exists, so
-its end and (for a slug) its duration are known. :meth:`StreamingEvaluator.flush` closes
+An episode is reported once it is closed: a later usable reading of the sensor exists, or
+(with ``now`` given to :meth:`StreamingEvaluator.push`) the sensor has been silent longer
+than its gap limit, so its end and (for a slug) its duration are known. :meth:`StreamingEvaluator.flush` closes
 the rest at the end of the data, as the batch evaluator does at the end of its arrays.
 With the sensors' nominal intervals given, the reported episodes equal
 :func:`limits.evaluator.evaluate` on the concatenated batches, bit for bit, whatever the
@@ -74,13 +75,17 @@ class StreamingEvaluator:
 
     # -- public -----------------------------------------------------------------------
 
-    def push(self, sensor, time, value, quality=None) -> np.ndarray:
+    def push(self, sensor, time, value, quality=None, now: int | None = None) -> np.ndarray:
         """Add a batch; return the episodes it closed (EPISODE_DTYPE, by sensor, start).
 
         Parameters
         ----------
         sensor, time, value, quality : array_like
             Sensor codes, [us UTC], [canonical unit], quality (0 good) or None; any order.
+        now : int, optional
+            The current time [us UTC]. An episode of a sensor silent for longer than its gap
+            limit before ``now`` is closed too: whatever reading comes next comes after a
+            gap and ends it, so its end is already known (``end = last``).
         """
         sensor = np.asarray(sensor, dtype=np.int64)
         value = np.asarray(value, dtype=np.float64)
@@ -107,7 +112,7 @@ class StreamingEvaluator:
             for c, a in zip(codes.tolist(), t[starts].tolist()):
                 self._first.setdefault(c, a)
             self._learn_intervals(s, t, codes)
-        return self._step(s, t, v, final=False)
+        return self._step(s, t, v, final=False, now=now)
 
     def flush(self) -> np.ndarray:
         """Close every open episode at the end of the data and return those not yet reported."""
@@ -136,7 +141,7 @@ class StreamingEvaluator:
             iv = int(round(m.interval_s * core.US)) if m.interval_s else med_of.get(c, 0)
             self._gap[c] = int(np.rint(self.gap_multiple * iv))
 
-    def _step(self, s, t, v, final: bool) -> np.ndarray:
+    def _step(self, s, t, v, final: bool, now: int | None = None) -> np.ndarray:
         # merge the batch into the sorted state: a new reading is later than every kept
         # reading of its sensor, so it goes after them (np.insert keeps the batch's order)
         if len(t):
@@ -213,6 +218,8 @@ class StreamingEvaluator:
             if len(eps):
                 es = eseg_of(eps)
                 closed = np.full(len(eps), True) if final else eps["last"] < latest[es]
+                if now is not None:
+                    closed |= (now - latest[es]) > gap_seg[es]
                 mark_seg = np.array([self._mark.get((c, ri), _NEG) for c in clist], dtype=np.int64)
                 fresh_ep = eps["start"] > mark_seg[es]
                 out = eps[closed & fresh_ep]

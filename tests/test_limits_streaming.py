@@ -47,7 +47,7 @@ def make_readings(seed, n_sensors, length, nan_rate, step_choices, spike_every=6
             np.concatenate(Q).astype(np.int16), meta)
 
 
-def stream(rules, meta, S, T, V, Q, cuts, shuffle_seed=None):
+def stream(rules, meta, S, T, V, Q, cuts, shuffle_seed=None, use_now=False):
     order = np.argsort(T, kind="stable")            # arrival order: by time, sensors interleaved
     ev = StreamingEvaluator(rules, meta)
     out = []
@@ -57,7 +57,8 @@ def stream(rules, meta, S, T, V, Q, cuts, shuffle_seed=None):
         idx = order[a:b]
         if shuffle_seed is not None:
             idx = rng.permutation(idx)              # order inside a batch does not matter
-        out.append(ev.push(S[idx], T[idx], V[idx], Q[idx]))
+        now = int(T[idx].max()) if use_now and len(idx) else None   # a clock at the newest reading
+        out.append(ev.push(S[idx], T[idx], V[idx], Q[idx], now=now))
     out.append(ev.flush())
     got = np.concatenate(out)
     return got[np.lexsort((got["rule"], got["start"], got["sensor"]))], ev
@@ -79,9 +80,10 @@ def assert_same(got, want):
 @given(seed=st.integers(0, 2**32 - 1), n_sensors=st.integers(1, 4), length=st.integers(1, 400),
        nan_rate=st.sampled_from([0.0, 0.05, 0.3]),
        steps=st.sampled_from([(60,), (30, 60, 90), (59, 60, 61, 400), (1, 60, 300, 3600)]),
-       cut_fracs=st.lists(st.floats(0, 1), max_size=12), shuffle=st.booleans(), repeats=st.booleans())
+       cut_fracs=st.lists(st.floats(0, 1), max_size=12), shuffle=st.booleans(), repeats=st.booleans(),
+       use_now=st.booleans())
 def test_streaming_equals_batch_for_random_data_and_splits(seed, n_sensors, length, nan_rate, steps,
-                                                           cut_fracs, shuffle, repeats):
+                                                           cut_fracs, shuffle, repeats, use_now):
     S, T, V, Q, meta = make_readings(seed, n_sensors, length, nan_rate, steps)
     if repeats:
         # the same (sensor, time) again, later, with another value: the first one counts
@@ -93,7 +95,7 @@ def test_streaming_equals_batch_for_random_data_and_splits(seed, n_sensors, leng
     cuts = [int(f * len(T)) for f in cut_fracs]
     want = batch(RULES, meta, S, T, V, Q)
     # (a batch in any order, except with repeats: there arrival order says which came first)
-    got, _ = stream(RULES, meta, S, T, V, Q, cuts, seed if shuffle and not repeats else None)
+    got, _ = stream(RULES, meta, S, T, V, Q, cuts, seed if shuffle and not repeats else None, use_now)
     assert_same(got, want)
 
 
@@ -130,3 +132,23 @@ def test_open_episode_is_reported_once_closed():
     closed = ev.push(np.zeros(2), t[3:], [7.0, 7.0])
     assert len(closed) == 1 and closed[0]["end"] == t[3] and closed[0]["peak"] == 4.0
     assert len(ev.open_episodes()) == 0 and len(ev.flush()) == 0
+
+
+def test_silent_sensor_closes_its_episode_at_now():
+    meta = {0: SensorMeta("ph", 60.0), 1: SensorMeta("ph", 60.0)}
+    ev = StreamingEvaluator(PAL, meta)
+    t = T0 + np.arange(4) * 60 * core.US
+    assert len(ev.push([0, 0, 1, 1], [t[0], t[1], t[0], t[1]], [7.0, 4.0, 7.0, 7.0])) == 0
+    # three intervals later the sensor may still continue; a moment after, it cannot
+    assert len(ev.push([1], [t[2]], [7.0], now=t[1] + 180 * core.US)) == 0
+    closed = ev.push([1], [t[3]], [7.0], now=t[1] + 181 * core.US)
+    assert len(closed) == 1 and closed[0]["end"] == closed[0]["last"] == t[1]
+    # the sensor comes back after the gap: nothing is reported twice, and all equals batch
+    later = ev.push([0, 0], [t[3] + 600 * core.US, t[3] + 660 * core.US], [4.5, 7.0])
+    assert len(later) == 1 and later[0]["start"] == t[3] + 600 * core.US
+    assert len(ev.flush()) == 0
+    S = np.array([0, 0, 1, 1, 1, 1, 0, 0])
+    T = np.array([t[0], t[1], t[0], t[1], t[2], t[3], t[3] + 600 * core.US, t[3] + 660 * core.US])
+    V = np.array([7.0, 4.0, 7.0, 7.0, 7.0, 7.0, 4.5, 7.0])
+    want = batch(PAL, meta, S, T, V, np.zeros(8, dtype=np.int16))
+    assert_same(np.concatenate([closed, later]), want)
