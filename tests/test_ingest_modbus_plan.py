@@ -68,8 +68,19 @@ def test_bad_limits_are_errors():
         merge_cells([(0, 1)], max_fill=-1)
 
 
+def layout(gaps_widths):
+    """Non-overlapping cells (profiles reject fields sharing a register) from (gap, width) pairs."""
+    cells, a = [], 0
+    for gap, width in gaps_widths:
+        a += gap
+        cells.append((a, width))
+        a += width
+    return cells
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2000), st.sampled_from([1, 2])), min_size=1, max_size=60),
+@given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from([1, 2])), min_size=1, max_size=60)
+       .map(layout).flatmap(st.permutations),
        st.integers(0, 40), st.integers(2, 125))
 def test_plan_properties(cells, max_fill, max_count):
     reqs = merge_cells(cells, max_fill, max_count)
@@ -139,3 +150,20 @@ def test_main_reports_a_bad_config_in_one_line(tmp_path, capsys):
     assert mc.main([str(p), "--duration", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"sewerwatch: error: {p}: devices: no [[devices]] to poll"]
+
+
+def test_sensor_map_must_name_polled_devices_and_profile_fields():
+    from ingest.sink import Sink
+    from sewerwatch.config import Device
+
+    devs = [Device("mh1", "a", "127.0.0.1", 15020, 1, "generic-manhole", 1.0)]
+    with pytest.raises(InputError, match=r"sensor map: mh1/level: profile 'generic-manhole' has no field 'level'"):
+        mc.ModbusCollector(devs, {("mh1", "level"): 1}, Sink())
+    with pytest.raises(InputError, match=r"sensor map: mh9/ph: no such Modbus device \(devices: mh1\)"):
+        mc.ModbusCollector(devs, {("mh9", "ph"): 1}, Sink())
+    with pytest.raises(InputError, match="sensor id -1"):
+        mc.ModbusCollector(devs, {("mh1", "ph"): -1}, Sink())
+    with pytest.raises(InputError, match="device id 'mh1' appears twice"):
+        mc.ModbusCollector(devs * 2, {}, Sink())
+    col = mc.ModbusCollector(devs, {("mh1", "ph"): 7}, Sink())
+    assert list(col.groups["generic-manhole"].sensor_ids) == ["ph"]

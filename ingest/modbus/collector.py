@@ -214,7 +214,8 @@ class ModbusCollector:
                 phase = order[d.id] / max(n, 1) * d.interval_s
                 self.devices.append(_Device(d, group, row, phase))
         self.devices.sort(key=lambda s: order[s.device.id])
-        self._stop: asyncio.Event | None = None
+        _check_sensor_map(sensor_map, {d.id: self.groups[d.profile].profile for d in devices})
+        self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._running = False
         self.puts = 0
@@ -227,7 +228,6 @@ class ModbusCollector:
     async def run(self) -> None:
         """Poll until :meth:`stop`; flushes what was read before returning."""
         loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
         self._running = True
         t0 = loop.time() + 0.05
         self._tasks = [loop.create_task(self._device_loop(s, t0), name=f"modbus {s.device.id}")
@@ -246,8 +246,7 @@ class ModbusCollector:
 
     def stop(self) -> None:
         """Ask :meth:`run` to return (call from the loop's thread)."""
-        if self._stop is not None:
-            self._stop.set()
+        self._stop.set()
 
     async def flush(self) -> int:
         """Decode every pending poll and hand the readings to the sink; returns their number."""
@@ -263,7 +262,10 @@ class ModbusCollector:
     async def _periodic(self, period: float, fn) -> None:
         while self._running:
             await asyncio.sleep(period)
-            await fn()
+            try:
+                await fn()
+            except Exception:  # keep polling; the next period tries again
+                log.exception("modbus collector: %s failed", getattr(fn, "__name__", fn))
 
     async def _report(self) -> None:
         for s in self.devices:
@@ -368,6 +370,23 @@ class ModbusCollector:
         if s.connected_once:
             s.health.reconnects += 1
         s.connected_once = True
+
+
+def _check_sensor_map(sensor_map: dict, profile_of: dict) -> None:
+    """Every ``(device, field)`` key names a polled device and a field of its profile."""
+    for key, sid in sensor_map.items():
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise InputError(f"sensor map: key {key!r}: expected (device id, field name)")
+        device, field_name = key
+        if device not in profile_of:
+            raise InputError(f"sensor map: {device}/{field_name}: no such Modbus device "
+                             f"(devices: {', '.join(sorted(profile_of)) or 'none'})")
+        prof = profile_of[device]
+        if field_name not in {f.name for f in prof.fields}:
+            raise InputError(f"sensor map: {device}/{field_name}: profile {prof.name!r} has no field "
+                             f"{field_name!r} (fields: {', '.join(f.name for f in prof.fields)})")
+        if isinstance(sid, bool) or not isinstance(sid, (int, np.integer)) or not 0 <= sid < 2**31:
+            raise InputError(f"sensor map: {device}/{field_name}: sensor id {sid!r} is not a non-negative int32")
 
 
 async def _cancel_all(tasks: list) -> None:
