@@ -10,7 +10,8 @@ Both work through the data in chunks of whole sensors (sewerwatch its default 50
 readings, pandas 1 M) so memory stays bounded.
 
 A second figure compares the range check (the ordinance comparison with NaN and quality
-handled) with a bare numpy comparison of the same values.
+handled) with a bare numpy comparison of the same values; a third, the readings CSV reader
+of ``sewerwatch check`` (1 M rows) with pandas.read_csv + to_datetime on the same file.
 
 Prints, as its last line, ``{"benchmark": ..., "value": ..., "unit": ..., "peer": ...,
 "peer_value": ..., "ratio": ...}`` with ratio = sewerwatch throughput / pandas throughput.
@@ -122,6 +123,43 @@ def run_pandas(data, gap_s=GAP_MULTIPLE * 60.0):
     return counts
 
 
+def csv_figures(n_rows):
+    """Readings CSV of ``sewerwatch check``: our reader vs pandas.read_csv + to_datetime."""
+    import tempfile
+
+    import pandas as pd
+
+    from limits.csvio import read_readings_csv
+
+    rng = np.random.default_rng(1)
+    t0 = np.datetime64("2026-03-01T00:00:00")
+    idx = np.arange(n_rows)
+    times = np.datetime_as_string(t0 + (idx // 100) * np.timedelta64(60, "s"), unit="s")
+    site = idx % 50
+    ph = (idx // 50) % 2 == 0
+    vals = np.where(ph, rng.normal(7.5, 1.0, n_rows), rng.gamma(2, 50, n_rows))
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("time,site,parameter,value,unit\n")
+        f.write("\n".join(f"{a}-06:00,s{b},{'ph' if p else 'flow'},{c:.3f},{'pH' if p else 'gpm'}"
+                          for a, b, p, c in zip(times.tolist(), site.tolist(), ph.tolist(), vals.tolist())))
+        f.write("\n")
+        path = f.name
+    try:
+        ours, tab = timed(read_readings_csv, path, repeat=2)
+
+        def with_pandas():
+            df = pd.read_csv(path)
+            df["time"] = pd.to_datetime(df["time"], utc=True, format="ISO8601")
+            return df
+
+        theirs, df = timed(with_pandas, repeat=2)
+        assert len(tab.time) == len(df) == n_rows
+        assert (tab.time == df["time"].to_numpy().astype("datetime64[us]").astype(np.int64)).all()
+    finally:
+        os.unlink(path)
+    return n_rows / ours, n_rows / theirs
+
+
 def timed(fn, *args, repeat=1):
     best, out = float("inf"), None
     for _ in range(repeat):
@@ -155,6 +193,9 @@ def main() -> None:
     rc_s, _ = timed(lambda: core.exceeds(value, 6.0, "<") & (quality == 0), repeat=reps)
     print(f"range check: {n / rc_s / 1e6:.0f} M readings/s vs bare numpy comparison "
           f"{n / bare_s / 1e6:.0f} M readings/s (ratio {bare_s / rc_s:.2f})", file=sys.stderr)
+    csv_ours, csv_pandas = csv_figures(100_000 if QUICK else 1_000_000)
+    print(f"readings CSV: {csv_ours / 1e6:.2f} M rows/s vs pandas.read_csv + to_datetime "
+          f"{csv_pandas / 1e6:.2f} M rows/s", file=sys.stderr)
     print(json.dumps({"benchmark": "limits range+slug evaluation (palmyra-wi), "
                       f"{n:,} readings, {N_SENSORS} sensors",
                       "value": round(n / sw_s), "unit": "readings/s",
@@ -162,7 +203,8 @@ def main() -> None:
                       "ratio": round(pd_s / sw_s, 2),
                       "range_check_readings_per_s": round(n / rc_s),
                       "bare_numpy_compare_readings_per_s": round(n / bare_s),
-                      "range_check_vs_bare": round(bare_s / rc_s, 2)}))
+                      "range_check_vs_bare": round(bare_s / rc_s, 2),
+                      "csv_rows_per_s": round(csv_ours), "pandas_read_csv_rows_per_s": round(csv_pandas)}))
 
 
 if __name__ == "__main__":

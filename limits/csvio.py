@@ -76,7 +76,7 @@ def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
     if n == 0:
         return np.empty(0, dtype=np.int64)
     try:
-        b = np.strings.strip(np.array(texts, dtype="S"))
+        b = _fixed_bytes(texts)
     except UnicodeEncodeError:
         bad = next(i for i, x in enumerate(texts) if not x.isascii())
         _bad_time(where, lines[bad], texts[bad], "not an ISO-8601 time")
@@ -85,7 +85,11 @@ def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
     ln = np.strings.str_len(b).astype(np.int64)
     rows = np.arange(n)
 
+    uniform = bool((ln == ln[0]).all())
+
     def at(k):
+        if uniform:                    # the usual case: one layout, a column of the matrix
+            return m[:, ln[0] - k] if ln[0] - k >= 0 else np.zeros(n, dtype=np.uint8)
         pos = ln - k
         ok = pos >= 0
         out = np.zeros(n, dtype=np.uint8)
@@ -140,6 +144,27 @@ def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
                 _bad_time(where, lines[i], texts[i], "not a valid date and time")
         raise
     return t - off_min * 60_000_000
+
+
+def _fixed_bytes(texts) -> np.ndarray:
+    """A list of ASCII str as a stripped numpy bytes array (one join when all are equally long)."""
+    width = len(texts[0])
+    joined = "".join(texts)
+    if len(joined) == width * len(texts) and (np.fromiter(map(len, texts), np.int64, len(texts)) == width).all():
+        b = np.frombuffer(joined.encode("ascii"), dtype=f"S{width}") if width else np.array(texts, dtype="S")
+    else:
+        b = np.array(texts, dtype="S")
+    return np.strings.strip(b)
+
+
+def _factorize(col) -> tuple[list[str], np.ndarray]:
+    """Distinct stripped strings of a column (in order of appearance) and each row's index."""
+    raw_uniq = list(dict.fromkeys(col))
+    stripped = [u.strip() for u in raw_uniq]
+    names = list(dict.fromkeys(stripped))
+    code_of_name = {nm: i for i, nm in enumerate(names)}
+    code_of_raw = {u: code_of_name[sv] for u, sv in zip(raw_uniq, stripped)}
+    return names, np.fromiter(map(code_of_raw.__getitem__, col), dtype=np.int64, count=len(col))
 
 
 def _field_count_error(where, lines, ncol, header, first_line):
@@ -217,7 +242,7 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
 
     raw_values = cols["value"]
     try:
-        value = np.array(raw_values, dtype=np.str_).astype(np.float64) if n else np.empty(0)
+        value = np.fromiter(map(float, raw_values), dtype=np.float64, count=n)
     except ValueError:
         for i, x in enumerate(raw_values):
             try:
@@ -228,47 +253,46 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
     quality = np.zeros(n, dtype=np.int16)
     if "quality" in cols:
         try:
-            quality = np.array(cols["quality"], dtype=np.str_).astype(np.int16)
-        except ValueError:
+            quality = np.fromiter(map(int, cols["quality"]), dtype=np.int16, count=n)
+        except (ValueError, OverflowError):
             for i, x in enumerate(cols["quality"]):
-                if not x.strip().isdigit():
+                if not x.strip().isdigit() or int(x) > 32767:
                     raise InputError(f"{where}line {line_no[i]}: bad quality {x!r}: expected 0, 1 or 2") from None
             raise
 
-    def codes(name):
-        arr = np.strings.strip(np.array(cols[name], dtype=np.str_)) if n else np.empty(0, dtype=np.str_)
-        uniq, inv = np.unique(arr, return_inverse=True)
-        return uniq, inv.astype(np.int64)
-
-    sites, site_i = codes("site")
-    params, param_i = codes("parameter")
-    unit_names, unit_i = codes("unit")
-    for k, p in enumerate(params.tolist()):
+    sites, site_i = _factorize(cols["site"])
+    params, param_i = _factorize(cols["parameter"])
+    unit_names, unit_i = _factorize(cols["unit"])
+    for k, p in enumerate(params):
         if p not in units.CONVERSIONS:
             first = line_no[np.flatnonzero(param_i == k)[0]]
             raise InputError(f"{where}line {first}: unknown parameter {p!r} (known: {', '.join(units.PARAMETERS)})")
-    if "" in sites.tolist():
-        first = line_no[np.flatnonzero(site_i == sites.tolist().index(""))[0]]
+    if "" in sites:
+        first = line_no[np.flatnonzero(site_i == sites.index(""))[0]]
         raise InputError(f"{where}line {first}: empty site")
     combo = param_i * max(len(unit_names), 1) + unit_i
     ucombo, cinv = np.unique(combo, return_inverse=True)
     scale = np.empty(len(ucombo))
     offset = np.empty(len(ucombo))
+    bad = []
     for k, c in enumerate(ucombo.tolist()):
-        p = str(params[c // max(len(unit_names), 1)])
-        u = str(unit_names[c % max(len(unit_names), 1)])
+        p = params[c // max(len(unit_names), 1)]
+        u = unit_names[c % max(len(unit_names), 1)]
         if u not in units.CONVERSIONS[p]:
-            first = line_no[np.flatnonzero(cinv == k)[0]]
-            raise InputError(f"{where}line {first}: unknown unit {u!r} for {p} "
-                             f"(known: {', '.join(units.CONVERSIONS[p])})")
+            bad.append((int(line_no[np.flatnonzero(cinv == k)[0]]), p, u))
+            continue
         scale[k], offset[k] = units.CONVERSIONS[p][u]
+    if bad:
+        first, p, u = min(bad)
+        raise InputError(f"{where}line {first}: unknown unit {u!r} for {p} "
+                         f"(known: {', '.join(units.CONVERSIONS[p])})")
     value = value * scale[cinv] + offset[cinv]
 
     skey = site_i * max(len(params), 1) + param_i
     usk, sensor = np.unique(skey, return_inverse=True)
     meta = {}
     for code, k in enumerate(usk.tolist()):
-        site, param = str(sites[k // len(params)]), str(params[k % len(params)])
+        site, param = sites[k // len(params)], params[k % len(params)]
         meta[code] = SensorMeta(parameter=param, interval_s=None, site=site, name=param)
     return ReadingsTable(sensor=sensor.astype(np.int64), time=time, value=value,
                          quality=quality, meta=meta, line=line_no)
