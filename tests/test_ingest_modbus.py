@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -352,3 +353,109 @@ def test_runs_alone_against_the_simulator_process(tmp_path):
     assert any(line.startswith("sausage-mh1: state up polls ") for line in lines)
     n = int(lines[-1].split()[1])
     assert n == len([line for line in lines if " q=" in line]) >= 8
+
+
+def test_silent_device_times_out_as_a_transport_error():
+    # sensor-faults: every device stops answering at 11:00 (comms loss, no reply at all)
+    port, n, profile = free_port(), 2, "generic-manhole"
+
+    async def go():
+        sim = simulator(profile, n, port, "sensor-faults", 11 * 3600 + 60)
+        await sim.start()
+        sink = Sink()
+        devs = devices(n, port, profile)
+        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
+        try:
+            await run_for(col, 1.5)
+        finally:
+            await sim.stop()
+        return col, sink
+
+    col, sink = asyncio.run(go())
+    readings, health = drain(sink)
+    assert len(readings) == 0
+    for dev, h in col.health().items():
+        assert h.state == "down" and h.last_good_us is None
+        assert h.transport_errors >= 2 and h.exception_replies == 0
+        assert h.last_error.startswith("ModbusIOException")
+        outages = [r for r in health if r["kind"] == "outage" and r["device"] == dev]
+        assert len(outages) == 1 and outages[0]["ended_us"] is None
+
+
+def test_polls_are_staggered_and_health_is_reported_periodically():
+    port, n, profile = free_port(), 10, "generic-manhole"
+
+    async def go():
+        sim = simulator(profile, n, port)
+        await sim.start()
+        sink = Sink()
+        devs = devices(n, port, profile, interval_s=1.0)
+        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
+        try:
+            await run_for(col, 1.3)
+        finally:
+            await sim.stop()
+        return sink
+
+    readings, health = drain(asyncio.run(go()))
+    first = np.array([readings.time_us[readings.sensor_id == 1000 * i].min() for i in range(n)])
+    gaps = np.diff(first) / 1e6
+    # device i starts i/10 of the 1 s interval late
+    np.testing.assert_allclose(gaps, 0.1, atol=0.05)
+    snaps = [r for r in health if r["kind"] == "snapshot" and r["device"] == "dev0"]
+    assert len(snaps) >= 4  # every 0.2 s, plus the state change to up
+    assert snaps[-1]["polls"] >= 2 and snaps[-1]["state"] == "up"
+
+
+def test_a_blocked_loop_counts_missed_polls():
+    port, profile = free_port(), "generic-manhole"
+
+    async def go():
+        sim = simulator(profile, 1, port)
+        await sim.start()
+        sink = Sink()
+        devs = devices(1, port, profile, interval_s=0.1)
+        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
+        task = asyncio.create_task(col.run())
+        try:
+            await asyncio.sleep(0.5)
+            before = col.health()["dev0"].missed_polls
+            time.sleep(0.65)  # the loop stalls: six or seven polls fall due meanwhile
+            await asyncio.sleep(0.3)
+        finally:
+            col.stop()
+            await task
+            await sim.stop()
+        return before, col.health()["dev0"]
+
+    before, h = asyncio.run(go())
+    assert before == 0
+    assert 5 <= h.missed_polls <= 8
+    assert h.transport_errors == 0
+
+
+def test_a_full_sink_does_not_block_polling():
+    port, profile = free_port(), "generic-manhole"
+    sink = Sink(max_readings=1)
+
+    async def go():
+        sim = simulator(profile, 1, port)
+        await sim.start()
+        devs = devices(1, port, profile, interval_s=0.1)
+        col = ModbusCollector(devs, sensor_map(devs, profile),
+                              sink, Options(timeout_s=0.3, flush_s=0.1, health_s=0.2))
+        task = asyncio.create_task(col.run())
+        try:
+            await asyncio.sleep(1.5)  # nobody drains: the second put waits in a thread
+        finally:
+            h = col.health()["dev0"]
+            polls, missed = h.polls, h.missed_polls
+            col.stop()
+            # stop's last flush waits for room: drain from another thread
+            threading.Thread(target=lambda: [sink.take(max_delay=0.2) for _ in range(20)], daemon=True).start()
+            await task
+            await sim.stop()
+        return polls, missed
+
+    polls, missed = asyncio.run(go())
+    assert polls >= 12 and missed == 0
