@@ -16,7 +16,7 @@ import pytest
 
 from ingest import profiles
 from ingest.batch import DEVICE_FAULT, GOOD, OUT_OF_RANGE, Readings
-from ingest.modbus.collector import ModbusCollector, Options
+from ingest.modbus.collector import ModbusCollector, Options, sensor_map_from_rows
 from ingest.sink import Sink
 from limits.units import CONVERSIONS
 from sewerwatch.config import Device
@@ -306,7 +306,9 @@ def test_outage_lands_in_device_outages(db, tmp_path):
     sink = Sink()
     writer = Writer(db.urls["ingest"], sink, tmp_path / "spool").start()
 
-    smap = {("dev0", f.name): ids[j] for j, f in enumerate(profiles.load("generic-manhole").fields)}
+    with db.connect() as conn:
+        smap = sensor_map_from_rows(conn.execute("SELECT id, address FROM sensors").fetchall())
+    assert smap == {("dev0", f.name): ids[j] for j, f in enumerate(profiles.load("generic-manhole").fields)}
     try:
         col, stopped_us, restarted_us = asyncio.run(_outage_run(sink, free_port(), smap))
     finally:

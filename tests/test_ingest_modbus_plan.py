@@ -167,3 +167,10 @@ def test_sensor_map_must_name_polled_devices_and_profile_fields():
         mc.ModbusCollector(devs * 2, {}, Sink())
     col = mc.ModbusCollector(devs, {("mh1", "ph"): 7}, Sink())
     assert list(col.groups["generic-manhole"].sensor_ids) == ["ph"]
+
+
+def test_sensor_map_from_sensors_rows():
+    rows = [(3, "modbus:mh1/ph"), (4, "mqtt:sewerwatch/a/ph"), (5, "modbus:mh-2/flow")]
+    assert mc.sensor_map_from_rows(rows) == {("mh1", "ph"): 3, ("mh-2", "flow"): 5}
+    with pytest.raises(InputError, match=r"sensor 9: address 'modbus:mh1': expected modbus:<device>/<field>"):
+        mc.sensor_map_from_rows([(9, "modbus:mh1")])

@@ -433,6 +433,26 @@ def load_config(path: str | Path):
     return cfg, options
 
 
+def sensor_map_from_rows(rows) -> dict:
+    """``(device, field) -> sensor id`` from rows of the ``sensors`` table.
+
+    Parameters
+    ----------
+    rows : iterable of (int, str)
+        ``(sensors.id, sensors.address)``; an address reads ``modbus:<device>/<field>``
+        (:attr:`sewerwatch.config.Sensor.address`); other sources are skipped.
+    """
+    out = {}
+    for sid, address in rows:
+        if not isinstance(address, str) or not address.startswith("modbus:"):
+            continue
+        device, sep, field_name = address[len("modbus:"):].partition("/")
+        if not sep or not device or not field_name:
+            raise InputError(f"sensor {sid}: address {address!r}: expected modbus:<device>/<field>")
+        out[(device, field_name)] = int(sid)
+    return out
+
+
 def standalone_sensor_map(cfg) -> dict:
     """``(device, field) -> sensor id``, numbering the config's Modbus sensors 1, 2, ... in order."""
     out = {}
