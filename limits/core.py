@@ -330,6 +330,99 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     return out
 
 
+def extend_running_sums(sensor, time, value, max_hold, P, H, fresh):
+    """Running integer sums of :func:`trailing_time_weighted_average`, for new readings only.
+
+    ``P[j]`` is the sum of the integer terms (value x hold, truncated [value x us]) of the
+    sensor's readings before ``j``, ``H[j]`` the sum of their holds [us], both from any
+    origin: only differences within a sensor are used, and integer differences are exact.
+    The streaming evaluator keeps them with its state so that a new reading costs no work
+    over the kept history.
+
+    Parameters
+    ----------
+    sensor, time, value : ndarray
+        Readings sorted by sensor then time.
+    max_hold : ndarray of int64
+        The hold limit of each reading's sensor [us] (one per reading).
+    P, H : ndarray of int64
+        Running sums, valid at every non-fresh reading; filled in place at ``fresh``.
+    fresh : ndarray of int
+        Sorted indices of new readings; each later than every older reading of its sensor.
+    """
+    fresh = np.asarray(fresh, dtype=np.int64)
+    if len(fresh) == 0:
+        return
+    pred = fresh - 1
+    has = pred >= 0
+    has[has] = sensor[pred[has]] == sensor[fresh[has]]
+    predc = np.maximum(pred, 0)
+    hold = np.where(has, np.minimum(time[fresh] - time[predc], max_hold[predc]), 0)
+    v = np.clip(value[predc], -TWA_VALUE_MAX, TWA_VALUE_MAX)
+    term = np.where(has, (v * hold).astype(np.int64), 0)
+    run_start = np.ones(len(fresh), dtype=bool)
+    run_start[1:] = (fresh[1:] != fresh[:-1] + 1) | ~has[1:]
+    rs = np.flatnonzero(run_start)
+    rid = np.cumsum(run_start) - 1
+    base_P = np.where(has[rs], P[predc[rs]], 0)
+    base_H = np.where(has[rs], H[predc[rs]], 0)
+    cs_t = np.cumsum(term)
+    cs_h = np.cumsum(hold)
+    P[fresh] = base_P[rid] + cs_t - (cs_t[rs] - term[rs])[rid]
+    H[fresh] = base_H[rid] + cs_h - (cs_h[rs] - hold[rs])[rid]
+
+
+def window_average_at(time, value, P, H, targets, first_index, window, max_hold, history_start):
+    """:func:`trailing_time_weighted_average` at a few readings, from kept running sums.
+
+    Parameters
+    ----------
+    time, value : ndarray
+        Readings sorted by sensor then time ([us UTC], [canonical unit]).
+    P, H : ndarray of int64
+        Running sums (:func:`extend_running_sums`).
+    targets : ndarray of int
+        Where to compute the average.
+    first_index : ndarray of int
+        Per target, the index of its sensor's first kept reading.
+    window : int
+        [us].
+    max_hold, history_start : ndarray of int64
+        Per target: its sensor's hold limit [us] and first usable reading ever [us UTC].
+
+    Returns
+    -------
+    ndarray of float64
+        Bit for bit what :func:`trailing_time_weighted_average` gives at these readings,
+        provided the kept readings start before each target's window.
+    """
+    i = np.asarray(targets, dtype=np.int64)
+    ws = time[i] - window
+    lo = np.asarray(first_index, dtype=np.int64).copy()
+    hi = i.copy()
+    while True:                       # vectorised binary search: first time >= ws
+        act = lo < hi
+        if not act.any():
+            break
+        mid = (lo + hi) // 2
+        less = time[mid] < ws
+        lo = np.where(act & less, mid + 1, lo)
+        hi = np.where(act & ~less, mid, hi)
+    k = lo
+    has_prev = k > first_index
+    km1 = np.maximum(k - 1, 0)
+    hold_km1 = np.minimum(time[k] - time[km1], max_hold)
+    part = np.where(has_prev, np.maximum(time[km1] + hold_km1 - ws, 0), 0)
+    v = np.clip(value[km1], -TWA_VALUE_MAX, TWA_VALUE_MAX)
+    part_term = (v * part).astype(np.int64)
+    integral = P[i] - P[k] + part_term
+    covered = H[i] - H[k] + part
+    with np.errstate(invalid="ignore", divide="ignore"):
+        avg = integral.astype(np.float64) / covered
+    avg[(np.asarray(history_start) > ws) | (covered <= 0)] = np.nan
+    return avg
+
+
 def make_episodes(sensor, time, value, flag, brk, rule, limit, lowest=False, min_duration=None):
     """Episodes of one rule from its exceeding flags.
 

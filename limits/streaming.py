@@ -19,9 +19,12 @@ With the sensors' nominal intervals given, the reported episodes equal
 :func:`limits.evaluator.evaluate` on the concatenated batches, bit for bit, whatever the
 batch boundaries (``tests/test_limits_streaming.py`` checks this property with hypothesis).
 
-Cost: a push works over the kept state (about 40 ns per kept reading on the benchmark
-machine, plus the batch), so a flow sensor read every minute costs 1,440 kept readings;
-one read every second, 86,400.
+Cost: the slug averages of new readings come from running integer sums kept with the
+state (:func:`limits.core.extend_running_sums`, :func:`limits.core.window_average_at`), so
+no arithmetic runs over the kept history; rules run over the active part only. What
+remains in proportion to the kept state is copying it (about 25 ns per kept reading a
+push on the benchmark machine). A flow sensor read every minute keeps 1,440 readings; one
+read every second, 86,400.
 
 Readings must arrive in time order per sensor: a reading at or before the latest time
 already seen for its sensor is dropped and counted in ``dropped_late``.
@@ -64,6 +67,9 @@ class StreamingEvaluator:
         self._s = np.empty(0, dtype=np.int64)
         self._t = np.empty(0, dtype=np.int64)
         self._v = np.empty(0, dtype=np.float64)
+        self._P = np.empty(0, dtype=np.int64)     # running sums for the slug averages
+        self._H = np.empty(0, dtype=np.int64)
+        self._trimmed_size = 0
         self._avg = {i: np.empty(0) for i, r in enumerate(self.rules) if r.kind == "slug"}
         self._first: dict[int, int] = {}
         self._last: dict[int, int] = {}
@@ -152,10 +158,13 @@ class StreamingEvaluator:
             is_new = np.zeros(len(T), dtype=bool)
             is_new[pos + np.arange(len(pos))] = True
             stored = {ri: np.insert(a, pos, np.nan) for ri, a in self._avg.items()}
+            P = np.insert(self._P, pos, 0)
+            H = np.insert(self._H, pos, 0)
         else:
             S, T, V = self._s, self._t, self._v
             is_new = np.zeros(len(T), dtype=bool)
             stored = dict(self._avg)
+            P, H = self._P, self._H
         n = len(T)
         if n == 0:
             return np.empty(0, dtype=core.EPISODE_DTYPE)
@@ -167,6 +176,9 @@ class StreamingEvaluator:
         last_idx = np.append(starts[1:], n) - 1          # each sensor's latest reading
         gap_seg = np.array([self._gap[c] for c in clist], dtype=np.int64)
         params = [self.meta[c].parameter for c in clist]
+        fresh = np.flatnonzero(is_new)
+        if self._avg and len(fresh):
+            core.extend_running_sums(S, T, V, gap_seg[seg], P, H, fresh)
 
         # the active part: from each sensor's earliest open run (or its latest reading
         # before this batch) on; older readings are history for the averages only
@@ -190,16 +202,13 @@ class StreamingEvaluator:
             applies = np.array([rule.applies_to(p) for p in params], dtype=bool)
             if rule.kind == "slug":
                 avg_all = stored[ri]
-                if applies.any():
-                    m = applies[seg]
-                    idx = np.flatnonzero(m)
-                    fresh_pos = np.flatnonzero(is_new[idx])
-                    if len(fresh_pos):
-                        hist = np.array([self._first[c] for c in clist], dtype=np.int64)[seg[idx]]
-                        avg_all[idx[fresh_pos]] = core.trailing_time_weighted_average(
-                            S[idx], T[idx], V[idx], int(round(rule.window_h * core.HOUR_US)),
-                            gap_seg[seg[idx]], history_start=hist, targets=fresh_pos,
-                            screen_multiple=rule.multiple)
+                fresh_app = fresh[applies[seg[fresh]]] if len(fresh) else fresh
+                if len(fresh_app):
+                    fseg = seg[fresh_app]
+                    hist = np.array([self._first[c] for c in clist], dtype=np.int64)[fseg]
+                    avg_all[fresh_app] = core.window_average_at(
+                        T, V, P, H, fresh_app, starts[fseg], int(round(rule.window_h * core.HOUR_US)),
+                        gap_seg[fseg], hist)
                 new_avg[ri] = avg_all
             if not applies.any():
                 continue
@@ -234,19 +243,21 @@ class StreamingEvaluator:
         self._open = (np.concatenate(still_open) if still_open
                       else np.empty(0, dtype=core.EPISODE_DTYPE))
         # trim the state: per sensor keep [min(open start, latest) - window, ...] and the
-        # reading before that (it holds into the window)
-        # only sensors judged by a slug rule need a window of history
-        win = np.array([max((int(round(r.window_h * core.HOUR_US)) for r in self.rules
-                             if r.kind == "slug" and r.applies_to(p)), default=0) for p in params],
-                       dtype=np.int64)
-        keep_from = open_start - win
-        keep = T >= keep_from[seg]
-        keep[:-1] |= keep[1:] & (S[1:] == S[:-1])
-        if final:
-            keep[:] = True
-        self._s, self._t, self._v = S[keep], T[keep], V[keep]
+        # reading before that (it holds into the window); only sensors judged by a slug rule
+        # need a window of history. Keeping more is harmless, so the copy is made only once
+        # the state has grown by a quarter since the last trim.
+        if not final and n > self._trimmed_size + max(self._trimmed_size // 4, 1024):
+            win = np.array([max((int(round(r.window_h * core.HOUR_US)) for r in self.rules
+                                 if r.kind == "slug" and r.applies_to(p)), default=0) for p in params],
+                           dtype=np.int64)
+            keep = T >= (open_start - win)[seg]
+            keep[:-1] |= keep[1:] & (S[1:] == S[:-1])
+            S, T, V, P, H = S[keep], T[keep], V[keep], P[keep], H[keep]
+            new_avg = {ri: a[keep] for ri, a in new_avg.items()}
+            self._trimmed_size = len(T)
+        self._s, self._t, self._v, self._P, self._H = S, T, V, P, H
         for ri in self._avg:
-            self._avg[ri] = new_avg.get(ri, np.full(n, np.nan))[keep]
+            self._avg[ri] = new_avg.get(ri, np.full(len(T), np.nan))
         for c, a_ in zip(clist, open_start.tolist()):
             self._active[c] = a_
         out = (np.concatenate(emitted) if emitted else np.empty(0, dtype=core.EPISODE_DTYPE))
