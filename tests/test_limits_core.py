@@ -253,3 +253,24 @@ def test_screened_average_is_exact_wherever_the_slug_test_could_pass(offset):
         assert np.array_equal(np.isfinite(full), both)
     else:
         assert skipped.sum() > 0.4 * np.isfinite(full).sum()   # the screen does spare work
+
+
+def test_running_sums_give_the_batch_average_bit_for_bit():
+    rng = np.random.default_rng(9)
+    n = 3000
+    sensor = np.repeat([3, 8], n // 2)
+    times = np.concatenate([T0 + np.cumsum(rng.integers(10, 400, n // 2)) * core.US for _ in range(2)])
+    vals = rng.gamma(2.0, 40.0, n)
+    cap = np.full(n, 300 * core.US)
+    want = core.trailing_time_weighted_average(sensor, times, vals, 6 * core.HOUR_US, 300 * core.US)
+    P = np.zeros(n, dtype=np.int64)
+    H = np.zeros(n, dtype=np.int64)
+    # fill the sums in pieces, as batches arrive (each piece the next readings of each sensor)
+    order = np.argsort(times, kind="stable")
+    for piece in np.array_split(order, 17):
+        core.extend_running_sums(sensor, times, vals, cap, P, H, np.sort(piece))
+    first = np.where(sensor == 3, 0, n // 2)
+    hist = times[first]
+    got = core.window_average_at(times, vals, P, H, np.arange(n), first, 6 * core.HOUR_US, cap, hist)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isfinite(got).sum() > n // 2
