@@ -57,6 +57,7 @@ def test_replayed_readings_are_dropped_not_doubled(db, tmp_path):
     w.handle(Chunk(r, [], [], []))                       # the same again
     w.handle(Chunk(_readings([ids["ph"]], 600), [], [], []))  # overlapping: 300 old + 300 new
     assert w.stats.readings_offered == 1200 and w.stats.readings_inserted == 600
+    assert w.stats.staged_chunks == 2  # the first chunk took the direct COPY, the other two held duplicates
     with db.connect() as conn:
         assert conn.execute("SELECT count(*) FROM readings").fetchone()[0] == 600
 

@@ -21,7 +21,8 @@ import numpy as np
 import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
-from ingest.mqtt.payload import Unusable, parse
+from ingest.mqtt.payload import Parsed, Unusable, parse_message
+from ingest.normalise import normalise
 from ingest.mqtt.topics import TopicMap
 from ingest.sink import DeadLetter, Sink
 
@@ -65,7 +66,9 @@ class MqttCollector:
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
         self._lock = threading.Lock()
-        self._buf: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []
+        self._buf: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []  # batches, converted
+        self._single: tuple[list, list, list, list] = ([], [], [], [])  # time_us, sensor, raw value, unit code
+        self._units: dict[tuple[str, str], int] = {}  # (parameter, unit) -> code
         self._buf_rows = 0
         self._mids: list[int] = []
         self._generation = 0
@@ -125,15 +128,28 @@ class MqttCollector:
             self._dead(msg, "unknown sensor: no sensor is configured for this topic")
             return
         try:
-            parsed = parse(msg.payload, ref.parameter)
+            parsed = parse_message(msg.payload, ref.parameter)
         except Unusable as exc:
             self._dead(msg, str(exc))
             return
-        if parsed.bad:
-            self._dead(msg, parsed.bad, ack=False)
-        n = len(parsed.time_us)
+        if isinstance(parsed, Parsed):
+            if parsed.bad:
+                self._dead(msg, parsed.bad, ack=False)
+            n = len(parsed.time_us)
+        else:
+            n = 1
+            code = self._units.get((ref.parameter, parsed[2]))
+            if code is None:
+                code = self._units.setdefault((ref.parameter, parsed[2]), len(self._units))
         with self._lock:
-            self._buf.append((parsed.time_us, ref.id, parsed.value, parsed.quality))
+            if n == 1 and not isinstance(parsed, Parsed):
+                t, s, v, c = self._single
+                t.append(parsed[0])
+                s.append(ref.id)
+                v.append(parsed[1])
+                c.append(code)
+            else:
+                self._buf.append((parsed.time_us, ref.id, parsed.value, parsed.quality))
             self._buf_rows += n
             if msg.qos > 0:  # QoS 0 messages carry no packet id and are never acknowledged
                 self._mids.append(msg.mid)
@@ -158,15 +174,29 @@ class MqttCollector:
     def flush(self) -> None:
         """Hand the gathered readings to the sink as one batch."""
         with self._lock:
-            if not self._buf:
+            if not self._buf and not self._single[0]:
                 return
-            buf, mids, gen = self._buf, self._mids, self._generation
-            self._buf, self._mids, self._buf_rows = [], [], 0
+            buf, single, mids, gen = self._buf, self._single, self._mids, self._generation
+            self._buf, self._single, self._mids, self._buf_rows = [], ([], [], [], []), [], 0
+        if single[0]:
+            buf.append(self._convert_singles(*single))
         times = np.concatenate([b[0] for b in buf])
-        sensors = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int32) for b in buf])
+        sensors = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int32) if np.isscalar(b[1]) else b[1]
+                                  for b in buf])
         values = np.concatenate([b[2] for b in buf])
         quality = np.concatenate([b[3] for b in buf])
         self.sink.put(Readings(times, sensors, values, quality), on_durable=lambda: self._ack(mids, gen))
+
+    def _convert_singles(self, times, sensors, raw, codes):
+        """Single readings gathered as plain lists -> canonical arrays, one numpy pass per unit."""
+        values = np.asarray(raw, dtype=np.float64)
+        quality = np.zeros(len(values), dtype=np.int16)
+        code_arr = np.asarray(codes, dtype=np.int32)
+        for (parameter, unit), code in list(self._units.items()):
+            sel = code_arr == code
+            if sel.any():
+                values[sel], quality[sel] = normalise(parameter, unit, values[sel])
+        return (np.asarray(times, dtype=np.int64), np.asarray(sensors, dtype=np.int32), values, quality)
 
     def _ack(self, mids: list[int], generation: int) -> None:
         # An acknowledgement belongs to the connection that received the message; after a

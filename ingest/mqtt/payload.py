@@ -65,12 +65,26 @@ def _number(v) -> bool:
 
 
 def parse(payload: bytes, parameter: str) -> Parsed:
-    """Parse one message for a sensor of ``parameter``.
+    """Parse one message for a sensor of ``parameter`` into canonical readings.
 
     Raises
     ------
     Unusable
         When nothing in the payload can be used.
+    """
+    doc = parse_message(payload, parameter)
+    if isinstance(doc, Parsed):
+        return doc
+    tus, value, unit = doc
+    canon, quality = normalise(parameter, unit, np.array([value]))
+    return Parsed(np.array([tus], dtype=np.int64), canon, quality)
+
+
+def parse_message(payload: bytes, parameter: str) -> Parsed | tuple[int, float, str]:
+    """Like :func:`parse`, but a single reading comes back raw as ``(time_us, value, unit)``.
+
+    The collector gathers single readings in plain lists and converts and flags them a
+    batch at a time, so a message costs no numpy call of its own.
     """
     try:
         doc = json.loads(payload)
@@ -91,9 +105,7 @@ def parse(payload: bytes, parameter: str) -> Parsed:
     if not _number(v):
         raise Unusable(f"value {v!r} is not a finite number" if not isinstance(v, str) else
                        f"value {v[:20]!r} is text, not a number")
-    tus = _time_us(t, "t")
-    canon, quality = normalise(parameter, unit, np.array([float(v)]))
-    return Parsed(np.array([tus], dtype=np.int64), canon, quality)
+    return _time_us(t, "t"), float(v), unit
 
 
 def _batch(t, v, unit: str, parameter: str) -> Parsed:

@@ -1,0 +1,256 @@
+"""Ingest throughput: MQTT to TimescaleDB, against raw binary COPY and bare paho, in one run.
+
+Two cases, each on a broker and a TimescaleDB cluster of the benchmark's own (started in a
+scratch state folder, removed afterwards):
+
+batched
+    ``N`` readings in messages of 1,000 (the batched JSON wire format), queued at the
+    broker for the collector's persistent session, then drained by the collector and the
+    writer into the ``readings`` hypertable (binary COPY to staging, INSERT ... ON CONFLICT
+    DO NOTHING, manual acknowledgement after commit). Peer: the same rows written by one
+    raw binary COPY straight into the same table.
+single
+    ``M`` single-reading messages queued the same way and drained by the collector into
+    the database. Peer: a bare paho subscriber (auto acknowledgement, no parsing, no
+    database) draining the same queue.
+
+Queueing first, then draining, measures the receiving side alone: the publisher's speed
+does not enter either figure. Prints one JSON line per case; the last line is the batched
+case with the single case under ``"also"``.
+
+``BENCH_QUICK=1``: 200,000 batched readings and 20,000 single messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import paho.mqtt.client as mqtt
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ingest.mqtt.topics import SensorRef, TopicMap  # noqa: E402
+from ingest.mqtt.collector import MqttCollector  # noqa: E402
+from ingest.sink import Sink  # noqa: E402
+from ingest.writer import Writer, copy_binary  # noqa: E402
+from ingest.batch import Readings  # noqa: E402
+from sewerwatch.db import bootstrap, migrate  # noqa: E402
+from sewerwatch.services import secrets  # noqa: E402
+from sewerwatch.services.mosquitto import EmbeddedMosquitto  # noqa: E402
+from sewerwatch.services.postgres import EmbeddedPostgres  # noqa: E402
+
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+N_BATCHED = 200_000 if QUICK else 2_000_000
+M_SINGLE = 20_000 if QUICK else 100_000
+PER_MESSAGE = 1000
+SENSORS = 100
+T0_MS = 1_772_366_400_000
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _client(url: str, client_id: str, clean: bool, manual_ack: bool = False) -> mqtt.Client:
+    u = urlsplit(url)
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean,
+                    protocol=mqtt.MQTTv311, manual_ack=manual_ack)
+    c.username_pw_set(u.username, u.password)
+    c.max_inflight_messages_set(1000)
+    c.max_queued_messages_set(0)
+    ok = threading.Event()
+    c.on_connect = lambda *a: ok.set()
+    c.connect(u.hostname, u.port)
+    c.loop_start()
+    ok.wait(10)
+    return c
+
+
+def _register_session(url: str, client_id: str) -> None:
+    """Create a persistent session subscribed to the readings, then leave it offline."""
+    c = _client(url, client_id, clean=False)
+    c.subscribe("sewerwatch/+/+", qos=1)
+    time.sleep(0.3)
+    c.disconnect()
+    c.loop_stop()
+
+
+def _publish(url: str, messages) -> None:
+    c = _client(url, f"bench-pub-{os.getpid()}", clean=True)
+    acked = [0]
+    cond = threading.Condition()
+    total = len(messages)
+
+    def on_publish(*a):
+        with cond:
+            acked[0] += 1
+            cond.notify_all()
+
+    c.on_publish = on_publish
+    # Keep at most 1,000 unacknowledged: paho scans its whole queue on every ack.
+    for i, (topic, payload) in enumerate(messages):
+        with cond:
+            cond.wait_for(lambda: i - acked[0] < 1000, timeout=60)
+        c.publish(topic, payload, qos=1)
+    with cond:
+        cond.wait_for(lambda: acked[0] >= total, timeout=600)
+    c.disconnect()
+    c.loop_stop()
+
+
+def _batched_messages(n: int):
+    msgs = []
+    per_sensor = n // SENSORS
+    for s in range(SENSORS):
+        for k in range(0, per_sensor, PER_MESSAGE):
+            t = list(range(T0_MS + k * 1000, T0_MS + (k + PER_MESSAGE) * 1000, 1000))
+            v = np.round(np.random.default_rng(s * 7919 + k).normal(7, 0.3, PER_MESSAGE), 3).tolist()
+            msgs.append((f"sewerwatch/site{s}/ph", json.dumps({"u": "pH", "t": t, "v": v}).encode()))
+    return msgs
+
+
+def _single_messages(m: int):
+    return [(f"sewerwatch/site{i % SENSORS}/ph",
+             b'{"t": %d, "v": 7.%02d, "u": "pH"}' % (T0_MS + 10**9 + (i // SENSORS) * 1000, i % 100))
+            for i in range(m)]
+
+
+def _count(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT count(*) FROM readings").fetchone()[0]
+
+
+def _drain_with_collector(pg, mq, client_id: str, expected_rows: int, refs, spool: Path) -> float:
+    """Seconds from the collector's start until ``expected_rows`` rows are stored."""
+    owner = pg.url("owner")
+    before = _count(owner)
+    sink = Sink()
+    writer = Writer(pg.url("ingest"), sink, spool, max_delay=0.05).start()
+    t0 = time.perf_counter()
+    col = MqttCollector(mq.url("collector"), TopicMap(refs), sink, client_id=client_id).start()
+    while writer.stats.readings_inserted < expected_rows:
+        time.sleep(0.01)
+        if time.perf_counter() - t0 > 900:
+            raise RuntimeError("collector did not finish in 15 minutes")
+    elapsed = time.perf_counter() - t0
+    col.stop()
+    writer.stop()
+    assert _count(owner) - before == expected_rows
+    return elapsed
+
+
+def _drain_bare_paho(mq, client_id: str, expected: int) -> float:
+    got = [0]
+    done = threading.Event()
+    u = urlsplit(mq.url("collector"))
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False, protocol=mqtt.MQTTv311)
+    c.username_pw_set(u.username, u.password)
+
+    def on_message(client, userdata, msg):
+        got[0] += 1
+        if got[0] >= expected:
+            done.set()
+
+    c.on_message = on_message
+    t0 = time.perf_counter()
+    c.connect(u.hostname, u.port)
+    c.loop_start()
+    done.wait(600)
+    elapsed = time.perf_counter() - t0
+    c.disconnect()
+    c.loop_stop()
+    return elapsed
+
+
+def main() -> None:
+    state = Path(tempfile.mkdtemp(prefix="sewerwatch-bench-", dir="/var/tmp"))
+    state.chmod(0o755)
+    pw = secrets.load_or_create(state)
+    pg = EmbeddedPostgres(state, _free_port(), pw["db"])
+    mq = EmbeddedMosquitto(state, _free_port(), pw["mqtt"])
+    try:
+        pg.init()
+        pg.start()
+        bootstrap.embedded(pg)
+        migrate.migrate(pg.url("owner"))
+        mq.start()
+        with psycopg.connect(pg.url("owner")) as conn:
+            conn.execute("INSERT INTO sites (key, name, pack) SELECT 'site' || g, 'Site ' || g, 'palmyra-wi' "
+                         "FROM generate_series(0, %s) g", (SENSORS - 1,))
+            conn.execute("INSERT INTO sensors (site_id, name, parameter, unit, source) "
+                         "SELECT id, 'ph', 'ph', 'pH', 'mqtt' FROM sites")
+            refs = [SensorRef(i, f"{k}/ph", "ph") for i, k in
+                    conn.execute("SELECT se.id, si.key FROM sensors se JOIN sites si ON si.id = se.site_id")]
+
+        # --- batched: collector and writer versus raw binary COPY ---------------------
+        msgs = _batched_messages(N_BATCHED)
+        n_rows = len(msgs) * PER_MESSAGE
+        _register_session(mq.url("admin"), "bench-collector")
+        print(f"queueing {len(msgs)} batched messages ({n_rows} readings) ...", file=sys.stderr)
+        _publish(mq.url("device"), msgs)
+        secs = _drain_with_collector(pg, mq, "bench-collector", n_rows, refs, state / "spool")
+        ours = n_rows / secs
+        print(f"collector: {n_rows} readings stored in {secs:.2f} s = {ours:,.0f} readings/s", file=sys.stderr)
+
+        # The peer: the same rows (shifted in time so they are new) in one raw COPY.
+        ids = {r.key: r.id for r in refs}
+        parts = []
+        for topic, payload in msgs:
+            doc = json.loads(payload)
+            t = (np.asarray(doc["t"], dtype=np.int64) + 10**10) * 1000
+            parts.append(Readings(t, np.full(len(t), ids[topic.split("/")[1] + "/ph"], np.int32),
+                                  np.asarray(doc["v"]), np.zeros(len(t), np.int16)))
+        stream = copy_binary(Readings.concat(parts))
+        with psycopg.connect(pg.url("owner")) as conn:
+            t0 = time.perf_counter()
+            with conn.cursor() as cur, cur.copy("COPY readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.write(stream)
+            conn.commit()
+            peer_secs = time.perf_counter() - t0
+        peer = n_rows / peer_secs
+        print(f"raw binary COPY: {n_rows} rows in {peer_secs:.2f} s = {peer:,.0f} rows/s", file=sys.stderr)
+        batched = {"benchmark": "ingest-mqtt-batched-to-timescaledb", "value": round(ours), "unit": "readings/s",
+                   "peer": "raw binary COPY into the same hypertable", "peer_value": round(peer),
+                   "ratio": round(ours / peer, 3), "readings": n_rows}
+
+        # --- single-reading messages: collector to database versus bare paho ----------
+        singles = _single_messages(M_SINGLE)
+        _register_session(mq.url("admin"), "bench-bare")
+        _publish(mq.url("device"), singles)
+        bare_secs = _drain_bare_paho(mq, "bench-bare", M_SINGLE)
+        bare = M_SINGLE / bare_secs
+        print(f"bare paho: {M_SINGLE} messages in {bare_secs:.2f} s = {bare:,.0f} messages/s", file=sys.stderr)
+        singles = _single_messages(M_SINGLE)
+        singles = [(t, p.replace(b'"t": 1', b'"t": 2', 1)) for t, p in singles]  # new times, new rows
+        _register_session(mq.url("admin"), "bench-collector-2")
+        _publish(mq.url("device"), singles)
+        secs = _drain_with_collector(pg, mq, "bench-collector-2", M_SINGLE, refs, state / "spool2")
+        ours_single = M_SINGLE / secs
+        print(f"collector: {M_SINGLE} single messages stored in {secs:.2f} s = {ours_single:,.0f} messages/s",
+              file=sys.stderr)
+        single = {"benchmark": "ingest-mqtt-single-to-timescaledb", "value": round(ours_single), "unit": "messages/s",
+                  "peer": "bare paho-mqtt subscriber (receive only)", "peer_value": round(bare),
+                  "ratio": round(ours_single / bare, 3), "messages": M_SINGLE}
+        print(json.dumps(single))
+        print(json.dumps({**batched, "also": single}))
+    finally:
+        mq.stop()
+        pg.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
