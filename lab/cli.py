@@ -114,6 +114,7 @@ def _lab_import(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(f"{report['file']}: {report['stored']} stored, {report['corrected']} corrected, "
+              f"{report['unchanged']} unchanged, "
               f"{report['bad']} bad (kept in dead_letters)")
         for b in report["bad_rows"]:
             print(f"  line {b['line']}: {b['reason']}")

@@ -28,13 +28,14 @@ class ImportReport:
     actor: str
     stored: int = 0
     corrected: int = 0
+    unchanged: int = 0  # rows already stored with the same value: a re-import changes nothing
     samples_created: int = 0
     bad: list[BadRow] = field(default_factory=list)
     composites_linked: list[dict] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {"file": self.file, "actor": self.actor, "stored": self.stored, "corrected": self.corrected,
-                "samples_created": self.samples_created, "bad": len(self.bad),
+                "unchanged": self.unchanged, "samples_created": self.samples_created, "bad": len(self.bad),
                 "bad_rows": [{"line": b.line, "reason": b.reason} for b in self.bad],
                 "composites_linked": self.composites_linked,
                 "complete": not self.bad}
@@ -66,9 +67,10 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
     Every row is validated (see :func:`lab.labcsv.read_lab_csv`; sites are those of the
     ``sites`` table). Good rows are stored; bad rows are reported with their line numbers
     and kept in ``dead_letters`` (source ``lab-import``, topic ``<file>:<line>``, the raw
-    line as payload). A row for a result already stored with the same value is a duplicate
-    (a bad row); with another value it is refused unless ``correct``, which stores it as a
-    new version and writes who and when to ``audit_log``. Composite samples with a flow
+    line as payload). A row for a result already stored with the same value changes nothing
+    and is counted as ``unchanged`` (importing the same file twice is harmless; a row
+    repeated inside one file is a bad row); with another value it is refused unless
+    ``correct``, which stores it as a new version and writes who and when to ``audit_log``. Composite samples with a flow
     meter at their site are linked to the flow readings of their window.
 
     Parameters
@@ -139,8 +141,7 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
             else:
                 pversion, pvalue, pqual = prev
                 if pqual == row.qualifier and abs(pvalue - row.value_mg_l) <= 1e-12 * max(1.0, abs(pvalue)):
-                    report.bad.append(BadRow(row.line, f"duplicate: sample '{row.sample_id}' {row.analyte} "
-                                             f"is already stored with this value (version {pversion})", row.raw))
+                    report.unchanged += 1
                     continue
                 if not correct:
                     report.bad.append(BadRow(row.line, f"sample '{row.sample_id}' {row.analyte} is stored as "
@@ -174,7 +175,7 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
                  json.dumps({"file": path, "line": b.line, "actor": actor})))
         conn.execute(
             "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
-            (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected,
+            (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
                                       "bad": len(report.bad), "samples_created": report.samples_created})))
         from lab.flowdb import link_composite
         for sid in sorted(composites):

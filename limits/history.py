@@ -140,10 +140,11 @@ def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool =
                 last = now
                 print(f"\rreading {label}: {parser.rows:,} readings, {parser.bytes / 1e6:.0f} MB, "
                       f"{parser.rows / max(now - t0, 1e-9):,.0f}/s", end="", file=sys.stderr, flush=True)
+    result = parser.result()
     if progress:
         el = _time.monotonic() - t0
         print(f"\rreading {label}: {parser.rows:,} readings in {el:.1f} s" + " " * 20, file=sys.stderr, flush=True)
-    return parser.result()
+    return result
 
 
 def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, store: bool = False,

@@ -72,7 +72,7 @@ def test_import_stores_good_rows_and_dead_letters_bad_ones(db, tmp_path):
         assert "unknown site 'brewery'" in dead[0][3] and dead[0][4]["line"] == 5
         assert "duplicate" in dead[3][3]
         audit = conn.execute("SELECT actor, action, object, detail FROM audit_log").fetchall()
-        assert audit == [("lab-tech", "lab.import", str(f), {"stored": 4, "corrected": 0, "bad": 4, "samples_created": 2})]
+        assert audit == [("lab-tech", "lab.import", str(f), {"stored": 4, "corrected": 0, "unchanged": 0, "bad": 4, "samples_created": 2})]
 
 
 def test_correction_is_a_new_version_with_audit(db, tmp_path):
@@ -80,9 +80,10 @@ def test_correction_is_a_new_version_with_audit(db, tmp_path):
         setup_sites(conn)
         (tmp_path / "a.csv").write_text(HEADER + "S1,mill,2026-01-05,bod5,420,mg/l,\n")
         import_lab_file(conn, tmp_path / "a.csv", actor="tech", now=NOW)
-        # the same row again: a duplicate, nothing stored
+        # the same file again: nothing stored, nothing bad, no dead letter
         rep = import_lab_file(conn, tmp_path / "a.csv", actor="tech", now=NOW)
-        assert rep.stored == 0 and "duplicate" in rep.bad[0].reason
+        assert (rep.stored, rep.unchanged, rep.bad) == (0, 1, [])
+        assert conn.execute("SELECT count(*) FROM dead_letters").fetchone()[0] == 0
         # a changed value without --correct is refused and says how
         (tmp_path / "b.csv").write_text(HEADER + "S1,mill,2026-01-05,bod5,380,mg/l,\n")
         rep = import_lab_file(conn, tmp_path / "b.csv", actor="tech", now=NOW)
@@ -249,7 +250,7 @@ def test_cli_lab_list_and_unusable_file(db, tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "sewerwatch", *a], capture_output=True, text=True,
                                     env=_env(db), cwd=tmp_path, timeout=120)
     r = run("lab", "import", "a.csv", "--actor", "t")
-    assert r.returncode == 0 and "2 stored, 0 corrected, 0 bad" in r.stdout
+    assert r.returncode == 0 and "2 stored, 0 corrected, 0 unchanged, 0 bad" in r.stdout
     r = run("lab", "list", "--since", "2026-01-01", "--until", "2026-02-01", "--json")
     assert r.returncode == 0, r.stderr
     got = [(x["site"], x["sample"], x["analyte"], x["qualifier"], x["mg_l"]) for x in json.loads(r.stdout)]
