@@ -57,7 +57,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         The writer's spool folder.
     """
     with db.connect(db_url=ingest_url) as conn:
-        refs = sensor_refs_from_db(conn)
+        refs = sensor_refs_from_db(conn, "mqtt")
+        modbus_refs = sensor_refs_from_db(conn, "modbus")
     sink = Sink()
     writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay).start()
     ing = Ingest(sink=sink, writer=writer)
@@ -66,7 +67,7 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         ing.mqtt = MqttCollector(mqtt_url, TopicMap(refs, explicit, patterns), sink, client_id=client_id).start()
     modbus_sensors = [s for s in cfg.sensors if s.source == "modbus"]
     if cfg.devices and modbus_sensors:
-        ing.modbus = _start_modbus(cfg, refs, sink, ing)
+        ing.modbus = _start_modbus(cfg, modbus_refs, sink, ing)
     return ing
 
 

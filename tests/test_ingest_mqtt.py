@@ -57,6 +57,10 @@ def _stored(url: str, site: str) -> int:
 def test_single_and_batched_payloads_arrive_exactly_once(db, services, tmp_path):
     site = _site()
     add_site_and_sensors(db.url, site, {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
+    with db.connect() as conn:  # a Modbus sensor: the MQTT collector must not take readings for it
+        conn.execute("INSERT INTO sensors (site_id, name, parameter, unit, source) "
+                     "SELECT id, 'level', 'level', 'ft', 'modbus' FROM sites WHERE key = %s", (site,))
+        conn.commit()
     cid = f"c-{site}"
     ing = _ingest(db.urls["ingest"], services.mqtt_urls["collector"], tmp_path / "spool", cid)
     assert ing.mqtt.wait_connected()
@@ -65,11 +69,14 @@ def test_single_and_batched_payloads_arrive_exactly_once(db, services, tmp_path)
     # QoS 0 messages carry no packet id: nothing to acknowledge, and no reason to drop them.
     publish_all(pub, [(f"sewerwatch/{site}/ph", b'{"t": %d, "v": 6.9, "u": "pH"}' % (MS0 - 1000)),
                       (f"sewerwatch/{site}/nosuch", b'{"t": %d, "v": 6.9, "u": "pH"}' % MS0)], qos=0)
+    publish_all(pub, [(f"sewerwatch/{site}/level", b'{"t": %d, "v": 1.5, "u": "ft"}' % MS0)])
     pub.disconnect()
     assert wait_until(lambda: _stored(db.url, site) >= 6601, 30)
     ing.stop()
     assert _stored(db.url, site) == 6601
-    assert count(db.url, f"SELECT count(*) FROM dead_letters WHERE topic LIKE 'sewerwatch/{site}/%%'") == 1
+    assert wait_until(lambda: count(db.url, f"SELECT count(*) FROM dead_letters WHERE topic LIKE 'sewerwatch/{site}/%%'") >= 2, 10)
+    assert count(db.url, f"SELECT count(*) FROM dead_letters WHERE topic LIKE 'sewerwatch/{site}/%%' "
+                         "AND reason LIKE 'unknown sensor%%'") == 2
     assert ing.mqtt.connects == 1
 
 

@@ -207,11 +207,16 @@ class MqttCollector:
             self.client.ack(mid, self.qos)
 
 
-def sensor_refs_from_db(conn) -> list:
-    """Every sensor in the ``sensors`` table as :class:`~ingest.mqtt.topics.SensorRef`."""
+def sensor_refs_from_db(conn, source: str = "mqtt") -> list:
+    """The sensors of ``source`` in the ``sensors`` table as :class:`~ingest.mqtt.topics.SensorRef`.
+
+    The MQTT collector maps topics to MQTT sensors only: a Modbus sensor is read by the
+    Modbus collector, and a message on its topic goes to the dead letters as an unknown
+    sensor rather than being taken as one of its readings.
+    """
     from ingest.mqtt.topics import SensorRef
 
     rows = conn.execute("SELECT se.id, si.key || '/' || se.name, se.parameter FROM sensors se "
-                        "JOIN sites si ON si.id = se.site_id").fetchall()
+                        "JOIN sites si ON si.id = se.site_id WHERE se.source = %s", (source,)).fetchall()
     return [SensorRef(i, k, p) for i, k, p in rows]
 
