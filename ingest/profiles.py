@@ -35,7 +35,6 @@ the key and what is wrong.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +43,7 @@ import numpy as np
 
 from ingest import registers as codec
 from limits.units import CONVERSIONS
+from sewerwatch import tomlfile
 from sewerwatch.errors import InputError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
@@ -333,14 +333,7 @@ def parse(data: dict, path: str = "<profile>") -> Profile:
 
 def load_file(path: str | Path) -> Profile:
     """Load and validate one profile file."""
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such profile file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML: {exc}") from None
-    return parse(data, str(p))
+    return parse(tomlfile.read(path, "profile file"), str(Path(path)))
 
 
 def names() -> list[str]:

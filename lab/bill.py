@@ -17,13 +17,13 @@ import html
 import io
 import json
 import re
-import tomllib
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 
 from lab.money import cents
+from sewerwatch import tomlfile
 from sewerwatch.errors import InputError
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
@@ -42,8 +42,7 @@ def quarter_bounds(quarter: str, tz) -> tuple[datetime, datetime]:
 
 def read_bill_options(path: str) -> dict:
     """The optional ``[bill]`` table of the rates file."""
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    opts = data.get("bill", {})
+    opts = tomlfile.read(path, "rates file").get("bill", {})
     if not isinstance(opts, dict):
         raise InputError(f"{path}: bill: expected a table")
     return opts

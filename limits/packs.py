@@ -41,13 +41,13 @@ naming the file and the rule, never a guess. Adding a village is adding a TOML f
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import units
+from sewerwatch import tomlfile
 from sewerwatch.errors import InputError
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -413,8 +413,4 @@ def load_pack(name_or_path: str) -> Pack:
 
 @lru_cache(maxsize=64)
 def _load_cached(path: str, _mtime: int) -> Pack:
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from None
-    return parse_pack(data, path, expected_id=Path(path).stem)
+    return parse_pack(tomlfile.read(path, "rule pack"), path, expected_id=Path(path).stem)

@@ -50,13 +50,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from sewerwatch import tomlfile
 from sewerwatch.errors import InputError
 from simulators import models
 
@@ -287,14 +287,7 @@ def parse(data: dict, path: str = "<scenario>") -> Scenario:
 
 
 def load_file(path) -> Scenario:
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such scenario file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML: {exc}") from None
-    return parse(data, str(p))
+    return parse(tomlfile.read(path, "scenario file"), str(Path(path)))
 
 
 def names() -> list[str]:
