@@ -23,9 +23,7 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """Compliance on lab results: FOG, cyanide, discharge permit, EPA SNC; flow volumes."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest

@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 
 import simulators
