@@ -240,30 +240,37 @@ class Writer:
                     [(_us_to_ts(d.received_at_us), d.source, d.topic, d.payload, d.reason, json.dumps(d.detail))
                      for d in chunk.dead_letters])
             self.stats.dead_letters += len(chunk.dead_letters)
-        for h in chunk.health:
-            self._health(conn, h)
+        if chunk.health:
+            self._health(conn, chunk.health)
 
     @staticmethod
-    def _health(conn: psycopg.Connection, h: dict) -> None:
-        if h.get("kind") == "outage":
-            conn.execute(
-                "INSERT INTO device_outages (device, started_at, ended_at, reason) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (device, started_at) DO UPDATE SET ended_at = EXCLUDED.ended_at, "
-                "reason = COALESCE(EXCLUDED.reason, device_outages.reason)",
-                (h["device"], _us_to_ts(h["started_us"]), _us_to_ts(h.get("ended_us")), h.get("reason")))
-            return
-        conn.execute(
-            """INSERT INTO device_health (device, site_key, state, last_good_at, last_error_at, last_error,
-                   polls, missed_polls, transport_errors, exception_replies, reconnects, updated_at)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())
-               ON CONFLICT (device) DO UPDATE SET site_key = EXCLUDED.site_key, state = EXCLUDED.state,
-                   last_good_at = EXCLUDED.last_good_at, last_error_at = EXCLUDED.last_error_at,
-                   last_error = EXCLUDED.last_error, polls = EXCLUDED.polls, missed_polls = EXCLUDED.missed_polls,
-                   transport_errors = EXCLUDED.transport_errors, exception_replies = EXCLUDED.exception_replies,
-                   reconnects = EXCLUDED.reconnects, updated_at = now()""",
-            (h["device"], h.get("site"), h.get("state", "up"), _us_to_ts(h.get("last_good_us")),
-             _us_to_ts(h.get("last_error_us")), h.get("last_error"), h.get("polls", 0), h.get("missed_polls", 0),
-             h.get("transport_errors", 0), h.get("exception_replies", 0), h.get("reconnects", 0)))
+    def _health(conn: psycopg.Connection, records: list[dict]) -> None:
+        """Upsert health snapshots (the latest per device wins) and outage records, in batches."""
+        outages = [h for h in records if h.get("kind") == "outage"]
+        latest = {h["device"]: h for h in records if h.get("kind") != "outage"}
+        with conn.cursor() as cur:
+            if outages:
+                cur.executemany(
+                    "INSERT INTO device_outages (device, started_at, ended_at, reason) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (device, started_at) DO UPDATE SET ended_at = EXCLUDED.ended_at, "
+                    "reason = COALESCE(EXCLUDED.reason, device_outages.reason)",
+                    [(h["device"], _us_to_ts(h["started_us"]), _us_to_ts(h.get("ended_us")), h.get("reason"))
+                     for h in outages])
+            if latest:
+                cur.executemany(
+                    """INSERT INTO device_health (device, site_key, state, last_good_at, last_error_at, last_error,
+                           polls, missed_polls, transport_errors, exception_replies, reconnects, updated_at)
+                       VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())
+                       ON CONFLICT (device) DO UPDATE SET site_key = EXCLUDED.site_key, state = EXCLUDED.state,
+                           last_good_at = EXCLUDED.last_good_at, last_error_at = EXCLUDED.last_error_at,
+                           last_error = EXCLUDED.last_error, polls = EXCLUDED.polls,
+                           missed_polls = EXCLUDED.missed_polls, transport_errors = EXCLUDED.transport_errors,
+                           exception_replies = EXCLUDED.exception_replies, reconnects = EXCLUDED.reconnects,
+                           updated_at = now()""",
+                    [(h["device"], h.get("site"), h.get("state", "up"), _us_to_ts(h.get("last_good_us")),
+                      _us_to_ts(h.get("last_error_us")), h.get("last_error"), h.get("polls", 0),
+                      h.get("missed_polls", 0), h.get("transport_errors", 0), h.get("exception_replies", 0),
+                      h.get("reconnects", 0)) for h in latest.values()])
 
     def _replay(self) -> None:
         """Write the spool's records in order; clear it when all are in."""

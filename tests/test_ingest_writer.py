@@ -66,6 +66,7 @@ def test_dead_letters_and_device_health_are_stored(db, tmp_path):
     letters = [DeadLetter("mqtt", "sewerwatch/x/ph", b"\xff\xfe garbage", "not JSON", {"qos": 1}),
                DeadLetter("modbus", "dev-1", None, "exception reply 6 (device busy)")]
     health = [
+        {"kind": "snapshot", "device": "dev-1", "site": "x", "state": "up", "transport_errors": 2},  # older
         {"kind": "snapshot", "device": "dev-1", "site": "x", "state": "down", "last_good_us": T0_US,
          "last_error_us": T0_US + 5_000_000, "last_error": "connection refused", "polls": 10, "missed_polls": 1,
          "transport_errors": 3, "exception_replies": 1, "reconnects": 0},
