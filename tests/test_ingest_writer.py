@@ -132,3 +132,18 @@ def test_ingest_role_cannot_bypass_to_other_tables(db):
     with db.connect("ingest") as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT count(*) FROM readings")
+
+
+def test_sink_is_bounded_and_hands_over_in_order():
+    sink = Sink(max_readings=1000)
+    a, b, c = (_readings([1], 600, seed=k) for k in range(3))
+    assert sink.put(a, timeout=0.1)
+    assert not sink.put(b, timeout=0.1)       # 600 + 600 > 1000: the collector waits
+    assert sink.pending() == 600
+    chunk = sink.take(max_readings=10_000, max_delay=0.01)
+    assert np.array_equal(chunk.readings.value, a.value)
+    assert sink.put(b, timeout=0.1) and sink.put(c, timeout=0) is False
+    sink.close()
+    rest = sink.take(max_readings=10_000, max_delay=0.01)
+    assert np.array_equal(rest.readings.value, b.value)
+    assert sink.take() is None                 # closed and drained
