@@ -1,10 +1,146 @@
-"""CLI: ``sewerwatch alerts``."""
+"""CLI: ``sewerwatch alerts list|show|ack|digest``."""
 
 from __future__ import annotations
 
-from sewerwatch.cli import not_built
+import json
+import sys
 
 
 def register(sub) -> None:
     p = sub.add_parser("alerts", help="list and acknowledge alerts")
-    p.set_defaults(func=not_built("alerts", "issue 6, live pipeline and alerts"))
+    s = p.add_subparsers(dest="alerts_command", metavar="ACTION")
+    q = s.add_parser("list", help="alerts, newest first")
+    q.add_argument("--all", action="store_true", help="resolved ones too (default: not resolved)")
+    q.add_argument("--limit", type=int, default=50)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_list)
+    q = s.add_parser("show", help="one alert with its notifications")
+    q.add_argument("id", type=int)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_show)
+    q = s.add_parser("ack", help="acknowledge an alert (stops its escalation)")
+    q.add_argument("id", type=int)
+    q.add_argument("--by", required=True, metavar="NAME", help="who acknowledges")
+    q.add_argument("--note", metavar="TEXT")
+    q.set_defaults(func=_ack)
+    q = s.add_parser("digest", help="the digest of a local day's alerts")
+    q.add_argument("--day", metavar="YYYY-MM-DD", help="default: today in the village's time zone")
+    q.set_defaults(func=_digest)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _connect(args):
+    from sewerwatch import config, db
+
+    cfg = config.load(args.config)
+    return cfg, db.connect("owner", cfg)
+
+
+def _tz(cfg) -> str:
+    if cfg.timezone:
+        return cfg.timezone
+    from limits.packs import load_pack
+
+    return load_pack(cfg.pack).timezone
+
+
+LIST_COLS = ("id", "kind", "state", "rule", "opened_at", "acknowledged_by", "resolved_at", "summary")
+
+
+def _list(args) -> int:
+    cfg, conn = _connect(args)
+    with conn:
+        rows = conn.execute(
+            f"SELECT {', '.join(LIST_COLS)} FROM alerts {'' if args.all else 'WHERE state <> %s'} "
+            "ORDER BY opened_at DESC, id DESC LIMIT %s",
+            ((args.limit,) if args.all else ("resolved", args.limit))).fetchall()
+    recs = [dict(zip(LIST_COLS, r)) for r in rows]
+    if args.json:
+        print(json.dumps(recs, default=str))
+        return 0
+    if not recs:
+        print("no alerts" if args.all else "no open alerts")
+        return 0
+    from alerts.content import local_time
+
+    tz = _tz(cfg)
+    for r in recs:
+        ack = f" ack by {r['acknowledged_by']}" if r["acknowledged_by"] else ""
+        print(f"#{r['id']:<5} {r['state']:<12} {local_time(r['opened_at'], tz)}  {r['summary']}{ack}")
+    return 0
+
+
+def _show(args) -> int:
+    from sewerwatch.errors import InputError
+
+    cfg, conn = _connect(args)
+    with conn:
+        row = conn.execute(
+            "SELECT id, kind, state, rule, summary, details, opened_at, notified_at, escalated_at, acknowledged_at, "
+            "acknowledged_by, ack_note, resolved_at, episodes FROM alerts WHERE id = %s", (args.id,)).fetchone()
+        if row is None:
+            raise InputError(f"alerts show: no alert #{args.id}")
+        notes = conn.execute("SELECT event, channel, contact, attempt, status, error, at FROM alert_notifications "
+                             "WHERE alert_id = %s ORDER BY at, id", (args.id,)).fetchall()
+    keys = ("id", "kind", "state", "rule", "summary", "details", "opened_at", "notified_at", "escalated_at",
+            "acknowledged_at", "acknowledged_by", "ack_note", "resolved_at", "episodes")
+    rec = dict(zip(keys, row))
+    rec["notifications"] = [dict(zip(("event", "channel", "contact", "attempt", "status", "error", "at"), n))
+                            for n in notes]
+    if args.json:
+        print(json.dumps(rec, default=str))
+        return 0
+    for k in keys:
+        if k != "details" and rec[k] is not None:
+            print(f"{k + ':':<17}{rec[k]}")
+    print("notifications:")
+    for n in rec["notifications"]:
+        print(f"  {n['at']}  {n['event']:<9} {n['status']:<6} attempt {n['attempt']}  {n['contact']} via "
+              f"{n['channel']}" + (f"  ({n['error']})" if n["error"] else ""))
+    return 0
+
+
+def _ack(args) -> int:
+    from sewerwatch.errors import InputError
+
+    if not args.by.strip():
+        raise InputError("alerts ack: --by needs a name")
+    cfg, conn = _connect(args)
+    with conn:
+        row = conn.execute("SELECT state, acknowledged_by FROM alerts WHERE id = %s FOR UPDATE",
+                           (args.id,)).fetchone()
+        if row is None:
+            raise InputError(f"alerts ack: no alert #{args.id}")
+        state, by = row
+        if by is not None:
+            raise InputError(f"alerts ack: alert #{args.id} was already acknowledged by {by}")
+        new_state = "resolved" if state == "resolved" else "acknowledged"
+        conn.execute("UPDATE alerts SET state = %s, acknowledged_at = now(), acknowledged_by = %s, ack_note = %s "
+                     "WHERE id = %s", (new_state, args.by, args.note, args.id))
+        conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'alert-acknowledged', %s, %s)",
+                     (args.by, f"alert:{args.id}", json.dumps({"from": state, "to": new_state, "note": args.note})))
+    print(f"alert #{args.id} acknowledged by {args.by}" + (" (it was already resolved)" if state == "resolved" else ""))
+    return 0
+
+
+def _digest(args) -> int:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from alerts import content, digest
+    from sewerwatch.errors import InputError
+
+    cfg, conn = _connect(args)
+    tz = _tz(cfg)
+    day = args.day or datetime.now(ZoneInfo(tz)).date().isoformat()
+    try:
+        digest.day_bounds(day, tz)
+    except ValueError:
+        raise InputError(f"alerts digest: --day: expected YYYY-MM-DD, got {day!r}") from None
+    with conn:
+        rows = digest.rows(conn, day, tz)
+    title, body = content.digest_message(day, rows, tz, cfg.name)
+    print(title)
+    print(body)
+    sys.stdout.flush()
+    return 0

@@ -20,7 +20,11 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     ``field``; an MQTT sensor may give its ``topic`` (default ``sewerwatch/<site>/<name>``).
 ``[alerts]``
     ``hold_off_s``, ``escalate_after_min``, and ``[[alerts.contacts]]`` with ``name``, ``urls``
-    (apprise URLs) and ``escalation`` (true for the second contact list).
+    (apprise URLs) and ``escalation`` (true for the second contact list); ``console`` and
+    ``mqtt`` (channels on or off), ``no_data_after_s`` and ``flatline_after_s`` (sensor
+    health), ``retry_attempts`` and ``retry_backoff_s`` (failed deliveries), ``digest_at``
+    (local HH:MM of the daily digest, false for none), ``readings_url`` (a link template
+    with ``{site}``, ``{sensor}``, ``{from_ms}``, ``{to_ms}``, e.g. a Grafana dashboard).
 
 Every validation error names the file, the key and what is wrong, e.g.
 ``demo.toml: sites[2].sic: expected a 4-digit SIC code, got '20x1'``.
@@ -101,6 +105,20 @@ class Contact:
 
 
 @dataclass(frozen=True)
+class AlertOptions:
+    """The ``[alerts]`` keys beyond contacts, hold-off and escalation (see the module doc)."""
+
+    console: bool = True
+    mqtt: bool = True
+    no_data_after_s: float = 900.0
+    flatline_after_s: float = 3600.0
+    retry_attempts: int = 5
+    retry_backoff_s: float = 2.0
+    digest_at: str | None = "07:00"
+    readings_url: str | None = None
+
+
+@dataclass(frozen=True)
 class Services:
     db_url: str | None
     mqtt_url: str | None
@@ -122,6 +140,7 @@ class Config:
     contacts: tuple[Contact, ...] = ()
     hold_off_s: float = 300.0
     escalate_after_min: float = 30.0
+    alert_options: AlertOptions = field(default_factory=AlertOptions)
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def site(self, site_id: str) -> Site:
@@ -231,6 +250,14 @@ def _url(*schemes: str):
             sec.fail(key, f"expected a URL starting with {' or '.join(s + '://' for s in schemes)}, got {v!r}")
         return v
     return check
+
+
+def _clock_time(sec, key, v):
+    if v is False:
+        return None
+    if not isinstance(v, str) or not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
+        sec.fail(key, f"expected a local time HH:MM (or false for none), got {_show(v)}")
+    return v
 
 
 def _one_of(*choices: str):
@@ -404,6 +431,10 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
     alerts = _Section(path, "alerts", top["alerts"], {
         "hold_off_s": (_positive, 300.0), "escalate_after_min": (_positive, 30.0),
         "contacts": (lambda s, k, v: _array_of_tables(path, "alerts.contacts", v), []),
+        "console": (_bool, True), "mqtt": (_bool, True),
+        "no_data_after_s": (_positive, 900.0), "flatline_after_s": (_positive, 3600.0),
+        "retry_attempts": (_int_range(1, 20), 5), "retry_backoff_s": (_positive, 2.0),
+        "digest_at": (_clock_time, "07:00"), "readings_url": (_url("http", "https"), None),
     }).values
     contacts = []
     for i, t in enumerate(alerts["contacts"]):
@@ -416,5 +447,9 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         path=path, name=utility["name"], pack=utility["pack"], timezone=utility["timezone"],
         services=services, sites=tuple(sites), devices=tuple(devices), sensors=tuple(sensors),
         contacts=tuple(contacts), hold_off_s=alerts["hold_off_s"],
-        escalate_after_min=alerts["escalate_after_min"], raw=data,
+        escalate_after_min=alerts["escalate_after_min"],
+        alert_options=AlertOptions(**{k: alerts[k] for k in (
+            "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
+            "retry_backoff_s", "digest_at", "readings_url")}),
+        raw=data,
     )

@@ -1,0 +1,169 @@
+"""What an alert says: text a superintendent can act on.
+
+A violation message gives the site, the parameter, the value and the limit with units, the
+start time in the village's time zone, the rule with the ordinance's words and citation,
+and a command (or link) to see the readings. A slug or an accidental discharge (an acid or
+caustic dump, a hot discharge) adds the report the ordinance requires of the discharger,
+laid out as a form to complete (webster-wi, 000_68bc5aa0322c9423.txt §240-6: "location of
+discharge, date and time thereof, type of waste, concentration and volume, and corrective
+actions").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+#: The discharger's notification the ordinance requires after a slugload or accidental
+#: discharge: webster-wi, 000_68bc5aa0322c9423.txt §240-6.
+DISCHARGE_REPORT_CITATION = "000_68bc5aa0322c9423.txt §240-6"
+DISCHARGE_REPORT_FIELDS = (
+    "Location of discharge",
+    "Date and time thereof",
+    "Type of waste",
+    "Concentration and volume",
+    "Corrective actions",
+)
+
+#: Rules whose episodes are a slug or an accidental discharge (the report above applies).
+DISCHARGE_RULES = ("slug", "ph-min", "ph-max", "temperature-max")
+
+PARAMETER_NAMES = {"ph": "pH", "temperature": "Temperature", "flow": "Flow", "level": "Level"}
+
+EVENT_WORDS = {"open": "VIOLATION", "escalate": "ESCALATED (unacknowledged)", "resolve": "RESOLVED",
+               "continue": "VIOLATION CONTINUES"}
+HEALTH_WORDS = {"no-data": "no data", "flatline": "flatline", "device-unreachable": "device unreachable"}
+
+
+def local_time(iso_or_dt, tz: str) -> str:
+    """``2026-06-01 10:30:00 CDT`` from an ISO-8601 UTC text or aware datetime."""
+    if isinstance(iso_or_dt, str):
+        dt = datetime.fromisoformat(iso_or_dt.replace("Z", "+00:00"))
+    else:
+        dt = iso_or_dt
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _num(x) -> str:
+    return "n/a" if x is None else f"{float(x):.4g}"
+
+
+def readings_hint(v: dict, options=None) -> str:
+    """A command (and a link when ``readings_url`` is configured) to see the readings."""
+    start = v["start"]
+    end = v.get("end") or v.get("last") or start
+    cmd = (f"sewerwatch check --from {start} --to {end} --site {v['site']}")
+    url_t = getattr(options, "readings_url", None) if options is not None else None
+    if url_t:
+        t0 = int(datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp() * 1000) - 3_600_000
+        t1 = int(datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp() * 1000) + 3_600_000
+        return cmd + "\n  " + url_t.format(site=v["site"], sensor=v.get("sensor", ""), from_ms=t0, to_ms=t1)
+    return cmd
+
+
+def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz: str, options=None,
+                      ack: dict | None = None) -> tuple[str, str]:
+    """Title and body of a violation alert's notification.
+
+    Parameters
+    ----------
+    alert_id : int
+        ``alerts.id``.
+    event : str
+        ``open``, ``escalate``, ``resolve`` or ``continue``.
+    v : dict
+        A violation record (:func:`limits.evaluator.violations`: site, sensor, parameter,
+        rule, kind, start, end, peak, limit, unit, comparison, citation, words, pack, ...);
+        ``end`` may be None while the episode lasts.
+    site_name : str
+        The industrial user's name.
+    tz : str
+        The village's IANA time zone (times are shown in it).
+    """
+    param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    unit = v.get("unit") or ""
+    cmp_ = v.get("comparison") or ""
+    title = (f"[sewerwatch] {EVENT_WORDS.get(event, event.upper())} #{alert_id}: {site_name} — {param} "
+             f"{_num(v['peak'])} {unit} ({cmp_} {_num(v['limit'])} {unit}, {v['rule']})")
+    lines = [
+        f"Alert #{alert_id} — {EVENT_WORDS.get(event, event)}",
+        "",
+        f"Site:        {site_name} ({v['site']})",
+        f"Sensor:      {v['site']}/{v.get('sensor', '')} ({param})",
+        f"Value:       {_num(v['peak'])} {unit} (most extreme reading so far)",
+        f"Limit:       {cmp_} {_num(v['limit'])} {unit}",
+        f"Started:     {local_time(v['start'], tz)}",
+    ]
+    if v.get("end"):
+        lines.append(f"Ended:       {local_time(v['end'], tz)}")
+    else:
+        lines.append("Ended:       still going")
+    if v.get("kind") == "slug" and v.get("average") is not None:
+        lines.append(f"Slug:        more than {_num(v.get('multiple'))} x the 24-hour average "
+                     f"({_num(v['average'])} {unit})")
+    lines += [
+        f"Rule:        {v['rule']} ({v.get('pack', '')})",
+        f"Ordinance:   {v.get('citation', '')}",
+        f"  \"{v.get('words', '')}\"",
+        "",
+        "See the readings:",
+        f"  {readings_hint(v, options)}",
+        f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]",
+    ]
+    if ack:
+        lines.insert(2, f"Acknowledged by {ack.get('by')} at {ack.get('at')}" +
+                     (f": {ack['note']}" if ack.get("note") else ""))
+    if event in ("open", "escalate") and v["rule"] in DISCHARGE_RULES:
+        lines += ["", *discharge_report(v, site_name=site_name, tz=tz)]
+    return title, "\n".join(lines)
+
+
+def discharge_report(v: dict, *, site_name: str, tz: str) -> list[str]:
+    """The discharger's report (Webster WI §240-6), pre-filled where the readings tell."""
+    kind = "a slug discharge" if v.get("kind") == "slug" else "an accidental discharge of a prohibited substance"
+    param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    return [
+        f"Discharger's report required for {kind} ({DISCHARGE_REPORT_CITATION}: the discharger",
+        "shall notify the Authority immediately; complete and return):",
+        f"  1. {DISCHARGE_REPORT_FIELDS[0]}: {site_name}, control manhole of sensor {v['site']}/{v.get('sensor', '')}",
+        f"  2. {DISCHARGE_REPORT_FIELDS[1]}: from {local_time(v['start'], tz)} to "
+        f"{local_time(v['end'], tz) if v.get('end') else '________'}",
+        f"  3. {DISCHARGE_REPORT_FIELDS[2]}: ______________________ (measured: {param} "
+        f"{_num(v['peak'])}{'' if v.get('unit') == param else ' ' + (v.get('unit') or '')})",
+        f"  4. {DISCHARGE_REPORT_FIELDS[3]}: ____________ mg/l, ____________ gallons",
+        f"  5. {DISCHARGE_REPORT_FIELDS[4]}: ______________________________________",
+    ]
+
+
+def health_message(alert_id: int, event: str, h: dict, *, site_name: str, tz: str) -> tuple[str, str]:
+    """Title and body of a sensor-health alert (``h``: rule, site, sensor or device, since, detail)."""
+    what = HEALTH_WORDS.get(h["rule"], h["rule"])
+    subject = h.get("device") or f"{h.get('site', '')}/{h.get('sensor', '')}"
+    title = f"[sewerwatch] SENSOR HEALTH {EVENT_WORDS.get(event, event.upper())} #{alert_id}: {site_name} {subject}: {what}"
+    lines = [
+        f"Alert #{alert_id} — sensor health: {what}" + (" (resolved)" if event == "resolve" else ""),
+        "",
+        f"Site:        {site_name} ({h.get('site', '')})",
+        f"{'Device' if h.get('device') else 'Sensor'}:      {subject}",
+    ]
+    if h.get("since"):
+        lines.append(f"Since:       {local_time(h['since'], tz)}")
+    if h.get("detail"):
+        lines.append(f"Detail:      {h['detail']}")
+    lines += ["", "Readings from it cannot show a violation while this lasts.",
+              f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"]
+    return title, "\n".join(lines)
+
+
+def digest_message(day: str, rows: list[dict], tz: str, utility: str) -> tuple[str, str]:
+    """The daily digest: every alert opened or active on ``day`` (local), one line each."""
+    title = f"[sewerwatch] Daily digest {day}: {len(rows)} alert{'s' if len(rows) != 1 else ''} — {utility}"
+    lines = [f"{utility}: alerts of {day} ({tz})", ""]
+    if not rows:
+        lines.append("No violation episodes or sensor-health alerts.")
+    for r in rows:
+        ack = f", acknowledged by {r['acknowledged_by']}" if r.get("acknowledged_by") else ""
+        lines.append(f"#{r['id']} {r['state']:<12} {local_time(r['opened_at'], tz)}  {r['summary']}{ack}")
+    return title, "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Sensor health from the readings stream: no data for too long, a flat line for too long.
+
+:class:`HealthWatch` is fed every batch the collectors put (numpy arrays, one pass per
+batch, per-sensor work only over the sensors present) and answers which sensors are
+silent or flat. Silence is judged on the wall clock (when readings last *arrived*), a
+flat line on the readings' own times (the value has not changed for longer than the
+limit, whatever the speed of a replay).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+US = 1_000_000
+
+
+class HealthWatch:
+    """Per-sensor arrival and change times.
+
+    Parameters
+    ----------
+    sensors : iterable of int
+        The sensors expected to report (a sensor never heard from counts as silent from
+        the moment the watch starts).
+    no_data_after_s : float
+        Silence [s, wall clock] after which a sensor has "no data".
+    flatline_after_s : float
+        Time [s, reading time] a value may stay exactly the same before it is a flat line.
+    now : float
+        The wall clock at start [epoch s].
+    """
+
+    def __init__(self, sensors, no_data_after_s: float, flatline_after_s: float, now: float):
+        self.no_data_after_s = float(no_data_after_s)
+        self.flatline_after_us = int(round(flatline_after_s * US))
+        self.arrived: dict[int, float] = {int(s): float(now) for s in sensors}
+        self.last_time: dict[int, int] = {}
+        self.last_value: dict[int, float] = {}
+        self.changed_at: dict[int, int] = {}
+
+    def observe(self, sensor, time_us, value, quality, now: float) -> None:
+        """Add a batch (any order) that arrived at wall time ``now`` [epoch s]."""
+        sensor = np.asarray(sensor, dtype=np.int64)
+        if len(sensor) == 0:
+            return
+        time_us = np.asarray(time_us, dtype=np.int64)
+        value = np.asarray(value, dtype=np.float64)
+        ok = np.isfinite(value) & (np.asarray(quality) == 0)
+        codes = np.unique(sensor)
+        for c in codes.tolist():
+            self.arrived[c] = now
+        s, t, v = sensor[ok], time_us[ok], value[ok]
+        if len(s) == 0:
+            return
+        order = np.lexsort((t, s))
+        s, t, v = s[order], t[order], v[order]
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        ends = np.r_[starts[1:], len(s)] - 1
+        ucodes = s[starts].tolist()
+        prev = np.empty(len(v))
+        prev[1:] = v[:-1]
+        prev[starts] = [self.last_value.get(c, np.nan) for c in ucodes]
+        # a reading at or before the sensor's latest time is a repeat: never a change
+        later = t > np.array([self.last_time.get(c, -1) for c in ucodes], dtype=np.int64)[
+            np.repeat(np.arange(len(starts)), ends - starts + 1)]
+        changed = (v != prev) & later
+        idx = np.where(changed, np.arange(len(v)), -1)
+        last_change = np.maximum.reduceat(idx, starts)
+        for k, c in enumerate(ucodes):
+            lc = int(last_change[k])
+            if lc >= 0:
+                self.changed_at[c] = int(t[lc])
+            elif c not in self.changed_at:
+                self.changed_at[c] = int(t[starts[k]])
+            if int(t[ends[k]]) > self.last_time.get(c, -1):
+                self.last_time[c] = int(t[ends[k]])
+                self.last_value[c] = float(v[ends[k]])
+
+    def problems(self, now: float) -> dict[tuple[str, int], dict]:
+        """Current conditions: ``{(rule, sensor): {"since": epoch s, "detail": text}}`` with
+        rule ``no-data`` or ``flatline``."""
+        out = {}
+        for c, a in self.arrived.items():
+            if now - a > self.no_data_after_s:
+                out[("no-data", c)] = {"since": a, "detail": f"no reading for {now - a:.0f} s "
+                                       f"(limit {self.no_data_after_s:g} s)"}
+        for c, ch in self.changed_at.items():
+            last = self.last_time[c]
+            if last - ch > self.flatline_after_us and ("no-data", c) not in out:
+                out[("flatline", c)] = {"since": ch / US, "detail": f"value {self.last_value[c]:g} unchanged for "
+                                        f"{(last - ch) / US:.0f} s of readings (limit {self.flatline_after_us / US:g} s)"}
+        return out
