@@ -1,0 +1,114 @@
+"""``sewerwatch run`` as a subprocess: alerts on the console and a webhook, ``sewerwatch
+status`` while it runs, SIGTERM writes everything and exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import numpy as np
+import psycopg
+
+import simulators
+from alerts.catchers import WebhookCatcher
+from support import count, mqtt_client, publish_all, wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _sw(cfg_path, *args, **kw):
+    return subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg_path), *args],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, **kw)
+
+
+def test_run_alerts_status_and_clean_stop(db, services, tmp_path):
+    site = "run-" + uuid.uuid4().hex[:8]
+    hook = WebhookCatcher().start()
+    state = tmp_path / "state"
+    cfg = tmp_path / "village.toml"
+    cfg.write_text(f"""
+[utility]
+name = "Run test village"
+pack = "palmyra-wi"
+timezone = "America/Chicago"
+
+[services]
+db_url = "{db.url}"
+mqtt_url = "{services.mqtt_urls['collector']}"
+state_dir = "{state}"
+
+[[sites]]
+id = "{site}"
+name = "Acme Plating"
+
+[[sensors]]
+site = "{site}"
+name = "ph"
+parameter = "ph"
+unit = "pH"
+source = "mqtt"
+
+[alerts]
+hold_off_s = 600
+console = true
+mqtt = false
+digest_at = false
+
+[[alerts.contacts]]
+name = "Hook"
+urls = ["{hook.url('/run')}"]
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    assert _sw(cfg, "db", "migrate", env=env).returncode == 0            # writes the site and sensor
+    with psycopg.connect(db.url) as conn:
+        conn.execute("UPDATE sensors SET interval_s = 60")
+    out = open(tmp_path / "run.out", "w")
+    err = open(tmp_path / "run.err", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "run", "--client-id",
+                             f"test-{site}"], stdout=out, stderr=err, cwd=ROOT, env=env)
+    pub = None
+    try:
+        status_file = state / "run-status.json"
+        assert wait_until(lambda: status_file.is_file(), 30), open(tmp_path / "run.err").read()
+        assert wait_until(lambda: "subscribed" in open(tmp_path / "run.err").read(), 10)
+        s = simulators.generate("acid-dump", step_s=60, devices=1)
+        ms = (s.times * 1000).astype(np.int64)
+        ph = s.values["ph"][0]
+        msgs = [(f"sewerwatch/{site}/ph", json.dumps({"u": "pH", "t": ms[a:a + 20].tolist(),
+                                                     "v": ph[a:a + 20].tolist()})) for a in range(600, 700, 20)]
+        pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
+        publish_all(pub, msgs)
+        assert wait_until(lambda: len(hook.received("/run")) == 1, 15)
+        assert wait_until(lambda: json.loads(status_file.read_text())["readings"]["accepted"] == 100, 10)
+        st = _sw(cfg, "status", "--json", env=env)
+        assert st.returncode == 0, st.stderr
+        js = json.loads(st.stdout)
+        assert js["run"]["running"] is True and js["run"]["collectors"]["mqtt_connected"] is True
+        assert [a["kind"] for a in js["open_alerts"]] == ["violation"]
+        text = _sw(cfg, "status", env=env).stdout
+        assert "run: running" in text and "open alerts: 1" in text and "Acme Plating" in text
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if pub is not None:
+            pub.loop_stop()
+            pub.disconnect()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        hook.stop()
+        out.close()
+        err.close()
+    console = open(tmp_path / "run.out").read()
+    assert console.count("[sewerwatch] VIOLATION #1") == 1 and "Acme Plating" in console
+    assert "run: stopped; 100 readings accepted, 100 inserted" in open(tmp_path / "run.err").read()
+    assert count(db.url, "SELECT count(*) FROM readings") == 100
+    final = json.loads((state / "run-status.json").read_text())
+    assert final["running"] is False
+    js = json.loads(_sw(cfg, "status", "--json", env=env).stdout)
+    assert js["run"]["running"] is False and len(js["open_alerts"]) == 1
