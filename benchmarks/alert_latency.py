@@ -1,0 +1,261 @@
+"""Alert latency: from publishing an out-of-limit reading to the notification at a webhook.
+
+A TimescaleDB cluster and a Mosquitto broker of the benchmark's own (scratch state folder,
+removed afterwards) and the real pipeline (``sewerwatch.pipeline.Pipeline``: MQTT
+collector, writer, streaming evaluator, alert manager with one apprise ``json://``
+webhook channel). A separate process publishes a background load of 10,000 readings/s
+(100 pH sensors, batched JSON messages of 100 readings, QoS 0) the whole time.
+
+Trials: each trial takes a fresh probe sensor, publishes one pH 3.0 reading (palmyra-wi
+ph-min: lower than 6.0) and records the time just before ``publish``; the latency is the
+time until the webhook catcher receives the alert for that probe.
+
+Peer, in the same run and under the same load: the way dashboard alerting works, an
+evaluator that polls the database every second for probe readings below the limit and
+posts to the same webhook catcher (through apprise, the same channel code) when it finds
+one. Its latency is the writer's delay plus up to a polling interval.
+
+Prints one JSON line: ``value`` = sewerwatch p99 [ms], ``peer_value`` = poller p99 [ms],
+``ratio`` = peer p99 / sewerwatch p99 (target >= 5); p50s under ``p50_ms``.
+``BENCH_QUICK=1``: 10 trials instead of 40.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+TRIALS = 10 if QUICK else 40
+LOAD_SENSORS = 100
+LOAD_RATE = 10_000          # readings/s
+PER_MESSAGE = 100
+
+
+def _mqtt(url: str, client_id: str):
+    import paho.mqtt.client as mqtt
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv311)
+    c.username_pw_set(u.username, u.password)
+    c.max_queued_messages_set(0)
+    ok = threading.Event()
+    c.on_connect = lambda *a: ok.set()
+    c.connect(u.hostname, u.port)
+    c.loop_start()
+    if not ok.wait(10):
+        raise RuntimeError("cannot connect to the broker")
+    return c
+
+
+def _load(url: str, duration: float) -> None:
+    import numpy as np
+
+    c = _mqtt(url, f"bench-load-{os.getpid()}")
+    rng = np.random.default_rng(1)
+    msgs_per_s = LOAD_RATE // PER_MESSAGE
+    step_ms = 1000 * LOAD_SENSORS // LOAD_RATE            # each sensor: one reading every 10 ms
+    start = time.time()
+    base_ms = int(start * 1000)
+    k = 0
+    sent = 0
+    while time.time() - start < duration:
+        target = start + k / msgs_per_s
+        delay = target - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        s = k % LOAD_SENSORS
+        rnd = k // LOAD_SENSORS
+        t0 = base_ms + rnd * PER_MESSAGE * step_ms
+        t = list(range(t0, t0 + PER_MESSAGE * step_ms, step_ms))
+        v = np.round(rng.normal(7.0, 0.2, PER_MESSAGE), 3).tolist()
+        c.publish(f"sewerwatch/load{s}/ph", json.dumps({"u": "pH", "t": t, "v": v}), qos=0)
+        sent += PER_MESSAGE
+        k += 1
+    seconds = time.time() - start
+    time.sleep(0.5)
+    c.disconnect()
+    c.loop_stop()
+    print(json.dumps({"sent": sent, "seconds": seconds}), flush=True)
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _percentiles(xs):
+    import numpy as np
+    a = np.asarray(xs) * 1000.0
+    return float(np.percentile(a, 50)), float(np.percentile(a, 99))
+
+
+def main() -> None:
+    import numpy as np
+    import psycopg
+
+    from alerts.catchers import WebhookCatcher
+    from alerts.channels import AppriseChannel, Route
+    from sewerwatch import config as sw_config
+    from sewerwatch.db import bootstrap, migrate
+    from sewerwatch.pipeline import Background, Pipeline
+    from sewerwatch.services import secrets
+    from sewerwatch.services.mosquitto import EmbeddedMosquitto
+    from sewerwatch.services.postgres import EmbeddedPostgres
+
+    state = Path(tempfile.mkdtemp(prefix="sewerwatch-bench-", dir="/var/tmp"))
+    state.chmod(0o755)
+    pw = secrets.load_or_create(state)
+    pg = EmbeddedPostgres(state, _free_port(), pw["db"])
+    mq = EmbeddedMosquitto(state, _free_port(), pw["mqtt"])
+    arrivals: dict[tuple[str, str], float] = {}
+    lock = threading.Lock()
+
+    def on_post(path, body, at):
+        text = body.get("title", "") if isinstance(body, dict) else ""
+        for word in text.replace(":", " ").split():
+            if word.startswith("probe"):
+                with lock:
+                    arrivals.setdefault((path, word), at)
+
+    hook = WebhookCatcher(on_post=on_post).start()
+    load = None
+    bg = None
+    try:
+        pg.init()
+        pg.start()
+        bootstrap.embedded(pg)
+        migrate.migrate(pg.url("owner"))
+        mq.start()
+        with psycopg.connect(pg.url("owner")) as conn:
+            for k in range(LOAD_SENSORS):
+                sid = conn.execute("INSERT INTO sites (key, name, pack) VALUES (%s, %s, 'palmyra-wi') RETURNING id",
+                                   (f"load{k}", f"Load {k}")).fetchone()[0]
+                conn.execute("INSERT INTO sensors (site_id, name, parameter, unit, source, address, interval_s) "
+                             "VALUES (%s, 'ph', 'ph', 'pH', 'mqtt', %s, 0.01)", (sid, f"mqtt:sewerwatch/load{k}/ph"))
+            probes = {}
+            for k in range(TRIALS):
+                sid = conn.execute("INSERT INTO sites (key, name, pack) VALUES (%s, %s, 'palmyra-wi') RETURNING id",
+                                   (f"probe{k}", f"probe{k}")).fetchone()[0]
+                probes[k] = conn.execute(
+                    "INSERT INTO sensors (site_id, name, parameter, unit, source, address, interval_s) "
+                    "VALUES (%s, 'ph', 'ph', 'pH', 'mqtt', %s, 1) RETURNING id",
+                    (sid, f"mqtt:sewerwatch/probe{k}/ph")).fetchone()[0]
+        cfg = sw_config.from_dict({"utility": {"name": "Bench", "timezone": "America/Chicago"},
+                                   "alerts": {"console": False, "mqtt": False, "digest_at": False,
+                                              "escalate_after_min": 600, "hold_off_s": 600}}, "<bench>")
+        routes = [Route(AppriseChannel(hook.url("/sewerwatch"), "bench"))]
+        p = Pipeline(cfg, owner_url=pg.url("owner"), ingest_url=pg.url("ingest"), mqtt_url=mq.url("collector"),
+                     notifier_url=None, spool_dir=state / "spool", client_id="bench-run", routes=routes)
+        bg = Background(p)
+        p.ingest.mqtt.wait_connected(10)
+        time.sleep(0.5)
+
+        # the peer: poll the database every second, like dashboard alerting
+        stop_peer = threading.Event()
+        peer_channel = AppriseChannel(hook.url("/peer"), "peer")
+        id_to_probe = {v: k for k, v in probes.items()}
+
+        def poller():
+            alerted = set()
+            conn = psycopg.connect(pg.url("owner"), autocommit=True)
+            next_t = time.monotonic() + random.random()
+            while not stop_peer.is_set():
+                time.sleep(max(0.0, next_t - time.monotonic()))
+                next_t += 1.0
+                rows = conn.execute("SELECT sensor_id, min(time) FROM readings WHERE sensor_id = ANY(%s) "
+                                    "AND value < 6.0 AND time > now() - interval '10 minutes' GROUP BY 1",
+                                    (list(probes.values()),)).fetchall()
+                for sid, _ in rows:
+                    if sid not in alerted:
+                        alerted.add(sid)
+                        k = id_to_probe[sid]
+                        peer_channel.send(f"[poller] VIOLATION probe{k} pH below 6.0", "poll", {})
+            conn.close()
+
+        peer = threading.Thread(target=poller, daemon=True)
+        peer.start()
+
+        duration = TRIALS * 1.6 + 8
+        load = subprocess.Popen([sys.executable, __file__, "--load", mq.url("device"), str(duration)],
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(3.0)                               # the load runs before the first trial
+        pub = _mqtt(mq.url("device"), "bench-probe")
+        sent_at = {}
+        rng = random.Random(7)
+        for k in range(TRIALS):
+            now_ms = int(time.time() * 1000)
+            # a normal reading first, then the out-of-limit one a second later (data time)
+            pub.publish(f"sewerwatch/probe{k}/ph", json.dumps({"u": "pH", "t": now_ms - 1000, "v": 7.1}), qos=1)
+            time.sleep(0.05)
+            msg = json.dumps({"u": "pH", "t": now_ms, "v": 3.0})
+            sent_at[k] = time.time()
+            pub.publish(f"sewerwatch/probe{k}/ph", msg, qos=1)
+            time.sleep(0.9 + rng.random() * 0.6)
+        end = time.time() + 5
+        while time.time() < end:
+            with lock:
+                if len(arrivals) >= 2 * TRIALS:
+                    break
+            time.sleep(0.1)
+        stop_peer.set()
+        load_out = load.communicate(timeout=duration + 30)[0]
+        load_stats = json.loads(load_out.strip().splitlines()[-1])
+        st = p.status()
+        ours, theirs = [], []
+        for k in range(TRIALS):
+            a = arrivals.get(("/sewerwatch", f"probe{k}"))
+            b = arrivals.get(("/peer", f"probe{k}"))
+            if a is not None:
+                ours.append(a - sent_at[k])
+            if b is not None:
+                theirs.append(b - sent_at[k])
+        pub.loop_stop()
+        pub.disconnect()
+        if len(ours) < TRIALS or len(theirs) < TRIALS:
+            raise SystemExit(f"missing notifications: sewerwatch {len(ours)}/{TRIALS}, poller {len(theirs)}/{TRIALS}")
+        o50, o99 = _percentiles(ours)
+        p50, p99 = _percentiles(theirs)
+        rate = load_stats["sent"] / load_stats["seconds"]
+        print(f"background load: {load_stats['sent']} readings in {load_stats['seconds']:.1f} s = {rate:,.0f}/s; "
+              f"pipeline accepted {st['readings']['accepted']}, inserted {st['readings']['inserted']}",
+              file=sys.stderr)
+        print(f"sewerwatch: p50 {o50:.1f} ms, p99 {o99:.1f} ms; poller (1 s): p50 {p50:.1f} ms, p99 {p99:.1f} ms",
+              file=sys.stderr)
+        print(json.dumps({"benchmark": "alert-latency-publish-to-webhook", "value": round(o99, 1), "unit": "ms p99",
+                          "peer": "database poller every 1 s (dashboard-style alerting)", "peer_value": round(p99, 1),
+                          "ratio": round(p99 / o99, 2), "p50_ms": {"sewerwatch": round(o50, 1), "peer": round(p50, 1)},
+                          "trials": TRIALS, "load_readings_per_s": round(rate)}))
+    finally:
+        if load is not None and load.poll() is None:
+            load.kill()
+            load.wait()
+        if bg is not None:
+            bg.stop()
+        hook.stop()
+        mq.stop()
+        pg.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--load":
+        _load(sys.argv[2], float(sys.argv[3]))
+    else:
+        main()
