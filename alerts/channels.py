@@ -41,13 +41,17 @@ _apprise_log = _ThreadLog()
 
 
 def redact(url: str) -> str:
-    """An apprise URL without its password (for the database and logs)."""
-    if "://" not in url or "@" not in url.split("://", 1)[1].split("/", 1)[0]:
+    """An apprise URL without its query and password (for the database and logs):
+    ``mailto://127.0.0.1:8025``, ``json://user:***@host/path``."""
+    if "://" not in url:
         return url.split("?", 1)[0]
     scheme, rest = url.split("://", 1)
-    creds, host = rest.split("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host.split('?', 1)[0]}"
+    rest = rest.split("?", 1)[0]
+    netloc, _, path = rest.partition("/")
+    if "@" in netloc:
+        creds, host = netloc.rsplit("@", 1)
+        netloc = f"{creds.split(':', 1)[0]}:***@{host}"
+    return f"{scheme}://{netloc}" + (f"/{path}" if path else "")
 
 
 class AppriseChannel:

@@ -25,6 +25,19 @@ DISCHARGE_REPORT_FIELDS = (
     "Corrective actions",
 )
 
+#: The discharger's duty to report, per pack (the seed's section and words); the report's
+#: contents are those Webster WI §240-6 lists (the only seed that spells them out).
+REPORT_DUTY = {
+    "webster-wi": ("000_68bc5aa0322c9423.txt §240-6",
+                   "Dischargers shall notify the Authority immediately upon the occurrence of a \"slugload,\" or "
+                   "accidental discharge of substances prohibited by this chapter. The notification shall include "
+                   "location of discharge, date and time thereof, type of waste, concentration and volume, and "
+                   "corrective actions."),
+    "palmyra-wi": ("003_44f871d49a02d8f5.txt §13.49",
+                   "Any person who accidentally discharges wastes or wastewater prohibited under §13.48 into a "
+                   "sanitary sewer shall immediately report such discharge to the Approving Authority."),
+}
+
 #: Rules whose episodes are a slug or an accidental discharge (the report above applies).
 DISCHARGE_RULES = ("slug", "ph-min", "ph-max", "temperature-max")
 
@@ -48,6 +61,18 @@ def local_time(iso_or_dt, tz: str) -> str:
 
 def _num(x) -> str:
     return "n/a" if x is None else f"{float(x):.4g}"
+
+
+def with_unit(x, unit: str | None, parameter: str | None = None) -> str:
+    """``3.468 pH`` or ``713.5 gpm``: a value with its unit."""
+    return f"{_num(x)} {unit}".rstrip() if unit else _num(x)
+
+
+def summary(v: dict, site_name: str) -> str:
+    """One line: site, parameter, value and limit with units, rule, start."""
+    param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    return (f"{site_name}: {param} {with_unit(v['peak'], v.get('unit'))} ({v.get('comparison') or ''} "
+            f"{with_unit(v['limit'], v.get('unit'))}, {v['rule']}) from {v['start']}")
 
 
 def readings_hint(v: dict, options=None) -> str:
@@ -86,7 +111,7 @@ def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz:
     unit = v.get("unit") or ""
     cmp_ = v.get("comparison") or ""
     title = (f"[sewerwatch] {EVENT_WORDS.get(event, event.upper())} #{alert_id}: {site_name} — {param} "
-             f"{_num(v['peak'])} {unit} ({cmp_} {_num(v['limit'])} {unit}, {v['rule']})")
+             f"{with_unit(v['peak'], unit)} ({cmp_} {with_unit(v['limit'], unit)}, {v['rule']})")
     lines = [
         f"Alert #{alert_id} — {EVENT_WORDS.get(event, event)}",
         "",
@@ -124,9 +149,13 @@ def discharge_report(v: dict, *, site_name: str, tz: str) -> list[str]:
     """The discharger's report (Webster WI §240-6), pre-filled where the readings tell."""
     kind = "a slug discharge" if v.get("kind") == "slug" else "an accidental discharge of a prohibited substance"
     param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    cite, words = REPORT_DUTY.get(v.get("pack", ""), REPORT_DUTY["webster-wi"])
+    head = [f"Discharger's report required for {kind}: {cite}", f"  \"{words}\""]
+    if cite != DISCHARGE_REPORT_CITATION:
+        head.append(f"  (contents as {DISCHARGE_REPORT_CITATION} lists them)")
     return [
-        f"Discharger's report required for {kind} ({DISCHARGE_REPORT_CITATION}: the discharger",
-        "shall notify the Authority immediately; complete and return):",
+        *head,
+        "Complete and return:",
         f"  1. {DISCHARGE_REPORT_FIELDS[0]}: {site_name}, control manhole of sensor {v['site']}/{v.get('sensor', '')}",
         f"  2. {DISCHARGE_REPORT_FIELDS[1]}: from {local_time(v['start'], tz)} to "
         f"{local_time(v['end'], tz) if v.get('end') else '________'}",

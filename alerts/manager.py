@@ -223,8 +223,7 @@ class AlertManager:
                 await self._audit("alert-episode-continued", a.id, {"violation_id": vid, "start": v["start"]})
             return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
-        summary = (f"{site_name}: {v['parameter']} {v['peak']:.4g} {v['unit']} "
-                   f"({v.get('comparison') or ''} {v['limit']:.4g}) {v['rule']} from {v['start']}")
+        summary = content.summary(v, site_name)
         row = await self._exec(
             """INSERT INTO alerts (kind, violation_id, site_id, sensor_id, rule, state, summary, details, opened_at)
                VALUES ('violation', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",

@@ -11,6 +11,9 @@ def register(sub) -> None:
     p.add_argument("--no-mqtt", action="store_true", help="do not subscribe to the broker")
     p.add_argument("--spool-dir", help="the writer's spool folder (default: <state dir>/spool)")
     p.add_argument("--quiet", action="store_true", help="no console alert channel output")
+    p.add_argument("--hold-off", type=float, metavar="S", help="override [alerts] hold_off_s (drills, demos)")
+    p.add_argument("--escalate-after", type=float, metavar="MIN",
+                   help="override [alerts] escalate_after_min (drills, demos)")
     p.set_defaults(func=_run)
     p = sub.add_parser("status", help="services, collectors, device health and open alerts")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -35,6 +38,13 @@ def _run(args) -> int:
     cfg = config.load(args.config)
     if args.quiet:
         cfg = replace(cfg, alert_options=replace(cfg.alert_options, console=False))
+    for opt, name, value in (("--hold-off", "hold_off_s", args.hold_off),
+                             ("--escalate-after", "escalate_after_min", args.escalate_after)):
+        if value is not None:
+            if not value > 0:
+                from sewerwatch.errors import InputError
+                raise InputError(f"run: {opt} must be positive, got {value}")
+            cfg = replace(cfg, **{name: value})
     ep = _endpoints(cfg)
     state = cfg.services.state_dir
     state.mkdir(parents=True, exist_ok=True)

@@ -261,3 +261,11 @@ def test_alert_config_defaults_and_values():
         (True, True, 900.0, 3600.0, 5, "07:00")
     o = sw_config.from_dict({"alerts": {"digest_at": False, "retry_backoff_s": 0.5}}, "x").alert_options
     assert o.digest_at is None and o.retry_backoff_s == 0.5
+
+
+def test_redact_hides_passwords_and_queries():
+    from alerts.channels import redact
+
+    assert redact("mailto://127.0.0.1:8025?from=a@b.example&to=c@d.example") == "mailto://127.0.0.1:8025"
+    assert redact("json://user:secret@hooks.example:8080/a/b?x=1") == "json://user:***@hooks.example:8080/a/b"
+    assert "secret" not in redact("mailtos://me:secret@smtp.example?to=x@y.example")
