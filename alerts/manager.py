@@ -101,6 +101,7 @@ class AlertManager:
         self._conn: psycopg.AsyncConnection | None = None
         self._deliveries: set[asyncio.Task] = set()
         self._last_ack_poll = 0.0
+        self._retry: list[tuple[str, dict]] = []
         self._last_digest_check = 0.0
         self.stats = {"opened": 0, "resolved": 0, "escalated": 0, "sent": 0, "failed": 0, "lost": 0}
 
@@ -136,13 +137,11 @@ class AlertManager:
         """Alerts left unresolved by an earlier run: tracked again. Their episodes' state
         was lost with the evaluator's, so each waits out the hold-off from now: a
         violation still going reopens its episode within it and continues the alert."""
-        async with self._db_lock:
-            cur = await self._conn.execute(
-                """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
-                          a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
-                          s.key, s.name
-                   FROM alerts a LEFT JOIN sites s ON s.id = a.site_id WHERE a.state <> 'resolved'""")
-            rows = await cur.fetchall()
+        rows = await self._exec(
+            """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
+                      a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
+                      s.key, s.name
+               FROM alerts a LEFT JOIN sites s ON s.id = a.site_id WHERE a.state <> 'resolved'""", all_rows=True)
         now = self.clock()
         for (aid, kind, rule, sensor_id, device, state, details, opened_at, esc, acked, by, note, eps,
              site, site_name) in rows:
@@ -156,10 +155,26 @@ class AlertManager:
 
     # -- database -----------------------------------------------------------------------
 
-    async def _exec(self, sql: str, params=(), fetch: bool = False):
+    async def _exec(self, sql: str, params=(), fetch: bool = False, all_rows: bool = False):
+        """Run one statement; a dropped connection is reopened and the statement tried once more."""
         async with self._db_lock:
-            cur = await self._conn.execute(sql, params)
-            return await cur.fetchone() if fetch else None
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True)
+                    cur = await self._conn.execute(sql, params)
+                    if all_rows:
+                        return await cur.fetchall()
+                    return await cur.fetchone() if fetch else None
+                except psycopg.OperationalError:
+                    if attempt == 2:
+                        raise
+                    log.warning("the alert database connection was lost; reconnecting")
+                    try:
+                        await self._conn.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+                    self._conn = None
 
     async def _audit(self, action: str, alert_id: int | None, detail: dict) -> None:
         await self._exec("INSERT INTO audit_log (at, actor, action, object, detail) VALUES (%s, %s, %s, %s, %s)",
@@ -185,10 +200,23 @@ class AlertManager:
     async def on_episodes(self, opened: list[dict], closed: list[dict]) -> None:
         """React to episodes the evaluator saw open or closed (records as
         :func:`limits.evaluator.violations` plus ``sensor_id`` and ``site_id``)."""
-        for v in opened:
-            await self._episode_opened(v)
-        for v in closed:
-            await self._episode_closed(v)
+        for what, v in [("open", v) for v in opened] + [("close", v) for v in closed]:
+            try:
+                await (self._episode_opened(v) if what == "open" else self._episode_closed(v))
+            except psycopg.Error as exc:
+                # kept and retried every tick until the database takes it: never dropped
+                log.error("ALERT NOT YET RECORDED (database: %s): %s episode of %s/%s %s from %s; retrying",
+                          str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                          what, v.get("site"), v.get("sensor"), v.get("rule"), v.get("start"))
+                self._retry.append((what, v))
+
+    async def _retry_episodes(self) -> None:
+        todo, self._retry = self._retry, []
+        for what, v in todo:
+            try:
+                await (self._episode_opened(v) if what == "open" else self._episode_closed(v))
+            except psycopg.Error:
+                self._retry.append((what, v))
 
     async def _store_violation(self, v: dict, end: str | None) -> int:
         row = await self._exec(
@@ -300,6 +328,8 @@ class AlertManager:
     async def tick(self) -> None:
         """Acknowledgements, escalations, resolutions after the hold-off, the daily digest."""
         now = self.clock()
+        if self._retry:
+            await self._retry_episodes()
         if now - self._last_ack_poll >= 1.0 or now < self._last_ack_poll:
             await self._poll_acks()
             self._last_ack_poll = now
@@ -323,11 +353,8 @@ class AlertManager:
         ids = [a.id for a in self.active.values() if not a.acknowledged]
         if not ids:
             return
-        async with self._db_lock:
-            cur = await self._conn.execute(
-                "SELECT id, acknowledged_by, acknowledged_at, ack_note FROM alerts "
-                "WHERE id = ANY(%s) AND acknowledged_at IS NOT NULL", (ids,))
-            rows = await cur.fetchall()
+        rows = await self._exec("SELECT id, acknowledged_by, acknowledged_at, ack_note FROM alerts "
+                                "WHERE id = ANY(%s) AND acknowledged_at IS NOT NULL", (ids,), all_rows=True)
         by_id = {a.id: a for a in self.active.values()}
         for aid, by, at, note in rows:
             a = by_id[aid]
@@ -379,15 +406,22 @@ class AlertManager:
                 error = None
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
                 error = f"{type(exc).__name__}: {exc}"[:2000]
-            await self._exec(
-                "INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, error, at, subject) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (aid, event, ch.name, ch.contact, attempt, "failed" if error else "sent", error,
-                 _ts(self.clock()), subject))
+            try:
+                await self._exec(
+                    "INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, error, at, "
+                    "subject) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (aid, event, ch.name, ch.contact, attempt, "failed" if error else "sent", error,
+                     _ts(self.clock()), subject))
+            except psycopg.Error as exc:
+                log.error("could not record alert #%s %s via %s attempt %d (%s): %s", aid, event, ch.name, attempt,
+                          "failed: " + error if error else "sent", exc)
             if error is None:
                 self.stats["sent"] += 1
                 if a is not None and event == "open" and a.state == "open":
-                    await self._set_state(a, "notified", "notified_at", only_from=("open",))
+                    try:
+                        await self._set_state(a, "notified", "notified_at", only_from=("open",))
+                    except psycopg.Error as exc:
+                        log.error("could not record alert #%s as notified: %s", aid, exc)
                 return True
             self.stats["failed"] += 1
             if attempt < attempts:
@@ -398,8 +432,11 @@ class AlertManager:
         self.stats["lost"] += 1
         log.error("ALERT NOT DELIVERED: alert #%s %s via %s to %s failed %d times; last error: %s",
                   aid, event, ch.name, ch.contact, attempts, error)
-        await self._audit("notification-failed", aid, {"event": event, "channel": ch.name, "contact": ch.contact,
-                                                       "attempts": attempts, "error": error})
+        try:
+            await self._audit("notification-failed", aid, {"event": event, "channel": ch.name,
+                                                           "contact": ch.contact, "attempts": attempts, "error": error})
+        except psycopg.Error as exc:
+            log.error("could not audit the failed delivery of alert #%s: %s", aid, exc)
         return False
 
     # -- digest ------------------------------------------------------------------------------
@@ -422,8 +459,8 @@ class AlertManager:
         """Send the digest of local day ``day`` (YYYY-MM-DD) to the primary contacts."""
         from alerts import digest
 
-        async with self._db_lock:
-            rows = await digest.rows_async(self._conn, day, self.tz)
+        a, b = digest.day_bounds(day, self.tz)
+        rows = [dict(zip(digest.COLS, r)) for r in await self._exec(digest.SQL, (b, a), all_rows=True)]
         title, body = content.digest_message(day, rows, self.tz, self.cfg.name)
         subject = f"digest:{day}"
         await self._exec("INSERT INTO audit_log (at, actor, action, object, detail) VALUES (%s, %s, %s, %s, %s)",

@@ -269,3 +269,57 @@ def test_redact_hides_passwords_and_queries():
     assert redact("mailto://127.0.0.1:8025?from=a@b.example&to=c@d.example") == "mailto://127.0.0.1:8025"
     assert redact("json://user:secret@hooks.example:8080/a/b?x=1") == "json://user:***@hooks.example:8080/a/b"
     assert "secret" not in redact("mailtos://me:secret@smtp.example?to=x@y.example")
+
+
+def test_a_dropped_database_connection_is_reopened_and_nothing_is_lost(db, services):
+    sid, ev, sites = _world(db)
+    clock, out = Clock(), io.StringIO()
+    cfg = _cfg(hold_off_s=300.0, escalate_after_min=60.0)
+
+    def drop_connections():
+        with services.admin() as conn:
+            return conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                "WHERE datname = %s AND pid <> pg_backend_pid()", (db.name,)).fetchone()[0]
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites, clock=clock).start()
+        assert drop_connections() >= 1
+        await m.on_episodes(*_push(ev, sid, 0, [7.0, 3.0]))          # reconnects, records, notifies
+        await m.idle()
+        assert drop_connections() >= 1
+        await m.on_episodes(*_push(ev, sid, 2, [7.0]))                # the episode ends
+        clock.t += 301
+        await m.tick()
+        await m.idle()
+        await m.close()
+
+    asyncio.run(scenario())
+    assert _rows(db, "SELECT state, episodes FROM alerts") == [("resolved", 1)]
+    assert _rows(db, "SELECT count(*) FROM violations WHERE end_time IS NOT NULL") == [(1,)]
+    assert "VIOLATION #1" in out.getvalue() and "RESOLVED #1" in out.getvalue()
+
+
+def test_an_episode_the_database_refuses_is_kept_and_retried(db, caplog):
+    sid, ev, sites = _world(db)
+    clock, out = Clock(), io.StringIO()
+    cfg = _cfg(hold_off_s=300.0, escalate_after_min=60.0)
+    with psycopg.connect(db.url) as conn:
+        conn.execute("ALTER TABLE alerts ADD CONSTRAINT refuse_all CHECK (false) NOT VALID")
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites, clock=clock).start()
+        await m.on_episodes(*_push(ev, sid, 0, [7.0, 3.0]))
+        await m.tick()
+        assert len(m._retry) == 1 and out.getvalue() == ""
+        with psycopg.connect(db.url) as conn:
+            conn.execute("ALTER TABLE alerts DROP CONSTRAINT refuse_all")
+        clock.t += 1
+        await m.tick()
+        await m.idle()
+        assert m._retry == []
+        await m.close()
+
+    asyncio.run(scenario())
+    assert "ALERT NOT YET RECORDED" in caplog.text
+    assert _rows(db, "SELECT state, rule FROM alerts") == [("notified", "ph-min")]
+    assert out.getvalue().count("VIOLATION #") == 1
