@@ -64,6 +64,7 @@ class Active:
     ended: float | None = None    # episode over at [epoch s]; resolved after the hold-off
     episodes: int = 1
     violation_ids: list = field(default_factory=list)
+    summary: str = ""
 
 
 class AlertManager:
@@ -140,18 +141,18 @@ class AlertManager:
         rows = await self._exec(
             """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
                       a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
-                      s.key, s.name
+                      s.key, s.name, a.summary
                FROM alerts a LEFT JOIN sites s ON s.id = a.site_id WHERE a.state <> 'resolved'""", all_rows=True)
         now = self.clock()
         for (aid, kind, rule, sensor_id, device, state, details, opened_at, esc, acked, by, note, eps,
-             site, site_name) in rows:
+             site, site_name, summary) in rows:
             key = ("d", rule, device) if device else ((("v", sensor_id, rule)) if kind == "violation"
                                                         else ("h", rule, sensor_id))
             self.active[key] = Active(
                 id=aid, kind=kind, key=key, rule=rule, site=site or "", site_name=site_name or "",
                 record=details or {}, opened=opened_at.timestamp(), state=state, escalated=esc is not None,
                 acknowledged=acked is not None, ack={"by": by, "at": str(acked), "note": note} if acked else None,
-                ended=now, episodes=eps)
+                ended=now, episodes=eps, summary=summary)
 
     # -- database -----------------------------------------------------------------------
 
@@ -258,7 +259,7 @@ class AlertManager:
             (vid, v["site_id"], v["sensor_id"], v["rule"], summary, json.dumps(rec, default=str),
              _ts(self.clock())), fetch=True)
         a = Active(id=row[0], kind="violation", key=key, rule=v["rule"], site=v["site"], site_name=site_name,
-                   record=rec, opened=self.clock(), violation_ids=[vid])
+                   record=rec, opened=self.clock(), violation_ids=[vid], summary=summary)
         self.active[key] = a
         self.stats["opened"] += 1
         await self._audit("alert-open", a.id, {"violation_id": vid, "summary": summary})
@@ -311,7 +312,7 @@ class AlertManager:
                    VALUES ('sensor-health', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
                 (site_id, sensor_id, device, rule, summary, json.dumps(h, default=str), _ts(now)), fetch=True)
             a = Active(id=row[0], kind="sensor-health", key=key, rule=rule, site=site, site_name=site_name,
-                       record=h, opened=now)
+                       record=h, opened=now, summary=summary)
             self.active[key] = a
             self.stats["opened"] += 1
             await self._audit("alert-open", a.id, {"summary": summary})
@@ -371,11 +372,18 @@ class AlertManager:
     # -- notifications ------------------------------------------------------------------------
 
     def message(self, a: Active, event: str) -> tuple[str, str, dict]:
-        if a.kind == "violation":
-            title, body = content.violation_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz,
-                                                    options=self.opts, ack=a.ack)
-        else:
-            title, body = content.health_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz)
+        try:
+            if a.kind == "violation":
+                title, body = content.violation_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz,
+                                                        options=self.opts, ack=a.ack)
+            else:
+                title, body = content.health_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz)
+        except (KeyError, TypeError, ValueError):
+            # an alert from elsewhere (or an older run) without a full record: its summary
+            title = f"[sewerwatch] {content.EVENT_WORDS.get(event, event.upper())} #{a.id}: {a.summary or a.rule}"
+            body = (f"Alert #{a.id} ({a.kind}, {a.rule}): {a.summary}\n"
+                    f"Details: sewerwatch alerts show {a.id}\n"
+                    f"Acknowledge: sewerwatch alerts ack {a.id} --by NAME [--note TEXT]")
         payload = {"alert_id": a.id, "event": event, "kind": a.kind, "rule": a.rule, "site": a.site,
                    "state": a.state, "record": a.record}
         return title, body, payload

@@ -323,3 +323,40 @@ def test_an_episode_the_database_refuses_is_kept_and_retried(db, caplog):
     assert "ALERT NOT YET RECORDED" in caplog.text
     assert _rows(db, "SELECT state, rule FROM alerts") == [("notified", "ph-min")]
     assert out.getvalue().count("VIOLATION #") == 1
+
+
+def test_daily_digest_is_sent_once_after_its_time(db):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    sid, ev, sites = _world(db)
+    with psycopg.connect(db.url) as conn:
+        conn.execute("INSERT INTO alerts (kind, rule, state, summary, opened_at) VALUES "
+                     "('violation', 'ph-min', 'open', 'yesterday''s acid dump', '2026-06-01 10:30-05')")
+    before = datetime(2026, 6, 2, 6, 59, tzinfo=ZoneInfo("America/Chicago")).timestamp()
+    clock, out = Clock(before), io.StringIO()
+    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
+                               "alerts": {"digest_at": "07:00"}}, "<test>")
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites, clock=clock).start()
+        await m.tick()
+        await m.idle()
+        assert "Daily digest" not in out.getvalue()          # not 07:00 yet
+        clock.t += 120
+        await m.tick()
+        await m.idle()
+        clock.t += 60
+        await m.tick()                                       # already sent today
+        await m.idle()
+        await m.close()
+
+    asyncio.run(scenario())
+    text = out.getvalue()
+    assert text.count("[sewerwatch] Daily digest 2026-06-01: 1 alert ") == 1 and "yesterday's acid dump" in text
+    assert _rows(db, "SELECT object FROM audit_log WHERE action = 'digest-sent'") == [("digest:2026-06-01",)]
+    assert _rows(db, "SELECT alert_id, event, status, subject FROM alert_notifications WHERE event = 'digest'") == \
+        [(None, "digest", "sent", "digest:2026-06-01")]
+    # the alert left open by "an earlier run" is tracked again: unacknowledged for a day, it escalates
+    assert _rows(db, "SELECT event FROM alert_notifications WHERE alert_id = 1") == [("escalate",)]
+    assert "ESCALATED (unacknowledged) #1: yesterday's acid dump" in text
