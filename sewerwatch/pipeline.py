@@ -99,8 +99,11 @@ class Pipeline:
         self.device_sites = {d.id: d.site for d in self.cfg.devices}
         self.episodes = LiveEpisodes(sensors)
         opts = self.cfg.alert_options
-        self.health = HealthWatch([s.id for s in sensors], opts.no_data_after_s, opts.flatline_after_s,
-                                  self.clock())
+        # health is watched for the config's sensors (all of the database's without any):
+        # sensors dropped from the config stay in the database as evidence but report nothing
+        keys = {s.key for s in self.cfg.sensors}
+        watched = [s.id for s in sensors if not keys or f"{s.site}/{s.name}" in keys]
+        self.health = HealthWatch(watched, opts.no_data_after_s, opts.flatline_after_s, self.clock())
         routes = self._routes if self._routes is not None else build_routes(
             self.cfg, self.notifier_url, self.console_stream, client_id=f"{self.client_id}-notifier")
         self.manager = await AlertManager(self.cfg, self.owner_url, routes, sites, clock=self.clock).start()
