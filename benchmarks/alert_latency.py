@@ -22,7 +22,6 @@ Prints one JSON line: ``value`` = sewerwatch p99 [ms], ``peer_value`` = poller p
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -107,7 +106,6 @@ def _percentiles(xs):
 
 
 def main() -> None:
-    import numpy as np
     import psycopg
 
     from alerts.catchers import WebhookCatcher

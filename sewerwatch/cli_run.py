@@ -66,7 +66,6 @@ def _run(args) -> int:
 def gather_status(cfg) -> dict:
     """Services, the running pipeline (its status file), device health and open alerts."""
     import json
-    import os
     import time
 
     from sewerwatch import db, services
@@ -98,7 +97,6 @@ def gather_status(cfg) -> dict:
                 "ORDER BY opened_at").fetchall()]
     except SewerwatchError as exc:
         out["database_error"] = str(exc)
-    del os
     return out
 
 
