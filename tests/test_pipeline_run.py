@@ -1,5 +1,5 @@
 """``sewerwatch run`` as a subprocess: alerts on the console and a webhook, ``sewerwatch
-status`` while it runs, SIGTERM writes everything and exits 0."""
+status`` while it runs, SIGTERM or Ctrl-C (SIGINT) writes everything and exits 0."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import uuid
 
 import numpy as np
 import psycopg
+import pytest
 
 import simulators
 from alerts.catchers import WebhookCatcher
@@ -25,7 +26,8 @@ def _sw(cfg_path, *args, **kw):
                           capture_output=True, text=True, timeout=60, cwd=ROOT, **kw)
 
 
-def test_run_alerts_status_and_clean_stop(db, services, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_run_alerts_status_and_clean_stop(db, services, tmp_path, stop):
     site = "run-" + uuid.uuid4().hex[:8]
     hook = WebhookCatcher().start()
     state = tmp_path / "state"
@@ -91,7 +93,7 @@ urls = ["{hook.url('/run')}"]
         assert [a["kind"] for a in js["open_alerts"]] == ["violation"]
         text = _sw(cfg, "status", env=env).stdout
         assert "run: running" in text and "open alerts: 1" in text and "Acme Plating" in text
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop)
         assert proc.wait(30) == 0
     finally:
         if pub is not None:
@@ -111,3 +113,32 @@ urls = ["{hook.url('/run')}"]
     assert final["running"] is False
     js = json.loads(_sw(cfg, "status", "--json", env=env).stdout)
     assert js["run"]["running"] is False and len(js["open_alerts"]) == 1
+
+
+def test_stop_writes_every_batch_the_writer_still_held(db, services, tmp_path):
+    from sewerwatch import config as sw_config
+    from sewerwatch.pipeline import Background, Pipeline
+    from support import add_site_and_sensors
+
+    site = "flush-" + uuid.uuid4().hex[:8]
+    add_site_and_sensors(db.url, site, {"ph": ("ph", "pH")})
+    cfg = sw_config.from_dict({"alerts": {"console": False, "mqtt": False, "digest_at": False}}, "<test>")
+    # the writer waits up to 30 s for a batch to grow: the readings are still in memory at stop
+    p = Pipeline(cfg, owner_url=db.url, ingest_url=db.urls["ingest"], mqtt_url=services.mqtt_urls["collector"],
+                 notifier_url=None, spool_dir=tmp_path / "spool", client_id=f"test-{site}", max_delay=30.0)
+    bg = Background(p)
+    pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
+    try:
+        assert p.ingest.mqtt.wait_connected(10)
+        wait_until(lambda: False, 0.3)
+        t0 = 1_780_290_000_000
+        publish_all(pub, [(f"sewerwatch/{site}/ph", json.dumps(
+            {"u": "pH", "t": [t0 + k * 1000 + j * 100_000 for k in range(100)], "v": [7.0 + k / 1000 for k in range(100)]}))
+            for j in range(30)])
+        assert wait_until(lambda: p.ingest.sink.accepted == 3000 and p.evaluated == 3000, 10)
+        assert count(db.url, "SELECT count(*) FROM readings") == 0
+    finally:
+        pub.loop_stop()
+        pub.disconnect()
+        bg.stop()
+    assert count(db.url, "SELECT count(*) FROM readings") == 3000
