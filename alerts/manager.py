@@ -425,11 +425,14 @@ class AlertManager:
                           "failed: " + error if error else "sent", exc)
             if error is None:
                 self.stats["sent"] += 1
-                if a is not None and event == "open" and a.state == "open":
-                    try:
+                try:
+                    await self._audit("notification-sent", aid, {"event": event, "channel": ch.name,
+                                                                 "contact": ch.contact, "attempt": attempt,
+                                                                 "subject": subject})
+                    if a is not None and event == "open" and a.state == "open":
                         await self._set_state(a, "notified", "notified_at", only_from=("open",))
-                    except psycopg.Error as exc:
-                        log.error("could not record alert #%s as notified: %s", aid, exc)
+                except psycopg.Error as exc:
+                    log.error("could not record the delivery of alert #%s: %s", aid, exc)
                 return True
             self.stats["failed"] += 1
             if attempt < attempts:

@@ -95,8 +95,8 @@ def test_one_alert_per_episode_hold_off_continues_then_resolves(db):
     assert "VIOLATION CONTINUES" not in text
     assert stats["opened"] == 2 and stats["resolved"] == 1
     actions = [r[0] for r in _rows(db, "SELECT action FROM audit_log WHERE object = 'alert:1' ORDER BY id")]
-    assert actions == ["alert-open", "alert-notified", "alert-episode-ended", "alert-episode-continued",
-                       "alert-episode-ended", "alert-resolved"]
+    assert actions == ["alert-open", "notification-sent", "alert-notified", "alert-episode-ended",
+                       "alert-episode-continued", "alert-episode-ended", "alert-resolved", "notification-sent"]
 
 
 def test_escalation_fires_once_and_not_after_acknowledgement(db):
