@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
-from ingest.mqtt.topics import DEFAULT_PATTERNS, TopicMap
+from ingest.mqtt.topics import TopicMap
 from ingest.sink import Sink
 from ingest.writer import Writer
 from sewerwatch import db
@@ -44,7 +44,7 @@ class Ingest:
 
 
 def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path,
-          client_id: str = "sewerwatch-collector", patterns=DEFAULT_PATTERNS, max_delay: float = 0.1) -> Ingest:
+          client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1) -> Ingest:
     """Start the writer and the collectors the config describes.
 
     Parameters
@@ -53,6 +53,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         Database URL of the ingest role.
     mqtt_url : str or None
         Broker URL of the collector account; None for no MQTT collector.
+    patterns : sequence of str, optional
+        Topic patterns (default: the config's ``[mqtt] topics``).
     spool_dir : path-like
         The writer's spool folder.
     """
@@ -64,7 +66,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     ing = Ingest(sink=sink, writer=writer)
     explicit = {s.topic: s.key for s in cfg.sensors if s.source == "mqtt" and s.topic}
     if mqtt_url:
-        ing.mqtt = MqttCollector(mqtt_url, TopicMap(refs, explicit, patterns), sink, client_id=client_id).start()
+        topics = TopicMap(refs, explicit, patterns or cfg.mqtt_topics)
+        ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id).start()
     modbus_sensors = [s for s in cfg.sensors if s.source == "modbus"]
     if cfg.devices and modbus_sensors:
         ing.modbus = _start_modbus(cfg, modbus_refs, sink, ing)
@@ -81,7 +84,7 @@ def _start_modbus(cfg: Config, refs, sink: Sink, ing: Ingest):
 
     ids = {r.key: r.id for r in refs}
     sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors if s.source == "modbus" and s.key in ids}
-    collector = ModbusCollector(list(cfg.devices), sensor_map, sink)
+    collector = ModbusCollector(list(cfg.devices), sensor_map, sink, cfg.modbus_options)
     t = threading.Thread(target=lambda: asyncio.run(collector.run()), name="sewerwatch-modbus", daemon=True)
     t.start()
     ing.threads.append(t)

@@ -18,6 +18,13 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     ``site``, ``name``, ``parameter`` (``ph``, ``temperature``, ``flow``, ``level``), ``unit``,
     ``source`` (``modbus`` or ``mqtt``); a Modbus sensor names its ``device`` and the profile
     ``field``; an MQTT sensor may give its ``topic`` (default ``sewerwatch/<site>/<name>``).
+``[modbus]``
+    optional settings of the Modbus collector (``timeout_s``, ``backoff_min_s``,
+    ``backoff_max_s``, ``max_fill``, ``flush_s``, ``health_s``, ``late_fraction``; see
+    ``ingest/modbus/README.md``).
+``[mqtt]``
+    optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
+    (default ``["sewerwatch/{site}/{sensor}"]``).
 ``[alerts]``
     ``hold_off_s``, ``escalate_after_min``, and ``[[alerts.contacts]]`` with ``name``, ``urls``
     (apprise URLs) and ``escalation`` (true for the second contact list); ``console`` and
@@ -141,6 +148,8 @@ class Config:
     hold_off_s: float = 300.0
     escalate_after_min: float = 30.0
     alert_options: AlertOptions = field(default_factory=AlertOptions)
+    modbus_options: object = None             # ingest.modbus.collector.Options, from [modbus]
+    mqtt_topics: tuple[str, ...] = ("sewerwatch/{site}/{sensor}",)   # [mqtt] topics
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def site(self, site_id: str) -> Site:
@@ -274,6 +283,23 @@ def _str_list(sec, key, v):
     return tuple(v)
 
 
+def _modbus_options(sec, key, v):
+    """The ``[modbus]`` table: the Modbus collector's settings (ingest/modbus/README.md)."""
+    from ingest.modbus.collector import Options  # only where a config has the table
+
+    return Options.from_dict(v, sec.path, key)
+
+
+def _topic_patterns(sec, key, v):
+    """``[mqtt] topics``: patterns with one ``{site}`` and one ``{sensor}`` level."""
+    patterns = _str_list(sec, key, v)
+    for p in patterns:
+        levels = p.split("/")
+        if levels.count("{site}") != 1 or levels.count("{sensor}") != 1 or "+" in p or "#" in p:
+            sec.fail(key, f"pattern {p!r} needs exactly one {{site}} and one {{sensor}} level, and no + or #")
+    return patterns
+
+
 def _array_of_tables(path: str, where: str, value: Any) -> list:
     if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
         raise ConfigError(path, where, f"expected an array of tables ([[{where}]]), got {_show(value)}")
@@ -339,6 +365,12 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "devices": (lambda s, k, v: _array_of_tables(path, k, v), []),
         "sensors": (lambda s, k, v: _array_of_tables(path, k, v), []),
         "alerts": (lambda s, k, v: v, {}),
+        "modbus": (_modbus_options, None),
+        "mqtt": (lambda s, k, v: v, {}),
+    }).values
+
+    mqtt = _Section(path, "mqtt", top["mqtt"], {
+        "topics": (_topic_patterns, ("sewerwatch/{site}/{sensor}",)),
     }).values
 
     utility = _Section(path, "utility", top["utility"], {
@@ -451,5 +483,6 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         alert_options=AlertOptions(**{k: alerts[k] for k in (
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
+        modbus_options=top["modbus"], mqtt_topics=mqtt["topics"],
         raw=data,
     )

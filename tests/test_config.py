@@ -60,6 +60,10 @@ SITE = '[[sites]]\nid = "a"\nname = "A"\n'
     ('[alerts]\nescalate_after_min = -5\n', "alerts.escalate_after_min", "positive number"),
     ('[[alerts.contacts]]\nname = "x"\nurls = []\n', "alerts.contacts[0].urls", "non-empty list"),
     ('sites = 3\n', "sites", "array of tables"),
+    ('[modbus]\ntimeout_s = -1\n', "modbus.timeout_s", "positive number"),
+    ('[modbus]\npoll_hz = 2\n', "modbus.poll_hz", "unknown key"),
+    ('[mqtt]\ntopics = ["sewerwatch/+/{sensor}"]\n', "mqtt.topics", "exactly one {site} and one {sensor}"),
+    ('[mqtt]\nqos = 2\n', "mqtt.qos", "unknown key"),
 ])
 def test_config_errors_name_file_key_and_problem(tmp_path, text, key, problem):
     path = _write(tmp_path, text)
@@ -96,3 +100,12 @@ def test_cli_reports_a_config_error_on_one_line_with_exit_2(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"sewerwatch: error: {path}: sites[0].sic: expected a 4-digit SIC code as a string, got '20x3'"]
+
+
+def test_collector_sections_reach_the_collectors(tmp_path):
+    cfg = config.load(_write(tmp_path, '[modbus]\ntimeout_s = 0.25\nmax_fill = 0\n'
+                                       '[mqtt]\ntopics = ["sewerwatch/{site}/probes/{sensor}"]\n'))
+    assert (cfg.modbus_options.timeout_s, cfg.modbus_options.max_fill) == (0.25, 0)
+    assert cfg.mqtt_topics == ("sewerwatch/{site}/probes/{sensor}",)
+    default = config.load(_write(tmp_path, SITE))
+    assert default.modbus_options is None and default.mqtt_topics == ("sewerwatch/{site}/{sensor}",)
