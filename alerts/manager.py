@@ -104,6 +104,7 @@ class AlertManager:
         self._last_ack_poll = 0.0
         self._retry: list[tuple[str, dict]] = []
         self._last_digest_check = 0.0
+        self._seen_again: set[int] = set()  # violations alerted before, seen again in this run
         self.stats = {"opened": 0, "resolved": 0, "escalated": 0, "sent": 0, "failed": 0, "lost": 0}
 
     # -- life -------------------------------------------------------------------------
@@ -251,6 +252,20 @@ class AlertManager:
                                  "WHERE id = %s", (a.episodes, json.dumps(a.record, default=str), a.id))
                 await self._audit("alert-episode-continued", a.id, {"violation_id": vid, "start": v["start"]})
             return
+        # The same episode seen again (readings redelivered after a restart, or replayed) was
+        # alerted already: one alert per episode, never a second round of notifications.
+        seen = await self._exec(
+            """SELECT id FROM alerts WHERE violation_id = %s
+               UNION ALL
+               SELECT substr(object, 7)::bigint FROM audit_log
+               WHERE action = 'alert-episode-continued' AND (detail->>'violation_id')::bigint = %s
+               LIMIT 1""",
+            (vid, vid), fetch=True)
+        if seen is not None:
+            if vid not in self._seen_again:
+                self._seen_again.add(vid)
+                await self._audit("alert-episode-seen-again", seen[0], {"violation_id": vid, "start": v["start"]})
+            return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
         summary = content.summary(v, site_name)
         row = await self._exec(
@@ -269,7 +284,10 @@ class AlertManager:
         key = ("v", v["sensor_id"], v["rule"])
         if key not in self.active:
             await self._episode_opened(v)
-        a = self.active[key]
+        a = self.active.get(key)
+        if a is None:  # an episode alerted before (see _episode_opened): keep its record current
+            await self._store_violation(v, v["end"])
+            return
         await self._store_violation(v, v["end"])
         a.record = {**v, "start": a.record.get("start", v["start"]),
                     "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}

@@ -360,3 +360,40 @@ def test_daily_digest_is_sent_once_after_its_time(db):
     # the alert left open by "an earlier run" is tracked again: unacknowledged for a day, it escalates
     assert _rows(db, "SELECT event FROM alert_notifications WHERE alert_id = 1") == [("escalate",)]
     assert "ESCALATED (unacknowledged) #1: yesterday's acid dump" in text
+
+
+def test_an_episode_seen_again_after_a_restart_is_not_alerted_twice(db):
+    """At-least-once delivery: after a restart the broker redelivers readings whose episode
+    was alerted already. The episode is the same violation; it gets no second alert."""
+    sid, ev, sites = _world(db)
+    clock, out = Clock(), io.StringIO()
+    cfg = _cfg(hold_off_s=10.0, escalate_after_min=60.0)
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites, clock=clock).start()
+        await m.on_episodes(*_push(ev, sid, 0, [7.0, 4.0, 3.9, 7.0]))   # opens and closes
+        clock.t += 11
+        await m.tick()                                                 # resolved
+        await m.idle()
+        await m.close()
+        # a new run: a fresh evaluator sees the same readings again
+        _, ev2, _ = _world_again(db)
+        m2 = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites, clock=clock).start()
+        await m2.on_episodes(*_push(ev2, sid, 0, [7.0, 4.0, 3.9, 7.0]))
+        clock.t += 11
+        await m2.tick()
+        await m2.idle()
+        assert len(m2.active) == 0
+        await m2.close()
+
+    asyncio.run(scenario())
+    assert _rows(db, "SELECT count(*) FROM alerts")[0][0] == 1
+    assert _rows(db, "SELECT count(*) FROM violations")[0][0] == 1
+    assert out.getvalue().count("VIOLATION #") == 1
+    assert _rows(db, "SELECT count(*) FROM audit_log WHERE action = 'alert-episode-seen-again'")[0][0] == 1
+
+
+def _world_again(db):
+    with psycopg.connect(db.url) as conn:
+        sensors = sensors_from_db(conn)
+    return None, LiveEpisodes(sensors), None
