@@ -22,13 +22,12 @@ Prints one JSON line: ``value`` = sewerwatch p99 [ms], ``peer_value`` = poller p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -92,13 +91,6 @@ def _load(url: str, duration: float) -> None:
     print(json.dumps({"sent": sent, "seconds": seconds}), flush=True)
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _percentiles(xs):
     import numpy as np
     a = np.asarray(xs) * 1000.0
@@ -111,17 +103,12 @@ def main() -> None:
     from alerts.catchers import WebhookCatcher
     from alerts.channels import AppriseChannel, Route
     from sewerwatch import config as sw_config
-    from sewerwatch.db import bootstrap, migrate
     from sewerwatch.pipeline import Background, Pipeline
-    from sewerwatch.services import secrets
-    from sewerwatch.services.mosquitto import EmbeddedMosquitto
-    from sewerwatch.services.postgres import EmbeddedPostgres
+    from sewerwatch.services.scratch import scratch
 
-    state = Path(tempfile.mkdtemp(prefix="sewerwatch-bench-", dir="/var/tmp"))
-    state.chmod(0o755)
-    pw = secrets.load_or_create(state)
-    pg = EmbeddedPostgres(state, _free_port(), pw["db"])
-    mq = EmbeddedMosquitto(state, _free_port(), pw["mqtt"])
+    stack = contextlib.ExitStack()  # the scratch services, closed last
+    scr = stack.enter_context(scratch(prefix="sewerwatch-bench-"))
+    state, pg, mq = scr.state, scr.pg, scr.mq
     arrivals: dict[tuple[str, str], float] = {}
     lock = threading.Lock()
 
@@ -136,11 +123,6 @@ def main() -> None:
     load = None
     bg = None
     try:
-        pg.init()
-        pg.start()
-        bootstrap.embedded(pg)
-        migrate.migrate(pg.url("owner"))
-        mq.start()
         with psycopg.connect(pg.url("owner")) as conn:
             for k in range(LOAD_SENSORS):
                 sid = conn.execute("INSERT INTO sites (key, name, pack) VALUES (%s, %s, 'palmyra-wi') RETURNING id",
@@ -247,9 +229,7 @@ def main() -> None:
         if bg is not None:
             bg.stop()
         hook.stop()
-        mq.stop()
-        pg.stop()
-        shutil.rmtree(state, ignore_errors=True)
+        stack.close()
 
 
 if __name__ == "__main__":

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,10 +42,7 @@ from ingest.mqtt.collector import MqttCollector  # noqa: E402
 from ingest.sink import Sink  # noqa: E402
 from ingest.writer import Writer, copy_binary  # noqa: E402
 from ingest.batch import Readings  # noqa: E402
-from sewerwatch.db import bootstrap, migrate  # noqa: E402
-from sewerwatch.services import secrets  # noqa: E402
-from sewerwatch.services.mosquitto import EmbeddedMosquitto  # noqa: E402
-from sewerwatch.services.postgres import EmbeddedPostgres  # noqa: E402
+from sewerwatch.services.scratch import scratch  # noqa: E402
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 N_BATCHED = 200_000 if QUICK else 2_000_000
@@ -55,13 +50,6 @@ M_SINGLE = 20_000 if QUICK else 100_000
 PER_MESSAGE = 1000
 SENSORS = 100
 T0_MS = 1_772_366_400_000
-
-
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _client(url: str, client_id: str, clean: bool, manual_ack: bool = False) -> mqtt.Client:
@@ -176,80 +164,70 @@ def _drain_bare_paho(mq, client_id: str, expected: int) -> float:
 
 
 def main() -> None:
-    state = Path(tempfile.mkdtemp(prefix="sewerwatch-bench-", dir="/var/tmp"))
-    state.chmod(0o755)
-    pw = secrets.load_or_create(state)
-    pg = EmbeddedPostgres(state, _free_port(), pw["db"])
-    mq = EmbeddedMosquitto(state, _free_port(), pw["mqtt"])
-    try:
-        pg.init()
-        pg.start()
-        bootstrap.embedded(pg)
-        migrate.migrate(pg.url("owner"))
-        mq.start()
-        with psycopg.connect(pg.url("owner")) as conn:
-            conn.execute("INSERT INTO sites (key, name, pack) SELECT 'site' || g, 'Site ' || g, 'palmyra-wi' "
-                         "FROM generate_series(0, %s) g", (SENSORS - 1,))
-            conn.execute("INSERT INTO sensors (site_id, name, parameter, unit, source) "
-                         "SELECT id, 'ph', 'ph', 'pH', 'mqtt' FROM sites")
-            refs = [SensorRef(i, f"{k}/ph", "ph") for i, k in
-                    conn.execute("SELECT se.id, si.key FROM sensors se JOIN sites si ON si.id = se.site_id")]
+    with scratch(prefix="sewerwatch-bench-") as services:
+        run(services.state, services.pg, services.mq)
 
-        # --- batched: collector and writer versus raw binary COPY ---------------------
-        msgs = _batched_messages(N_BATCHED)
-        n_rows = len(msgs) * PER_MESSAGE
-        _register_session(mq.url("admin"), "bench-collector")
-        print(f"queueing {len(msgs)} batched messages ({n_rows} readings) ...", file=sys.stderr)
-        _publish(mq.url("device"), msgs)
-        secs = _drain_with_collector(pg, mq, "bench-collector", n_rows, refs, state / "spool")
-        ours = n_rows / secs
-        print(f"collector: {n_rows} readings stored in {secs:.2f} s = {ours:,.0f} readings/s", file=sys.stderr)
 
-        # The peer: the same rows (shifted in time so they are new) in one raw COPY.
-        ids = {r.key: r.id for r in refs}
-        parts = []
-        for topic, payload in msgs:
-            doc = json.loads(payload)
-            t = (np.asarray(doc["t"], dtype=np.int64) + 10**10) * 1000
-            parts.append(Readings(t, np.full(len(t), ids[topic.split("/")[1] + "/ph"], np.int32),
-                                  np.asarray(doc["v"]), np.zeros(len(t), np.int16)))
-        stream = copy_binary(Readings.concat(parts))
-        with psycopg.connect(pg.url("owner")) as conn:
-            t0 = time.perf_counter()
-            with conn.cursor() as cur, cur.copy("COPY readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
-                cp.write(stream)
-            conn.commit()
-            peer_secs = time.perf_counter() - t0
-        peer = n_rows / peer_secs
-        print(f"raw binary COPY: {n_rows} rows in {peer_secs:.2f} s = {peer:,.0f} rows/s", file=sys.stderr)
-        batched = {"benchmark": "ingest-mqtt-batched-to-timescaledb", "value": round(ours), "unit": "readings/s",
-                   "peer": "raw binary COPY into the same hypertable", "peer_value": round(peer),
-                   "ratio": round(ours / peer, 3), "readings": n_rows}
+def run(state: Path, pg, mq) -> None:
+    with psycopg.connect(pg.url("owner")) as conn:
+        conn.execute("INSERT INTO sites (key, name, pack) SELECT 'site' || g, 'Site ' || g, 'palmyra-wi' "
+                     "FROM generate_series(0, %s) g", (SENSORS - 1,))
+        conn.execute("INSERT INTO sensors (site_id, name, parameter, unit, source) "
+                     "SELECT id, 'ph', 'ph', 'pH', 'mqtt' FROM sites")
+        refs = [SensorRef(i, f"{k}/ph", "ph") for i, k in
+                conn.execute("SELECT se.id, si.key FROM sensors se JOIN sites si ON si.id = se.site_id")]
 
-        # --- single-reading messages: collector to database versus bare paho ----------
-        singles = _single_messages(M_SINGLE)
-        _register_session(mq.url("admin"), "bench-bare")
-        _publish(mq.url("device"), singles)
-        bare_secs = _drain_bare_paho(mq, "bench-bare", M_SINGLE)
-        bare = M_SINGLE / bare_secs
-        print(f"bare paho: {M_SINGLE} messages in {bare_secs:.2f} s = {bare:,.0f} messages/s", file=sys.stderr)
-        singles = _single_messages(M_SINGLE)
-        singles = [(t, p.replace(b'"t": 1', b'"t": 2', 1)) for t, p in singles]  # new times, new rows
-        _register_session(mq.url("admin"), "bench-collector-2")
-        _publish(mq.url("device"), singles)
-        secs = _drain_with_collector(pg, mq, "bench-collector-2", M_SINGLE, refs, state / "spool2")
-        ours_single = M_SINGLE / secs
-        print(f"collector: {M_SINGLE} single messages stored in {secs:.2f} s = {ours_single:,.0f} messages/s",
-              file=sys.stderr)
-        single = {"benchmark": "ingest-mqtt-single-to-timescaledb", "value": round(ours_single), "unit": "messages/s",
-                  "peer": "bare paho-mqtt subscriber (receive only)", "peer_value": round(bare),
-                  "ratio": round(ours_single / bare, 3), "messages": M_SINGLE}
-        print(json.dumps(single))
-        print(json.dumps({**batched, "also": single}))
-    finally:
-        mq.stop()
-        pg.stop()
-        shutil.rmtree(state, ignore_errors=True)
+    # --- batched: collector and writer versus raw binary COPY ---------------------
+    msgs = _batched_messages(N_BATCHED)
+    n_rows = len(msgs) * PER_MESSAGE
+    _register_session(mq.url("admin"), "bench-collector")
+    print(f"queueing {len(msgs)} batched messages ({n_rows} readings) ...", file=sys.stderr)
+    _publish(mq.url("device"), msgs)
+    secs = _drain_with_collector(pg, mq, "bench-collector", n_rows, refs, state / "spool")
+    ours = n_rows / secs
+    print(f"collector: {n_rows} readings stored in {secs:.2f} s = {ours:,.0f} readings/s", file=sys.stderr)
+
+    # The peer: the same rows (shifted in time so they are new) in one raw COPY.
+    ids = {r.key: r.id for r in refs}
+    parts = []
+    for topic, payload in msgs:
+        doc = json.loads(payload)
+        t = (np.asarray(doc["t"], dtype=np.int64) + 10**10) * 1000
+        parts.append(Readings(t, np.full(len(t), ids[topic.split("/")[1] + "/ph"], np.int32),
+                              np.asarray(doc["v"]), np.zeros(len(t), np.int16)))
+    stream = copy_binary(Readings.concat(parts))
+    with psycopg.connect(pg.url("owner")) as conn:
+        t0 = time.perf_counter()
+        with conn.cursor() as cur, cur.copy("COPY readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.write(stream)
+        conn.commit()
+        peer_secs = time.perf_counter() - t0
+    peer = n_rows / peer_secs
+    print(f"raw binary COPY: {n_rows} rows in {peer_secs:.2f} s = {peer:,.0f} rows/s", file=sys.stderr)
+    batched = {"benchmark": "ingest-mqtt-batched-to-timescaledb", "value": round(ours), "unit": "readings/s",
+               "peer": "raw binary COPY into the same hypertable", "peer_value": round(peer),
+               "ratio": round(ours / peer, 3), "readings": n_rows}
+
+    # --- single-reading messages: collector to database versus bare paho ----------
+    singles = _single_messages(M_SINGLE)
+    _register_session(mq.url("admin"), "bench-bare")
+    _publish(mq.url("device"), singles)
+    bare_secs = _drain_bare_paho(mq, "bench-bare", M_SINGLE)
+    bare = M_SINGLE / bare_secs
+    print(f"bare paho: {M_SINGLE} messages in {bare_secs:.2f} s = {bare:,.0f} messages/s", file=sys.stderr)
+    singles = _single_messages(M_SINGLE)
+    singles = [(t, p.replace(b'"t": 1', b'"t": 2', 1)) for t, p in singles]  # new times, new rows
+    _register_session(mq.url("admin"), "bench-collector-2")
+    _publish(mq.url("device"), singles)
+    secs = _drain_with_collector(pg, mq, "bench-collector-2", M_SINGLE, refs, state / "spool2")
+    ours_single = M_SINGLE / secs
+    print(f"collector: {M_SINGLE} single messages stored in {secs:.2f} s = {ours_single:,.0f} messages/s",
+          file=sys.stderr)
+    single = {"benchmark": "ingest-mqtt-single-to-timescaledb", "value": round(ours_single), "unit": "messages/s",
+              "peer": "bare paho-mqtt subscriber (receive only)", "peer_value": round(bare),
+              "ratio": round(ours_single / bare, 3), "messages": M_SINGLE}
+    print(json.dumps(single))
+    print(json.dumps({**batched, "also": single}))
 
 
 if __name__ == "__main__":

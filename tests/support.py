@@ -3,61 +3,27 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
-import socket
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import psycopg
 
-from sewerwatch.db import bootstrap, migrate, roles
-from sewerwatch.services import secrets
-from sewerwatch.services.mosquitto import EmbeddedMosquitto
-from sewerwatch.services.postgres import EmbeddedPostgres
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def state_dir() -> Path:
-    """A fresh state folder the postgres and mosquitto users can reach."""
-    d = Path(tempfile.mkdtemp(prefix="sewerwatch-test-", dir="/var/tmp"))
-    d.chmod(0o755)
-    return d
+from sewerwatch.db import roles
+from sewerwatch.services.scratch import free_port, scratch, state_dir  # noqa: F401 - for the tests
 
 
 @contextlib.contextmanager
 def own_postgres():
     """A migrated TimescaleDB cluster of this test's own, stopped and removed afterwards."""
-    d = state_dir()
-    pg = EmbeddedPostgres(d, free_port(), secrets.load_or_create(d)["db"])
-    try:
-        pg.init()
-        pg.start()
-        bootstrap.embedded(pg)
-        migrate.migrate(pg.url("owner"))
-        yield pg
-    finally:
-        pg.stop()
-        shutil.rmtree(d, ignore_errors=True)
+    with scratch(mosquitto=False) as s:
+        yield s.pg
 
 
 @contextlib.contextmanager
 def own_mosquitto():
     """A Mosquitto broker of this test's own."""
-    d = state_dir()
-    mq = EmbeddedMosquitto(d, free_port(), secrets.load_or_create(d)["mqtt"])
-    try:
-        mq.start()
-        yield mq
-    finally:
-        mq.stop()
-        shutil.rmtree(d, ignore_errors=True)
+    with scratch(postgres=False) as s:
+        yield s.mq
 
 
 def add_site_and_sensors(url: str, site: str, sensors: dict[str, tuple[str, str]]) -> dict[str, int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,14 +23,10 @@ from simulators import scenarios
 from simulators.modbus_server import ModbusSimulator
 from simulators.sources import ScenarioSource, SimClock
 
+from sewerwatch.services.scratch import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 FAST = Options(timeout_s=0.3, backoff_min_s=0.1, backoff_max_s=2.0, flush_s=0.2, health_s=0.2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def simulator(profile: str, n: int, port: int, scenario: str = "normal-day", offset_s: float = 0.0):

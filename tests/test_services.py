@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,22 +18,17 @@ import paho.mqtt.client as mqtt
 import psycopg
 import pytest
 
+from sewerwatch.services.scratch import free_port, state_dir
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def own_services():
     """CLI runner for services in a fresh state folder (reachable by the postgres user)."""
-    state = Path(tempfile.mkdtemp(prefix="sewerwatch-test-", dir="/var/tmp"))
-    state.chmod(0o755)
+    state = state_dir("sewerwatch-test-")
     env = {**os.environ, "SEWERWATCH_STATE_DIR": str(state),
-           "SEWERWATCH_PG_PORT": str(_free_port()), "SEWERWATCH_MQTT_PORT": str(_free_port())}
+           "SEWERWATCH_PG_PORT": str(free_port()), "SEWERWATCH_MQTT_PORT": str(free_port())}
     env.pop("SEWERWATCH_CONFIG", None)
 
     def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -149,16 +143,17 @@ def test_broker_acls_keep_each_account_to_its_topics(services):
     watcher.subscribe("#", qos=1)
     collector, collected = _client(services.mqtt_urls["collector"], "acl-collector")
     assert not _connect(collector, services.mqtt_urls["collector"]).is_failure
-    collector.subscribe("sewerwatch/#", qos=1)
-    collector.subscribe("sewerwatch-alerts/#", qos=1)  # not allowed: nothing arrives
+    # (this test's own topics: the session's broker is shared and holds retained messages)
+    collector.subscribe("sewerwatch/acl/#", qos=1)
+    collector.subscribe("sewerwatch-alerts/acl/#", qos=1)  # not allowed: nothing arrives
     device, _ = _client(services.mqtt_urls["device"], "acl-device")
     assert not _connect(device, services.mqtt_urls["device"]).is_failure
     time.sleep(0.3)
 
     device.publish("sewerwatch/acl/ph", b'{"t": 0, "v": 7, "u": "pH"}', qos=1).wait_for_publish(5)
-    device.publish("sewerwatch-alerts/acl", b"forged alert", qos=1).wait_for_publish(5)
+    device.publish("sewerwatch-alerts/acl/x", b"forged alert", qos=1).wait_for_publish(5)
     collector.publish("sewerwatch/acl/ph", b"forged reading", qos=1).wait_for_publish(5)
-    watcher.publish("sewerwatch-alerts/acl", b"real alert", qos=1).wait_for_publish(5)
+    watcher.publish("sewerwatch-alerts/acl/x", b"real alert", qos=1).wait_for_publish(5)
     deadline = time.time() + 3
     while time.time() < deadline and len(seen) < 2:
         time.sleep(0.05)
