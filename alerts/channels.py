@@ -68,6 +68,11 @@ class AppriseChannel:
         self._text = apprise.NotifyFormat.TEXT
         if not self._apprise.add(url):
             raise ValueError(f"not an apprise URL apprise can use: {self.name}")
+        # apprise waits 5.5 s between two sends of one plugin (its anti-spam throttle): an
+        # escalation or a second alert would queue behind it. Deliveries here are few, and
+        # failures are retried with backoff by the alert manager instead.
+        for plugin in self._apprise:
+            plugin.request_rate_per_sec = 0
         lg = logging.getLogger("apprise")
         if _apprise_log not in lg.handlers:
             lg.addHandler(_apprise_log)

@@ -397,3 +397,13 @@ def _world_again(db):
     with psycopg.connect(db.url) as conn:
         sensors = sensors_from_db(conn)
     return None, LiveEpisodes(sensors), None
+
+
+def test_apprise_channels_do_not_queue_behind_apprises_throttle():
+    """apprise waits 5.5 s between two sends of one plugin by default; an escalation must
+    not wait behind the alert it escalates (failures are retried by the manager)."""
+    from alerts.channels import AppriseChannel
+
+    ch = AppriseChannel("mailto://127.0.0.1:8025?from=a@b.example&to=c@d.example", "x")
+    plugins = list(ch._apprise)
+    assert plugins and all(p.request_rate_per_sec == 0 for p in plugins)
