@@ -44,7 +44,8 @@ class Ingest:
 
 
 def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path,
-          client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1) -> Ingest:
+          client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1,
+          listeners=()) -> Ingest:
     """Start the writer and the collectors the config describes.
 
     Parameters
@@ -55,6 +56,9 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         Broker URL of the collector account; None for no MQTT collector.
     patterns : sequence of str, optional
         Topic patterns (default: the config's ``[mqtt] topics``).
+    listeners : sequence of callable
+        Taps on the sink (``Sink.subscribe``), attached before any collector starts, so
+        they see every batch, the first ones of a backlog included.
     spool_dir : path-like
         The writer's spool folder.
     """
@@ -62,6 +66,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         refs = sensor_refs_from_db(conn, "mqtt")
         modbus_refs = sensor_refs_from_db(conn, "modbus")
     sink = Sink()
+    for listener in listeners:
+        sink.subscribe(listener)
     writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay).start()
     ing = Ingest(sink=sink, writer=writer)
     explicit = {s.topic: s.key for s in cfg.sensors if s.source == "mqtt" and s.topic}

@@ -114,8 +114,7 @@ class Pipeline:
 
         self.ingest = await loop.run_in_executor(None, lambda: service.start(
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
-            client_id=self.client_id, max_delay=self.max_delay))
-        self.ingest.sink.subscribe(tap)
+            client_id=self.client_id, max_delay=self.max_delay, listeners=[tap]))
         tasks = [asyncio.create_task(self._evaluate()), asyncio.create_task(self._tick())]
         self.ready.set()
         log.info("running: %d sensors, %d channels", len(sensors), len(routes))

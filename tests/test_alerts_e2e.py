@@ -234,3 +234,35 @@ def test_mqtt_alert_channel(db, services, tmp_path):
     assert topic == f"sewerwatch-alerts/{site}/violation"
     assert msg["event"] == "open" and msg["rule"] == "ph-min" and msg["record"]["site"] == site
     assert msg["record"]["peak"] < 6.0
+
+
+def test_a_backlog_queued_while_run_was_down_is_judged_on_start(db, services, tmp_path):
+    """The acid dump happens while `sewerwatch run` is down; its persistent session keeps the
+    messages at the broker. On start the backlog is judged from its first reading: one alert.
+    (The pipeline taps the sink before any collector starts; on this machine the race that
+    ordering closes is too narrow for this test to catch on its own.)"""
+    hook = WebhookCatcher().start()
+    try:
+        site, ids, cfg = _setup(db, tmp_path, [{"name": "Hook", "urls": [hook.url("/hook")]}],
+                                hold_off_s=60.0, escalate_after_min=60.0)
+        p, bg = _start(cfg, db, services, tmp_path, site)   # creates the persistent session
+        bg.stop()
+        s = _scenario()
+        pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
+        try:
+            publish_all(pub, _messages(site, s, ACID_FROM - 5, ACID_FROM + 10, chunk=5))  # queued at the broker
+        finally:
+            pub.loop_stop()
+            pub.disconnect()
+        p, bg = _start(cfg, db, services, tmp_path, site)
+        try:
+            assert wait_until(lambda: len(hook.posts) >= 1, 15)
+            bg.call(p.manager.idle())
+        finally:
+            bg.stop()
+        assert [r[3] for r in _alert_rows(db)] == ["ph-min"]
+        with psycopg.connect(db.url) as conn:
+            start = conn.execute("SELECT start_time FROM violations").fetchone()[0]
+        assert int(start.timestamp()) == int(s.times[ACID_FROM])   # judged from the first queued reading
+    finally:
+        hook.stop()
