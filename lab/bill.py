@@ -100,6 +100,10 @@ def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_
     else:
         volume_mg, volume_source = None, "no flow meter and no volume given"
     charges, notes = [], []
+    if given is None and metered["sensors"] and metered["coverage"] < 0.95:
+        # A meter that was silent for part of the quarter under-bills: the clerk must know.
+        notes.append(f"the flow readings cover {metered['coverage']:.0%} of the quarter: the metered volume "
+                     f"is incomplete; check the meter, or give bill.volume_mg.{key} in the rates file")
 
     # surcharge on high-strength waste
     try:

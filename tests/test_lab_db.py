@@ -216,6 +216,9 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     bills = {b["site"]: b for b in json.loads(r.stdout)}
     mill, dairy = bills["mill"], bills["dairy"]
     assert mill["volume_mg"] == pytest.approx(0.864) and "metered" in mill["volume_source"]
+    # 3 days of readings in a 90-day quarter: the clerk is told the metered volume is incomplete
+    assert [n for n in mill["notes"] if "the flow readings cover 3% of the quarter" in n]
+    assert not [n for n in dairy["notes"] if "flow readings cover" in n]     # its volume is given
     # mill BOD 400: 0.864 MG x 150 x 8.34 = 1,080.864 lb x $0.20 = $216.17; TSS 200 < 250: $0
     [sur] = mill["charges"]
     assert sur["charge"] == "surcharge" and "§13.45(4)" in sur["citation"]
