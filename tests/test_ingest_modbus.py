@@ -61,16 +61,22 @@ async def run_for(collector: ModbusCollector, seconds: float) -> None:
     await task
 
 
-def check_served_values(profile: str, n: int = 3, seconds: float = 0.8) -> tuple:
-    """Poll ``n`` devices of a frozen simulator; every reading equals the value it serves."""
-    port = free_port()
-    prof = profiles.load(profile)
+def poll(sim_profile: str, n: int, seconds: float, *, scenario: str = "normal-day", offset_s: float = 0.0,
+         profile: str | None = None, interval_s: float = 0.1):
+    """Serve ``n`` devices from a frozen simulator of ``sim_profile`` (``scenario`` at
+    ``offset_s``) and poll them for ``seconds`` with ``profile`` (default the same).
+
+    Returns
+    -------
+    (simulator, collector, sink)
+    """
+    port, profile = free_port(), profile or sim_profile
 
     async def go():
-        sim = simulator(profile, n, port)
+        sim = simulator(sim_profile, n, port, scenario, offset_s)
         await sim.start()
         sink = Sink()
-        devs = devices(n, port, profile)
+        devs = devices(n, port, profile, interval_s)
         col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
         try:
             await run_for(col, seconds)
@@ -78,7 +84,13 @@ def check_served_values(profile: str, n: int = 3, seconds: float = 0.8) -> tuple
             await sim.stop()
         return sim, col, sink
 
-    sim, col, sink = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def check_served_values(profile: str, n: int = 3, seconds: float = 0.8) -> tuple:
+    """Poll ``n`` devices of a frozen simulator; every reading equals the value it serves."""
+    prof = profiles.load(profile)
+    sim, col, sink = poll(profile, n, seconds)
     readings, _ = drain(sink)
     snap = sim.source.sample(sim.sim_time)
     polls = sum(h.polls for h in col.health().values())
@@ -126,21 +138,8 @@ def test_span_over_125_registers_is_read_in_two_requests(tmp_path):
 
 def test_status_bit_and_nan_give_device_fault_and_are_kept():
     # sensor-faults: pH drops out at 09:00 (NaN on the wire and its status bit set)
-    port, n, profile = free_port(), 2, "generic-manhole"
-
-    async def go():
-        sim = simulator(profile, n, port, "sensor-faults", 9 * 3600 + 60)
-        await sim.start()
-        sink = Sink()
-        devs = devices(n, port, profile)
-        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
-        try:
-            await run_for(col, 0.5)
-        finally:
-            await sim.stop()
-        return sink
-
-    readings, _ = drain(asyncio.run(go()))
+    _, _, sink = poll("generic-manhole", 2, 0.5, scenario="sensor-faults", offset_s=9 * 3600 + 60)
+    readings, _ = drain(sink)
     ph = np.isin(readings.sensor_id, [1, 1001])
     assert ph.sum() >= 2
     assert (readings.quality[ph] == DEVICE_FAULT).all() and np.isnan(readings.value[ph]).all()
@@ -150,7 +149,6 @@ def test_status_bit_and_nan_give_device_fault_and_are_kept():
 def test_impossible_ph_is_out_of_range_and_kept(tmp_path):
     # The simulator serves scaled-int16; a collector that mis-reads pH as x0.1 instead of
     # x0.01 sees pH 70: physically impossible, flagged OUT_OF_RANGE, stored anyway.
-    port = free_port()
     text = (ROOT / "ingest" / "profiles" / "scaled-int16.toml").read_text()
     text = text.replace('name = "scaled-int16"', 'name = "misread"').replace(
         "address = 1\ntype = \"int16\"\nscale = 0.01", "address = 1\ntype = \"int16\"\nscale = 0.1")
@@ -158,19 +156,7 @@ def test_impossible_ph_is_out_of_range_and_kept(tmp_path):
     path = tmp_path / "misread.toml"
     path.write_text(text)
 
-    async def go():
-        sim = simulator("scaled-int16", 1, port)
-        await sim.start()
-        sink = Sink()
-        devs = devices(1, port, str(path))
-        col = ModbusCollector(devs, sensor_map(devs, str(path)), sink, FAST)
-        try:
-            await run_for(col, 0.4)
-        finally:
-            await sim.stop()
-        return sim, sink
-
-    sim, sink = asyncio.run(go())
+    sim, _, sink = poll("scaled-int16", 1, 0.4, profile=str(path))
     readings, _ = drain(sink)
     ph = readings.sensor_id == 1
     assert ph.any()
@@ -180,21 +166,7 @@ def test_impossible_ph_is_out_of_range_and_kept(tmp_path):
 
 @pytest.mark.parametrize("offset_s, code", [(13 * 3600 + 60, 6), (13.5 * 3600 + 60, 2)])
 def test_scenario_exception_replies_are_not_transport_errors(offset_s, code):
-    port, n, profile = free_port(), 2, "generic-manhole"
-
-    async def go():
-        sim = simulator(profile, n, port, "sensor-faults", offset_s)
-        await sim.start()
-        sink = Sink()
-        devs = devices(n, port, profile)
-        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
-        try:
-            await run_for(col, 0.6)
-        finally:
-            await sim.stop()
-        return col, sink
-
-    col, sink = asyncio.run(go())
+    _, col, sink = poll("generic-manhole", 2, 0.6, scenario="sensor-faults", offset_s=offset_s)
     readings, health = drain(sink)
     assert len(readings) == 0
     for dev, h in col.health().items():
@@ -210,7 +182,6 @@ def test_scenario_exception_replies_are_not_transport_errors(offset_s, code):
 
 def test_read_of_an_illegal_address_is_an_exception_reply(tmp_path):
     # a profile with one more field, at an address the simulated device does not have
-    port = free_port()
     text = (ROOT / "ingest" / "profiles" / "generic-manhole.toml").read_text()
     text = text.replace('name = "generic-manhole"', 'name = "with-extra"') + (
         '\n[[fields]]\nname = "level"\nparameter = "level"\nunit = "ft"\nregister = "holding"\n'
@@ -218,19 +189,7 @@ def test_read_of_an_illegal_address_is_an_exception_reply(tmp_path):
     path = tmp_path / "with-extra.toml"
     path.write_text(text)
 
-    async def go():
-        sim = simulator("generic-manhole", 1, port)
-        await sim.start()
-        sink = Sink()
-        devs = devices(1, port, str(path))
-        col = ModbusCollector(devs, sensor_map(devs, str(path)), sink, FAST)
-        try:
-            await run_for(col, 0.5)
-        finally:
-            await sim.stop()
-        return col
-
-    h = asyncio.run(go()).health()["dev0"]
+    h = poll("generic-manhole", 1, 0.5, profile=str(path))[1].health()["dev0"]
     assert h.polls >= 2 and h.exception_replies == h.polls and h.transport_errors == 0
     assert "exception reply 02 (illegal data address) to function 03 at 300" in h.last_error
     assert h.state == "up"
@@ -354,21 +313,7 @@ def test_runs_alone_against_the_simulator_process(tmp_path):
 
 def test_silent_device_times_out_as_a_transport_error():
     # sensor-faults: every device stops answering at 11:00 (comms loss, no reply at all)
-    port, n, profile = free_port(), 2, "generic-manhole"
-
-    async def go():
-        sim = simulator(profile, n, port, "sensor-faults", 11 * 3600 + 60)
-        await sim.start()
-        sink = Sink()
-        devs = devices(n, port, profile)
-        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
-        try:
-            await run_for(col, 1.5)
-        finally:
-            await sim.stop()
-        return col, sink
-
-    col, sink = asyncio.run(go())
+    _, col, sink = poll("generic-manhole", 2, 1.5, scenario="sensor-faults", offset_s=11 * 3600 + 60)
     readings, health = drain(sink)
     assert len(readings) == 0
     for dev, h in col.health().items():
@@ -380,21 +325,9 @@ def test_silent_device_times_out_as_a_transport_error():
 
 
 def test_polls_are_staggered_and_health_is_reported_periodically():
-    port, n, profile = free_port(), 10, "generic-manhole"
-
-    async def go():
-        sim = simulator(profile, n, port)
-        await sim.start()
-        sink = Sink()
-        devs = devices(n, port, profile, interval_s=1.0)
-        col = ModbusCollector(devs, sensor_map(devs, profile), sink, FAST)
-        try:
-            await run_for(col, 1.3)
-        finally:
-            await sim.stop()
-        return sink
-
-    readings, health = drain(asyncio.run(go()))
+    n = 10
+    _, _, sink = poll("generic-manhole", n, 1.3, interval_s=1.0)
+    readings, health = drain(sink)
     first = np.array([readings.time_us[readings.sensor_id == 1000 * i].min() for i in range(n)])
     gaps = np.diff(first) / 1e6
     # device i starts i/10 of the 1 s interval late
