@@ -14,7 +14,7 @@ import importlib
 import sys
 
 from sewerwatch import __version__
-from sewerwatch.errors import NotBuiltYet, SewerwatchError
+from sewerwatch.errors import NotBuiltYet, SewerwatchError, report
 
 #: (module that registers the subcommand(s)) in the order ``--help`` lists them.
 COMMAND_MODULES = (
@@ -67,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SewerwatchError as exc:
-        print(f"sewerwatch: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return report(exc)
     except KeyboardInterrupt:
         print("sewerwatch: interrupted", file=sys.stderr)
         return 130

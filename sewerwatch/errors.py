@@ -62,3 +62,15 @@ class NotBuiltYet(SewerwatchError):
     """A subcommand that exists in the CLI but whose capability is not built yet."""
 
     exit_code = 3
+
+
+def report(exc: SewerwatchError) -> int:
+    """Print ``exc`` as the one line every sewerwatch command uses; return its exit code.
+
+    ``sewerwatch: error: <message>`` on standard error, for the CLI and for every module
+    that also runs alone (``python -m simulators.modbus_server``, ...).
+    """
+    import sys
+
+    print(f"sewerwatch: error: {exc}", file=sys.stderr)
+    return exc.exit_code

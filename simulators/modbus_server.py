@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from ingest.profiles import Profile
-from sewerwatch.errors import ServiceError
+from sewerwatch.errors import ServiceError, report
 from limits.units import from_canonical
 from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
 from simulators.options import add_source_arguments, parse_offset
@@ -279,8 +279,7 @@ def main(argv=None) -> int:
     try:
         return asyncio.run(serve(args))
     except SewerwatchError as exc:
-        print(f"sewerwatch: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return report(exc)
     except KeyboardInterrupt:
         return 130
 

@@ -36,7 +36,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from limits.units import from_canonical, to_canonical
-from sewerwatch.errors import InputError, ServiceError
+from sewerwatch.errors import InputError, ServiceError, report
 from simulators.scenarios import PAYLOAD_VARIANTS
 from simulators.sources import MQTT_SENSORS, SimClock
 
@@ -413,8 +413,7 @@ def main(argv=None) -> int:
     try:
         return asyncio.run(serve(args))
     except SewerwatchError as exc:
-        print(f"sewerwatch: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return report(exc)
     except KeyboardInterrupt:
         return 130
 

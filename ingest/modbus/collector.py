@@ -48,7 +48,7 @@ from ingest.modbus.health import DeviceHealth
 from ingest.modbus.plan import DEFAULT_MAX_FILL, plan as make_plan
 from ingest.normalise import flag_out_of_range
 from limits.units import to_canonical
-from sewerwatch.errors import ConfigError, InputError
+from sewerwatch.errors import ConfigError, InputError, report
 
 log = logging.getLogger("ingest.modbus")
 
@@ -532,8 +532,7 @@ def main(argv=None) -> int:
         print(f"readings {counts['readings']} (not good: {counts['faults']})")
         return 0
     except SewerwatchError as exc:
-        print(f"sewerwatch: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return report(exc)
 
 
 if __name__ == "__main__":
