@@ -155,7 +155,7 @@ class Route:
 def build_routes(cfg, mqtt_url: str | None = None, console_stream=None,
                  client_id: str = "sewerwatch-notifier") -> list[Route]:
     """Every channel the config asks for: each contact's apprise URLs, console, MQTT."""
-    from sewerwatch.errors import ConfigError
+    from foundation.errors import ConfigError
 
     routes = []
     for i, c in enumerate(cfg.contacts):

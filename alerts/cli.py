@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from alerts import content, digest
+from foundation.errors import InputError
 
 
 def register(sub) -> None:
@@ -26,20 +31,17 @@ def register(sub) -> None:
     q = s.add_parser("digest", help="the digest of a local day's alerts")
     q.add_argument("--day", metavar="YYYY-MM-DD", help="default: today in the village's time zone")
     q.set_defaults(func=_digest)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
 
 
-def _connect(args):
-    from sewerwatch import config, db
-
-    cfg = config.load(args.config)
-    return cfg, db.connect("owner", cfg)
+def _connect(ctx):
+    return ctx.config, ctx.connect("owner")
 
 
 def _tz(cfg) -> str:
     if cfg.timezone:
         return cfg.timezone
-    from limits.packs import load_pack
+    from limits.packs import load_pack   # lazy: packs pull in numpy, which --help does not need
 
     return load_pack(cfg.pack).timezone
 
@@ -47,8 +49,8 @@ def _tz(cfg) -> str:
 LIST_COLS = ("id", "kind", "state", "rule", "opened_at", "acknowledged_by", "resolved_at", "summary")
 
 
-def _list(args) -> int:
-    cfg, conn = _connect(args)
+def _list(args, ctx) -> int:
+    cfg, conn = _connect(ctx)
     with conn:
         rows = conn.execute(
             f"SELECT {', '.join(LIST_COLS)} FROM alerts {'' if args.all else 'WHERE state <> %s'} "
@@ -61,19 +63,15 @@ def _list(args) -> int:
     if not recs:
         print("no alerts" if args.all else "no open alerts")
         return 0
-    from alerts.content import local_time
-
     tz = _tz(cfg)
     for r in recs:
         ack = f" ack by {r['acknowledged_by']}" if r["acknowledged_by"] else ""
-        print(f"#{r['id']:<5} {r['state']:<12} {local_time(r['opened_at'], tz)}  {r['summary']}{ack}")
+        print(f"#{r['id']:<5} {r['state']:<12} {content.local_time(r['opened_at'], tz)}  {r['summary']}{ack}")
     return 0
 
 
-def _show(args) -> int:
-    from sewerwatch.errors import InputError
-
-    cfg, conn = _connect(args)
+def _show(args, ctx) -> int:
+    cfg, conn = _connect(ctx)
     with conn:
         row = conn.execute(
             "SELECT id, kind, state, rule, summary, details, opened_at, notified_at, escalated_at, acknowledged_at, "
@@ -100,12 +98,10 @@ def _show(args) -> int:
     return 0
 
 
-def _ack(args) -> int:
-    from sewerwatch.errors import InputError
-
+def _ack(args, ctx) -> int:
     if not args.by.strip():
         raise InputError("alerts ack: --by needs a name")
-    cfg, conn = _connect(args)
+    cfg, conn = _connect(ctx)
     with conn:
         row = conn.execute("SELECT state, acknowledged_by FROM alerts WHERE id = %s FOR UPDATE",
                            (args.id,)).fetchone()
@@ -123,14 +119,8 @@ def _ack(args) -> int:
     return 0
 
 
-def _digest(args) -> int:
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
-
-    from alerts import content, digest
-    from sewerwatch.errors import InputError
-
-    cfg, conn = _connect(args)
+def _digest(args, ctx) -> int:
+    cfg, conn = _connect(ctx)
     tz = _tz(cfg)
     day = args.day or datetime.now(ZoneInfo(tz)).date().isoformat()
     try:

@@ -72,7 +72,7 @@ class AlertManager:
 
     Parameters
     ----------
-    cfg : sewerwatch.config.Config
+    cfg : foundation.config.Config
         ``hold_off_s``, ``escalate_after_min``, ``alert_options``, ``timezone``.
     db_url : str
         Database URL (owner role: the manager writes violations, alerts and the audit log).

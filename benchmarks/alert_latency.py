@@ -102,7 +102,7 @@ def main() -> None:
 
     from alerts.catchers import WebhookCatcher
     from alerts.channels import AppriseChannel, Route
-    from sewerwatch import config as sw_config
+    from foundation import config as sw_config
     from sewerwatch.pipeline import Background, Pipeline
     from sewerwatch.services.scratch import scratch
 

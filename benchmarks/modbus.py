@@ -114,7 +114,7 @@ class Server:
             raise RuntimeError(f"simulator did not start: {line!r}")
 
     def devices(self, n: int | None = None):
-        from sewerwatch.config import Device
+        from foundation.config import Device
         from simulators.modbus_server import device_address
 
         out = []

@@ -149,7 +149,8 @@ def free_base_port(n: int) -> int:
 def broker_urls() -> dict | None:
     """The embedded broker's accounts when it is running, else None (the MQTT leg is skipped)."""
     try:
-        from sewerwatch import config, services
+        from foundation import config
+        from sewerwatch import services
         st = services.status(config.load())
     except Exception:  # no services package, not set up, or no config: Modbus only
         return None

@@ -10,7 +10,7 @@ def register(sub) -> None:
                        description="The Grafana dashboards (Overview, Site, Lab and loadings, "
                        "Sensor health), generated from the rule packs.")
     dsub = p.add_subparsers(dest="dashboards_command", metavar="SUBCOMMAND")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
 
     e = dsub.add_parser("export", help="write the dashboard JSON and Grafana provisioning files",
                         description="Write DIR/dashboards/*.json, DIR/provisioning/datasources/"
@@ -43,38 +43,34 @@ def register(sub) -> None:
     v.set_defaults(func=_preview)
 
 
-def _db_url(args) -> str:
-    if args.db_url:
-        return args.db_url
-    from sewerwatch import config, db
-
-    return db.url("grafana", config.load(getattr(args, "config", None)))
+def _db_url(args, ctx) -> str:
+    return args.db_url or ctx.endpoints().db("grafana")
 
 
-def _export(args: argparse.Namespace) -> int:
+def _export(args: argparse.Namespace, ctx) -> int:
     from dashboards.definitions import build_all
     from dashboards.export import DbTarget, write
 
-    target = DbTarget.from_url(_db_url(args))
+    target = DbTarget.from_url(_db_url(args, ctx))
     files = write(args.dir, [d.to_json() for d in build_all()], target, args.dashboards_path)
     for f in files:
         print(f)
     return 0
 
 
-def _push(args: argparse.Namespace) -> int:
+def _push(args: argparse.Namespace, ctx) -> int:
     from dashboards.definitions import build_all
     from dashboards.export import DbTarget
     from dashboards.push import _check_url, push
 
     _check_url(args.url)
-    target = None if args.no_datasource else DbTarget.from_url(_db_url(args))
+    target = None if args.no_datasource else DbTarget.from_url(_db_url(args, ctx))
     for change in push(args.url, args.token, [d.to_json() for d in build_all()], target):
         print(change)
     return 0
 
 
-def _preview(args: argparse.Namespace) -> int:
+def _preview(args: argparse.Namespace, ctx) -> int:
     from dashboards.preview import parse_time, render_all
 
     choices = {}
@@ -82,6 +78,6 @@ def _preview(args: argparse.Namespace) -> int:
         choices["site"] = args.site if len(args.site) > 1 else args.site[0]
     tf = parse_time(args.time_from, "--from") if args.time_from else None
     tt = parse_time(args.time_to, "--to") if args.time_to else None
-    for f in render_all(args.dir, _db_url(args), tf, tt, choices):
+    for f in render_all(args.dir, _db_url(args, ctx), tf, tt, choices):
         print(f)
     return 0

@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from dashboards import model as m
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 FOLDER_TITLE = "sewerwatch"
 FOLDER_UID = "sewerwatch"

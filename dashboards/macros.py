@@ -38,7 +38,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Mapping, Sequence
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 __all__ = [
     "Expanded", "FillMode", "Variable", "expand", "format_go_float", "format_interval",

@@ -15,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Mapping
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 TABLE_ROWS = 12
 ROW_IN = 0.42          # inches per grid row
@@ -196,7 +196,7 @@ def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = 
 
     from dashboards import queries as dq
     from dashboards.definitions import build_all
-    from sewerwatch.errors import DatabaseError
+    from foundation.errors import DatabaseError
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from dashboards import model as m
 from dashboards.export import FOLDER_TITLE, FOLDER_UID, DbTarget, datasource
-from sewerwatch.errors import InputError, ServiceError, SewerwatchError
+from foundation.errors import InputError, ServiceError, SewerwatchError
 
 PUSH_MESSAGE = "sewerwatch dashboards push"
 

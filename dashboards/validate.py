@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sewerwatch.paths import PROJECT_ROOT
+from foundation.paths import PROJECT_ROOT
 
 SCHEMA_DIR = PROJECT_ROOT.parent / "shared" / "grafana-jsonschema"
 PANEL_TYPES = ("timeseries", "table", "stat")

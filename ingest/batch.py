@@ -23,7 +23,7 @@ class Readings:
     sensor_id : numpy.ndarray of int32
         ``sensors.id`` of each reading.
     value : numpy.ndarray of float64
-        Value [canonical unit of the sensor's parameter, limits.units.CANONICAL].
+        Value [canonical unit of the sensor's parameter, foundation.units.CANONICAL].
     quality : numpy.ndarray of int16
         :data:`GOOD`, :data:`OUT_OF_RANGE` or :data:`DEVICE_FAULT`.
     """

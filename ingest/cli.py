@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -15,15 +16,13 @@ def register(sub) -> None:
     p.set_defaults(func=_collect)
 
 
-def _collect(args) -> int:
-    from pathlib import Path
-
+def _collect(args, ctx) -> int:
+    # lazy: the collectors pull in paho, pymodbus and psycopg, which --help does not need
     from ingest import service
-    from sewerwatch import config, services
 
     logging.basicConfig(level=logging.INFO, format="sewerwatch: %(name)s: %(message)s", stream=sys.stderr)
-    cfg = config.load(args.config)
-    ep = services.up(cfg) if not (cfg.services.db_url and cfg.services.mqtt_url) else services.endpoints(cfg)
+    cfg = ctx.config
+    ep = ctx.endpoints(start=True)
     spool = Path(args.spool_dir) if args.spool_dir else cfg.services.state_dir / "spool"
     ing = service.start(cfg, ingest_url=ep.db("ingest"), mqtt_url=None if args.no_mqtt else ep.mqtt("collector"),
                         spool_dir=spool, client_id=args.client_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ingest.batch import DEVICE_FAULT, GOOD, OUT_OF_RANGE
-from limits.units import to_canonical
+from foundation.units import to_canonical
 
 #: parameter -> (lowest, highest) physically possible value [canonical unit]
 PHYSICAL_RANGE = {
@@ -29,7 +29,7 @@ def flag_out_of_range(parameter: str, values: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     parameter : str
-        A :data:`limits.units.PARAMETERS` name.
+        A :data:`foundation.units.PARAMETERS` name.
     values : numpy.ndarray
         Values [canonical unit].
 
@@ -58,7 +58,7 @@ def normalise(parameter: str, unit: str, values) -> tuple[np.ndarray, np.ndarray
 
     Raises
     ------
-    sewerwatch.errors.InputError
+    foundation.errors.InputError
         For a unit the parameter does not know.
     """
     canon = to_canonical(parameter, unit, values)

@@ -11,8 +11,8 @@ status register whose bits flag a faulted sensor::
 
     [[fields]]
     name = "flow"            # the sensor name the collector stores it under
-    parameter = "flow"       # limits.units parameter: flow, ph, temperature, level
-    unit = "gpm"             # a unit limits.units knows for the parameter
+    parameter = "flow"       # foundation.units parameter: flow, ph, temperature, level
+    unit = "gpm"             # a unit foundation.units knows for the parameter
     register = "holding"     # holding (function 3) or input (function 4)
     address = 0
     type = "float32"         # float32, int16, uint16, int32
@@ -29,7 +29,7 @@ status register whose bits flag a faulted sensor::
     ph = 1
     temperature = 2
 
-Every problem is reported as an :class:`~sewerwatch.errors.InputError` naming the file,
+Every problem is reported as an :class:`~foundation.errors.InputError` naming the file,
 the key and what is wrong.
 """
 
@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 
 from ingest import registers as codec
-from limits.units import CONVERSIONS
-from sewerwatch import tomlfile
-from sewerwatch.errors import InputError
+from foundation.units import CONVERSIONS
+from foundation import tomlfile
+from foundation.errors import InputError
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 REGISTER_TABLES = ("holding", "input")

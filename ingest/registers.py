@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 DATA_TYPES = ("float32", "int16", "uint16", "int32")
 WORD_ORDERS = ("ABCD", "CDAB", "BADC", "DCBA")

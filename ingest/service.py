@@ -16,8 +16,8 @@ from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
 from ingest.mqtt.topics import TopicMap
 from ingest.sink import Sink
 from ingest.writer import Writer
-from sewerwatch import db
-from sewerwatch.config import Config
+from foundation import db
+from foundation.config import Config
 
 log = logging.getLogger("sewerwatch.ingest")
 
@@ -83,6 +83,7 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
 def _start_modbus(cfg: Config, refs, sink: Sink, ing: Ingest):
     try:
         from ingest.modbus.collector import ModbusCollector
+        from ingest.modbus.options import Options
     except ImportError:
         log.warning("the Modbus collector is not available; Modbus devices are not polled")
         return None
@@ -90,7 +91,7 @@ def _start_modbus(cfg: Config, refs, sink: Sink, ing: Ingest):
 
     ids = {r.key: r.id for r in refs}
     sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors if s.source == "modbus" and s.key in ids}
-    collector = ModbusCollector(list(cfg.devices), sensor_map, sink, cfg.modbus_options)
+    collector = ModbusCollector(list(cfg.devices), sensor_map, sink, Options.from_config(cfg))
     t = threading.Thread(target=lambda: asyncio.run(collector.run()), name="sewerwatch-modbus", daemon=True)
     t.start()
     ing.threads.append(t)

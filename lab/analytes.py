@@ -1,12 +1,12 @@
 """The lab analytes sewerwatch knows and the units their results may come in.
 
 A lab result is stored and judged in mg/l (the canonical concentration unit of
-:mod:`limits.units`); results reported in ug/l are divided by 1000 on import.
+:mod:`foundation.units`); results reported in ug/l are divided by 1000 on import.
 """
 
 from __future__ import annotations
 
-from limits.units import CONVERSIONS
+from foundation.units import CONVERSIONS
 
 #: analyte id -> what the lab measured (the names the lab CSV uses)
 ANALYTES: dict[str, str] = {
@@ -25,7 +25,7 @@ ALIASES: dict[str, str] = {
 }
 
 #: the concentration units a lab result may be in -> factor into mg/l
-#: (``limits.units``: 1 ug/l = 0.001 mg/l; 1 ppm = 1 mg/l for dilute aqueous waste)
+#: (``foundation.units``: 1 ug/l = 0.001 mg/l; 1 ppm = 1 mg/l for dilute aqueous waste)
 UNIT_TO_MG_L: dict[str, float] = {u: s for u, (s, _o) in CONVERSIONS["concentration"].items()}
 
 #: non-detect qualifier in the lab CSV: the value is the detection limit

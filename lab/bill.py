@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from lab.money import cents
-from sewerwatch import tomlfile
-from sewerwatch.errors import InputError
+from foundation import tomlfile
+from foundation.errors import InputError
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
 
@@ -302,18 +302,14 @@ def write_bills(bills: list[dict], out_dir: str | Path) -> list[Path]:
     return paths
 
 
-def bill_cli(args) -> int:
+def bill_cli(args, ctx) -> int:
     """``sewerwatch bill --quarter 2026Q1 --rates FILE.toml [--out DIR] [--json]``."""
-    from sewerwatch import config as sw_config
-    from sewerwatch import db
-
     from lab.inputs import read_non_detect_policy, read_rates
 
     quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
     read_rates(args.rates)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
-    cfg = sw_config.load(getattr(args, "config", None))
-    with db.connect("owner", cfg) as conn:
+    with ctx.connect("owner") as conn:
         bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect)
     paths = write_bills(bills, args.out)
     if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 
 def _date(text: str, what: str) -> datetime:
@@ -37,15 +37,11 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False, non_dete
     return out
 
 
-def check_cli(args) -> int:
-    from sewerwatch import config as sw_config
-    from sewerwatch import db
-
+def check_cli(args, ctx) -> int:
     start, end = _date(args.since, "--since"), _date(args.until, "--until")
     if end <= start:
         raise InputError("--until must be after --since")
-    cfg = sw_config.load(getattr(args, "config", None))
-    with db.connect("owner", cfg) as conn:
+    with ctx.connect("owner") as conn:
         res = check_db(conn, start, end, store=args.store, non_detect=args.non_detect)
     if args.json:
         print(json.dumps(res, indent=2))
@@ -67,14 +63,10 @@ def check_cli(args) -> int:
     return 0
 
 
-def list_cli(args) -> int:
+def list_cli(args, ctx) -> int:
     """``sewerwatch lab list``: the current version of each stored result."""
-    from sewerwatch import config as sw_config
-    from sewerwatch import db
-
     start, end = _date(args.since, "--since"), _date(args.until, "--until")
-    cfg = sw_config.load(getattr(args, "config", None))
-    with db.connect("owner", cfg) as conn:
+    with ctx.connect("owner") as conn:
         q = ("SELECT t.key, s.sample_key, s.collected, s.sample_type, r.analyte, r.qualifier, r.value_mg_l, "
              "r.version, r.entered_by, r.entered_at FROM lab_results_current r "
              "JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
@@ -123,13 +115,9 @@ def composites(conn, start: datetime, end: datetime, relink: bool = False) -> li
     return out
 
 
-def composites_cli(args) -> int:
-    from sewerwatch import config as sw_config
-    from sewerwatch import db
-
+def composites_cli(args, ctx) -> int:
     start, end = _date(args.since, "--since"), _date(args.until, "--until")
-    cfg = sw_config.load(getattr(args, "config", None))
-    with db.connect("owner", cfg) as conn:
+    with ctx.connect("owner") as conn:
         res = composites(conn, start, end, relink=args.relink)
     if args.json:
         print(json.dumps(res, indent=2))

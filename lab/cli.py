@@ -67,14 +67,14 @@ def register(sub) -> None:
     p.set_defaults(func=_bill)
 
 
-def _surcharge(args: argparse.Namespace) -> int:
+def _surcharge(args: argparse.Namespace, ctx) -> int:
     import json
     import math
 
     from lab.inputs import read_lab_file_strict, read_non_detect_policy, read_rates, read_volumes
     from lab.standards import normal_strength
     from lab.surcharge import surcharges
-    from sewerwatch.errors import InputError
+    from foundation.errors import InputError
 
     normal_strength(args.pack)  # an unknown pack or one without a surcharge base fails first
     rows = read_lab_file_strict(args.lab)
@@ -105,11 +105,11 @@ def _surcharge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_import(args: argparse.Namespace) -> int:
+def _lab_import(args: argparse.Namespace, ctx) -> int:
     import json
 
     from lab.store import import_cli
-    report = import_cli(args)
+    report = import_cli(args, ctx)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -121,21 +121,21 @@ def _lab_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_check(args: argparse.Namespace) -> int:
+def _lab_check(args: argparse.Namespace, ctx) -> int:
     from lab.checkdb import check_cli
-    return check_cli(args)
+    return check_cli(args, ctx)
 
 
-def _lab_list(args: argparse.Namespace) -> int:
+def _lab_list(args: argparse.Namespace, ctx) -> int:
     from lab.checkdb import list_cli
-    return list_cli(args)
+    return list_cli(args, ctx)
 
 
-def _lab_composites(args: argparse.Namespace) -> int:
+def _lab_composites(args: argparse.Namespace, ctx) -> int:
     from lab.checkdb import composites_cli
-    return composites_cli(args)
+    return composites_cli(args, ctx)
 
 
-def _bill(args: argparse.Namespace) -> int:
+def _bill(args: argparse.Namespace, ctx) -> int:
     from lab.bill import bill_cli
-    return bill_cli(args)
+    return bill_cli(args, ctx)

@@ -3,7 +3,7 @@
 A 24-hour flow-proportional composite sample (palmyra-wi, 003_44f871d49a02d8f5.txt
 §13.53(3)) represents the flow-weighted average concentration of its window; its loading
 is concentration × the window's volume × 8.34. Flow readings are in gpm (the canonical
-flow unit of :mod:`limits.units`) at irregular times; volumes are the trapezoid integral
+flow unit of :mod:`foundation.units`) at irregular times; volumes are the trapezoid integral
 of the readings, never bridging a gap longer than ``max_gap_s``.
 """
 

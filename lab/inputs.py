@@ -8,7 +8,7 @@ import math
 import tomllib
 from pathlib import Path
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 #: keys of the rates TOML (dollars per pound) -> analyte id; aliases accepted
 RATE_KEYS: dict[str, str] = {

@@ -19,7 +19,7 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from pathlib import Path
 
 from lab.analytes import ANALYTES, NON_DETECT, UNIT_TO_MG_L, analyte_id, unit_id
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 REQUIRED = ("sample_id", "site", "collected", "analyte", "value", "unit")
 OPTIONAL = ("qualifier",)

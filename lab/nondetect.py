@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 #: policy -> fraction of the detection limit a non-detect counts as
 POLICIES: dict[str, float] = {"zero": 0.0, "half": 0.5, "dl": 1.0}

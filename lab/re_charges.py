@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from lab.billing_data import billing
 from lab.money import cents
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 #: the year Ord. No. 16:02 added debt charges computed from the debt service budget (C)
 DEBT_CHARGE_SINCE = 2016

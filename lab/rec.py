@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from lab.billing_data import sic_table
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 CITATION = "palmyra-wi, 003_44f871d49a02d8f5.txt §13.61"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from lab.billing_data import billing
 from lab.money import cents
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 
 @dataclass(frozen=True)

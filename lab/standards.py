@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 #: citation prefixes of the seed files, for the charges that live in lab/ (not in the packs)
 PALMYRA = "palmyra-wi, 003_44f871d49a02d8f5.txt"

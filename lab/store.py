@@ -199,16 +199,13 @@ def load_results(conn, start: datetime, end: datetime, sites: list[str] | None =
     return LabTable.from_columns(*[list(c) for c in cols])
 
 
-def import_cli(args) -> dict:
+def import_cli(args, ctx) -> dict:
     """``sewerwatch lab import``: connect with the utility's config and import."""
-    from sewerwatch import config as sw_config
-    from sewerwatch import db
-
-    cfg = sw_config.load(getattr(args, "config", None))
+    cfg = ctx.config
     tz = None
     if cfg.timezone:
         from zoneinfo import ZoneInfo
         tz = ZoneInfo(cfg.timezone)
-    with db.connect("owner", cfg) as conn:
+    with ctx.connect("owner") as conn:
         report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz)
     return report.as_json()

@@ -21,7 +21,7 @@ import numpy as np
 from lab.money import cents
 from lab.nondetect import DEFAULT_BILLING, substitute
 from lab.standards import PALMYRA, normal_strength
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 #: pounds in one million US gallons of water at 1 mg/l (8.34 lb/gal × 1e6 gal × 1e-6)
 LB_PER_MG_MGL = 8.34

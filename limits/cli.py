@@ -35,11 +35,11 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args, ctx) -> int:
     import json
     import sys
 
-    from sewerwatch.errors import InputError
+    from foundation.errors import InputError
 
     if args.gap_multiple is not None and not args.gap_multiple > 0:
         raise InputError(f"--gap-multiple: expected a positive number, got {args.gap_multiple}")
@@ -52,10 +52,13 @@ def run(args) -> int:
     elif args.from_ or args.to:
         if not (args.from_ and args.to):
             raise InputError("database mode needs both --from and --to")
-        from limits.history import check_history
-        records = check_history(args.from_, args.to, pack=args.pack, sites=args.site,
-                                store=args.store, db_url=args.db_url, config_path=args.config,
-                                gap_multiple=args.gap_multiple, progress=not args.quiet)
+        # lazy: the database mode needs psycopg, which the file mode does not
+        from limits.history import check_history, parse_range
+        parse_range(args.from_, args.to)   # a bad time is an error before connecting
+        with ctx.connect("owner", db_url=args.db_url) as conn:
+            records = check_history(args.from_, args.to, conn, pack=args.pack, sites=args.site,
+                                    store=args.store, gap_multiple=args.gap_multiple,
+                                    progress=not args.quiet)
     else:
         raise InputError("give --readings FILE.csv (with --pack) or --from/--to for the database")
     if args.json:

@@ -8,7 +8,7 @@ sensors interleaved in one call):
 ``time``
     int64 microseconds since the Unix epoch, UTC, strictly increasing within a sensor.
 ``value``
-    float64 in the parameter's canonical unit (:mod:`limits.units`).
+    float64 in the parameter's canonical unit (:mod:`foundation.units`).
 
 Conventions (documented once, used everywhere):
 

@@ -4,7 +4,7 @@ Header ``time,site,parameter,value,unit`` (any column order, an optional ``quali
 column); one reading per line; ``time`` ISO-8601 with a UTC offset (``Z``, ``+HH:MM``,
 ``+HHMM`` or ``+HH``), ``T`` or a space between date and time; ``value`` a number or
 ``nan`` (a missing reading, skipped by evaluation); ``unit`` one of the parameter's units
-in :mod:`limits.units`. Each (site, parameter) is one sensor.
+in :mod:`foundation.units`. Each (site, parameter) is one sensor.
 
 The columns are split once and every column is parsed by numpy as a whole: times through
 a byte matrix (offsets read by position) and ``datetime64``, numbers by ``astype``, names
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from limits import units
+from foundation import units
 from limits.evaluator import SensorMeta
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 REQUIRED = ("time", "site", "parameter", "value", "unit")
 OPTIONAL = ("quality",)

@@ -17,7 +17,7 @@ import numpy as np
 
 from limits import core
 from limits.packs import Pack, Rule
-from limits.units import CANONICAL
+from foundation.units import CANONICAL
 
 #: A gap longer than this many sample intervals ends an episode (and a reading never holds
 #: its value longer than that in a time-weighted average).

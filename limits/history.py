@@ -25,7 +25,7 @@ import numpy as np
 from limits import core
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, evaluate, violations
 from limits.packs import load_pack
-from sewerwatch.errors import DatabaseError, InputError
+from foundation.errors import DatabaseError, InputError
 
 #: PostgreSQL's binary COPY: signature, then flags and header extension length (int32 each).
 PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -147,9 +147,16 @@ def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool =
     return result
 
 
-def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, store: bool = False,
-                  db_url: str | None = None, config_path: str | None = None,
-                  gap_multiple: float | None = None, progress: bool = True, conn=None,
+def parse_range(from_: str, to: str) -> tuple[int, int]:
+    """``--from``/``--to`` as [us UTC], the end after the start."""
+    start_us, end_us = parse_time_arg(from_, "--from"), parse_time_arg(to, "--to")
+    if end_us <= start_us:
+        raise InputError(f"--to ({to}) must be after --from ({from_})")
+    return start_us, end_us
+
+
+def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=None, store: bool = False,
+                  gap_multiple: float | None = None, progress: bool = True,
                   sensors_per_read: int = 64) -> list[dict]:
     """Re-evaluate readings of ``[from_, to)`` in the database.
 
@@ -157,6 +164,8 @@ def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, s
     ----------
     from_, to : str
         ISO-8601 times (UTC if without offset).
+    conn : psycopg.Connection
+        The database (owner role when ``store``).
     pack : str, optional
         Judge every site by this pack instead of its own (``sites.pack``).
     sites : list of str, optional
@@ -164,10 +173,6 @@ def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, s
     store : bool
         Upsert the violations into ``violations`` (source ``batch``; an episode already
         stored with the same sensor, rule and start is updated).
-    db_url, config_path : str, optional
-        Where the database is (default: the configured or embedded one).
-    conn : psycopg.Connection, optional
-        Use this connection (tests).
     sensors_per_read : int
         Sensors read and evaluated together (memory follows one group).
 
@@ -177,20 +182,9 @@ def check_history(from_: str, to: str, *, pack: str | None = None, sites=None, s
         The records of :func:`limits.evaluator.violations`, each with ``site_id`` and
         ``sensor_id`` added.
     """
-    start_us, end_us = parse_time_arg(from_, "--from"), parse_time_arg(to, "--to")
-    if end_us <= start_us:
-        raise InputError(f"--to ({to}) must be after --from ({from_})")
+    start_us, end_us = parse_range(from_, to)
     gm = gap_multiple or DEFAULT_GAP_MULTIPLE
-    own = conn is None
-    if own:
-        from sewerwatch import config as sw_config
-        from sewerwatch import db
-        conn = db.connect("owner", None if db_url else sw_config.load(config_path), db_url=db_url)
-    try:
-        return _check(conn, start_us, end_us, pack, sites, store, gm, progress, sensors_per_read)
-    finally:
-        if own:
-            conn.close()
+    return _check(conn, start_us, end_us, pack, sites, store, gm, progress, sensors_per_read)
 
 
 def _check(conn, start_us, end_us, pack_override, sites, store, gm, progress, sensors_per_read=64):

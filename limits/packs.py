@@ -46,9 +46,9 @@ from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from limits import units
-from sewerwatch import tomlfile
-from sewerwatch.errors import InputError
+from foundation import units
+from foundation import tomlfile
+from foundation.errors import InputError
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 
@@ -82,7 +82,7 @@ COMPARISONS: dict[str, str] = {
 #: Operators the core understands.
 OPERATORS = ("<", "<=", ">", ">=")
 
-#: Units a ``definition`` may carry (they are not readings, so not in :mod:`limits.units`).
+#: Units a ``definition`` may carry (they are not readings, so not in :mod:`foundation.units`).
 DEFINITION_UNITS = ("gal", "percent", "fraction", "usd")
 
 #: Lab analytes (the lab CSV's names) and the parameter their units belong to.
@@ -131,7 +131,7 @@ class Rule:
     limit, unit : float, str
         The limit as the ordinance states it [unit]; ``value`` for a definition.
     limit_canonical : float or None
-        The limit in the canonical unit of its parameter (see :mod:`limits.units`).
+        The limit in the canonical unit of its parameter (see :mod:`foundation.units`).
     multiple, window_h, longer_than_min : float or None
         Slug rule: the multiple of the trailing average, the window [h], the strict
         minimum duration [min].

@@ -1,40 +1,47 @@
 """The ``sewerwatch`` command line.
 
-Each subcommand lives with the package that owns it and is registered here by name. A
-registering module exposes ``register(subparsers)``, which adds its parser and sets
-``func`` (taking the parsed arguments and returning an exit code). Registering modules
-keep their imports light; the work is imported when the command runs, so ``--help`` and
-``check`` start fast.
+Each subcommand lives with the package that owns it and is registered here. A registering
+module exposes ``register(subparsers)``, which adds its parser and sets ``func``: a
+handler called as ``func(args, ctx)`` with the parsed arguments and a
+:class:`foundation.context.Context` (the config, connections by role, the services), and
+returning an exit code. Registering modules keep their imports light; the work is imported
+when the command runs, so ``--help`` and ``check`` start fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-from sewerwatch import __version__
-from sewerwatch.errors import NotBuiltYet, SewerwatchError, report
+import alerts.cli
+import dashboards.cli
+import ingest.cli
+import lab.cli
+import limits.cli
+import simulators.cli
+from foundation.context import Context
+from foundation.errors import NotBuiltYet, SewerwatchError, report
+from sewerwatch import __version__, cli_config, cli_db, cli_run, cli_services, services
 
-#: (module that registers the subcommand(s)) in the order ``--help`` lists them.
+#: The registering modules, in the order ``--help`` lists their subcommands.
 COMMAND_MODULES = (
-    "sewerwatch.cli_services",   # services up|down|status
-    "sewerwatch.cli_db",         # db migrate|status
-    "sewerwatch.cli_config",     # config check
-    "ingest.cli",                # collect
-    "limits.cli",                # check
-    "lab.cli",                   # surcharge, lab, bill
-    "simulators.cli",            # simulate
-    "sewerwatch.cli_run",        # run, status
-    "alerts.cli",                # alerts
-    "dashboards.cli",            # dashboards
+    cli_services,        # services up|down|status
+    cli_db,              # db migrate|status
+    cli_config,          # config check
+    ingest.cli,          # collect
+    limits.cli,          # check
+    lab.cli,             # surcharge, lab, bill
+    simulators.cli,      # simulate
+    cli_run,             # run, status
+    alerts.cli,          # alerts
+    dashboards.cli,      # dashboards
 )
 
 
 def not_built(name: str, issue: str):
     """Return a handler for a subcommand whose capability is not built yet."""
 
-    def handler(args: argparse.Namespace) -> int:
+    def handler(args: argparse.Namespace, ctx: Context) -> int:
         raise NotBuiltYet(f"'{name}' is not built yet ({issue}); see the README for what works today")
 
     handler.not_built = True
@@ -53,9 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="the utility's TOML config (default: $SEWERWATCH_CONFIG, else ./sewerwatch.toml if present)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
+
+
+def make_context(config_path: str | None = None) -> Context:
+    """The context the shell hands to every handler: the config, connections, and the
+    embedded services brought up on request."""
+    return Context(config_path, start_services=services.up)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2 if args.command is None else 0
+    ctx = make_context(args.config)
     try:
-        return int(args.func(args) or 0)
+        return int(args.func(args, ctx) or 0)
     except SewerwatchError as exc:
         return report(exc)
     except KeyboardInterrupt:

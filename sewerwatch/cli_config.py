@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from foundation import config
+from ingest.modbus.options import Options as ModbusOptions
+
 
 def register(sub) -> None:
     p = sub.add_parser("config", help="validate the utility's config file")
@@ -11,10 +14,9 @@ def register(sub) -> None:
     c.set_defaults(func=_check)
 
 
-def _check(args) -> int:
-    from sewerwatch import config
-
-    cfg = config.load(args.file or args.config)
+def _check(args, ctx) -> int:
+    cfg = config.load(args.file) if args.file else ctx.config
+    ModbusOptions.from_config(cfg)   # the collector validates its own [modbus] settings
     print(f"{cfg.path}: {cfg.name}, pack {cfg.pack}")
     print(f"  {len(cfg.sites)} sites, {len(cfg.devices)} Modbus devices, {len(cfg.sensors)} sensors, "
           f"{len(cfg.contacts)} alert contacts")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from sewerwatch import services
+
 
 def register(sub) -> None:
     p = sub.add_parser("db", help="database schema: migrate, status")
@@ -20,27 +22,28 @@ def _log(msg: str) -> None:
     print(f"sewerwatch: {msg}", file=sys.stderr)
 
 
-def _target(args):
-    from sewerwatch import config, services
-
-    cfg = config.load(args.config)
+def _target(args, ctx) -> str:
+    """The owner's URL: ``--db-url``, else the configured one, else the embedded cluster's
+    (started when it is not running)."""
     if args.db_url:
-        return cfg, args.db_url
+        return args.db_url
+    cfg = ctx.config
     if not cfg.services.db_url:
         services.up(cfg, log=_log, mqtt=False)
-    return cfg, services.endpoints(cfg).db("owner")
+    return ctx.endpoints().db("owner")
 
 
-def _migrate(args) -> int:
-    from sewerwatch import db
+def _migrate(args, ctx) -> int:
+    # lazy, as in every handler that connects: psycopg takes about 0.15 s to import
     from sewerwatch.db import migrate, sync
 
-    cfg, url = _target(args)
+    url = _target(args, ctx)
+    cfg = ctx.config
     done = migrate.migrate(url, log=_log)
     if not done:
         _log("schema is up to date")
     if cfg.sites:
-        with db.connect(db_url=url) as conn:
+        with ctx.connect(db_url=url) as conn:
             res = sync.sync(conn, cfg)
         _log(f"config {cfg.path}: {res['sites']} sites, {res['sensors']} sensors in the database")
         for k in res["stale_sites"] + res["stale_sensors"]:
@@ -48,12 +51,11 @@ def _migrate(args) -> int:
     return 0
 
 
-def _status(args) -> int:
-    from sewerwatch import db
-    from sewerwatch.db import migrate
+def _status(args, ctx) -> int:
+    from sewerwatch.db import migrate   # lazy: psycopg (see _migrate)
 
-    _, url = _target(args)
-    with db.connect(db_url=url) as conn:
+    url = _target(args, ctx)
+    with ctx.connect(db_url=url) as conn:
         have = migrate.applied(conn)
         tsdb = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").fetchone()
     for m in migrate.discover():

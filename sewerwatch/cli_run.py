@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from foundation.errors import InputError, SewerwatchError
+from foundation.paths import RUN_STATUS_FILE as STATUS_FILE
+from sewerwatch import services
 
 
 def register(sub) -> None:
@@ -20,32 +30,22 @@ def register(sub) -> None:
     p.set_defaults(func=_status)
 
 
-def _endpoints(cfg):
-    from sewerwatch import services
-
-    return services.up(cfg) if not (cfg.services.db_url and cfg.services.mqtt_url) else services.endpoints(cfg)
-
-
-def _run(args) -> int:
-    import logging
-    from dataclasses import replace
-    from pathlib import Path
-
-    from sewerwatch import config
-    from sewerwatch.pipeline import STATUS_FILE, Pipeline, run_until_signalled
-
+def _run(args, ctx) -> int:
     logging.basicConfig(level=logging.INFO, format="sewerwatch: %(name)s: %(message)s", stream=sys.stderr)
-    cfg = config.load(args.config)
+    # lazy: the pipeline pulls in the collectors, the evaluator and the channels, which
+    # `sewerwatch --help` and `sewerwatch status` do not need
+    from sewerwatch.pipeline import Pipeline, run_until_signalled
+
+    cfg = ctx.config
     if args.quiet:
         cfg = replace(cfg, alert_options=replace(cfg.alert_options, console=False))
     for opt, name, value in (("--hold-off", "hold_off_s", args.hold_off),
                              ("--escalate-after", "escalate_after_min", args.escalate_after)):
         if value is not None:
             if not value > 0:
-                from sewerwatch.errors import InputError
                 raise InputError(f"run: {opt} must be positive, got {value}")
             cfg = replace(cfg, **{name: value})
-    ep = _endpoints(cfg)
+    ep = ctx.endpoints(start=True)
     state = cfg.services.state_dir
     state.mkdir(parents=True, exist_ok=True)
     spool = Path(args.spool_dir) if args.spool_dir else state / "spool"
@@ -63,15 +63,9 @@ def _run(args) -> int:
     return 0
 
 
-def gather_status(cfg) -> dict:
+def gather_status(ctx) -> dict:
     """Services, the running pipeline (its status file), device health and open alerts."""
-    import json
-    import time
-
-    from sewerwatch import db, services
-    from sewerwatch.errors import SewerwatchError
-    from sewerwatch.pipeline import STATUS_FILE
-
+    cfg = ctx.config
     out: dict = {"services": services.status(cfg)}
     out["services"].pop("db_urls", None)
     out["services"].pop("mqtt_urls", None)
@@ -87,7 +81,7 @@ def gather_status(cfg) -> dict:
         run["running"] = bool(alive)
     out["run"] = run or {"running": False}
     try:
-        with db.connect("owner", cfg) as conn:
+        with ctx.connect("owner") as conn:
             out["devices"] = [dict(zip(("device", "site", "state", "last_good_at", "last_error", "polls",
                                         "transport_errors"), r)) for r in conn.execute(
                 "SELECT device, site_key, state, last_good_at, last_error, polls, transport_errors "
@@ -101,8 +95,6 @@ def gather_status(cfg) -> dict:
 
 
 def _pid_alive(pid) -> bool:
-    import os
-
     if not pid:
         return False
     try:
@@ -112,13 +104,8 @@ def _pid_alive(pid) -> bool:
         return False
 
 
-def _status(args) -> int:
-    import json
-
-    from sewerwatch import config
-
-    cfg = config.load(args.config)
-    st = gather_status(cfg)
+def _status(args, ctx) -> int:
+    st = gather_status(ctx)
     if args.json:
         print(json.dumps(st, default=str))
         return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from sewerwatch import services
+
 
 def register(sub) -> None:
     p = sub.add_parser("services", help="start, stop or show the embedded TimescaleDB and Mosquitto")
@@ -20,28 +22,21 @@ def _log(msg: str) -> None:
     print(f"sewerwatch: {msg}", file=sys.stderr)
 
 
-def _up(args) -> int:
-    from sewerwatch import config, services
-
-    cfg = config.load(args.config)
-    ep = services.up(cfg, log=_log)
+def _up(args, ctx) -> int:
+    ep = services.up(ctx.config, log=_log)
     print(f"database: {_hide(ep.db_url)}")
     print(f"broker:   {_hide(ep.mqtt_url)}")
     print("(credentials: 'sewerwatch services status --json')")
     return 0
 
 
-def _down(args) -> int:
-    from sewerwatch import config, services
-
-    services.down(config.load(args.config), log=_log)
+def _down(args, ctx) -> int:
+    services.down(ctx.config, log=_log)
     return 0
 
 
-def _status(args) -> int:
-    from sewerwatch import config, services
-
-    st = services.status(config.load(args.config))
+def _status(args, ctx) -> int:
+    st = services.status(ctx.config)
     if args.json:
         print(json.dumps(st, indent=2))
         return 0

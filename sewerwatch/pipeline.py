@@ -32,11 +32,12 @@ from alerts.channels import build_routes
 from alerts.episodes import LiveEpisodes, sensors_from_db
 from alerts.health import HealthWatch
 from alerts.manager import AlertManager
+from foundation.paths import RUN_STATUS_FILE
 from ingest.batch import Readings
 
 log = logging.getLogger("sewerwatch.run")
 
-STATUS_FILE = "run-status.json"
+STATUS_FILE = RUN_STATUS_FILE
 
 
 class Pipeline:
@@ -44,7 +45,7 @@ class Pipeline:
 
     Parameters
     ----------
-    cfg : sewerwatch.config.Config
+    cfg : foundation.config.Config
     owner_url, ingest_url : str
         Database URLs (owner: alerts and violations; ingest: readings).
     mqtt_url : str or None

@@ -6,7 +6,7 @@ import datetime as dt
 
 import numpy as np
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 from simulators.scenarios import Scenario, Series, evaluate, load
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+
+from foundation.errors import InputError, SewerwatchError
 
 
 def register(sub) -> None:
@@ -23,23 +26,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _embedded_mqtt_url(args) -> str:
-    from sewerwatch import config
-    from sewerwatch.errors import InputError, SewerwatchError
-
+def _embedded_mqtt_url(ctx) -> str:
+    """The device account's broker URL, once something listens there."""
     hint = "pass --mqtt-url mqtt://user:pass@host:port, start the broker with `sewerwatch services up`, or use --no-mqtt"
     try:
-        from sewerwatch import services
-        cfg = config.load(getattr(args, "config", None))
-        st = services.status(cfg)
+        return ctx.require_broker("device", hint)
     except SewerwatchError as exc:
-        raise InputError(f"no MQTT broker known ({exc}); {hint}") from None
-    except Exception as exc:  # the services package may be unavailable or not set up here
-        raise InputError(f"no MQTT broker known ({type(exc).__name__}: {exc}); {hint}") from None
-    mq = st.get("mosquitto", {})
-    if mq.get("embedded") and not mq.get("running", False):
-        raise InputError(f"the embedded MQTT broker is not running; {hint}")
-    return st.get("mqtt_urls", {}).get("device") or st["mqtt_url"]
+        raise InputError(f"no MQTT broker known ({exc})") from None
 
 
 async def _serve(args) -> int:
@@ -83,11 +76,7 @@ async def _serve(args) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from sewerwatch.errors import InputError
-
+def run(args: argparse.Namespace, ctx) -> int:
     if args.list:
         from ingest import profiles
         from simulators import scenarios
@@ -99,5 +88,5 @@ def run(args: argparse.Namespace) -> int:
     if args.no_modbus and args.no_mqtt:
         raise InputError("--no-modbus and --no-mqtt together leave nothing to simulate")
     if not args.no_mqtt and not args.mqtt_url:
-        args.mqtt_url = _embedded_mqtt_url(args)
+        args.mqtt_url = _embedded_mqtt_url(ctx)
     return asyncio.run(_serve(args))

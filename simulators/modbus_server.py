@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 from ingest.profiles import Profile
-from sewerwatch.errors import ServiceError, report
-from limits.units import from_canonical
+from foundation.errors import ServiceError, report
+from foundation.units import from_canonical
 from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
 from simulators.options import add_source_arguments, parse_offset
 from simulators.sources import NAN_VARIANT, SimClock
@@ -206,7 +206,7 @@ class ModbusSimulator:
 
 def build_source(args):
     """The source an argument set names (a scenario or a replay) and its clock."""
-    from sewerwatch.errors import InputError
+    from foundation.errors import InputError
     from simulators import scenarios
     from simulators.sources import ReplaySource, ScenarioSource
 
@@ -270,7 +270,7 @@ async def serve(args) -> int:
 
 
 def main(argv=None) -> int:
-    from sewerwatch.errors import SewerwatchError
+    from foundation.errors import SewerwatchError
 
     p = argparse.ArgumentParser(prog="python -m simulators.modbus_server",
                                 description="Simulated control-manhole devices over Modbus TCP.")

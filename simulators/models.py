@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
-from limits.units import GALLONS_PER_FT3
+from foundation.units import GALLONS_PER_FT3
 
 #: gpm in one ft^3/s
 GPM_PER_CFS = GALLONS_PER_FT3 * 60.0

@@ -35,8 +35,8 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from limits.units import from_canonical, to_canonical
-from sewerwatch.errors import InputError, ServiceError, report
+from foundation.units import from_canonical, to_canonical
+from foundation.errors import InputError, ServiceError, report
 from simulators.scenarios import PAYLOAD_VARIANTS
 from simulators.sources import MQTT_SENSORS, SimClock
 
@@ -70,7 +70,7 @@ def redact(url: str) -> str:
 
 def parse_units(units) -> dict:
     """``{"temperature": "degC"}`` or ``["temperature=degC"]`` -> checked ``{sensor: unit}``."""
-    from limits.units import check_unit
+    from foundation.units import check_unit
 
     if not isinstance(units, dict):
         pairs = {}
@@ -401,7 +401,7 @@ def describe(pub: MqttPublisher) -> str:
 
 
 def main(argv=None) -> int:
-    from sewerwatch.errors import SewerwatchError
+    from foundation.errors import SewerwatchError
     from simulators.options import add_mqtt_arguments, add_source_arguments
 
     p = argparse.ArgumentParser(prog="python -m simulators.mqtt_publisher",

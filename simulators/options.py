@@ -47,7 +47,7 @@ def add_mqtt_arguments(p: argparse.ArgumentParser) -> None:
 
 def parse_offset(text: str) -> float:
     """``--offset``: seconds or ``HH:MM[:SS]`` -> seconds."""
-    from sewerwatch.errors import InputError
+    from foundation.errors import InputError
 
     m = _CLOCK.match(text)
     if m:

@@ -56,14 +56,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sewerwatch import tomlfile
-from sewerwatch.errors import InputError
+from foundation import tomlfile
+from foundation.errors import InputError
 from simulators import models
 
 SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"
 
 SENSORS = ("flow", "level", "ph", "temperature")
-#: canonical unit of each simulated sensor (limits.units.CANONICAL)
+#: canonical unit of each simulated sensor (foundation.units.CANONICAL)
 UNITS = {"flow": "gpm", "level": "ft", "ph": "pH", "temperature": "degF"}
 PROCESS_PARAMETERS = ("flow", "ph", "temperature")
 

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sewerwatch import config as sw_config
+from foundation import config as sw_config
 from sewerwatch import services as sw_services
 from sewerwatch.db import bootstrap, migrate, roles
 

@@ -17,7 +17,7 @@ import pytest
 import simulators
 from alerts.catchers import MailCatcher, WebhookCatcher
 from sewerwatch import cli
-from sewerwatch import config as sw_config
+from foundation import config as sw_config
 from sewerwatch.pipeline import Background, Pipeline
 from support import add_site_and_sensors, mqtt_client, publish_all, wait_until
 

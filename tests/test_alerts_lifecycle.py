@@ -16,8 +16,8 @@ from alerts.content import violation_message
 from alerts.episodes import LiveEpisodes, sensors_from_db
 from alerts.health import HealthWatch
 from alerts.manager import AlertManager
-from sewerwatch import config as sw_config
-from sewerwatch.errors import ConfigError
+from foundation import config as sw_config
+from foundation.errors import ConfigError
 from support import add_site_and_sensors
 
 T0 = 1_780_290_000_000_000          # 2026-06-01 05:00 UTC [us]

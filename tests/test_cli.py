@@ -55,7 +55,7 @@ def test_not_built_handler_raises_with_exit_3():
     handler = cli.not_built("frobnicate", "issue 99")
     assert handler.not_built
     with pytest.raises(cli.NotBuiltYet, match="'frobnicate' is not built yet .issue 99.") as err:
-        handler(None)
+        handler(None, None)
     assert err.value.exit_code == 3
 
 

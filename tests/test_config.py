@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sewerwatch import config
-from sewerwatch.errors import ConfigError
+from foundation import config
+from foundation.errors import ConfigError
+from ingest.modbus.options import Options as ModbusOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo-village.toml"
@@ -68,7 +69,8 @@ SITE = '[[sites]]\nid = "a"\nname = "A"\n'
 def test_config_errors_name_file_key_and_problem(tmp_path, text, key, problem):
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
-        config.load(path)
+        # the config keeps [modbus] as data; the collector validates it (as `config check` does)
+        ModbusOptions.from_config(config.load(path))
     assert err.value.key == key
     assert problem in err.value.problem
     assert str(err.value).startswith(f"{path}: {key}: ")
@@ -105,7 +107,9 @@ def test_cli_reports_a_config_error_on_one_line_with_exit_2(tmp_path):
 def test_collector_sections_reach_the_collectors(tmp_path):
     cfg = config.load(_write(tmp_path, '[modbus]\ntimeout_s = 0.25\nmax_fill = 0\n'
                                        '[mqtt]\ntopics = ["sewerwatch/{site}/probes/{sensor}"]\n'))
-    assert (cfg.modbus_options.timeout_s, cfg.modbus_options.max_fill) == (0.25, 0)
+    modbus = ModbusOptions.from_config(cfg)
+    assert (modbus.timeout_s, modbus.max_fill) == (0.25, 0)
     assert cfg.mqtt_topics == ("sewerwatch/{site}/probes/{sensor}",)
     default = config.load(_write(tmp_path, SITE))
-    assert default.modbus_options is None and default.mqtt_topics == ("sewerwatch/{site}/{sensor}",)
+    assert default.modbus == {} and ModbusOptions.from_config(default) == ModbusOptions()
+    assert default.mqtt_topics == ("sewerwatch/{site}/{sensor}",)

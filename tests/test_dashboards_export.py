@@ -11,7 +11,7 @@ import yaml
 from dashboards.definitions import build_all
 from dashboards.export import PASSWORD_ENV, DbTarget
 from sewerwatch.cli import main
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 URL = "postgresql://sewerwatch_grafana:p%40ss@db.example:5433/village?sslmode=require"
 

@@ -22,7 +22,7 @@ from dashboards.definitions import build_all
 from dashboards.export import DbTarget
 from dashboards.push import GrafanaConflict, push
 from sewerwatch.cli import main
-from sewerwatch.errors import InputError, ServiceError
+from foundation.errors import InputError, ServiceError
 
 TOKEN = "glsa_test_token"
 DB = DbTarget("127.0.0.1", 55432, "sewerwatch_grafana", "s3cret", "sewerwatch")

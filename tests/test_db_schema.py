@@ -10,7 +10,7 @@ import pytest
 from psycopg import sql
 
 from sewerwatch.db import bootstrap, migrate, roles
-from sewerwatch.errors import DatabaseError
+from foundation.errors import DatabaseError
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 

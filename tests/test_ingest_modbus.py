@@ -17,8 +17,8 @@ from ingest import profiles
 from ingest.batch import DEVICE_FAULT, GOOD, OUT_OF_RANGE, Readings
 from ingest.modbus.collector import ModbusCollector, Options, sensor_map_from_rows
 from ingest.sink import Sink
-from limits.units import CONVERSIONS
-from sewerwatch.config import Device
+from foundation.units import CONVERSIONS
+from foundation.config import Device
 from simulators import scenarios
 from simulators.modbus_server import ModbusSimulator
 from simulators.sources import ScenarioSource, SimClock

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ingest import profiles
 from ingest.modbus import collector as mc
 from ingest.modbus.plan import MAX_READ_REGISTERS, Request, merge_cells, plan
-from sewerwatch.errors import ConfigError, InputError
+from foundation.errors import ConfigError, InputError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "ingest" / "modbus" / "sample.toml"
 
@@ -154,7 +154,7 @@ def test_main_reports_a_bad_config_in_one_line(tmp_path, capsys):
 
 def test_sensor_map_must_name_polled_devices_and_profile_fields():
     from ingest.sink import Sink
-    from sewerwatch.config import Device
+    from foundation.config import Device
 
     devs = [Device("mh1", "a", "127.0.0.1", 15020, 1, "generic-manhole", 1.0)]
     with pytest.raises(InputError, match=r"sensor map: mh1/level: profile 'generic-manhole' has no field 'level'"):

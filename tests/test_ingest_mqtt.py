@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest import service
-from sewerwatch import config
+from foundation import config
 from support import (Sender, add_site_and_sensors, count, mqtt_client, own_mosquitto, own_postgres,
                      publish_all, wait_until)
 

@@ -8,7 +8,7 @@ import pytest
 from ingest.batch import GOOD, OUT_OF_RANGE
 from ingest.mqtt.payload import Unusable, parse
 from ingest.mqtt.topics import SensorRef, TopicMap
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 MS = 1_772_366_400_000  # 2026-03-01T12:00:00Z
 

@@ -9,7 +9,7 @@ from lab.late import late_charge
 from lab.rec import gallons_per_employee_hour, rec_for_sic, round_rec
 from lab.re_charges import debt_charge_per_re, service_charge, user_charge_per_re
 from lab.sewer_rents import quarterly_sewer_rent, residential_units
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 
 # --- Westfield -------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from lab.labcsv import read_lab_csv
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 NOW = datetime(2026, 4, 1, tzinfo=timezone.utc)
 

@@ -5,7 +5,7 @@ import pytest
 
 from lab.labcsv import read_lab_csv
 from lab.surcharge import excess_pounds, site_surcharge, surcharges
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 RATES = {"bod5": 0.20, "tss": 0.15, "tkn": 0.90, "tp": 2.50}
 

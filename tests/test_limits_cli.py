@@ -11,7 +11,7 @@ import pytest
 
 from limits.csvio import parse_times, read_readings_csv
 from sewerwatch.cli import main
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 HEADER = "time,site,parameter,value,unit\n"
 

@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from limits import core, units
+from foundation import units
+from limits import core
 from limits.evaluator import SensorMeta, evaluate, prepare
 from limits.packs import load_pack
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 MIN = core.MINUTE_US
 T0 = int(datetime(2026, 3, 1, 6, 0, tzinfo=timezone.utc).timestamp()) * core.US  # midnight CST

@@ -8,7 +8,7 @@ import pytest
 from limits import core
 from limits.evaluator import SensorMeta, evaluate
 from limits.packs import COMPARISONS, PACKS_DIR, available_packs, load_pack, parse_pack
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 T0 = 1_772_344_800 * core.US  # 2026-03-01T06:00:00Z, midnight in Wisconsin
 

@@ -11,7 +11,7 @@ import uuid
 
 import psycopg
 
-from sewerwatch import config as sw_config
+from foundation import config as sw_config
 from sewerwatch.pipeline import Background, Pipeline
 from support import add_site_and_sensors, mqtt_client, publish_all, wait_until
 

@@ -116,7 +116,7 @@ urls = ["{hook.url('/run')}"]
 
 
 def test_stop_writes_every_batch_the_writer_still_held(db, services, tmp_path):
-    from sewerwatch import config as sw_config
+    from foundation import config as sw_config
     from sewerwatch.pipeline import Background, Pipeline
     from support import add_site_and_sensors
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest import profiles, registers
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 ORDERS = ("ABCD", "CDAB", "BADC", "DCBA")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sewerwatch import config
+from foundation import config
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "ingest").glob("*/sample.toml"))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simulators
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 from simulators import scenarios
 from simulators.sources import ReplaySource, ScenarioSource
 

@@ -36,8 +36,6 @@ import random
 import sys
 import threading
 import time
-import tomllib
-from dataclasses import dataclass, fields as dc_fields
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +43,12 @@ import numpy as np
 from ingest import profiles as profiles_mod
 from ingest.batch import DEVICE_FAULT, Readings
 from ingest.modbus.health import DeviceHealth
-from ingest.modbus.plan import DEFAULT_MAX_FILL, plan as make_plan
+from ingest.modbus.options import Options
+from ingest.modbus.plan import plan as make_plan
 from ingest.normalise import flag_out_of_range
-from limits.units import to_canonical
-from sewerwatch.errors import ConfigError, InputError, report
+from foundation import config as sw_config
+from foundation.errors import ConfigError, InputError, report
+from foundation.units import to_canonical
 
 log = logging.getLogger("ingest.modbus")
 
@@ -57,65 +57,6 @@ EXCEPTION_NAMES = {1: "illegal function", 2: "illegal data address", 3: "illegal
                    4: "server device failure", 5: "acknowledge", 6: "server device busy",
                    8: "memory parity error", 10: "gateway path unavailable",
                    11: "gateway target device failed to respond"}
-
-
-@dataclass(frozen=True)
-class Options:
-    """Collector settings (the ``[modbus]`` table of a collector config).
-
-    Attributes
-    ----------
-    timeout_s : float
-        Connect and response timeout per request [s].
-    backoff_min_s, backoff_max_s : float
-        First and largest wait before reconnecting after a transport error [s]; the wait
-        doubles after each failed attempt and has ±20 % jitter.
-    max_fill : int
-        Largest hole between two fields still read in one request [registers].
-    flush_s : float
-        Period of batch decoding and of handing readings to the sink [s].
-    health_s : float
-        Period of health snapshots of every device [s].
-    late_fraction : float
-        A poll starting later than this fraction of the interval after its due time is
-        skipped and counted as missed.
-    """
-
-    timeout_s: float = 1.0
-    backoff_min_s: float = 0.5
-    backoff_max_s: float = 30.0
-    max_fill: int = DEFAULT_MAX_FILL
-    flush_s: float = 1.0
-    health_s: float = 5.0
-    late_fraction: float = 0.5
-
-    @classmethod
-    def from_dict(cls, data: dict, path: str = "<options>", where: str = "modbus") -> "Options":
-        """Validate a ``[modbus]`` table; an unknown key or a bad value is a :class:`ConfigError`."""
-        if not isinstance(data, dict):
-            raise ConfigError(path, where, f"expected a table, got {data!r}")
-        known = {f.name: f for f in dc_fields(cls)}
-        values = {}
-        for key, v in data.items():
-            if key not in known:
-                raise ConfigError(path, f"{where}.{key}", f"unknown key (expected one of: {', '.join(known)})")
-            if key == "max_fill":
-                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 124:
-                    raise ConfigError(path, f"{where}.{key}", f"expected an integer from 0 to 124, got {v!r}")
-            elif key == "late_fraction":
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-                    raise ConfigError(path, f"{where}.{key}", f"expected a number between 0 and 1, got {v!r}")
-                v = float(v)
-            else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                    raise ConfigError(path, f"{where}.{key}", f"expected a positive number [s], got {v!r}")
-                v = float(v)
-            values[key] = v
-        opts = cls(**values)
-        if opts.backoff_max_s < opts.backoff_min_s:
-            raise ConfigError(path, f"{where}.backoff_max_s",
-                              f"{opts.backoff_max_s} is less than backoff_min_s {opts.backoff_min_s}")
-        return opts
 
 
 class _Group:
@@ -183,7 +124,7 @@ class ModbusCollector:
 
     Parameters
     ----------
-    devices : iterable of sewerwatch.config.Device
+    devices : iterable of foundation.config.Device
     sensor_map : dict of (str, str) -> int
         ``(device id, profile field name)`` -> ``sensors.id``; fields without an entry are
         read (they share the request) but not stored.
@@ -415,22 +356,15 @@ def load_config(path: str | Path):
 
     Returns
     -------
-    (sewerwatch.config.Config, Options)
+    (foundation.config.Config, Options)
     """
-    from sewerwatch import config as sw_config
-
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(p), "", f"not valid TOML: {exc}") from None
-    options = Options.from_dict(data.pop("modbus", {}), str(p))
-    cfg = sw_config.from_dict(data, str(p))
+    if not p.is_file():
+        raise InputError(f"{p}: no such config file")
+    cfg = sw_config.load(p)
     if not cfg.devices:
         raise ConfigError(str(p), "devices", "no [[devices]] to poll")
-    return cfg, options
+    return cfg, Options.from_config(cfg)
 
 
 def sensor_map_from_rows(rows) -> dict:
@@ -440,7 +374,7 @@ def sensor_map_from_rows(rows) -> dict:
     ----------
     rows : iterable of (int, str)
         ``(sensors.id, sensors.address)``; an address reads ``modbus:<device>/<field>``
-        (:attr:`sewerwatch.config.Sensor.address`); other sources are skipped.
+        (:attr:`foundation.config.Sensor.address`); other sources are skipped.
     """
     out = {}
     for sid, address in rows:
@@ -499,7 +433,7 @@ async def _run_for(collector: ModbusCollector, duration: float | None) -> None:
 def main(argv=None) -> int:
     """Poll the devices of a config file and print what they send (no database)."""
     from ingest.sink import Sink
-    from sewerwatch.errors import SewerwatchError
+    from foundation.errors import SewerwatchError
 
     p = argparse.ArgumentParser(prog="python -m ingest.modbus.collector",
                                 description="Poll Modbus TCP devices and print their readings.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 DEFAULT_PATTERNS = ("sewerwatch/{site}/{sensor}",)
 

@@ -10,7 +10,7 @@ import psycopg
 from psycopg import sql
 
 from sewerwatch.db import roles
-from sewerwatch.errors import DatabaseError
+from foundation.errors import DatabaseError
 
 
 def ensure_roles(conn: psycopg.Connection, passwords: dict) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 
-from sewerwatch.errors import DatabaseError
+from foundation.errors import DatabaseError
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")

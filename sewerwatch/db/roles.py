@@ -7,12 +7,13 @@
 - grafana: read-only, for dashboards.
 """
 
-OWNER = "sewerwatch_owner"
-INGEST = "sewerwatch_ingest"
-GRAFANA = "sewerwatch_grafana"
+from foundation.endpoints import DATABASE, DB_ROLES
 
-#: account name in ``secrets.json`` -> role name
+OWNER = DB_ROLES["owner"]
+INGEST = DB_ROLES["ingest"]
+GRAFANA = DB_ROLES["grafana"]
+
+#: account name in ``secrets.json`` -> role name (the embedded superuser aside)
 ROLE_NAMES = {"owner": OWNER, "ingest": INGEST, "grafana": GRAFANA}
 
-#: the database the embedded cluster serves
-DATABASE = "sewerwatch"
+__all__ = ["DATABASE", "GRAFANA", "INGEST", "OWNER", "ROLE_NAMES"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import psycopg
 
-from sewerwatch.config import Config
+from foundation.config import Config
 
 
 def sync(conn: psycopg.Connection, cfg: Config) -> dict:

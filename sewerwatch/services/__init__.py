@@ -1,42 +1,19 @@
 """The services sewerwatch uses: configured ones, or its own embedded TimescaleDB and Mosquitto.
 
 With no ``db_url``/``mqtt_url`` configured, :func:`up` starts a TimescaleDB cluster and a
-Mosquitto broker in the state folder (``sewerwatch.paths.default_state_dir``), on loopback
+Mosquitto broker in the state folder (``foundation.paths.default_state_dir``), on loopback
 ports 55432 and 51883 by default, and :func:`endpoints` gives their URLs with credentials.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from sewerwatch.config import Config
-from sewerwatch.services import secrets as _secrets
+from foundation import secrets as _secrets
+from foundation.config import Config
+from foundation.endpoints import Endpoints, endpoints
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
 from sewerwatch.services.postgres import EmbeddedPostgres
 
-
-@dataclass
-class Endpoints:
-    """Where the database and the broker are, with credentials.
-
-    ``db_urls`` maps ``owner``, ``ingest``, ``grafana`` (and ``admin`` for the embedded
-    superuser) to URLs; ``mqtt_urls`` maps ``admin``, ``collector``, ``device``,
-    ``notifier`` to broker URLs. A configured service has only its one URL, under
-    ``owner``/``admin``.
-    """
-
-    db_url: str
-    mqtt_url: str
-    db_embedded: bool
-    mqtt_embedded: bool
-    db_urls: dict = field(default_factory=dict)
-    mqtt_urls: dict = field(default_factory=dict)
-
-    def db(self, role: str = "owner") -> str:
-        return self.db_urls.get(role) or self.db_url
-
-    def mqtt(self, account: str = "admin") -> str:
-        return self.mqtt_urls.get(account) or self.mqtt_url
+__all__ = ["Endpoints", "down", "embedded", "endpoints", "status", "up"]
 
 
 def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
@@ -46,18 +23,6 @@ def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
             EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"]))
-
-
-def endpoints(cfg: Config) -> Endpoints:
-    pg, mq = embedded(cfg)
-    db_urls = {} if cfg.services.db_url else {a: pg.url(a) for a in ("owner", "ingest", "grafana", "admin")}
-    mqtt_urls = {} if cfg.services.mqtt_url else {a: mq.url(a) for a in mq.passwords}
-    return Endpoints(
-        db_url=cfg.services.db_url or db_urls["owner"],
-        mqtt_url=cfg.services.mqtt_url or mqtt_urls["admin"],
-        db_embedded=not cfg.services.db_url, mqtt_embedded=not cfg.services.mqtt_url,
-        db_urls=db_urls, mqtt_urls=mqtt_urls,
-    )
 
 
 def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:

@@ -18,16 +18,15 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
-from sewerwatch.errors import ServiceError
+from foundation.endpoints import HOST, MQTT_USERS, broker_url
+from foundation.errors import ServiceError
 from sewerwatch.services.process import (
     chown_tree, find_binary, is_root, pid_alive, port_open, read_pid, run, system_user,
 )
 
-HOST = "127.0.0.1"
 #: MQTT user names of the accounts in ``secrets.json``'s ``mqtt`` section.
-USERNAMES = {"admin": "sewerwatch", "collector": "collector", "device": "device", "notifier": "notifier"}
+USERNAMES = MQTT_USERS
 
 ACL = """# written by sewerwatch
 user sewerwatch
@@ -93,8 +92,7 @@ class EmbeddedMosquitto:
         return self.base / "mosquitto.log"
 
     def url(self, account: str = "admin") -> str:
-        user = USERNAMES[account]
-        return f"mqtt://{user}:{quote(self.passwords[account], safe='')}@{HOST}:{self.port}"
+        return broker_url(account, self.passwords[account], self.port)
 
     def pid(self) -> int | None:
         pid = read_pid(self.base / "mosquitto.pid")

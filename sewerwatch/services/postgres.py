@@ -11,16 +11,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from foundation.endpoints import DB_ROLES, HOST, pg_url
+from foundation.errors import ServiceError
 from sewerwatch.db import roles
-from sewerwatch.errors import ServiceError
 from sewerwatch.services.process import (
     chown_tree, find_binary, is_root, pid_alive, port_open, read_pid, run, system_user,
 )
 
 PG_MAJOR = os.environ.get("PG_MAJOR", "15")
 PG_BIN = f"/usr/lib/postgresql/{PG_MAJOR}/bin"
-ADMIN = "sewerwatch_admin"
-HOST = "127.0.0.1"
+ADMIN = DB_ROLES["admin"]
 
 SETTINGS = """
 # written by sewerwatch; the embedded cluster's settings
@@ -75,8 +75,7 @@ class EmbeddedPostgres:
         return None
 
     def url(self, account: str, database: str = roles.DATABASE) -> str:
-        user = ADMIN if account == "admin" else roles.ROLE_NAMES[account]
-        return f"postgresql://{user}:{self.passwords[account]}@{HOST}:{self.port}/{database}"
+        return pg_url(account, self.passwords[account], self.port, database)
 
     # --- state ---------------------------------------------------------------------
 

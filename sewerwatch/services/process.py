@@ -9,7 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from sewerwatch.errors import ServiceError
+from foundation.errors import ServiceError
 
 
 def is_root() -> bool:

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sewerwatch.services import secrets
+from foundation import secrets
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
 from sewerwatch.services.postgres import EmbeddedPostgres
 

@@ -21,7 +21,9 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
 ``[modbus]``
     optional settings of the Modbus collector (``timeout_s``, ``backoff_min_s``,
     ``backoff_max_s``, ``max_fill``, ``flush_s``, ``health_s``, ``late_fraction``; see
-    ``ingest/modbus/README.md``).
+    ``ingest/modbus/README.md``). Kept here as data (:attr:`Config.modbus`): the collector
+    validates its own options (``ingest.modbus.collector.Options.from_config``), and
+    ``sewerwatch config check`` runs that check too.
 ``[mqtt]``
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
     (default ``["sewerwatch/{site}/{sensor}"]``).
@@ -49,12 +51,10 @@ from pathlib import Path
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from limits.units import CONVERSIONS
-from sewerwatch.errors import ConfigError
-from sewerwatch.paths import PROJECT_ROOT, default_state_dir
+from foundation.errors import ConfigError
+from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
+from foundation.units import CONVERSIONS
 
-PACKS_DIR = PROJECT_ROOT / "limits" / "packs"
-PROFILES_DIR = PROJECT_ROOT / "ingest" / "profiles"
 DEFAULT_PG_PORT = 55432
 DEFAULT_MQTT_PORT = 51883
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -148,7 +148,7 @@ class Config:
     hold_off_s: float = 300.0
     escalate_after_min: float = 30.0
     alert_options: AlertOptions = field(default_factory=AlertOptions)
-    modbus_options: object = None             # ingest.modbus.collector.Options, from [modbus]
+    modbus: dict = field(default_factory=dict)   # [modbus] as data; the collector validates it
     mqtt_topics: tuple[str, ...] = ("sewerwatch/{site}/{sensor}",)   # [mqtt] topics
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -283,11 +283,10 @@ def _str_list(sec, key, v):
     return tuple(v)
 
 
-def _modbus_options(sec, key, v):
-    """The ``[modbus]`` table: the Modbus collector's settings (ingest/modbus/README.md)."""
-    from ingest.modbus.collector import Options  # only where a config has the table
-
-    return Options.from_dict(v, sec.path, key)
+def _table(sec, key, v):
+    if not isinstance(v, dict):
+        sec.fail(key, f"expected a table, got {_show(v)}")
+    return dict(v)
 
 
 def _topic_patterns(sec, key, v):
@@ -365,7 +364,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "devices": (lambda s, k, v: _array_of_tables(path, k, v), []),
         "sensors": (lambda s, k, v: _array_of_tables(path, k, v), []),
         "alerts": (lambda s, k, v: v, {}),
-        "modbus": (_modbus_options, None),
+        "modbus": (_table, {}),
         "mqtt": (lambda s, k, v: v, {}),
     }).values
 
@@ -483,6 +482,6 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         alert_options=AlertOptions(**{k: alerts[k] for k in (
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
-        modbus_options=top["modbus"], mqtt_topics=mqtt["topics"],
+        modbus=top["modbus"], mqtt_topics=mqtt["topics"],
         raw=data,
     )

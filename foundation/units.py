@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 #: US gallons in one cubic metre (NIST Handbook 44, Appendix C: 1 gal = 3.785411784 l).
 GALLONS_PER_M3 = 1000.0 / 3.785411784

@@ -22,3 +22,11 @@ def default_state_dir() -> Path:
         return Path(env).resolve()
     key = hashlib.sha256(str(PROJECT_ROOT).encode()).hexdigest()[:10]
     return Path("/var/tmp") / f"sewerwatch-{os.getuid()}-{key}"
+
+#: The rule packs, one TOML per jurisdiction (read by ``limits.packs``; named in configs).
+PACKS_DIR = PROJECT_ROOT / "limits" / "packs"
+#: The Modbus device profiles (read by ``ingest.profiles``; named in configs).
+PROFILES_DIR = PROJECT_ROOT / "ingest" / "profiles"
+#: The running pipeline's status in the state folder, rewritten every few seconds by
+#: ``sewerwatch run`` and read by ``sewerwatch status``.
+RUN_STATUS_FILE = "run-status.json"

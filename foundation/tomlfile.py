@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from sewerwatch.errors import InputError
+from foundation.errors import InputError
 
 
 def read(path, what: str = "file") -> dict:
