@@ -13,6 +13,7 @@ import argparse
 import email
 import email.policy
 import json
+import socket
 import sys
 import threading
 import time
@@ -27,7 +28,7 @@ class MailCatcher:
     """
 
     def __init__(self, port: int = 0, on_message=None):
-        from aiosmtpd.controller import Controller
+        from aiosmtpd.controller import Controller   # lazy: aiosmtpd is a dev dependency (tests, demo)
 
         self.messages: list[dict] = []
         self._lock = threading.Lock()
@@ -40,7 +41,6 @@ class MailCatcher:
                 return "250 OK"
 
         if port == 0:
-            import socket
 
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))

@@ -12,6 +12,12 @@ import logging
 import sys
 import threading
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+import apprise
+import paho.mqtt.client as mqtt
+
+from foundation.errors import ConfigError
 
 log = logging.getLogger("sewerwatch.alerts")
 
@@ -60,7 +66,6 @@ class AppriseChannel:
     kind = "apprise"
 
     def __init__(self, url: str, contact: str):
-        import apprise
 
         self.url, self.contact = url, contact
         self.name = redact(url)
@@ -113,9 +118,7 @@ class MqttChannel:
     contact = "mqtt"
 
     def __init__(self, url: str, client_id: str = "sewerwatch-notifier", prefix: str = MQTT_PREFIX):
-        from urllib.parse import unquote, urlsplit
 
-        import paho.mqtt.client as mqtt
 
         u = urlsplit(url)
         self.prefix = prefix
@@ -155,7 +158,6 @@ class Route:
 def build_routes(cfg, mqtt_url: str | None = None, console_stream=None,
                  client_id: str = "sewerwatch-notifier") -> list[Route]:
     """Every channel the config asks for: each contact's apprise URLs, console, MQTT."""
-    from foundation.errors import ConfigError
 
     routes = []
     for i, c in enumerate(cfg.contacts):

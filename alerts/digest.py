@@ -22,8 +22,3 @@ def rows(conn, day: str, tz: str) -> list[dict]:
     a, b = day_bounds(day, tz)
     return [dict(zip(COLS, r)) for r in conn.execute(SQL, (b, a)).fetchall()]
 
-
-async def rows_async(conn, day: str, tz: str) -> list[dict]:
-    a, b = day_bounds(day, tz)
-    cur = await conn.execute(SQL, (b, a))
-    return [dict(zip(COLS, r)) for r in await cur.fetchall()]

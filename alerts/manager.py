@@ -24,25 +24,22 @@ hold-off in seconds. Deliveries run in a thread pool, never on the event loop.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import psycopg
 
 from alerts import content
 from alerts.channels import Route
+from alerts.keys import DEVICE_UNREACHABLE, AlertKey
+from alerts.store import AlertStore, ts
+from limits.packs import load_pack
 
 log = logging.getLogger("sewerwatch.alerts")
-ACTOR = "sewerwatch-run"
-
-
-def _ts(epoch_s: float) -> datetime:
-    return datetime.fromtimestamp(epoch_s, timezone.utc)
 
 
 @dataclass
@@ -51,7 +48,7 @@ class Active:
 
     id: int
     kind: str
-    key: tuple
+    key: AlertKey
     rule: str
     site: str
     site_name: str
@@ -91,15 +88,11 @@ class AlertManager:
         self.routes = routes
         self.sites = sites
         self.clock = clock
-        if not (timezone_name or cfg.timezone):
-            from limits.packs import load_pack
-            timezone_name = load_pack(cfg.pack).timezone
-        self.tz = timezone_name or cfg.timezone
+        self.tz = timezone_name or cfg.timezone or load_pack(cfg.pack).timezone
         self.opts = cfg.alert_options
-        self.active: dict[tuple, Active] = {}
+        self.active: dict[AlertKey, Active] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sewerwatch-notify")
-        self._db_lock = asyncio.Lock()
-        self._conn: psycopg.AsyncConnection | None = None
+        self.store = AlertStore(db_url)
         self._deliveries: set[asyncio.Task] = set()
         self._last_ack_poll = 0.0
         self._retry: list[tuple[str, dict]] = []
@@ -110,7 +103,7 @@ class AlertManager:
     # -- life -------------------------------------------------------------------------
 
     async def start(self) -> "AlertManager":
-        self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True)
+        await self.store.open()
         await self._load()
         return self
 
@@ -126,8 +119,7 @@ class AlertManager:
             close = getattr(r.channel, "close", None)
             if close:
                 close()
-        if self._conn is not None:
-            await self._conn.close()
+        await self.store.close()
 
     async def idle(self, timeout: float = 30.0) -> None:
         """Wait until no delivery is in flight (tests, shutdown)."""
@@ -139,59 +131,24 @@ class AlertManager:
         """Alerts left unresolved by an earlier run: tracked again. Their episodes' state
         was lost with the evaluator's, so each waits out the hold-off from now: a
         violation still going reopens its episode within it and continues the alert."""
-        rows = await self._exec(
-            """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
-                      a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
-                      s.key, s.name, a.summary
-               FROM alerts a LEFT JOIN sites s ON s.id = a.site_id WHERE a.state <> 'resolved'""", all_rows=True)
         now = self.clock()
-        for (aid, kind, rule, sensor_id, device, state, details, opened_at, esc, acked, by, note, eps,
-             site, site_name, summary) in rows:
-            key = ("d", rule, device) if device else ((("v", sensor_id, rule)) if kind == "violation"
-                                                        else ("h", rule, sensor_id))
+        for r in await self.store.unresolved():
+            key = AlertKey.of_row(r["kind"], r["rule"], r["sensor_id"], r["device"])
+            acked = r["acknowledged_at"]
             self.active[key] = Active(
-                id=aid, kind=kind, key=key, rule=rule, site=site or "", site_name=site_name or "",
-                record=details or {}, opened=opened_at.timestamp(), state=state, escalated=esc is not None,
-                acknowledged=acked is not None, ack={"by": by, "at": str(acked), "note": note} if acked else None,
-                ended=now, episodes=eps, summary=summary)
+                id=r["id"], kind=r["kind"], key=key, rule=r["rule"], site=r["site"] or "",
+                site_name=r["site_name"] or "", record=r["details"] or {}, opened=r["opened_at"].timestamp(),
+                state=r["state"], escalated=r["escalated_at"] is not None, acknowledged=acked is not None,
+                ack={"by": r["acknowledged_by"], "at": str(acked), "note": r["ack_note"]} if acked else None,
+                ended=now, episodes=r["episodes"], summary=r["summary"])
 
     # -- database -----------------------------------------------------------------------
 
-    async def _exec(self, sql: str, params=(), fetch: bool = False, all_rows: bool = False):
-        """Run one statement; a dropped connection is reopened and the statement tried once more."""
-        async with self._db_lock:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True)
-                    cur = await self._conn.execute(sql, params)
-                    if all_rows:
-                        return await cur.fetchall()
-                    return await cur.fetchone() if fetch else None
-                except psycopg.OperationalError:
-                    if attempt == 2:
-                        raise
-                    log.warning("the alert database connection was lost; reconnecting")
-                    try:
-                        await self._conn.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                    self._conn = None
-
     async def _audit(self, action: str, alert_id: int | None, detail: dict) -> None:
-        await self._exec("INSERT INTO audit_log (at, actor, action, object, detail) VALUES (%s, %s, %s, %s, %s)",
-                         (_ts(self.clock()), ACTOR, action, f"alert:{alert_id}" if alert_id else None,
-                          json.dumps(detail, default=str)))
+        await self.store.audit(action, alert_id, detail, self.clock())
 
     async def _set_state(self, a: Active, state: str, column: str | None = None, only_from=None) -> bool:
-        sets = "state = %s" + (f", {column} = %s" if column else "")
-        params = [state] + ([_ts(self.clock())] if column else []) + [a.id]
-        where = "id = %s"
-        if only_from:
-            where += " AND state = ANY(%s)"
-            params.append(list(only_from))
-        row = await self._exec(f"UPDATE alerts SET {sets} WHERE {where} RETURNING id", params, fetch=True)
-        if row is None:
+        if not await self.store.set_state(a.id, state, column, self.clock(), only_from):
             return False
         old, a.state = a.state, state
         await self._audit(f"alert-{state}", a.id, {"from": old, "to": state, "rule": a.rule, "site": a.site})
@@ -220,25 +177,10 @@ class AlertManager:
             except psycopg.Error:
                 self._retry.append((what, v))
 
-    async def _store_violation(self, v: dict, end: str | None) -> int:
-        row = await self._exec(
-            """INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time,
-                   end_time, peak, limit_value, unit, days_of_violation, evidence, source)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'stream')
-               ON CONFLICT (sensor_id, rule, start_time) DO UPDATE SET end_time = EXCLUDED.end_time,
-                   peak = EXCLUDED.peak, limit_value = EXCLUDED.limit_value,
-                   days_of_violation = EXCLUDED.days_of_violation, evidence = EXCLUDED.evidence
-               RETURNING id""",
-            (v["site_id"], v["sensor_id"], v["parameter"], v["rule"], v["pack"], v["citation"], v["words"],
-             v["start"], end, v["peak"], v["limit"], v["unit"], v.get("days_of_violation"),
-             json.dumps({k: v.get(k) for k in ("last", "peak_time", "duration_s", "readings", "average",
-                                                 "multiple", "comparison")})), fetch=True)
-        return row[0]
-
     async def _episode_opened(self, v: dict) -> None:
-        key = ("v", v["sensor_id"], v["rule"])
+        key = AlertKey.violation(v["sensor_id"], v["rule"])
         rec = {**v, "end": None}
-        vid = await self._store_violation(v, None)
+        vid = await self.store.upsert_violation(v, None)
         a = self.active.get(key)
         if a is not None:
             # within the hold-off (or still open): the same alert goes on
@@ -248,32 +190,21 @@ class AlertManager:
             if was_ended:
                 a.episodes += 1
                 a.record = {**rec, "start": a.record.get("start", rec["start"])}
-                await self._exec("UPDATE alerts SET episode_ended_at = NULL, episodes = %s, details = %s "
-                                 "WHERE id = %s", (a.episodes, json.dumps(a.record, default=str), a.id))
+                await self.store.episode_continued(a.id, a.episodes, a.record)
                 await self._audit("alert-episode-continued", a.id, {"violation_id": vid, "start": v["start"]})
             return
         # The same episode seen again (readings redelivered after a restart, or replayed) was
         # alerted already: one alert per episode, never a second round of notifications.
-        seen = await self._exec(
-            """SELECT id FROM alerts WHERE violation_id = %s
-               UNION ALL
-               SELECT substr(object, 7)::bigint FROM audit_log
-               WHERE action = 'alert-episode-continued' AND (detail->>'violation_id')::bigint = %s
-               LIMIT 1""",
-            (vid, vid), fetch=True)
+        seen = await self.store.alerted_before(vid)
         if seen is not None:
             if vid not in self._seen_again:
                 self._seen_again.add(vid)
-                await self._audit("alert-episode-seen-again", seen[0], {"violation_id": vid, "start": v["start"]})
+                await self._audit("alert-episode-seen-again", seen, {"violation_id": vid, "start": v["start"]})
             return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
         summary = content.summary(v, site_name)
-        row = await self._exec(
-            """INSERT INTO alerts (kind, violation_id, site_id, sensor_id, rule, state, summary, details, opened_at)
-               VALUES ('violation', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
-            (vid, v["site_id"], v["sensor_id"], v["rule"], summary, json.dumps(rec, default=str),
-             _ts(self.clock())), fetch=True)
-        a = Active(id=row[0], kind="violation", key=key, rule=v["rule"], site=v["site"], site_name=site_name,
+        alert_id = await self.store.open_violation_alert(vid, v, summary, rec, self.clock())
+        a = Active(id=alert_id, kind="violation", key=key, rule=v["rule"], site=v["site"], site_name=site_name,
                    record=rec, opened=self.clock(), violation_ids=[vid], summary=summary)
         self.active[key] = a
         self.stats["opened"] += 1
@@ -281,19 +212,18 @@ class AlertManager:
         self._notify(a, "open")
 
     async def _episode_closed(self, v: dict) -> None:
-        key = ("v", v["sensor_id"], v["rule"])
+        key = AlertKey.violation(v["sensor_id"], v["rule"])
         if key not in self.active:
             await self._episode_opened(v)
         a = self.active.get(key)
         if a is None:  # an episode alerted before (see _episode_opened): keep its record current
-            await self._store_violation(v, v["end"])
+            await self.store.upsert_violation(v, v["end"])
             return
-        await self._store_violation(v, v["end"])
+        await self.store.upsert_violation(v, v["end"])
         a.record = {**v, "start": a.record.get("start", v["start"]),
                     "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
         a.ended = self.clock()
-        await self._exec("UPDATE alerts SET episode_ended_at = %s, details = %s WHERE id = %s",
-                         (_ts(a.ended), json.dumps(a.record, default=str), a.id))
+        await self.store.episode_ended(a.id, a.ended, a.record)
         await self._audit("alert-episode-ended", a.id, {"end": v["end"], "hold_off_s": self.cfg.hold_off_s})
 
     # -- sensor health --------------------------------------------------------------------
@@ -304,15 +234,15 @@ class AlertManager:
         present ends its alert (resolved after the hold-off)."""
         now = self.clock()
         for (rule, obj), info in problems.items():
-            key = ("d", rule, obj) if rule == "device-unreachable" else ("h", rule, obj)
+            key = AlertKey.health(rule, obj)
             a = self.active.get(key)
             if a is not None:
                 if a.ended is not None:
                     a.ended = None
-                    await self._exec("UPDATE alerts SET episode_ended_at = NULL WHERE id = %s", (a.id,))
+                    await self.store.episode_resumed(a.id)
                     await self._audit("alert-episode-continued", a.id, {"rule": rule})
                 continue
-            if rule == "device-unreachable":
+            if rule == DEVICE_UNREACHABLE:
                 site = info.get("site") or ""
                 sensor_id, device = None, obj
                 h = {"rule": rule, "site": site, "device": obj, "since": info.get("since"), "detail": info.get("detail")}
@@ -322,24 +252,21 @@ class AlertManager:
                 h = {"rule": rule, "site": site, "sensor": name, "since": info.get("since"),
                      "detail": info.get("detail")}
             if isinstance(h["since"], (int, float)):
-                h["since"] = _ts(h["since"]).isoformat()
+                h["since"] = ts(h["since"]).isoformat()
             site_id, site_name = self.sites.get(site, (None, site))
             summary = f"{site_name}: {h.get('device') or h.get('sensor')} {content.HEALTH_WORDS.get(rule, rule)}"
-            row = await self._exec(
-                """INSERT INTO alerts (kind, site_id, sensor_id, device, rule, state, summary, details, opened_at)
-                   VALUES ('sensor-health', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
-                (site_id, sensor_id, device, rule, summary, json.dumps(h, default=str), _ts(now)), fetch=True)
-            a = Active(id=row[0], kind="sensor-health", key=key, rule=rule, site=site, site_name=site_name,
+            alert_id = await self.store.open_health_alert(site_id, sensor_id, device, rule, summary, h, now)
+            a = Active(id=alert_id, kind="sensor-health", key=key, rule=rule, site=site, site_name=site_name,
                        record=h, opened=now, summary=summary)
             self.active[key] = a
             self.stats["opened"] += 1
             await self._audit("alert-open", a.id, {"summary": summary})
             self._notify(a, "open")
-        current = {("d", r, o) if r == "device-unreachable" else ("h", r, o) for r, o in problems}
+        current = {AlertKey.health(r, o) for r, o in problems}
         for key, a in list(self.active.items()):
             if a.kind == "sensor-health" and key not in current and a.ended is None:
                 a.ended = now
-                await self._exec("UPDATE alerts SET episode_ended_at = %s WHERE id = %s", (_ts(now), a.id))
+                await self.store.episode_ended(a.id, now)
                 await self._audit("alert-episode-ended", a.id, {"rule": a.rule})
 
     # -- timers -----------------------------------------------------------------------------
@@ -372,8 +299,7 @@ class AlertManager:
         ids = [a.id for a in self.active.values() if not a.acknowledged]
         if not ids:
             return
-        rows = await self._exec("SELECT id, acknowledged_by, acknowledged_at, ack_note FROM alerts "
-                                "WHERE id = ANY(%s) AND acknowledged_at IS NOT NULL", (ids,), all_rows=True)
+        rows = await self.store.acknowledged(ids)
         by_id = {a.id: a for a in self.active.values()}
         for aid, by, at, note in rows:
             a = by_id[aid]
@@ -433,11 +359,8 @@ class AlertManager:
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
                 error = f"{type(exc).__name__}: {exc}"[:2000]
             try:
-                await self._exec(
-                    "INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, error, at, "
-                    "subject) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (aid, event, ch.name, ch.contact, attempt, "failed" if error else "sent", error,
-                     _ts(self.clock()), subject))
+                await self.store.record_attempt(aid, event, ch.name, ch.contact, attempt, error, self.clock(),
+                                                subject)
             except psycopg.Error as exc:
                 log.error("could not record alert #%s %s via %s attempt %d (%s): %s", aid, event, ch.name, attempt,
                           "failed: " + error if error else "sent", exc)
@@ -478,22 +401,16 @@ class AlertManager:
             return
         day = (local.date() - timedelta(days=1)).isoformat()
         subject = f"digest:{day}"
-        row = await self._exec("SELECT 1 FROM audit_log WHERE action = 'digest-sent' AND object = %s",
-                               (subject,), fetch=True)
-        if row is not None:
+        if await self.store.digest_sent(subject):
             return
         await self.send_digest(day)
 
     async def send_digest(self, day: str) -> None:
         """Send the digest of local day ``day`` (YYYY-MM-DD) to the primary contacts."""
-        from alerts import digest
-
-        a, b = digest.day_bounds(day, self.tz)
-        rows = [dict(zip(digest.COLS, r)) for r in await self._exec(digest.SQL, (b, a), all_rows=True)]
+        rows = await self.store.digest_rows(day, self.tz)
         title, body = content.digest_message(day, rows, self.tz, self.cfg.name)
         subject = f"digest:{day}"
-        await self._exec("INSERT INTO audit_log (at, actor, action, object, detail) VALUES (%s, %s, %s, %s, %s)",
-                         (_ts(self.clock()), ACTOR, "digest-sent", subject, json.dumps({"alerts": len(rows)})))
+        await self.store.audit("digest-sent", None, {"alerts": len(rows)}, self.clock(), object_=subject)
         payload = {"kind": "digest", "day": day, "alerts": [r["id"] for r in rows]}
         for r in self.routes:
             if not r.escalation:

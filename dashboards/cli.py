@@ -47,6 +47,10 @@ def _db_url(args, ctx) -> str:
     return args.db_url or ctx.endpoints().db("grafana")
 
 
+# The handlers import their work lazily: matplotlib, PyYAML and grafana-client are slow to
+# import and `sewerwatch --help` needs none of them.
+
+
 def _export(args: argparse.Namespace, ctx) -> int:
     from dashboards.definitions import build_all
     from dashboards.export import DbTarget, write
@@ -61,9 +65,9 @@ def _export(args: argparse.Namespace, ctx) -> int:
 def _push(args: argparse.Namespace, ctx) -> int:
     from dashboards.definitions import build_all
     from dashboards.export import DbTarget
-    from dashboards.push import _check_url, push
+    from dashboards.push import check_url, push
 
-    _check_url(args.url)
+    check_url(args.url)
     target = None if args.no_datasource else DbTarget.from_url(_db_url(args, ctx))
     for change in push(args.url, args.token, [d.to_json() for d in build_all()], target):
         print(change)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import yaml
+
 from dashboards import model as m
 from foundation.errors import InputError
 
@@ -107,7 +109,6 @@ def write(directory: str | os.PathLike, dashboards: list[dict], db: DbTarget,
     dashboards_path : str, optional
         Where Grafana will find the dashboard files (default: ``DIR/dashboards``, absolute).
     """
-    import yaml
 
     out = Path(directory)
     if out.exists() and not out.is_dir():

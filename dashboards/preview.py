@@ -15,7 +15,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Mapping
 
-from foundation.errors import InputError
+import matplotlib
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import psycopg
+from matplotlib.gridspec import GridSpec
+
+from dashboards import queries as dq
+from dashboards.definitions import build_all
+from foundation.errors import DatabaseError, InputError
 
 TABLE_ROWS = 12
 ROW_IN = 0.42          # inches per grid row
@@ -79,7 +87,6 @@ def _series(result) -> dict[str, tuple[list, list]]:
 
 
 def _draw_timeseries(ax, panel, results):
-    import matplotlib.dates as mdates
 
     bars = panel.get("fieldConfig", {}).get("defaults", {}).get("custom", {}).get("drawStyle") == "bars"
     config_ref = {t["options"]["configRefId"]: t["options"] for t in panel.get("transformations", [])
@@ -159,11 +166,8 @@ def _draw_stat(ax, panel, results):
 def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime, tt: datetime,
            variables: Mapping | None = None) -> Path:
     """Draw one dashboard's panels from their query results into ``path`` (PNG)."""
-    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.gridspec import GridSpec
 
     panels = dashboard["panels"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
@@ -192,11 +196,7 @@ def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime
 def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = None,
                tt: datetime | None = None, choices: Mapping | None = None) -> list[Path]:
     """Render every dashboard to ``DIR/<uid>.png``; return the files."""
-    import psycopg
 
-    from dashboards import queries as dq
-    from dashboards.definitions import build_all
-    from foundation.errors import DatabaseError
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

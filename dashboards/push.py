@@ -17,6 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from grafana_client import GrafanaApi
+from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaServerError
+from niquests.exceptions import RequestException
+
 from dashboards import model as m
 from dashboards.export import FOLDER_TITLE, FOLDER_UID, DbTarget, datasource
 from foundation.errors import InputError, ServiceError, SewerwatchError
@@ -46,7 +50,6 @@ def _strip(dash: dict) -> dict:
 
 def _explain(exc, url: str, what: str) -> SewerwatchError:
     """Turn a grafana-client error into one clear line."""
-    from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaServerError
 
     status = getattr(exc, "status_code", 0)
     body = getattr(exc, "response", None)
@@ -74,7 +77,7 @@ def _explain(exc, url: str, what: str) -> SewerwatchError:
     return ServiceError(f"Grafana at {url}: {what}: {exc}")
 
 
-def _check_url(url: str) -> None:
+def check_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"--url: expected Grafana's base URL such as http://127.0.0.1:3000, got {url!r}")
@@ -111,11 +114,8 @@ def push(url: str, token: str, dashboards: list[dict], db: DbTarget | None = Non
     ServiceError
         Grafana unreachable or failing (5xx).
     """
-    from grafana_client import GrafanaApi
-    from grafana_client.client import GrafanaClientError, GrafanaException
-    from niquests.exceptions import RequestException
 
-    _check_url(url)
+    check_url(url)
     if not token:
         raise InputError("--token: empty; give a Grafana service account token")
     api = GrafanaApi.from_url(url, credential=token, timeout=timeout)

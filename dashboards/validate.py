@@ -30,7 +30,7 @@ def _sub(schema: dict, definition: str) -> dict:
 
 def errors(dashboard: dict, directory: Path | str = SCHEMA_DIR) -> list[str]:
     """Every schema error in ``dashboard`` as ``path: message`` lines (empty when valid)."""
-    import jsonschema
+    import jsonschema   # lazy: a dev dependency (the tests validate; running sewerwatch does not)
 
     directory = Path(directory)
     out: list[str] = []

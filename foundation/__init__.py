@@ -11,7 +11,13 @@ command starts fast.
 """
 
 from foundation.errors import (
-    ConfigError, DatabaseError, InputError, NotBuiltYet, ServiceError, SewerwatchError, report,
+    ConfigError,
+    DatabaseError,
+    InputError,
+    NotBuiltYet,
+    ServiceError,
+    SewerwatchError,
+    report,
 )
 
 __all__ = [

@@ -15,6 +15,8 @@ Every error a user can cause or meet is one of these; the CLI prints it as a sin
 
 from __future__ import annotations
 
+import sys
+
 
 class SewerwatchError(Exception):
     """Base of every error sewerwatch reports to a user."""
@@ -70,7 +72,6 @@ def report(exc: SewerwatchError) -> int:
     ``sewerwatch: error: <message>`` on standard error, for the CLI and for every module
     that also runs alone (``python -m simulators.modbus_server``, ...).
     """
-    import sys
 
     print(f"sewerwatch: error: {exc}", file=sys.stderr)
     return exc.exit_code

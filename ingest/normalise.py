@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.batch import DEVICE_FAULT, GOOD, OUT_OF_RANGE
 from foundation.units import to_canonical
+from ingest.batch import DEVICE_FAULT, GOOD, OUT_OF_RANGE
 
 #: parameter -> (lowest, highest) physically possible value [canonical unit]
 PHYSICAL_RANGE = {

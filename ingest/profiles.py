@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest import registers as codec
-from foundation.units import CONVERSIONS
 from foundation import tomlfile
 from foundation.errors import InputError
+from foundation.units import CONVERSIONS
+from ingest import registers as codec
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 REGISTER_TABLES = ("holding", "input")

@@ -6,18 +6,21 @@ and the alerts on top (it subscribes to the same sink).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from foundation import db
+from foundation.config import Config
+from ingest.modbus.collector import ModbusCollector
+from ingest.modbus.options import Options
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
 from ingest.mqtt.topics import TopicMap
 from ingest.sink import Sink
 from ingest.writer import Writer
-from foundation import db
-from foundation.config import Config
 
 log = logging.getLogger("sewerwatch.ingest")
 
@@ -81,14 +84,6 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
 
 
 def _start_modbus(cfg: Config, refs, sink: Sink, ing: Ingest):
-    try:
-        from ingest.modbus.collector import ModbusCollector
-        from ingest.modbus.options import Options
-    except ImportError:
-        log.warning("the Modbus collector is not available; Modbus devices are not polled")
-        return None
-    import asyncio
-
     ids = {r.key: r.id for r in refs}
     sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors if s.source == "modbus" and s.key in ids}
     collector = ModbusCollector(list(cfg.devices), sensor_map, sink, Options.from_config(cfg))

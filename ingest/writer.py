@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,6 @@ def copy_binary(r: Readings) -> bytes:
 
 
 def _us_to_ts(us):
-    from datetime import datetime, timezone
     return None if us is None else datetime.fromtimestamp(us / 1e6, tz=timezone.utc)
 
 

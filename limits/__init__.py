@@ -1,1 +1,15 @@
-"""limits: see README.md beside this file."""
+"""limits: rule packs and the vectorised evaluation core (see README.md beside this file).
+
+The face other packages may use, by module (imported by name, ``from limits import
+packs``; this file imports none of them so that ``import limits.cli`` stays light):
+
+- ``packs``: ``load_pack``, ``available_packs``, ``Pack``, ``Rule`` — the ordinances' rules;
+- ``evaluator``: ``evaluate``, ``prepare``, ``violations``, ``SensorMeta``,
+  ``DEFAULT_GAP_MULTIPLE`` — batch evaluation and violation records;
+- ``streaming``: ``StreamingEvaluator`` — the same episodes, batch by batch;
+- ``core``: the vectorised primitives (``exceeds``, episodes, time-weighted averages,
+  days of violation);
+- ``history``: ``check_history`` over the database; ``csvio``: ``read_readings_csv``.
+"""
+
+__all__ = ["core", "csvio", "evaluator", "history", "packs", "streaming"]

@@ -13,6 +13,14 @@ Two modes:
 
 from __future__ import annotations
 
+import json
+import sys
+
+from foundation.errors import InputError
+from limits.csvio import read_readings_csv
+from limits.evaluator import DEFAULT_GAP_MULTIPLE, evaluate, prepare, violations
+from limits.packs import load_pack
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -36,10 +44,7 @@ def register(sub) -> None:
 
 
 def run(args, ctx) -> int:
-    import json
-    import sys
 
-    from foundation.errors import InputError
 
     if args.gap_multiple is not None and not args.gap_multiple > 0:
         raise InputError(f"--gap-multiple: expected a positive number, got {args.gap_multiple}")
@@ -70,9 +75,6 @@ def run(args, ctx) -> int:
 
 def check_file(pack_name: str, path: str, gap_multiple: float | None = None) -> list[dict]:
     """Violations in a readings CSV (the records of :func:`limits.evaluator.violations`)."""
-    from limits.csvio import read_readings_csv
-    from limits.evaluator import DEFAULT_GAP_MULTIPLE, evaluate, prepare, violations
-    from limits.packs import load_pack
 
     pack = load_pack(pack_name)
     tab = read_readings_csv(path)

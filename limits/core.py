@@ -213,7 +213,18 @@ def run_end_times(time, brk, last):
     return np.where(ok, time[np.minimum(nxt, n - 1)], time[last])
 
 
-def _sensor_segments(sensor):
+def sensor_block_starts(sensor):
+    """True at the first reading of each sensor's block in readings sorted by sensor.
+
+    Parameters
+    ----------
+    sensor : ndarray of int64
+        Sensor codes, sorted (grouped) by sensor.
+
+    Returns
+    -------
+    ndarray of bool
+    """
     n = len(sensor)
     new = np.empty(n, dtype=bool)
     if n:
@@ -264,7 +275,7 @@ def trailing_time_weighted_average(sensor, time, value, window, max_hold, histor
     n = len(time)
     if n == 0:
         return np.empty(0)
-    new = _sensor_segments(sensor)
+    new = sensor_block_starts(sensor)
     seg_first = np.flatnonzero(new)
     seg = np.repeat(np.arange(len(seg_first)), np.diff(np.append(seg_first, n)))
     nxt_same = np.zeros(n, dtype=bool)
@@ -533,7 +544,7 @@ def median_interval(sensor, time):
     interval : ndarray of int64
         Their median spacing [us]; 0 for a sensor with a single reading.
     """
-    new = _sensor_segments(sensor)
+    new = sensor_block_starts(sensor)
     starts = np.flatnonzero(new)
     codes = np.asarray(sensor)[starts]
     if len(time) == 0:

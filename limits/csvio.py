@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from foundation import units
-from limits.evaluator import SensorMeta
 from foundation.errors import InputError
+from limits.evaluator import SensorMeta
 
 REQUIRED = ("time", "site", "parameter", "value", "unit")
 OPTIONAL = ("quality",)

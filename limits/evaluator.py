@@ -15,9 +15,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from foundation.units import CANONICAL
 from limits import core
 from limits.packs import Pack, Rule
-from foundation.units import CANONICAL
 
 #: A gap longer than this many sample intervals ends an episode (and a reading never holds
 #: its value longer than that in a time-weighted average).
@@ -88,7 +88,7 @@ def _is_sorted(sensor, time) -> bool:
 def sensor_segments(sensor):
     """First index and code of each sensor's block in sorted readings, and the block id
     of each reading."""
-    new = core._sensor_segments(sensor)
+    new = core.sensor_block_starts(sensor)
     starts = np.flatnonzero(new)
     return starts, np.asarray(sensor)[starts], np.cumsum(new) - 1
 
@@ -189,7 +189,7 @@ def evaluate(rules: Pack | Sequence[Rule], sensor, time, value, quality=None, *,
     value = np.asarray(value, dtype=np.float64)
     if len(time) == 0 or not rule_list:
         return np.empty(0, dtype=core.EPISODE_DTYPE)
-    new = core._sensor_segments(sensor)
+    new = core.sensor_block_starts(sensor)
     starts = np.flatnonzero(new)
     del new
     bounds = np.append(starts, len(time))
@@ -213,7 +213,7 @@ def evaluate(rules: Pack | Sequence[Rule], sensor, time, value, quality=None, *,
 
 
 def _evaluate_block(rule_list, sensor, time, value, meta, gap_multiple, history_start):
-    new = core._sensor_segments(sensor)
+    new = core.sensor_block_starts(sensor)
     starts = np.flatnonzero(new)
     codes = sensor[starts]
     seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(time))))

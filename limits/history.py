@@ -21,11 +21,12 @@ import time as _time
 from datetime import datetime, timezone
 
 import numpy as np
+from psycopg import sql
 
+from foundation.errors import DatabaseError, InputError
 from limits import core
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, evaluate, violations
 from limits.packs import load_pack
-from foundation.errors import DatabaseError, InputError
 
 #: PostgreSQL's binary COPY: signature, then flags and header extension length (int32 each).
 PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -122,7 +123,6 @@ class BinaryCopyParser:
 
 def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool = False, label: str = ""):
     """Readings of ``sensor_ids`` in ``[start, end)`` via binary COPY, sorted by sensor, time."""
-    from psycopg import sql
 
     q = sql.SQL(READINGS_COPY).format(
         start=sql.Literal(datetime.fromtimestamp(start_us / core.US, timezone.utc)),

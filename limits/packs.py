@@ -46,9 +46,11 @@ from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from foundation import units
-from foundation import tomlfile
+import numpy as np
+
+from foundation import tomlfile, units
 from foundation.errors import InputError
+from limits.core import exceeds
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 
@@ -177,10 +179,8 @@ class Rule:
         For a lab limit that is a violation, for a normal strength "above normal", for a
         threshold "at or above the threshold" as the ordinance words it (``op``).
         """
-        from limits.core import exceeds
         if self.op is None or self.limit_canonical is None:
             raise ValueError(f"rule {self.id} ({self.kind}) has no comparable limit")
-        import numpy as np
         return exceeds(np.asarray(values, dtype=np.float64), self.limit_canonical, self.op)
 
     def applies_to(self, parameter: str) -> bool:

@@ -32,7 +32,7 @@ already seen for its sensor is dropped and counted in ``dropped_late``.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -148,118 +148,186 @@ class StreamingEvaluator:
             self._gap[c] = int(np.rint(self.gap_multiple * iv))
 
     def _step(self, s, t, v, final: bool, now: int | None = None) -> np.ndarray:
-        # merge the batch into the sorted state: a new reading is later than every kept
-        # reading of its sensor, so it goes after them (np.insert keeps the batch's order)
-        if len(t):
-            pos = np.searchsorted(self._s, s, side="right")
-            S = np.insert(self._s, pos, s)
-            T = np.insert(self._t, pos, t)
-            V = np.insert(self._v, pos, v)
-            is_new = np.zeros(len(T), dtype=bool)
-            is_new[pos + np.arange(len(pos))] = True
-            stored = {ri: np.insert(a, pos, np.nan) for ri, a in self._avg.items()}
-            P = np.insert(self._P, pos, 0)
-            H = np.insert(self._H, pos, 0)
-        else:
-            S, T, V = self._s, self._t, self._v
-            is_new = np.zeros(len(T), dtype=bool)
-            stored = dict(self._avg)
-            P, H = self._P, self._H
-        n = len(T)
-        if n == 0:
+        """One evaluation step: merge the batch, judge the active part rule by rule, keep
+        what later readings can still need. Returns the episodes closed by this step."""
+        st = self._merge(s, t, v)
+        if len(st.T) == 0:
             return np.empty(0, dtype=core.EPISODE_DTYPE)
-        new = core._sensor_segments(S)
-        starts = np.flatnonzero(new)
-        codes = S[starts]
-        clist = codes.tolist()
-        seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
-        last_idx = np.append(starts[1:], n) - 1          # each sensor's latest reading
-        gap_seg = np.array([self._gap[c] for c in clist], dtype=np.int64)
-        params = [self.meta[c].parameter for c in clist]
-        fresh = np.flatnonzero(is_new)
-        if self._avg and len(fresh):
-            core.extend_running_sums(S, T, V, gap_seg[seg], P, H, fresh)
+        lay = self._layout(st)
+        if self._avg and len(lay.fresh):
+            core.extend_running_sums(st.S, st.T, st.V, lay.gap_seg[lay.seg], st.P, st.H, lay.fresh)
+        act = self._active_part(st, lay)
+        emitted, still_open = [], []
+        open_start = lay.latest.copy()                  # per sensor: keep from here (min)
+        new_avg = {}
+        for ri, rule in enumerate(self.rules):
+            applies = np.array([rule.applies_to(p) for p in lay.params], dtype=bool)
+            if rule.kind == "slug":
+                new_avg[ri] = self._slug_averages(ri, rule, st, lay, applies)
+            if not applies.any():
+                continue
+            closed, still = self._judge_rule(ri, rule, applies, act, lay, new_avg.get(ri), final, now,
+                                             open_start)
+            emitted.append(closed)
+            still_open.append(still)
+        self._open = (np.concatenate(still_open) if still_open
+                      else np.empty(0, dtype=core.EPISODE_DTYPE))
+        if not final:
+            st, new_avg = self._trim(st, lay, open_start, new_avg)
+        self._keep(st, lay, open_start, new_avg)
+        out = (np.concatenate(emitted) if emitted else np.empty(0, dtype=core.EPISODE_DTYPE))
+        return out[np.lexsort((out["rule"], out["start"], out["sensor"]))]
 
-        # the active part: from each sensor's earliest open run (or its latest reading
-        # before this batch) on; older readings are history for the averages only
-        act_from = np.array([self._active.get(c, _NEG) for c in clist], dtype=np.int64)
-        aidx = np.flatnonzero(T >= act_from[seg])
-        aS, aT, aV, aseg = S[aidx], T[aidx], V[aidx], seg[aidx]
-        a_gap = gap_seg[aseg]
+    # -- the steps --------------------------------------------------------------------
+
+    def _merge(self, s, t, v) -> "_Merged":
+        """The batch merged into the sorted state. A new reading is later than every kept
+        reading of its sensor, so it goes after them (np.insert keeps the batch's order)."""
+        if not len(t):
+            return _Merged(self._s, self._t, self._v, self._P, self._H,
+                           np.zeros(len(self._t), dtype=bool), dict(self._avg))
+        pos = np.searchsorted(self._s, s, side="right")
+        is_new = np.zeros(len(self._t) + len(t), dtype=bool)
+        is_new[pos + np.arange(len(pos))] = True
+        return _Merged(np.insert(self._s, pos, s), np.insert(self._t, pos, t), np.insert(self._v, pos, v),
+                       np.insert(self._P, pos, 0), np.insert(self._H, pos, 0), is_new,
+                       {ri: np.insert(a, pos, np.nan) for ri, a in self._avg.items()})
+
+    def _layout(self, st: "_Merged") -> "_Layout":
+        """Where each sensor's block starts and ends in the merged state, its gap limit and
+        parameter, and which readings are new."""
+        n = len(st.T)
+        starts = np.flatnonzero(core.sensor_block_starts(st.S))
+        codes = st.S[starts]
+        clist = codes.tolist()
+        last_idx = np.append(starts[1:], n) - 1           # each sensor's latest reading
+        return _Layout(
+            starts=starts, codes=codes, clist=clist,
+            seg=np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n))),
+            last_idx=last_idx, latest=st.T[last_idx],
+            gap_seg=np.array([self._gap[c] for c in clist], dtype=np.int64),
+            params=[self.meta[c].parameter for c in clist],
+            fresh=np.flatnonzero(st.is_new))
+
+    def _active_part(self, st: "_Merged", lay: "_Layout") -> "_Active":
+        """From each sensor's earliest open run (or its latest reading before this batch)
+        on; older readings are history for the averages only. A run that truly began
+        before the active part was reported already: its start here is not after the
+        rule's mark, so it is not reported twice."""
+        act_from = np.array([self._active.get(c, _NEG) for c in lay.clist], dtype=np.int64)
+        aidx = np.flatnonzero(st.T >= act_from[lay.seg])
+        aS, aT, aseg = st.S[aidx], st.T[aidx], lay.seg[aidx]
+        a_gap = lay.gap_seg[aseg]
         abrk = core.segment_starts(aS, aT, a_gap)
         first_active = np.ones(len(aidx), dtype=bool)
         first_active[1:] = aseg[1:] != aseg[:-1]
-        abrk |= first_active
-        # (a run that truly began before the active part was reported already: its start
-        # here is not after the rule's mark, so it is not reported twice)
-        latest = T[last_idx]
-        eseg_of = lambda e: np.searchsorted(codes, e["sensor"])  # noqa: E731
+        return _Active(aidx, aS, aT, st.V[aidx], aseg, a_gap, abrk | first_active)
 
-        emitted, still_open = [], []
-        open_start = latest.copy()                      # per sensor: keep from here (min)
-        new_avg = {}
-        for ri, rule in enumerate(self.rules):
-            applies = np.array([rule.applies_to(p) for p in params], dtype=bool)
-            if rule.kind == "slug":
-                avg_all = stored[ri]
-                fresh_app = fresh[applies[seg[fresh]]] if len(fresh) else fresh
-                if len(fresh_app):
-                    fseg = seg[fresh_app]
-                    hist = np.array([self._first[c] for c in clist], dtype=np.int64)[fseg]
-                    avg_all[fresh_app] = core.window_average_at(
-                        T, V, P, H, fresh_app, starts[fseg], int(round(rule.window_h * core.HOUR_US)),
-                        gap_seg[fseg], hist)
-                new_avg[ri] = avg_all
-            if not applies.any():
-                continue
-            am = applies[aseg]
-            sub_idx = np.flatnonzero(am)
-            sub = (aS[sub_idx], aT[sub_idx], aV[sub_idx], abrk[sub_idx], a_gap[sub_idx])
-            avg = new_avg[ri][aidx[sub_idx]] if rule.kind == "slug" else None
-            eps, _, flag = rule_episodes(ri, rule, *sub, avg=avg)
-            if not final:
-                first, lastr = core.runs(flag, sub[3])
-                if len(first):
-                    gidx = aidx[sub_idx[lastr]]
-                    at_end = gidx == last_idx[seg[gidx]]
-                    if at_end.any():
-                        np.minimum.at(open_start, seg[gidx[at_end]], aT[sub_idx[first[at_end]]])
-            if len(eps):
-                es = eseg_of(eps)
-                closed = np.full(len(eps), True) if final else eps["last"] < latest[es]
-                if now is not None:
-                    closed |= (now - latest[es]) > gap_seg[es]
-                mark_seg = np.array([self._mark.get((c, ri), _NEG) for c in clist], dtype=np.int64)
-                fresh_ep = eps["start"] > mark_seg[es]
-                out = eps[closed & fresh_ep]
-                if len(out):
-                    np.maximum.at(mark_seg, es[closed & fresh_ep], out["last"])
-                    for c, mk in zip(clist, mark_seg.tolist()):
-                        if mk != _NEG:
-                            self._mark[(c, ri)] = mk
-                emitted.append(out)
-                still_open.append(eps[~closed & fresh_ep])
+    def _slug_averages(self, ri: int, rule: Rule, st: "_Merged", lay: "_Layout", applies) -> np.ndarray:
+        """The trailing averages of the slug rule ``ri`` for every kept reading: stored
+        ones are final; the new readings' come from the running sums."""
+        avg_all = st.avg[ri]
+        fresh = lay.fresh
+        fresh_app = fresh[applies[lay.seg[fresh]]] if len(fresh) else fresh
+        if len(fresh_app):
+            fseg = lay.seg[fresh_app]
+            hist = np.array([self._first[c] for c in lay.clist], dtype=np.int64)[fseg]
+            avg_all[fresh_app] = core.window_average_at(
+                st.T, st.V, st.P, st.H, fresh_app, lay.starts[fseg], int(round(rule.window_h * core.HOUR_US)),
+                lay.gap_seg[fseg], hist)
+        return avg_all
 
-        self._open = (np.concatenate(still_open) if still_open
-                      else np.empty(0, dtype=core.EPISODE_DTYPE))
-        # trim the state: per sensor keep [min(open start, latest) - window, ...] and the
-        # reading before that (it holds into the window); only sensors judged by a slug rule
-        # need a window of history. Keeping more is harmless, so the copy is made only once
-        # the state has grown by a quarter since the last trim.
-        if not final and n > self._trimmed_size + max(self._trimmed_size // 4, 1024):
-            win = np.array([max((int(round(r.window_h * core.HOUR_US)) for r in self.rules
-                                 if r.kind == "slug" and r.applies_to(p)), default=0) for p in params],
-                           dtype=np.int64)
-            keep = T >= (open_start - win)[seg]
-            keep[:-1] |= keep[1:] & (S[1:] == S[:-1])
-            S, T, V, P, H = S[keep], T[keep], V[keep], P[keep], H[keep]
-            new_avg = {ri: a[keep] for ri, a in new_avg.items()}
-            self._trimmed_size = len(T)
-        self._s, self._t, self._v, self._P, self._H = S, T, V, P, H
+    def _judge_rule(self, ri: int, rule: Rule, applies, act: "_Active", lay: "_Layout", avg_all,
+                    final: bool, now: int | None, open_start) -> tuple[np.ndarray, np.ndarray]:
+        """Episodes of rule ``ri`` over the active part: those closed and not reported yet,
+        and those still open. Lowers ``open_start`` to the start of a run still going."""
+        sub_idx = np.flatnonzero(applies[act.seg])
+        sub = (act.S[sub_idx], act.T[sub_idx], act.V[sub_idx], act.brk[sub_idx], act.gap[sub_idx])
+        avg = avg_all[act.idx[sub_idx]] if rule.kind == "slug" else None
+        eps, _, flag = rule_episodes(ri, rule, *sub, avg=avg)
+        if not final:
+            first, lastr = core.runs(flag, sub[3])
+            if len(first):
+                gidx = act.idx[sub_idx[lastr]]
+                at_end = gidx == lay.last_idx[lay.seg[gidx]]
+                if at_end.any():
+                    np.minimum.at(open_start, lay.seg[gidx[at_end]], act.T[sub_idx[first[at_end]]])
+        empty = np.empty(0, dtype=core.EPISODE_DTYPE)
+        if not len(eps):
+            return empty, empty
+        es = np.searchsorted(lay.codes, eps["sensor"])
+        closed = np.full(len(eps), True) if final else eps["last"] < lay.latest[es]
+        if now is not None:
+            closed |= (now - lay.latest[es]) > lay.gap_seg[es]
+        mark_seg = np.array([self._mark.get((c, ri), _NEG) for c in lay.clist], dtype=np.int64)
+        fresh_ep = eps["start"] > mark_seg[es]
+        out = eps[closed & fresh_ep]
+        if len(out):
+            np.maximum.at(mark_seg, es[closed & fresh_ep], out["last"])
+            for c, mk in zip(lay.clist, mark_seg.tolist()):
+                if mk != _NEG:
+                    self._mark[(c, ri)] = mk
+        return out, eps[~closed & fresh_ep]
+
+    def _trim(self, st: "_Merged", lay: "_Layout", open_start, new_avg: dict):
+        """Per sensor keep ``[min(open start, latest) - window, ...]`` and the reading
+        before that (it holds into the window); only sensors judged by a slug rule need a
+        window of history. Keeping more is harmless, so the copy is made only once the
+        state has grown by a quarter since the last trim."""
+        n = len(st.T)
+        if n <= self._trimmed_size + max(self._trimmed_size // 4, 1024):
+            return st, new_avg
+        win = np.array([max((int(round(r.window_h * core.HOUR_US)) for r in self.rules
+                             if r.kind == "slug" and r.applies_to(p)), default=0) for p in lay.params],
+                       dtype=np.int64)
+        keep = st.T >= (open_start - win)[lay.seg]
+        keep[:-1] |= keep[1:] & (st.S[1:] == st.S[:-1])
+        self._trimmed_size = int(keep.sum())
+        return (_Merged(st.S[keep], st.T[keep], st.V[keep], st.P[keep], st.H[keep], st.is_new[keep], {}),
+                {ri: a[keep] for ri, a in new_avg.items()})
+
+    def _keep(self, st: "_Merged", lay: "_Layout", open_start, new_avg: dict) -> None:
+        """The state after this step."""
+        self._s, self._t, self._v, self._P, self._H = st.S, st.T, st.V, st.P, st.H
         for ri in self._avg:
-            self._avg[ri] = new_avg.get(ri, np.full(len(T), np.nan))
-        for c, a_ in zip(clist, open_start.tolist()):
+            self._avg[ri] = new_avg.get(ri, np.full(len(st.T), np.nan))
+        for c, a_ in zip(lay.clist, open_start.tolist()):
             self._active[c] = a_
-        out = (np.concatenate(emitted) if emitted else np.empty(0, dtype=core.EPISODE_DTYPE))
-        order2 = np.lexsort((out["rule"], out["start"], out["sensor"]))
-        return out[order2]
+
+
+class _Merged(NamedTuple):
+    """The kept readings with the batch merged in, sorted by sensor then time."""
+
+    S: np.ndarray        # sensor code
+    T: np.ndarray        # [us UTC]
+    V: np.ndarray        # [canonical unit]
+    P: np.ndarray        # running sums for the slug averages
+    H: np.ndarray
+    is_new: np.ndarray   # the reading came with this batch
+    avg: dict            # slug rule index -> trailing average of each reading (NaN: not yet)
+
+
+class _Layout(NamedTuple):
+    """The sensors' blocks in :class:`_Merged`."""
+
+    starts: np.ndarray     # first index of each sensor's block
+    codes: np.ndarray      # sensor code of each block
+    clist: list
+    seg: np.ndarray        # block of each reading
+    last_idx: np.ndarray   # index of each sensor's latest reading
+    latest: np.ndarray     # time of each sensor's latest reading [us]
+    gap_seg: np.ndarray    # gap limit of each sensor [us]
+    params: list           # parameter of each sensor
+    fresh: np.ndarray      # indices of the new readings
+
+
+class _Active(NamedTuple):
+    """The active part of :class:`_Merged` (see ``StreamingEvaluator._active_part``)."""
+
+    idx: np.ndarray      # indices into the merged state
+    S: np.ndarray
+    T: np.ndarray
+    V: np.ndarray
+    seg: np.ndarray
+    gap: np.ndarray
+    brk: np.ndarray      # a run cannot continue across this reading (gap, or first of a sensor)

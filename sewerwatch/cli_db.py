@@ -52,7 +52,7 @@ def _migrate(args, ctx) -> int:
 
 
 def _status(args, ctx) -> int:
-    from sewerwatch.db import migrate   # lazy: psycopg (see _migrate)
+    from sewerwatch.db import migrate  # lazy: psycopg (see _migrate)
 
     url = _target(args, ctx)
     with ctx.connect(db_url=url) as conn:

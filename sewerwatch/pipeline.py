@@ -33,6 +33,7 @@ from alerts.episodes import LiveEpisodes, sensors_from_db
 from alerts.health import HealthWatch
 from alerts.manager import AlertManager
 from foundation.paths import RUN_STATUS_FILE
+from ingest import service
 from ingest.batch import Readings
 
 log = logging.getLogger("sewerwatch.run")
@@ -92,7 +93,6 @@ class Pipeline:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down cleanly."""
-        from ingest import service
 
         loop = asyncio.get_running_loop()
         sensors, sites, _ = await loop.run_in_executor(None, self._load)
@@ -200,21 +200,21 @@ class Pipeline:
     # -- status -------------------------------------------------------------------------
 
     def status(self) -> dict:
-        w = self.ingest.writer.stats if self.ingest else None
-        mq = self.ingest.mqtt if self.ingest else None
+        """What the pipeline is doing: collectors, counts, the database, alerts."""
+        ing, man = self.ingest, self.manager
+        w = ing.writer.stats if ing else None
         return {
             "pid": os.getpid(), "started": self.started, "updated": time.time(),
-            "collectors": {"mqtt": mq is not None, "modbus": bool(self.ingest and self.ingest.modbus),
-                           "mqtt_connected": mq._connected.is_set() if mq else None},
-            "readings": {"accepted": self.ingest.sink.accepted if self.ingest else 0,
+            "collectors": {"mqtt": bool(ing and ing.mqtt), "modbus": bool(ing and ing.modbus),
+                           "mqtt_connected": ing.mqtt.connected if ing and ing.mqtt else None},
+            "readings": {"accepted": ing.sink.accepted if ing else 0,
                          "evaluated": self.evaluated,
-                         "inserted": getattr(w, "readings_inserted", None),
-                         "spooled": getattr(w, "readings_spooled", None),
-                         "dead_letters": getattr(w, "dead_letters", None),
+                         "inserted": w.readings_inserted if w else None,
+                         "spooled": w.readings_spooled if w else None,
+                         "dead_letters": w.dead_letters if w else None,
                          "late_dropped": self.episodes.dropped_late if self.episodes else 0},
-            "database": "up" if (w is None or getattr(w, "db_up", True)) else "down (spooling)",
-            "alerts": {"active": len(self.manager.active) if self.manager else 0,
-                       **(self.manager.stats if self.manager else {})},
+            "database": "up" if (w is None or w.db_up) else "down (spooling)",
+            "alerts": {"active": len(man.active) if man else 0, **(man.stats if man else {})},
         }
 
     def _write_status(self, final: bool = False) -> None:

@@ -6,6 +6,8 @@ import argparse
 import asyncio
 
 from foundation.errors import InputError, SewerwatchError
+from ingest import profiles
+from simulators.options import add_mqtt_arguments, add_source_arguments
 
 
 def register(sub) -> None:
@@ -14,7 +16,6 @@ def register(sub) -> None:
         description="Run simulated control-manhole devices: a Modbus TCP server hosting every device "
         "(unit ids 1-247 per port) and one MQTT client per device, playing a scenario "
         "(simulators/scenarios/*.toml) or replaying a CSV. Prints what it serves where.")
-    from simulators.options import add_mqtt_arguments, add_source_arguments
 
     add_source_arguments(p)
     add_mqtt_arguments(p)
@@ -36,9 +37,7 @@ def _embedded_mqtt_url(ctx) -> str:
 
 
 async def _serve(args) -> int:
-    import asyncio
-
-    from ingest import profiles
+    # lazy: the servers pull in pymodbus, paho and scipy (about 0.4 s), which --help does not need
     from simulators.modbus_server import ModbusSimulator, build_source, describe, quiet_pymodbus, run_duration
     from simulators.mqtt_publisher import MqttPublisher
     from simulators.mqtt_publisher import describe as describe_mqtt
@@ -78,8 +77,8 @@ async def _serve(args) -> int:
 
 def run(args: argparse.Namespace, ctx) -> int:
     if args.list:
-        from ingest import profiles
-        from simulators import scenarios
+        from simulators import scenarios   # lazy: scipy (see _serve)
+
         for name in scenarios.names():
             print(f"scenario {name}: {scenarios.load(name).description}")
         for name in profiles.names():

@@ -30,13 +30,19 @@ import sys
 import time
 
 import numpy as np
+from pymodbus.constants import ExcCodes
+from pymodbus.exceptions import NoSuchIdException
+from pymodbus.server import ModbusTcpServer
+from pymodbus.simulator import DataType, SimData, SimDevice
 
-from ingest.profiles import Profile
-from foundation.errors import ServiceError, report
+from foundation.errors import InputError, ServiceError, SewerwatchError, report
 from foundation.units import from_canonical
+from ingest import profiles
+from ingest.profiles import Profile
+from simulators import scenarios
 from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
 from simulators.options import add_source_arguments, parse_offset
-from simulators.sources import NAN_VARIANT, SimClock
+from simulators.sources import NAN_VARIANT, ReplaySource, ScenarioSource, SimClock
 
 #: highest unit id of a device (Modbus over Serial Line V1.02 §2.2: 1..247 individual addresses)
 MAX_UNITS_PER_PORT = 247
@@ -111,8 +117,6 @@ class ModbusSimulator:
 
     # --- request path ------------------------------------------------------------------
     async def _action(self, function_code, start_address, address, count, registers, set_values, *, device):
-        from pymodbus.constants import ExcCodes
-        from pymodbus.exceptions import NoSuchIdException
 
         self.requests += 1
         if self.silent[device]:
@@ -130,11 +134,9 @@ class ModbusSimulator:
         return None
 
     async def _no_device(self, *args, **kwargs):
-        from pymodbus.constants import ExcCodes
         return ExcCodes.GATEWAY_NO_RESPONSE
 
     def _simdevice(self, unit: int, device: int | None):
-        from pymodbus.simulator import DataType, SimData, SimDevice
 
         def table(name):
             if name not in self.spans:
@@ -157,7 +159,6 @@ class ModbusSimulator:
 
     async def start(self) -> None:
         """Encode the first tick and start listening on every port."""
-        from pymodbus.server import ModbusTcpServer
 
         self.update()
         for host, port, _, units in self.endpoints():
@@ -206,9 +207,6 @@ class ModbusSimulator:
 
 def build_source(args):
     """The source an argument set names (a scenario or a replay) and its clock."""
-    from foundation.errors import InputError
-    from simulators import scenarios
-    from simulators.sources import ReplaySource, ScenarioSource
 
     if args.replay:
         source = ReplaySource(args.replay)
@@ -252,7 +250,6 @@ def describe(sim: ModbusSimulator) -> list[str]:
 
 
 async def serve(args) -> int:
-    from ingest import profiles
 
     quiet_pymodbus()
     source, clock = build_source(args)
@@ -270,7 +267,6 @@ async def serve(args) -> int:
 
 
 def main(argv=None) -> int:
-    from foundation.errors import SewerwatchError
 
     p = argparse.ArgumentParser(prog="python -m simulators.modbus_server",
                                 description="Simulated control-manhole devices over Modbus TCP.")

@@ -34,9 +34,12 @@ import time
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
+import paho.mqtt.client as mqtt
 
-from foundation.units import from_canonical, to_canonical
-from foundation.errors import InputError, ServiceError, report
+from foundation.errors import InputError, ServiceError, SewerwatchError, report
+from foundation.units import check_unit, from_canonical, to_canonical
+from simulators.modbus_server import build_source, run_duration
+from simulators.options import add_mqtt_arguments, add_source_arguments
 from simulators.scenarios import PAYLOAD_VARIANTS
 from simulators.sources import MQTT_SENSORS, SimClock
 
@@ -70,7 +73,6 @@ def redact(url: str) -> str:
 
 def parse_units(units) -> dict:
     """``{"temperature": "degC"}`` or ``["temperature=degC"]`` -> checked ``{sensor: unit}``."""
-    from foundation.units import check_unit
 
     if not isinstance(units, dict):
         pairs = {}
@@ -242,7 +244,6 @@ class MqttPublisher:
                            "t": int(time.time() * 1000)}).encode()
 
     def _make_client(self, i: int, site: str) -> _Device:
-        import paho.mqtt.client as mqtt
 
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"{self.prefix}-{site}-{i}",
                              protocol=mqtt.MQTTv311)
@@ -377,7 +378,6 @@ class MqttPublisher:
 
 
 async def serve(args) -> int:
-    from simulators.modbus_server import build_source, run_duration
 
     source, clock = build_source(args)
     pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval, args.time_format,
@@ -401,8 +401,6 @@ def describe(pub: MqttPublisher) -> str:
 
 
 def main(argv=None) -> int:
-    from foundation.errors import SewerwatchError
-    from simulators.options import add_mqtt_arguments, add_source_arguments
 
     p = argparse.ArgumentParser(prog="python -m simulators.mqtt_publisher",
                                 description="Simulated control-manhole devices publishing over MQTT.")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from foundation.errors import InputError
+
 DEFAULT_MODBUS_PORT = 15020
 _CLOCK = re.compile(r"^(\d{1,3}):([0-5]\d)(?::([0-5]\d))?$")
 
@@ -47,7 +49,6 @@ def add_mqtt_arguments(p: argparse.ArgumentParser) -> None:
 
 def parse_offset(text: str) -> float:
     """``--offset``: seconds or ``HH:MM[:SS]`` -> seconds."""
-    from foundation.errors import InputError
 
     m = _CLOCK.match(text)
     if m:

@@ -48,9 +48,10 @@ bad_payload    variant (garbage, nan, wrong_units,     MQTT payload broken; ``na
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -141,7 +142,6 @@ class Scenario:
 
     def with_sites(self, sites) -> "Scenario":
         """The scenario with the first sites renamed (short lowercase ids)."""
-        from dataclasses import replace
         for s in sites:
             if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", s):
                 raise InputError(f"--sites: expected short lowercase site ids, got {s!r}")
@@ -150,7 +150,6 @@ class Scenario:
     def with_seed(self, seed: int | None) -> "Scenario":
         if seed is None:
             return self
-        from dataclasses import replace
         return replace(self, seed=int(seed))
 
 
@@ -362,7 +361,6 @@ class Series:
 
         Times are ISO-8601 UTC with offset. Returns the number of rows written.
         """
-        import csv
         n = 0
         with open(path, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)

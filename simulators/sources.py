@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from foundation.units import CANONICAL, to_canonical
 from foundation.errors import InputError
+from foundation.units import CANONICAL, to_canonical
 from simulators.scenarios import PAYLOAD_VARIANTS, SENSORS, UNITS, Scenario, evaluate
 
 #: sensors the MQTT publishers send (``level`` is served over Modbus by profiles that have it)

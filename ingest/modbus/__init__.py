@@ -1,1 +1,4 @@
-"""The Modbus TCP collector (see README.md beside this file): ``collector``, ``plan``, ``health``."""
+"""The Modbus TCP collector (see README.md beside this file): ``collector``, ``options``, ``plan``,
+``health``."""
+
+__all__ = ["collector", "health", "options", "plan"]

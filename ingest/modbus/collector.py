@@ -39,16 +39,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+from pymodbus.client import AsyncModbusTcpClient
+from pymodbus.exceptions import ConnectionException, ModbusException
 
+from foundation import config as sw_config
+from foundation.errors import ConfigError, InputError, SewerwatchError, report
+from foundation.units import to_canonical
 from ingest import profiles as profiles_mod
 from ingest.batch import DEVICE_FAULT, Readings
 from ingest.modbus.health import DeviceHealth
 from ingest.modbus.options import Options
 from ingest.modbus.plan import plan as make_plan
 from ingest.normalise import flag_out_of_range
-from foundation import config as sw_config
-from foundation.errors import ConfigError, InputError, report
-from foundation.units import to_canonical
+from ingest.sink import Sink
 
 log = logging.getLogger("ingest.modbus")
 
@@ -245,7 +248,6 @@ class ModbusCollector:
             await self._poll(s, loop)
 
     async def _poll(self, s: _Device, loop) -> None:
-        from pymodbus.exceptions import ModbusException
 
         d = s.device
         h = s.health
@@ -295,8 +297,6 @@ class ModbusCollector:
         self._emit(h.good(t_us))
 
     async def _connect(self, s: _Device) -> None:
-        from pymodbus.client import AsyncModbusTcpClient
-        from pymodbus.exceptions import ConnectionException
 
         self._close(s)
         o = self.options
@@ -432,8 +432,6 @@ async def _run_for(collector: ModbusCollector, duration: float | None) -> None:
 
 def main(argv=None) -> int:
     """Poll the devices of a config file and print what they send (no database)."""
-    from ingest.sink import Sink
-    from foundation.errors import SewerwatchError
 
     p = argparse.ArgumentParser(prog="python -m ingest.modbus.collector",
                                 description="Poll Modbus TCP devices and print their readings.")

@@ -6,7 +6,8 @@ collector validates it here, with errors naming the file and key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields as dc_fields
+from dataclasses import dataclass
+from dataclasses import fields as dc_fields
 
 from foundation.errors import ConfigError
 from ingest.modbus.plan import DEFAULT_MAX_FILL

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ingest.profiles import FUNCTION_CODE, Profile
 from foundation.errors import InputError
+from ingest.profiles import FUNCTION_CODE, Profile
 
 #: at most 125 registers in one read request (Modbus Application Protocol V1.1b3 §6.3, §6.4)
 MAX_READ_REGISTERS = 125

@@ -22,8 +22,8 @@ import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
 from ingest.mqtt.payload import Parsed, Unusable, parse_message
+from ingest.mqtt.topics import SensorRef, TopicMap
 from ingest.normalise import normalise
-from ingest.mqtt.topics import TopicMap
 from ingest.sink import DeadLetter, Sink
 
 log = logging.getLogger("sewerwatch.mqtt")
@@ -91,6 +91,11 @@ class MqttCollector:
 
     def wait_connected(self, timeout: float = 10.0) -> bool:
         return self._connected.wait(timeout)
+
+    @property
+    def connected(self) -> bool:
+        """Whether the broker accepted the connection and has not dropped it since."""
+        return self._connected.is_set()
 
     def stop(self) -> None:
         """Flush what was received, then disconnect (unflushed acks are simply not sent)."""
@@ -214,7 +219,6 @@ def sensor_refs_from_db(conn, source: str = "mqtt") -> list:
     Modbus collector, and a message on its topic goes to the dead letters as an unknown
     sensor rather than being taken as one of its readings.
     """
-    from ingest.mqtt.topics import SensorRef
 
     rows = conn.execute("SELECT se.id, si.key || '/' || se.name, se.parameter FROM sensors se "
                         "JOIN sites si ON si.id = se.site_id WHERE se.source = %s", (source,)).fetchall()

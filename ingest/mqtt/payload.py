@@ -19,9 +19,9 @@ from datetime import datetime
 
 import numpy as np
 
-from ingest.normalise import normalise
-from foundation.units import CONVERSIONS
 from foundation.errors import InputError
+from foundation.units import CONVERSIONS
+from ingest.normalise import normalise
 
 #: accepted epoch-millisecond range: 2000-01-01 to 2100-01-01
 MS_MIN, MS_MAX = 946_684_800_000, 4_102_444_800_000

@@ -9,8 +9,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from sewerwatch.db import roles
 from foundation.errors import DatabaseError
+from sewerwatch.db import roles
 
 
 def ensure_roles(conn: psycopg.Connection, passwords: dict) -> None:

@@ -31,7 +31,7 @@ def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True)
     Idempotent: running services are left alone, killed ones are started again.
     ``db``/``mqtt`` choose which of the two to bring up.
     """
-    from sewerwatch.db import bootstrap
+    from sewerwatch.db import bootstrap   # lazy: psycopg, which `services status` and --help do not need
 
     pg, mq = embedded(cfg)
     if db and not cfg.services.db_url:

@@ -22,7 +22,14 @@ from pathlib import Path
 from foundation.endpoints import HOST, MQTT_USERS, broker_url
 from foundation.errors import ServiceError
 from sewerwatch.services.process import (
-    chown_tree, find_binary, is_root, pid_alive, port_open, read_pid, run, system_user,
+    chown_tree,
+    find_binary,
+    is_root,
+    pid_alive,
+    port_open,
+    read_pid,
+    run,
+    system_user,
 )
 
 #: MQTT user names of the accounts in ``secrets.json``'s ``mqtt`` section.

@@ -15,7 +15,14 @@ from foundation.endpoints import DB_ROLES, HOST, pg_url
 from foundation.errors import ServiceError
 from sewerwatch.db import roles
 from sewerwatch.services.process import (
-    chown_tree, find_binary, is_root, pid_alive, port_open, read_pid, run, system_user,
+    chown_tree,
+    find_binary,
+    is_root,
+    pid_alive,
+    port_open,
+    read_pid,
+    run,
+    system_user,
 )
 
 PG_MAJOR = os.environ.get("PG_MAJOR", "15")

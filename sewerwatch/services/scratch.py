@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foundation import secrets
+from sewerwatch.db import bootstrap, migrate
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
 from sewerwatch.services.postgres import EmbeddedPostgres
 
@@ -50,7 +51,6 @@ def scratch(postgres: bool = True, mosquitto: bool = True, migrated: bool = True
     migrated : bool
         Bootstrap the cluster (roles, database, extension) and apply every migration.
     """
-    from sewerwatch.db import bootstrap, migrate
 
     d = state_dir(prefix)
     pw = secrets.load_or_create(d)

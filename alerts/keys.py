@@ -1,0 +1,58 @@
+"""What one alert is about: its key.
+
+An alert is opened for a violation rule on a sensor, for a health condition of a sensor
+(no data, flat line), or for an unreachable device. At most one alert is active per key:
+a new episode of the same key within the hold-off continues the alert instead of opening
+another.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+#: The health condition whose subject is a Modbus device, not a sensor.
+DEVICE_UNREACHABLE = "device-unreachable"
+
+
+class AlertKey(NamedTuple):
+    """The key of an alert.
+
+    Attributes
+    ----------
+    kind : str
+        ``violation``, ``sensor-health`` or ``device``.
+    rule : str
+        The pack's rule id (``ph-min``, ``slug``, ...) or the health condition
+        (``no-data``, ``flatline``, ``device-unreachable``).
+    subject : int or str
+        The sensor id (``sensors.id``), or the device id for ``device``.
+    """
+
+    kind: str
+    rule: str
+    subject: int | str
+
+    @classmethod
+    def violation(cls, sensor_id: int, rule: str) -> "AlertKey":
+        """The key of a violation episode's alert."""
+        return cls("violation", rule, int(sensor_id))
+
+    @classmethod
+    def health(cls, rule: str, subject: int | str) -> "AlertKey":
+        """The key of a health condition ``(rule, sensor id or device)``."""
+        if rule == DEVICE_UNREACHABLE:
+            return cls("device", rule, str(subject))
+        return cls("sensor-health", rule, int(subject))
+
+    @classmethod
+    def of_row(cls, kind: str, rule: str, sensor_id: int | None, device: str | None) -> "AlertKey":
+        """The key of an ``alerts`` row (its ``kind``, ``rule``, ``sensor_id``, ``device``)."""
+        if device:
+            return cls("device", rule, device)
+        subject = int(sensor_id) if sensor_id is not None else -1
+        return cls("violation" if kind == "violation" else "sensor-health", rule, subject)
+
+    @property
+    def alert_kind(self) -> str:
+        """The ``alerts.kind`` column: ``violation`` or ``sensor-health``."""
+        return "violation" if self.kind == "violation" else "sensor-health"
