@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from lab.composite import bucket_volumes_gal  # noqa: E402
+from lab.formulas.volumes import bucket_volumes_gal  # noqa: E402
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 METERS = 2 if QUICK else 10

@@ -1,11 +1,20 @@
-"""CLI: ``sewerwatch surcharge``, ``sewerwatch lab``, ``sewerwatch bill``.
+"""CLI: ``sewerwatch surcharge``, ``sewerwatch lab import|check|list|composites``, ``sewerwatch bill``.
 
-Imports stay light here; the work is imported inside each handler.
+:func:`register` adds the parsers; each handler is ``func(args, ctx)`` (``ctx`` a
+:class:`foundation.context.Context`) and returns the exit code. The shell imports this module
+at startup (for ``--help`` too), so the work (numpy, matplotlib, the database code) is
+imported lazily inside each handler.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+from foundation.errors import InputError
 
 
 def register(sub) -> None:
@@ -67,14 +76,27 @@ def register(sub) -> None:
     p.set_defaults(func=_bill)
 
 
-def _surcharge(args: argparse.Namespace, ctx) -> int:
-    import json
-    import math
+def _date(text: str, what: str) -> datetime:
+    try:
+        d = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{what}: expected an ISO date such as 2026-01-01, got {text!r}") from None
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
-    from lab.inputs import read_lab_file_strict, read_non_detect_policy, read_rates, read_volumes
-    from lab.standards import normal_strength
-    from lab.surcharge import surcharges
-    from foundation.errors import InputError
+
+def _period(args) -> tuple[datetime, datetime]:
+    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    if end <= start:
+        raise InputError("--until must be after --since")
+    return start, end
+
+
+def _surcharge(args: argparse.Namespace, ctx) -> int:
+    # lazy (see the module docstring): numpy and the pack readers load only for this command
+    from lab.documents.text_tables import surcharge_table
+    from lab.ordinance import normal_strength
+    from lab.readers.rates import read_lab_file_strict, read_non_detect_policy, read_rates, read_volumes
+    from lab.formulas.surcharge import surcharges
 
     normal_strength(args.pack)  # an unknown pack or one without a surcharge base fails first
     rows = read_lab_file_strict(args.lab)
@@ -100,16 +122,16 @@ def _surcharge(args: argparse.Namespace, ctx) -> int:
     if args.json:
         print(json.dumps([s.as_json() for s in result], indent=2))
     else:
-        from lab.report import surcharge_table
         print(surcharge_table(result))
     return 0
 
 
 def _lab_import(args: argparse.Namespace, ctx) -> int:
-    import json
+    from lab.store.results import import_lab_file   # lazy: see the module docstring
 
-    from lab.store import import_cli
-    report = import_cli(args, ctx)
+    tz = ZoneInfo(ctx.config.timezone) if ctx.config.timezone else None
+    with ctx.connect("owner") as conn:
+        report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz).as_json()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -122,20 +144,82 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
 
 
 def _lab_check(args: argparse.Namespace, ctx) -> int:
-    from lab.checkdb import check_cli
-    return check_cli(args, ctx)
+    from lab.store.period_checks import check_db   # lazy: see the module docstring
+
+    start, end = _period(args)
+    with ctx.connect("owner") as conn:
+        res = check_db(conn, start, end, store=args.store, non_detect=args.non_detect)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    for v in res["violations"]:
+        print(f"{v['site']:<16} {v['rule']:<14} {v['start'][:10]} peak {v['peak']:g} {v['unit']} "
+              f"> {v['limit']:g}  ({v['citation']})")
+    for p in res["permits"]:
+        if p["required"]:
+            print(f"{p['site']:<16} discharge permit required: "
+                  + "; ".join(f"{r['criterion']} {r['value']:g} {r['unit']} ({r['citation']})" for r in p["reasons"]))
+    for s in res["snc"]:
+        if s["snc"]:
+            kind = "chronic" if s["chronic"] else "technical review criteria"
+            print(f"{s['site']:<16} significant noncompliance ({kind}) {s['parameter']} "
+                  f"{s['window_start'][:10]}..{s['window_end'][:10]}")
+    if not any(p["required"] for p in res["permits"]) and not res["violations"] and not any(s["snc"] for s in res["snc"]):
+        print("no lab violations, permit needs or significant noncompliance")
+    return 0
 
 
 def _lab_list(args: argparse.Namespace, ctx) -> int:
-    from lab.checkdb import list_cli
-    return list_cli(args, ctx)
+    from lab.store.results import LISTED, list_results   # lazy: see the module docstring
+
+    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    with ctx.connect("owner") as conn:
+        rows = list_results(conn, start, end, args.site)
+    if args.json:
+        print(json.dumps([dict(zip(LISTED, r)) for r in rows], indent=2, default=lambda x: x.isoformat()))
+        return 0
+    for r in rows:
+        ver = f"  (version {r[7]} by {r[8]})" if r[7] > 1 else ""
+        print(f"{r[0]:<16} {r[1]:<12} {r[2].astimezone(timezone.utc):%Y-%m-%d %H:%M}Z {r[4]:<5} "
+              f"{r[5]}{r[6]:g} mg/l{ver}")
+    return 0
 
 
 def _lab_composites(args: argparse.Namespace, ctx) -> int:
-    from lab.checkdb import composites_cli
-    return composites_cli(args, ctx)
+    from lab.store.period_checks import composites   # lazy: see the module docstring
+
+    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    with ctx.connect("owner") as conn:
+        res = composites(conn, start, end, relink=args.relink)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    for c in res:
+        if "note" in c:
+            print(f"{c['site']:<16} {c['sample']:<12} {c['note']}")
+            continue
+        loads = ", ".join(f"{a} {x['mg_l']:g} mg/l = {x['pounds']:.1f} lb" for a, x in c["analytes"].items())
+        print(f"{c['site']:<16} {c['sample']:<12} {c['volume_gal']:,.0f} gal "
+              f"({c['coverage'] * 100:.0f} % covered): {loads}")
+    return 0
 
 
 def _bill(args: argparse.Namespace, ctx) -> int:
-    from lab.bill import bill_cli
-    return bill_cli(args, ctx)
+    # lazy (see the module docstring): matplotlib alone takes about half a second to import
+    from lab.billing import build_bills, quarter_bounds
+    from lab.documents.bill_page import write_bills
+    from lab.readers.rates import read_non_detect_policy, read_rates
+
+    quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
+    read_rates(args.rates)
+    non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
+    with ctx.connect("owner") as conn:
+        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect)
+    paths = write_bills(bills, args.out)
+    if args.json:
+        print(json.dumps(bills, indent=2))
+    else:
+        for b in bills:
+            print(f"{b['site']:<20} {b['quarter']}  ${b['total_dollars']:>12,.2f}")
+        print(f"wrote {len(paths)} files to {args.out}")
+    return 0

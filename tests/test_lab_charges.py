@@ -5,10 +5,10 @@ from datetime import date
 
 import pytest
 
-from lab.late import late_charge
-from lab.rec import gallons_per_employee_hour, rec_for_sic, round_rec
-from lab.re_charges import debt_charge_per_re, service_charge, user_charge_per_re
-from lab.sewer_rents import quarterly_sewer_rent, residential_units
+from lab.formulas.late import late_charge
+from lab.formulas.rec import gallons_per_employee_hour, rec_for_sic, round_rec
+from lab.formulas.re_charges import debt_charge_per_re, service_charge, user_charge_per_re
+from lab.formulas.sewer_rents import quarterly_sewer_rent, residential_units
 from foundation.errors import InputError
 
 

@@ -5,11 +5,11 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from lab.composite import daily_volumes_gal, flow_weighted_mean, loading_lb, window_volume_gal
-from lab.compliance import check_lab
-from lab.permit import permit_required
-from lab.snc import pack_limits, snc, snc_counts
-from lab.table import LabTable
+from lab.formulas.volumes import daily_volumes_gal, flow_weighted_mean, loading_lb, window_volume_gal
+from lab.checks.compliance import check_lab
+from lab.checks.permit import permit_required
+from lab.checks.snc import pack_limits, snc, snc_counts
+from lab.results_table import LabTable
 
 UTC = timezone.utc
 
@@ -185,7 +185,7 @@ def test_flow_weighted_mean_and_loading():
 
 
 def test_bucket_volumes_uneven_days_and_unsorted_readings():
-    from lab.composite import bucket_volumes_gal
+    from lab.formulas.volumes import bucket_volumes_gal
     # readings every 10 min over 3 h: 0 h .. 3 h, 60 gpm; buckets [0, 1 h), [1 h, 2.5 h), [2.5 h, 4 h)
     t = np.arange(0, 3 * 3600 + 1, 600.0)
     q = np.full(t.size, 60.0)
@@ -213,7 +213,7 @@ from hypothesis import strategies as st  # noqa: E402
        flows=st.lists(st.floats(0.0, 500.0), min_size=61, max_size=61),
        cuts=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6))
 def test_buckets_add_up_to_the_window(steps, flows, cuts):
-    from lab.composite import bucket_volumes_gal
+    from lab.formulas.volumes import bucket_volumes_gal
     # whatever the readings and bucket edges, the buckets sum to the volume of the whole span
     t = np.cumsum(steps)
     q = np.asarray(flows[: t.size])

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from lab.labcsv import read_lab_csv
+from lab.readers.labcsv import read_lab_csv
 from foundation.errors import InputError
 
 NOW = datetime(2026, 4, 1, tzinfo=timezone.utc)
@@ -104,7 +104,7 @@ def test_every_example_lab_file_reads_clean():
     for f in lab_files:
         lab = read_lab_csv(f, now=NOW)
         assert lab.bad == [] and lab.rows, f
-    from lab.inputs import read_non_detect_policy, read_rates, read_volumes
+    from lab.readers.rates import read_non_detect_policy, read_rates, read_volumes
     assert read_rates(examples / "rates.toml") == {"bod5": 0.20, "tss": 0.15, "tkn": 0.90, "tp": 2.50}
     assert read_non_detect_policy(examples / "rates.toml") == "zero"
     assert read_volumes(examples / "volumes.csv") == {"cheese-plant": 0.85, "plating-shop": 0.12}

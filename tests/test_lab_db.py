@@ -12,8 +12,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from lab.flowdb import composite_loadings, period_volume
-from lab.store import import_lab_file, load_results
+from lab.store.flow import composite_loadings, period_volume
+from lab.store.results import import_lab_file, load_results
 
 pytestmark = pytest.mark.services
 
@@ -268,7 +268,7 @@ def test_cli_lab_list_and_unusable_file(db, tmp_path):
 def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
     from datetime import date
 
-    from lab.bill import build_bills
+    from lab.billing import build_bills
     with db.connect() as conn:
         conn.execute("INSERT INTO sites (key, name, pack) VALUES ('laundry', 'Laundry', 'webster-ny'), "
                      "('cannery', 'Cannery', 'westfield-wi'), ('bakery', 'Bakery', 'palmyra-wi')")
@@ -296,7 +296,7 @@ def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
 
 
 def test_composite_relinked_when_readings_arrive_after_the_import(db, tmp_path):
-    from lab.checkdb import composites
+    from lab.store.period_checks import composites
     with db.connect() as conn:
         setup_sites(conn)
         (tmp_path / "c.csv").write_text(

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from lab.labcsv import read_lab_csv
-from lab.surcharge import excess_pounds, site_surcharge, surcharges
+from lab.readers.labcsv import read_lab_csv
+from lab.formulas.surcharge import excess_pounds, site_surcharge, surcharges
 from foundation.errors import InputError
 
 RATES = {"bod5": 0.20, "tss": 0.15, "tkn": 0.90, "tp": 2.50}

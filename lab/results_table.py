@@ -39,7 +39,7 @@ class LabTable:
 
     @classmethod
     def from_rows(cls, rows) -> "LabTable":
-        """From :class:`lab.labcsv.LabRow` objects (or anything with the same attributes)."""
+        """From :class:`lab.readers.labcsv.LabRow` objects (or anything with the same attributes)."""
         rows = list(rows)
         return cls(
             site=np.array([r.site for r in rows], dtype=object),

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.compliance import _OPS
+from lab.checks.compliance import VIOLATES
 
-from lab.nondetect import DEFAULT_COMPLIANCE, substitute
-from lab.standards import permit_thresholds
-from lab.table import LabTable
+from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
+from lab.ordinance import permit_thresholds
+from lab.results_table import LabTable
 
 
 def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=None,
@@ -50,7 +50,7 @@ def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=Non
         item = {"criterion": analyte, "value": avg, "statistic": "average", "unit": "mg/l",
                 "threshold": th.value, "comparison": th.op, "citation": th.citation, "results": int(m.sum())}
         checked.append(item)
-        if _OPS[th.op](avg, th.value):
+        if VIOLATES[th.op](avg, th.value):
             reasons.append(item)
     if vol is not None and daily_volumes_gal is not None and len(daily_volumes_gal):
         d = np.asarray(daily_volumes_gal, dtype=np.float64)
@@ -59,6 +59,6 @@ def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=Non
                 "max_day": float(d.max()), "days": int(len(d)), "threshold": vol.value,
                 "comparison": vol.op, "citation": vol.citation}
         checked.append(item)
-        if _OPS[vol.op](avg, vol.value):
+        if VIOLATES[vol.op](avg, vol.value):
             reasons.append(item)
     return {"site": site, "pack": pack, "required": bool(reasons), "reasons": reasons, "checked": checked}

@@ -1,5 +1,5 @@
 """Quarterly bills of the industrial users: charges with citations, the metered volume, lab
-results and loadings, as JSON and as a printable HTML page with an inline SVG loadings chart.
+results and loadings, the payment terms (the documents are drawn by :mod:`lab.documents`).
 
 Charges per pack: the surcharge on high-strength waste (palmyra-wi §13.45(4); webster-wi and
 westfield-wi bases where the rates give prices), the Palmyra sewer use charge per 1,000
@@ -13,18 +13,27 @@ flow readings of the quarter. The late-charge terms of the pack are printed with
 
 from __future__ import annotations
 
-import html
-import io
 import json
 import re
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 
 import numpy as np
 
-from lab.money import cents
 from foundation import tomlfile
 from foundation.errors import InputError
+from lab.billing_data import billing
+from lab.checks.compliance import check_lab
+from lab.checks.permit import permit_required
+from lab.formulas.money import cents
+from lab.formulas.nondetect import substitute
+from lab.formulas.re_charges import service_charge
+from lab.formulas.sewer_rents import quarterly_sewer_rent
+from lab.formulas.surcharge import site_surcharge
+from lab.formulas.volumes import loading_lb
+from lab.ordinance import normal_strength, pack_timezone
+from lab.readers.rates import read_rates
+from lab.store.flow import period_volume
+from lab.store.results import load_results
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
 
@@ -55,8 +64,6 @@ def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
     The volume of the result's local collection day where the readings cover it whole, else
     the quarter's average day. A non-detect counts as the billing policy says (default zero).
     """
-    from lab.composite import loading_lb
-    from lab.nondetect import substitute
     values = substitute(table.value_mg_l, table.non_detect, non_detect)
     out = []
     avg_day_gal = volume_mg * 1e6 / days if volume_mg else None
@@ -76,16 +83,6 @@ def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
 def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_source: str,
               issued: date, non_detect: str = "zero") -> dict:
     """The quarterly bill of one site (see the module docstring)."""
-    from lab.compliance import check_lab
-    from lab.flowdb import period_volume
-    from lab.billing_data import billing
-    from lab.permit import permit_required
-    from lab.re_charges import service_charge
-    from lab.sewer_rents import quarterly_sewer_rent
-    from lab.standards import normal_strength, pack_timezone
-    from lab.store import load_results
-    from lab.surcharge import site_surcharge
-
     key, pack = site["key"], site["pack"]
     tz = pack_timezone(pack)
     start, end = quarter_bounds(quarter, tz)
@@ -187,7 +184,6 @@ def bill_site(conn, site: dict, quarter: str, rates: dict, options: dict, rates_
 def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True,
                 non_detect: str = "zero") -> list[dict]:
     """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``."""
-    from lab.inputs import read_rates
     rates = read_rates(rates_path)
     options = read_bill_options(rates_path)
     issued = issued or datetime.now(timezone.utc).date()
@@ -205,117 +201,3 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
                              "VALUES (%s, %s, %s, %s, %s, %s)",
                              (s["id"], quarter, b["period_start"], b["period_end"], b["total_dollars"], json.dumps(b)))
     return bills
-
-
-def loadings_svg(bill: dict) -> str:
-    """An SVG line chart of the loadings [lb/day] per analyte over the quarter (matplotlib, Agg)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.0, 3.0), dpi=100)
-    by = {}
-    for x in bill["loadings"]:
-        by.setdefault(x["analyte"], []).append((np.datetime64(x["date"]), x["lb_per_day"]))
-    for analyte, pts in sorted(by.items()):
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=analyte)
-    ax.set_ylabel("loading [lb/day]")
-    ax.set_xlim(np.datetime64(bill["period_start"][:10]), np.datetime64(bill["period_end"][:10]))
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.set_title(f"{bill['name']}: loadings {bill['quarter']}")
-    if by:
-        ax.legend(loc="upper left", fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no lab results this quarter", ha="center", va="center", transform=ax.transAxes)
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
-
-
-def render_html(bill: dict) -> str:
-    """A printable HTML bill with the loadings chart inline."""
-    e = html.escape
-    rows = "".join(f"<tr><td>{e(c['charge'])}</td><td>{e(c['citation'])}</td><td class=n>${c['dollars']:,.2f}</td></tr>"
-                   for c in bill["charges"])
-    sur = next((c for c in bill["charges"] if c["charge"] == "surcharge"), None)
-    srows = ""
-    if sur:
-        for a, d in sur["detail"]["analytes"].items():
-            srows += (f"<tr><td>{e(a)}</td><td class=n>{d['average_mg_l']:.2f}</td><td class=n>{d['base_mg_l']:.2f}</td>"
-                      f"<td class=n>{d['pounds']:.2f}</td><td class=n>${d['rate_per_lb']:.4f}</td>"
-                      f"<td class=n>${d['dollars']:,.2f}</td></tr>")
-    viol = "".join(f"<li>{e(v['rule'])} {e(v['parameter'])}: {v['peak']:g} {e(v['unit'])} over {v['limit']:g} "
-                   f"({e(v['start'][:10])}; {e(v['citation'])})</li>" for v in bill["violations"]) or "<li>none</li>"
-    pay = bill["payment"]
-    pay_html = (f"<p>Due {e(pay['due'])}: {e(pay['terms'])} ({e(pay['citation'])}).</p>" if pay else "")
-    vol = f"{bill['volume_mg']:.4f} MG ({e(bill['volume_source'])})" if bill["volume_mg"] is not None else e(bill["volume_source"])
-    notes = "".join(f"<p class=note>{e(n)}</p>" for n in bill["notes"])
-    res = "".join(f"<tr><td>{e(r['collected'][:10])}</td><td>{e(r['sample'])}</td><td>{e(r['analyte'])}</td>"
-                  f"<td class=n>{'&lt;' if r['non_detect'] else ''}{r['mg_l']:g}</td></tr>" for r in bill["results"])
-    res = ("<table><tr><th>collected</th><th>sample</th><th>analyte</th><th class=n>mg/l</th></tr>" + res + "</table>"
-           if res else "<p>No lab results this quarter.</p>")
-    permit = bill.get("discharge_permit")
-    if permit and permit["required"]:
-        why = "; ".join(f"{e(r['criterion'])} {r['value']:,.1f} {e(r['unit'])} {e(r['comparison'])} "
-                        f"{r['threshold']:,g} ({e(r['citation'])})" for r in permit["reasons"])
-        permit_html = f"<p><b>A wastewater discharge permit is required</b>: {why}.</p>"
-    elif permit and permit["checked"]:
-        permit_html = "<p>No discharge permit criterion is met this quarter.</p>"
-    else:
-        permit_html = ""
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Sewer bill {e(bill['quarter'])} {e(bill['name'])}</title>
-<style>body{{font-family:sans-serif;max-width:48em;margin:2em auto}}table{{border-collapse:collapse;width:100%}}
-td,th{{border-bottom:1px solid #ccc;padding:.2em .5em;text-align:left}}.n{{text-align:right}}
-@media print{{body{{margin:0}}}}.note{{color:#a00}}</style></head><body>
-<h1>Sewer bill, {e(bill['quarter'])}</h1>
-<p><b>{e(bill['name'])}</b> ({e(bill['site'])}), pack {e(bill['pack'])}, issued {e(bill['issued'])}<br>
-Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive). Volume: {vol}.</p>
-<h2>Charges</h2><table><tr><th>charge</th><th>ordinance</th><th class=n>amount</th></tr>{rows}
-<tr><th colspan=2>total</th><th class=n>${bill['total_dollars']:,.2f}</th></tr></table>
-{pay_html}{notes}
-{"<h2>Surcharge</h2><table><tr><th>analyte</th><th class=n>average mg/l</th><th class=n>base mg/l</th><th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>" if sur else ""}
-<h2>Loadings</h2>{loadings_svg(bill)}
-<h2>Lab results</h2>{res}
-<h2>Lab violations</h2><ul>{viol}</ul>
-{permit_html}
-</body></html>
-"""
-
-
-def write_bills(bills: list[dict], out_dir: str | Path) -> list[Path]:
-    """Write ``bill-<quarter>-<site>.json`` and ``.html`` for each bill."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for b in bills:
-        stem = out / f"bill-{b['quarter']}-{b['site']}"
-        stem.with_suffix(".json").write_text(json.dumps(b, indent=2) + "\n", encoding="utf-8")
-        stem.with_suffix(".html").write_text(render_html(b), encoding="utf-8")
-        paths += [stem.with_suffix(".json"), stem.with_suffix(".html")]
-    return paths
-
-
-def bill_cli(args, ctx) -> int:
-    """``sewerwatch bill --quarter 2026Q1 --rates FILE.toml [--out DIR] [--json]``."""
-    from lab.inputs import read_non_detect_policy, read_rates
-
-    quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
-    read_rates(args.rates)
-    non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
-    with ctx.connect("owner") as conn:
-        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect)
-    paths = write_bills(bills, args.out)
-    if args.json:
-        print(json.dumps(bills, indent=2))
-    else:
-        for b in bills:
-            print(f"{b['site']:<20} {b['quarter']}  ${b['total_dollars']:>12,.2f}")
-        print(f"wrote {len(paths)} files to {args.out}")
-    return 0

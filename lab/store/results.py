@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from lab.labcsv import BadRow, LabRow, parse_collected, read_lab_csv
-from lab.table import LabTable
+from lab.ordinance import pack_timezone
+from lab.readers.labcsv import BadRow, LabRow, parse_collected, read_lab_csv
+from lab.results_table import LabTable
+from lab.store.flow import link_composite
 
 SOURCE = "lab-import"
 #: a 24-hour composite (palmyra-wi, 003_44f871d49a02d8f5.txt §13.53(3)) without an explicit
@@ -64,7 +66,7 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
                     tz=None, now: datetime | None = None) -> ImportReport:
     """Import a lab CSV into ``lab_samples``/``lab_results``.
 
-    Every row is validated (see :func:`lab.labcsv.read_lab_csv`; sites are those of the
+    Every row is validated (see :func:`lab.readers.labcsv.read_lab_csv`; sites are those of the
     ``sites`` table). Good rows are stored; bad rows are reported with their line numbers
     and kept in ``dead_letters`` (source ``lab-import``, topic ``<file>:<line>``, the raw
     line as payload). A row for a result already stored with the same value changes nothing
@@ -90,7 +92,6 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
     sites = {k: i for k, i, _p in site_rows}
     site_tz = None
     if tz is None:  # dates are local to each site's village (its pack's time zone)
-        from lab.standards import pack_timezone
         site_tz = {k: pack_timezone(p) for k, _i, p in site_rows}
     lab = read_lab_csv(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz)
     report = ImportReport(file=path, actor=actor, bad=list(lab.bad))
@@ -177,7 +178,6 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
             "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
             (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
                                       "bad": len(report.bad), "samples_created": report.samples_created})))
-        from lab.flowdb import link_composite
         for sid in sorted(composites):
             linked = link_composite(conn, sid)
             if linked is not None:
@@ -199,13 +199,20 @@ def load_results(conn, start: datetime, end: datetime, sites: list[str] | None =
     return LabTable.from_columns(*[list(c) for c in cols])
 
 
-def import_cli(args, ctx) -> dict:
-    """``sewerwatch lab import``: connect with the utility's config and import."""
-    cfg = ctx.config
-    tz = None
-    if cfg.timezone:
-        from zoneinfo import ZoneInfo
-        tz = ZoneInfo(cfg.timezone)
-    with ctx.connect("owner") as conn:
-        report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz)
-    return report.as_json()
+#: columns of :func:`list_results`
+LISTED = ("site", "sample", "collected", "sample_type", "analyte", "qualifier", "mg_l", "version",
+          "entered_by", "entered_at")
+
+
+def list_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> list[tuple]:
+    """The current version of each result collected in ``[start, end)``, one tuple of
+    :data:`LISTED` each, in site, time, sample and analyte order."""
+    q = ("SELECT t.key, s.sample_key, s.collected, s.sample_type, r.analyte, r.qualifier, r.value_mg_l, "
+         "r.version, r.entered_by, r.entered_at FROM lab_results_current r "
+         "JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
+         "WHERE s.collected >= %s AND s.collected < %s")
+    params: list = [start, end]
+    if sites:
+        q += " AND t.key = ANY(%s)"
+        params.append(list(sites))
+    return conn.execute(q + " ORDER BY t.key, s.collected, s.sample_key, r.analyte", params).fetchall()

@@ -43,7 +43,7 @@ class LabLimit:
     rule : str
         The pack's rule id (``fog-max``, ``cyanide-max``).
     analyte : str
-        Analyte id (see :mod:`lab.analytes`).
+        Analyte id (see :mod:`lab.readers.analytes`).
     limit : float
         The limit [mg/l].
     statistic : str

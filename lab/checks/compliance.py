@@ -17,9 +17,9 @@ import operator
 
 import numpy as np
 
-from lab.nondetect import DEFAULT_COMPLIANCE, substitute
-from lab.standards import LabLimit, lab_limits
-from lab.table import LabTable, iso
+from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
+from lab.ordinance import LabLimit, lab_limits
+from lab.results_table import LabTable, iso
 
 
 def _violation(lim: LabLimit, pack: str, site: str, t0, t1, peak: float, samples, values, nd) -> dict:
@@ -32,7 +32,8 @@ def _violation(lim: LabLimit, pack: str, site: str, t0, t1, peak: float, samples
     }
 
 
-_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+#: operator -> the function telling whether ``value op limit`` holds (a violation, a threshold met)
+VIOLATES = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 
 
 def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEFAULT_COMPLIANCE) -> list[dict]:
@@ -42,7 +43,7 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
         return []
     values = substitute(sel.value_mg_l, sel.non_detect, non_detect)
     out: list[dict] = []
-    violates = _OPS[lim.op]
+    violates = VIOLATES[lim.op]
     if lim.statistic == "each":
         for i in np.flatnonzero(violates(values, lim.limit)):
             out.append(_violation(lim, pack, sel.site[i], sel.collected[i], sel.collected[i], values[i],

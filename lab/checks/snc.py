@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.nondetect import DEFAULT_COMPLIANCE, substitute
-from lab.standards import lab_limits
-from lab.table import LabTable, iso
+from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
+from lab.ordinance import lab_limits
+from lab.results_table import LabTable, iso
 
 CHRONIC_PERCENT = 66
 TRC_PERCENT = 33

@@ -9,6 +9,8 @@ import tomllib
 from pathlib import Path
 
 from foundation.errors import InputError
+from lab.formulas.nondetect import POLICIES
+from lab.readers.labcsv import parse_amount, read_lab_csv
 
 #: keys of the rates TOML (dollars per pound) -> analyte id; aliases accepted
 RATE_KEYS: dict[str, str] = {
@@ -97,11 +99,9 @@ def read_volumes(path: str | Path) -> dict[str, float]:
         if not site:
             raise InputError(f"{path}: line {line}: empty site")
         try:
-            v = float(vtext)
-        except ValueError:
-            raise InputError(f"{path}: line {line}: volume_mg '{vtext}' is not a number") from None
-        if not math.isfinite(v) or v < 0:
-            raise InputError(f"{path}: line {line}: volume_mg {vtext} is not a volume >= 0 [million gallons]")
+            v = parse_amount(vtext, "volume_mg", "a volume >= 0 [million gallons]")
+        except ValueError as exc:
+            raise InputError(f"{path}: line {line}: {exc}") from None
         if site in volumes:
             raise InputError(f"{path}: line {line}: site '{site}' given twice (first on line {first[site]})")
         volumes[site], first[site] = v, line
@@ -115,7 +115,6 @@ def read_lab_file_strict(path: str | Path):
 
     For file-only commands (``sewerwatch surcharge``) where a partial result would mislead.
     """
-    from lab.labcsv import read_lab_csv
     lab = read_lab_csv(path)
     err = lab.first_error()
     if err is not None:
@@ -127,7 +126,6 @@ def read_lab_file_strict(path: str | Path):
 
 def read_non_detect_policy(path: str | Path) -> str | None:
     """The optional ``non_detect`` key of the rates TOML (``zero``, ``half`` or ``dl``), or None."""
-    from lab.nondetect import POLICIES
     path = str(path)
     try:
         data = tomllib.loads(_read_text(path))

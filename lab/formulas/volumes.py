@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.surcharge import LB_PER_MG_MGL
+from lab.formulas.surcharge import LB_PER_MG_MGL
 
 
 def _seconds(t) -> np.ndarray:

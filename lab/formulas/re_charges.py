@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.billing_data import billing
-from lab.money import cents
+from lab.formulas.money import cents
 from foundation.errors import InputError
 
 #: the year Ord. No. 16:02 added debt charges computed from the debt service budget (C)

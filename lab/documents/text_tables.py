@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def surcharge_table(result) -> str:
-    """A plain-text table of :class:`lab.surcharge.SiteSurcharge` objects."""
+    """A plain-text table of :class:`lab.formulas.surcharge.SiteSurcharge` objects."""
     lines = [f"{'site':<16} {'analyte':<7} {'avg mg/l':>10} {'base mg/l':>10} {'pounds':>12} {'dollars':>12}"]
     for s in result:
         for a, c in s.analytes.items():

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.money import cents
-from lab.nondetect import DEFAULT_BILLING, substitute
-from lab.standards import PALMYRA, normal_strength
+from lab.formulas.money import cents
+from lab.formulas.nondetect import DEFAULT_BILLING, substitute
+from lab.ordinance import PALMYRA, normal_strength
 from foundation.errors import InputError
 
 #: pounds in one million US gallons of water at 1 mg/l (8.34 lb/gal × 1e6 gal × 1e-6)
@@ -104,7 +104,7 @@ def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndar
     pack : str
         The rule pack giving the bases.
     non_detect : str
-        Non-detect policy (:mod:`lab.nondetect`), default ``zero``.
+        Non-detect policy (:mod:`lab.formulas.nondetect`), default ``zero``.
     rates_source : str
         Name of the rates file, for messages.
 
@@ -131,7 +131,7 @@ def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndar
 
 
 def group_results(rows) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Group lab rows (:class:`lab.labcsv.LabRow`) as site -> analyte -> (values [mg/l], non-detect flags)."""
+    """Group lab rows (:class:`lab.readers.labcsv.LabRow`) as site -> analyte -> (values [mg/l], non-detect flags)."""
     acc: dict[str, dict[str, tuple[list, list]]] = {}
     for r in rows:
         v, nd = acc.setdefault(r.site, {}).setdefault(r.analyte, ([], []))

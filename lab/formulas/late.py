@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from lab.billing_data import billing
-from lab.money import cents
+from lab.formulas.money import cents
 from foundation.errors import InputError
 
 

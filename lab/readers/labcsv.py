@@ -4,7 +4,7 @@ The format (DESIGN.md, promised interfaces): header
 ``sample_id,site,collected,analyte,value,unit,qualifier`` in any order, extra columns
 allowed (labs add method, analyst, detection limit ...; they are kept as ``extra``);
 ``qualifier`` may be missing. ``collected`` is an ISO-8601 date or a time with offset;
-``analyte`` one of :data:`lab.analytes.ANALYTES`; ``unit`` ``mg/l`` or ``ug/l`` (``ppm``
+``analyte`` one of :data:`lab.readers.analytes.ANALYTES`; ``unit`` ``mg/l`` or ``ug/l`` (``ppm``
 also accepted); ``qualifier`` empty or ``<`` (below the detection limit; the value is then
 the detection limit).
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from pathlib import Path
 
-from lab.analytes import ANALYTES, NON_DETECT, UNIT_TO_MG_L, analyte_id, unit_id
+from lab.readers.analytes import ANALYTES, NON_DETECT, UNIT_TO_MG_L, analyte_id, unit_id
 from foundation.errors import InputError
 
 REQUIRED = ("sample_id", "site", "collected", "analyte", "value", "unit")
@@ -86,6 +86,21 @@ class LabFile:
         b = self.bad[0]
         more = f" (and {len(self.bad) - 1} more bad rows)" if len(self.bad) > 1 else ""
         return InputError(f"{self.path}: line {b.line}: {b.reason}{more}")
+
+
+def parse_amount(text: str, name: str, meaning: str) -> float:
+    """A finite number >= 0 from a CSV field, or ``ValueError`` saying what ``name`` should be.
+
+    ``meaning`` completes the message for a number out of range, e.g. ``a volume >= 0
+    [million gallons]``.
+    """
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"{name} '{text}' is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} {text} is not {meaning}")
+    return v
 
 
 def parse_collected(text: str, tz: tzinfo | None = None) -> datetime:
@@ -237,12 +252,7 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
     if qualifier not in ("", NON_DETECT):
         raise ValueError(f"unknown qualifier '{qualifier}' (expected empty or '<' for below detection)")
     vtext = get("value")
-    try:
-        value = float(vtext)
-    except ValueError:
-        raise ValueError(f"value '{vtext}' is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"value {vtext} is not a finite concentration >= 0")
+    value = parse_amount(vtext, "value", "a finite concentration >= 0")
     if qualifier == NON_DETECT and value <= 0:
         raise ValueError(f"non-detect with detection limit {vtext}: the limit must be > 0")
     key = (sample_id, analyte)

@@ -1,7 +1,7 @@
 """Flow from the database: readings of a site's flow meters, volumes of windows and periods.
 
 Readings are fetched as numpy arrays (good readings only, quality 0) and integrated with
-:mod:`lab.composite`.
+:mod:`lab.formulas.volumes`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from lab.composite import bucket_volumes_gal, window_volume_gal
+from lab.formulas.volumes import bucket_volumes_gal, loading_lb, window_volume_gal
+from lab.ordinance import pack_timezone
 
 #: readings further apart than this are not joined when integrating [s]
 DEFAULT_MAX_GAP_S = 900.0
@@ -82,7 +83,6 @@ def period_volume(conn, site: str, start: datetime, end: datetime, tz=None) -> d
         cover whole, by local date [gal]).
     """
     if tz is None:
-        from lab.standards import pack_timezone
         pack = conn.execute("SELECT pack FROM sites WHERE key = %s", (site,)).fetchone()
         tz = pack_timezone(pack[0]) if pack else timezone.utc
     day_names, edges = local_days(start, end, tz)
@@ -148,7 +148,6 @@ def composite_loadings(conn, sample_id: int) -> dict:
     dict
         ``volume_gal``, ``coverage`` and ``analytes`` (analyte -> ``{"mg_l", "pounds"}``).
     """
-    from lab.composite import loading_lb
     link = conn.execute("SELECT volume_gal, coverage FROM lab_composite_flows WHERE sample_id = %s",
                         (sample_id,)).fetchone()
     if link is None:
@@ -162,7 +161,7 @@ def composite_loadings(conn, sample_id: int) -> dict:
 
 
 def store_violations(conn, violations: list[dict]) -> int:
-    """Insert lab violations (see :mod:`lab.compliance`) into ``violations``; returns how many were new.
+    """Insert lab violations (see :mod:`lab.checks.compliance`) into ``violations``; returns how many were new.
 
     A violation already stored (same site, rule and start, source ``lab``) is not stored again.
     """
