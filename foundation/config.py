@@ -3,8 +3,10 @@
 Sections (see ``examples/demo-village.toml`` for a complete, commented file):
 
 ``[utility]``
-    ``name``, ``pack`` (the jurisdiction's rule pack, ``limits/packs/<pack>.toml``),
-    optional ``timezone``.
+    ``name``, ``pack`` (the jurisdiction's rule pack, ``<pack>.toml`` on the pack search
+    path, see :func:`pack_dirs`), optional ``timezone``, optional ``pack_dirs`` (folders
+    holding more rule packs, searched before ``limits/packs/``; relative to the config
+    file's folder).
 ``[services]``
     optional ``db_url``, ``mqtt_url`` (use those instead of the embedded services),
     ``state_dir``, ``pg_port``, ``mqtt_port`` for the embedded ones.
@@ -38,7 +40,9 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
 Every validation error names the file, the key and what is wrong, e.g.
 ``demo.toml: sites[2].sic: expected a 4-digit SIC code, got '20x1'``.
 Environment overrides: ``SEWERWATCH_DB_URL``, ``SEWERWATCH_MQTT_URL``,
-``SEWERWATCH_STATE_DIR``, ``SEWERWATCH_PG_PORT``, ``SEWERWATCH_MQTT_PORT``.
+``SEWERWATCH_STATE_DIR``, ``SEWERWATCH_PG_PORT``, ``SEWERWATCH_MQTT_PORT``; and
+``SEWERWATCH_PACK_PATH`` (folders of rule packs separated by ``os.pathsep``, searched first:
+for the commands on files, such as ``check`` and ``surcharge``, that need no config).
 """
 
 from __future__ import annotations
@@ -141,6 +145,7 @@ class Config:
     pack: str
     timezone: str | None
     services: Services
+    pack_dirs: tuple[Path, ...] = ()          # [utility] pack_dirs, resolved
     sites: tuple[Site, ...] = ()
     devices: tuple[Device, ...] = ()
     sensors: tuple[Sensor, ...] = ()
@@ -234,12 +239,30 @@ def _sic(sec, key, v):
     return v
 
 
-def _pack(sec, key, v):
-    _str(sec, key, v)
-    if not (PACKS_DIR / f"{v}.toml").is_file():
-        known = ", ".join(sorted(p.stem for p in PACKS_DIR.glob("*.toml"))) or "none installed"
-        sec.fail(key, f"unknown rule pack {v!r} (known: {known})")
-    return v
+def _pack_in(extra: tuple[Path, ...]):
+    """A check that a rule pack of this id is on the search path (``extra`` first)."""
+    def check(sec, key, v):
+        _str(sec, key, v)
+        if find_pack(v, extra) is None:
+            sec.fail(key, f"unknown rule pack {v!r} (known: {', '.join(known_packs(extra)) or 'none installed'}; "
+                     f"searched {', '.join(map(str, pack_dirs(extra)))})")
+        return v
+    return check
+
+
+def _folders(base: Path):
+    """A check of ``pack_dirs``: a list of existing folders, relative to ``base``."""
+    def check(sec, key, v):
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            sec.fail(key, f"expected a list of folder names, got {_show(v)}")
+        out = []
+        for x in v:
+            d = (base / x).resolve()
+            if not d.is_dir():
+                sec.fail(key, f"no such folder {x!r} (looked for {d})")
+            out.append(d)
+        return tuple(out)
+    return check
 
 
 def _timezone(sec, key, v):
@@ -352,7 +375,50 @@ def load(path: str | os.PathLike | None = None) -> Config:
         raise ConfigError(str(p), "", f"not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(str(p), "", "not UTF-8 text") from None
-    return from_dict(data, str(p))
+    cfg = from_dict(data, str(p))
+    use_pack_dirs(cfg.pack_dirs)
+    return cfg
+
+
+# --- where rule packs are found ---------------------------------------------------------
+
+#: Environment variable: folders of rule packs (``os.pathsep``-separated), searched first.
+PACK_PATH_ENV = "SEWERWATCH_PACK_PATH"
+
+#: The ``[utility] pack_dirs`` of the config this process runs with (set by :func:`load`).
+_config_pack_dirs: tuple[Path, ...] = ()
+
+
+def use_pack_dirs(folders) -> None:
+    """Make ``folders`` the config's pack folders for this process (:func:`load` calls it
+    with the loaded config's ``[utility] pack_dirs``; a config without them clears them)."""
+    global _config_pack_dirs
+    _config_pack_dirs = tuple(Path(f) for f in folders)
+
+
+def pack_dirs(extra=()) -> tuple[Path, ...]:
+    """The folders searched for a rule pack ``<id>.toml``, in order (the first match wins).
+
+    ``extra`` (e.g. the ``pack_dirs`` of a config being validated), then
+    ``$SEWERWATCH_PACK_PATH``, then the ``[utility] pack_dirs`` of the config loaded in this
+    process, then the packs shipped in ``limits/packs/``.
+    """
+    env = tuple(Path(p) for p in os.environ.get(PACK_PATH_ENV, "").split(os.pathsep) if p)
+    return (*(Path(e) for e in extra), *env, *_config_pack_dirs, PACKS_DIR)
+
+
+def find_pack(pack_id: str, extra=()) -> Path | None:
+    """The file of rule pack ``pack_id`` on the search path (:func:`pack_dirs`), or None."""
+    for folder in pack_dirs(extra):
+        p = folder / f"{pack_id}.toml"
+        if p.is_file():
+            return p
+    return None
+
+
+def known_packs(extra=()) -> list[str]:
+    """The ids of every rule pack on the search path, sorted."""
+    return sorted({p.stem for folder in pack_dirs(extra) if folder.is_dir() for p in folder.glob("*.toml")})
 
 
 def from_dict(data: dict, path: str = "<dict>") -> Config:
@@ -372,10 +438,16 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "topics": (_topic_patterns, ("sewerwatch/{site}/{sensor}",)),
     }).values
 
+    raw_utility = top["utility"] if isinstance(top["utility"], dict) else {}
+    base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
+    folders = _Section(path, "utility", {k: raw_utility[k] for k in ("pack_dirs",) if k in raw_utility},
+                       {"pack_dirs": (_folders(base), ())}).values["pack_dirs"]
+    _pack = _pack_in(folders)
     utility = _Section(path, "utility", top["utility"], {
         "name": (_str, "sewerwatch utility"),
         "pack": (_pack, "palmyra-wi"),
         "timezone": (_timezone, None),
+        "pack_dirs": (lambda s, k, v: folders, ()),
     }).values
 
     svc = _Section(path, "services", top["services"], {
@@ -476,7 +548,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
 
     return Config(
         path=path, name=utility["name"], pack=utility["pack"], timezone=utility["timezone"],
-        services=services, sites=tuple(sites), devices=tuple(devices), sensors=tuple(sensors),
+        services=services, pack_dirs=folders, sites=tuple(sites), devices=tuple(devices), sensors=tuple(sensors),
         contacts=tuple(contacts), hold_off_s=alerts["hold_off_s"],
         escalate_after_min=alerts["escalate_after_min"],
         alert_options=AlertOptions(**{k: alerts[k] for k in (

@@ -1,4 +1,5 @@
-"""Rule packs: one TOML file per jurisdiction in ``limits/packs/``.
+"""Rule packs: one TOML file per jurisdiction, shipped in ``limits/packs/`` (more folders:
+``$SEWERWATCH_PACK_PATH`` and the config's ``[utility] pack_dirs``, searched first).
 
 A pack names the village, its IANA time zone (calendar days of violation are counted in it)
 and the seed file of its ordinance, and lists ``[[rules]]``. Every rule has an ``id``, a
@@ -48,7 +49,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
-from foundation import tomlfile, units
+from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from limits.core import exceeds
 
@@ -377,21 +378,27 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None)
 
 
 def pack_path(name_or_path: str) -> Path:
-    """The TOML file of a pack given by id (``palmyra-wi``) or by path."""
+    """The TOML file of a pack given by id (``palmyra-wi``) or by path.
+
+    An id is looked up on the pack search path (:func:`foundation.config.pack_dirs`:
+    ``$SEWERWATCH_PACK_PATH``, the config's ``[utility] pack_dirs``, then ``limits/packs/``).
+    """
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.parent != Path("."):
         if not p.is_file():
             raise InputError(f"{p}: no such rule pack file")
         return p
-    p = PACKS_DIR / f"{name_or_path}.toml"
-    if not p.is_file():
-        raise InputError(f"unknown rule pack {name_or_path!r} (known: {', '.join(available_packs())})")
-    return p
+    found = config.find_pack(name_or_path)
+    if found is None:
+        raise InputError(f"unknown rule pack {name_or_path!r} (known: {', '.join(available_packs())}; "
+                         f"searched {', '.join(map(str, config.pack_dirs()))})")
+    return found
 
 
 def available_packs() -> list[str]:
-    """Ids of the packs shipped in ``limits/packs/``."""
-    return sorted(p.stem for p in PACKS_DIR.glob("*.toml"))
+    """Ids of the packs on the pack search path (those shipped in ``limits/packs/`` and any
+    in the folders of ``$SEWERWATCH_PACK_PATH`` or the config's ``[utility] pack_dirs``)."""
+    return config.known_packs()
 
 
 def load_pack(name_or_path: str) -> Pack:
@@ -400,7 +407,8 @@ def load_pack(name_or_path: str) -> Pack:
     Parameters
     ----------
     name_or_path : str
-        A pack id (``palmyra-wi``, read from ``limits/packs/``) or a path to a TOML file.
+        A pack id (``palmyra-wi``, found on the pack search path, see :func:`pack_path`) or
+        a path to a TOML file.
 
     Raises
     ------
