@@ -35,6 +35,35 @@ and the keys each one takes:
 ``narrative``
     a provision without a number, kept so a report can quote it: no further keys.
 
+Besides its rules, a pack says which charge formulas the village adopted and what it asks of
+a discharger (``lab/`` and ``alerts/`` read these; the formulas themselves are code in
+``lab/formulas/``, named by a formula kind of ``lab.charges``):
+
+``[[charges]]``
+    what a bill charges, in order: ``id``, ``name`` (the line on the bill), ``formula`` (a
+    formula kind), ``section`` and ``words``, optional ``note``, ``[charges.params]`` (the
+    ordinance's numbers the formula takes: a number or table of numbers stated in the
+    quoted words, or ``{ rule = "<id>" }`` naming a ``definition`` rule of the pack, which
+    carries its own section and words) and ``[charges.rates]`` (the numbers the utility
+    sets each year, by the key the rates file gives them under: ``"bill.x.y"``, ``{site}``
+    standing for the site id; or ``{ key = "...", default = N }``). A charge computes when
+    the rates file gives every rate without a default.
+``[late_charge]``
+    the late-payment terms: ``formula``, ``section``, ``words``, ``note``, ``params``.
+``[residential_equivalents]``
+    how a user's residential equivalents are counted: ``formula``, ``section``, ``words``,
+    ``note``, ``params``.
+``[report_duty]``
+    the discharger's duty to report a slug or an accidental discharge: ``section``,
+    ``words``, ``rules`` (the ids of the rules whose episodes call for the report) and the
+    report's ``contents`` (``[[report_duty.contents]]`` with ``fill``, see
+    :data:`REPORT_FILLS`, and the ordinance's ``words``) or ``contents_from`` (a pack whose
+    report contents serve, where the ordinance lists none).
+
+Where a village's seed gives no such provision but sewerwatch applies another village's as a
+model, the entry is ``model = "<pack id>"`` (with ``id`` for a charge, ``rules`` for a report
+duty, and a ``note`` saying why): the model pack's entry applies, cited as that pack's.
+
 Any unknown key, kind, unit, parameter, analyte or comparison is an :class:`InputError`
 naming the file and the rule, never a guess. Adding a village is adding a TOML file.
 """
@@ -42,7 +71,7 @@ naming the file and the rule, never a guess. Adding a village is adding a TOML f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -108,6 +137,14 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 COMMON_KEYS = ("id", "kind", "section", "words", "note")
 PACK_KEYS = ("id", "name", "timezone", "seed", "rules")
+#: optional sections of a pack (see the module docstring)
+SECTION_KEYS = ("charges", "late_charge", "residential_equivalents", "report_duty")
+#: keys of an entry that names its own formula, and of one that applies a model pack's
+PROVISION_KEYS = ("formula", "section", "words", "note", "params", "rates")
+MODEL_KEYS = ("model", "note")
+#: what the alert's report form can pre-fill from the readings, per field of the report
+REPORT_FILLS = ("location", "date-time", "measured", "concentration-volume", "blank")
+RATE_KEY = re.compile(r"^([A-Za-z0-9_-]+|\{site\})(\.([A-Za-z0-9_-]+|\{site\}))*$")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
@@ -194,6 +231,115 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Cited:
+    """A number a ``definition`` rule gives, with its unit and where the ordinance says it.
+
+    Attributes
+    ----------
+    value : float
+        The number [unit].
+    unit : str
+        One of :data:`DEFINITION_UNITS`.
+    rule : Rule
+        The ``definition`` rule (its ``citation`` and ``words``).
+    """
+
+    value: float
+    unit: str
+    rule: Rule
+
+
+@dataclass(frozen=True)
+class RateKey:
+    """Where the rates file gives a number the utility sets: a dotted ``key`` (``{site}``
+    stands for the site id) and a ``default`` used when it is absent (None: required)."""
+
+    key: str
+    default: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provision:
+    """A formula the ordinance adopts: a charge, the late-payment terms, or the count of
+    residential equivalents (``[[charges]]``, ``[late_charge]``, ``[residential_equivalents]``).
+
+    Attributes
+    ----------
+    id, name : str or None
+        A charge's id and its line on the bill.
+    formula : str
+        The formula kind (``lab.charges`` knows them).
+    params : dict
+        name -> a number, a table or list as written, or a :class:`Cited` definition.
+    rates : dict
+        name -> :class:`RateKey`.
+    section, words : str
+        Where the ordinance adopts it and its words.
+    citation : str
+        ``<pack>, <seed file> <section>`` of the pack whose ordinance it is (its own, or its
+        model's), e.g. ``palmyra-wi, 003_44f871d49a02d8f5.txt §13.45(4)``.
+    note : str or None
+        Why and how, where the ordinance leaves something open.
+    model : str or None
+        The model pack, where this village applies another's provision.
+    where : str
+        The entry in its pack file, for messages (``charges[1]``, ``late_charge``).
+    path : str
+        The pack file the entry stands in (the model pack's for a model entry).
+    """
+
+    id: str | None = None
+    name: str | None = None
+    formula: str
+    params: dict = field(default_factory=dict)
+    rates: dict = field(default_factory=dict)
+    section: str
+    words: str
+    citation: str
+    note: str | None = None
+    model: str | None = None
+    where: str
+    path: str
+
+
+@dataclass(frozen=True)
+class ReportField:
+    """One item the discharger's report must give: what sewerwatch pre-fills (``fill``, one
+    of :data:`REPORT_FILLS`) and the ordinance's words for it."""
+
+    fill: str
+    words: str
+
+
+@dataclass(frozen=True)
+class ReportDuty:
+    """The discharger's duty to report a slug or an accidental discharge.
+
+    Attributes
+    ----------
+    citation : str
+        ``<seed file> <section>`` of the duty (the model's, for a model entry).
+    words : str
+        The ordinance's words.
+    rules : tuple of str
+        Ids of this pack's rules whose episodes call for the report.
+    contents : tuple of ReportField
+        What the report must give.
+    contents_citation : str
+        Where the contents are listed (the duty's own citation, or ``contents_from``'s).
+    note, model : str or None
+    """
+
+    citation: str
+    words: str
+    rules: tuple[str, ...]
+    contents: tuple[ReportField, ...]
+    contents_citation: str
+    note: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class Pack:
     """A jurisdiction's rule pack (see :func:`load_pack`)."""
 
@@ -203,6 +349,10 @@ class Pack:
     seed: str
     rules: tuple[Rule, ...]
     path: str = ""
+    charges: tuple[Provision, ...] = ()
+    late_charge: Provision | None = None
+    residential_equivalents: Provision | None = None
+    report_duty: ReportDuty | None = None
 
     @property
     def tz(self) -> ZoneInfo:
@@ -237,6 +387,13 @@ class Pack:
     def permit_thresholds(self) -> dict[str, Rule]:
         """analyte (or ``flow``) -> the ``permit-threshold`` rule."""
         return {(r.analyte or r.parameter): r for r in self.by_kind("permit-threshold")}
+
+    def charge(self, charge_id: str) -> Provision:
+        """The ``[[charges]]`` entry with this id (``KeyError`` if the pack has none)."""
+        for c in self.charges:
+            if c.id == charge_id:
+                return c
+        raise KeyError(f"pack {self.id} has no charge {charge_id!r}")
 
     def definition(self, rule_id: str) -> float:
         """The value of a ``definition`` rule [its unit]."""
@@ -346,13 +503,170 @@ def _rule(path, seed: str, i: int, t) -> Rule:
     return Rule(**f)
 
 
-def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None) -> Pack:
-    """Validate an already-parsed pack (see :func:`load_pack`)."""
+def _keys(path, where: str, t, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict:
+    if not isinstance(t, dict):
+        _fail(path, where, f"expected a table, got {t!r}")
+    unknown = sorted(set(t) - set(allowed))
+    if unknown:
+        _fail(path, f"{where}.{unknown[0]}", f"unknown key (expected: {', '.join(allowed)})")
+    for key in required:
+        if key not in t:
+            _fail(path, f"{where}.{key}", "missing (required)")
+    return t
+
+
+def _model_pack(path, where: str, key: str, model_id, own_id: str) -> "Pack":
+    """The pack a model entry names, parsed without following its own model references
+    (a model's entries must be its own, so references never chain or loop)."""
+    _text(path, where, key, model_id)
+    found = config.find_pack(model_id) if model_id != own_id else None
+    if found is None:
+        _fail(path, f"{where}.{key}", f"unknown rule pack {model_id!r}, or this one "
+              f"(known: {', '.join(p for p in available_packs() if p != own_id)})")
+    return _load_cached(str(found.resolve()), found.stat().st_mtime_ns, False)
+
+
+def _param(path, where: str, key: str, v, rules: dict[str, Rule]):
+    if isinstance(v, bool) or isinstance(v, str):
+        _fail(path, f"{where}.{key}", f"expected a number, a table, a list or {{ rule = \"<id>\" }}, got {v!r}")
+    if isinstance(v, dict) and "rule" in v:
+        rid = v["rule"]
+        if set(v) != {"rule"} or rid not in rules or rules[rid].kind != "definition":
+            _fail(path, f"{where}.{key}", f"expected {{ rule = \"<id>\" }} naming a definition rule of this pack "
+                  f"(definitions: {', '.join(r for r, x in rules.items() if x.kind == 'definition') or 'none'}), got {v!r}")
+        r = rules[rid]
+        return Cited(float(r.limit), r.unit, r)
+    return v
+
+
+def _rate(path, where: str, key: str, v) -> RateKey:
+    if isinstance(v, dict):
+        _keys(path, f"{where}.{key}", v, ("key", "default"), ("key", "default"))
+        return RateKey(_rate(path, where, key, v["key"]).key, _number(path, f"{where}.{key}", "default", v["default"]))
+    if not isinstance(v, str) or not RATE_KEY.match(v):
+        _fail(path, f"{where}.{key}", f"expected the rates file's key such as \"bill.my-village.rate\" "
+              f"(or {{ key = ..., default = N }}), got {v!r}")
+    return RateKey(v)
+
+
+def _provision(path, where: str, t, own: "Pack", rules: dict[str, Rule], charge: bool,
+               section_key: str, resolve: bool) -> Provision:
+    """One ``[[charges]]`` entry, ``[late_charge]`` or ``[residential_equivalents]``."""
+    ids = ("id",) if charge else ()
+    if isinstance(t, dict) and "model" in t:
+        _keys(path, where, t, (*ids, *MODEL_KEYS), (*ids, "model"))
+        if not resolve:  # the pack is read as a model: its model entries cannot serve
+            return Provision(where=where, path=str(path), formula="", section="", words="", citation="",
+                             id=t.get("id"), model=str(t["model"]))
+        model = _model_pack(path, where, "model", t["model"], own.id)
+        src = next((c for c in model.charges if c.id == t["id"]), None) if charge else getattr(model, section_key)
+        if src is None:
+            what = f"charge {t['id']!r}" if charge else section_key
+            _fail(path, f"{where}.model", f"pack {model.id!r} has no {what} to apply here")
+        if src.model is not None:
+            _fail(path, f"{where}.model", f"{model.id}'s {src.where} is itself a model entry")
+        return replace(src, note=_text(path, where, "note", t["note"]) if "note" in t else None, model=model.id)
+    names = ("name",) if charge else ()
+    _keys(path, where, t, (*ids, *names, *PROVISION_KEYS), (*ids, *names, "formula", "section", "words"))
+    section = _text(path, where, "section", t["section"])
+    f = dict(where=where, path=str(path), formula=_text(path, where, "formula", t["formula"]), section=section,
+             words=_text(path, where, "words", t["words"]), citation=f"{own.id}, {own.seed} {section}")
+    if charge:
+        if not isinstance(t["id"], str) or not RULE_ID.match(t["id"]):
+            _fail(path, f"{where}.id", f"expected a lowercase charge id (letters, digits, -), got {t['id']!r}")
+        f["id"], f["name"] = t["id"], _text(path, where, "name", t["name"])
+    if "note" in t:
+        f["note"] = _text(path, where, "note", t["note"])
+    for key in ("params", "rates"):
+        if not isinstance(t.get(key, {}), dict):
+            _fail(path, f"{where}.{key}", f"expected a table, got {t[key]!r}")
+    f["params"] = {k: _param(path, f"{where}.params", k, v, rules) for k, v in t.get("params", {}).items()}
+    f["rates"] = {k: _rate(path, f"{where}.rates", k, v) for k, v in t.get("rates", {}).items()}
+    return Provision(**f)
+
+
+def _rule_ids(path, where: str, v, rules: dict[str, Rule]) -> tuple[str, ...]:
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        _fail(path, where, f"expected a non-empty list of rule ids, got {v!r}")
+    for x in v:
+        if x not in rules:
+            _fail(path, where, f"no rule {x!r} in this pack (rules: {', '.join(rules)})")
+    return tuple(v)
+
+
+def _report_duty(path, t, own: "Pack", rules: dict[str, Rule], resolve: bool) -> ReportDuty:
+    where = "report_duty"
+    if isinstance(t, dict) and "model" in t:
+        _keys(path, where, t, ("model", "rules", "note"), ("model", "rules"))
+        if not resolve:  # the pack is read as a model: its model entries cannot serve
+            return ReportDuty("", "", (), (), "", model=str(t["model"]))
+        model = _model_pack(path, where, "model", t["model"], own.id)
+        if model.report_duty is None or model.report_duty.model is not None:
+            _fail(path, f"{where}.model", f"pack {model.id!r} has no report duty of its own to apply here")
+        return replace(model.report_duty, rules=_rule_ids(path, f"{where}.rules", t["rules"], rules),
+                       note=_text(path, where, "note", t["note"]) if "note" in t else None, model=model.id)
+    _keys(path, where, t, ("section", "words", "rules", "contents", "contents_from", "note"),
+          ("section", "words", "rules"))
+    citation = f"{own.seed} {_text(path, where, 'section', t['section'])}"
+    if ("contents" in t) == ("contents_from" in t):
+        _fail(path, where, "give exactly one of contents (the report's items) or contents_from (a pack id)")
+    if "contents" in t:
+        items = t["contents"]
+        if not isinstance(items, list) or not items:
+            _fail(path, f"{where}.contents", f"expected a non-empty array of tables, got {items!r}")
+        contents = []
+        for i, c in enumerate(items):
+            _keys(path, f"{where}.contents[{i}]", c, ("fill", "words"), ("fill", "words"))
+            if c["fill"] not in REPORT_FILLS:
+                _fail(path, f"{where}.contents[{i}].fill",
+                      f"unknown fill {c['fill']!r} (known: {', '.join(REPORT_FILLS)})")
+            contents.append(ReportField(c["fill"], _text(path, f"{where}.contents[{i}]", "words", c["words"])))
+        contents, contents_citation = tuple(contents), citation
+    elif not resolve:
+        contents, contents_citation = (), ""
+    else:
+        model = _model_pack(path, where, "contents_from", t["contents_from"], own.id)
+        if model.report_duty is None or not model.report_duty.contents or model.report_duty.model:
+            _fail(path, f"{where}.contents_from", f"pack {model.id!r} lists no report contents of its own")
+        contents, contents_citation = model.report_duty.contents, model.report_duty.contents_citation
+    return ReportDuty(citation, _text(path, where, "words", t["words"]),
+                      _rule_ids(path, f"{where}.rules", t["rules"], rules), contents, contents_citation,
+                      note=_text(path, where, "note", t["note"]) if "note" in t else None)
+
+
+def _sections(path, data: dict, pack: Pack, resolve: bool) -> Pack:
+    """The pack with its optional sections (charges, late charge, residential equivalents,
+    report duty) parsed; with ``resolve`` a model reference reads the model pack."""
+    rules = {r.id: r for r in pack.rules}
+    charges = data.get("charges", [])
+    if not isinstance(charges, list):
+        _fail(path, "charges", "expected an array of tables ([[charges]])")
+    f = {"charges": tuple(_provision(path, f"charges[{i}]", t, pack, rules, True, "charges", resolve)
+                          for i, t in enumerate(charges))}
+    seen: dict[str, int] = {}
+    for i, c in enumerate(f["charges"]):
+        if c.id in seen:
+            _fail(path, f"charges[{i}].id", f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])")
+        seen[c.id] = i
+    for key in ("late_charge", "residential_equivalents"):
+        if key in data:
+            f[key] = _provision(path, key, data[key], pack, rules, False, key, resolve)
+    if "report_duty" in data:
+        f["report_duty"] = _report_duty(path, data["report_duty"], pack, rules, resolve)
+    return replace(pack, **f)
+
+
+def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None, resolve: bool = True) -> Pack:
+    """Validate an already-parsed pack (see :func:`load_pack`).
+
+    ``resolve=False`` reads it as another pack's model: its own model references are kept
+    unresolved (a model entry names its model pack's own entry, never a chain).
+    """
     if not isinstance(data, dict):
         _fail(path, "pack", "expected a TOML table")
-    unknown = sorted(set(data) - set(PACK_KEYS))
+    unknown = sorted(set(data) - set(PACK_KEYS) - set(SECTION_KEYS))
     if unknown:
-        _fail(path, unknown[0], f"unknown key (expected: {', '.join(PACK_KEYS)})")
+        _fail(path, unknown[0], f"unknown key (expected: {', '.join(PACK_KEYS + SECTION_KEYS)})")
     for key in PACK_KEYS:
         if key not in data:
             _fail(path, key, "missing (required)")
@@ -373,8 +687,9 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None)
         if r.id in seen:
             _fail(path, f"rules[{i}].id", f"duplicate rule id {r.id!r} (first at rules[{seen[r.id]}])")
         seen[r.id] = i
-    return Pack(id=pid, name=_text(path, "pack", "name", data["name"]), timezone=tzname,
+    pack = Pack(id=pid, name=_text(path, "pack", "name", data["name"]), timezone=tzname,
                 seed=seed, rules=rules, path=str(path))
+    return _sections(path, data, pack, resolve)
 
 
 def pack_path(name_or_path: str) -> Path:
@@ -416,9 +731,9 @@ def load_pack(name_or_path: str) -> Pack:
         Naming the file, the rule and the key for anything unknown or malformed.
     """
     path = pack_path(name_or_path)
-    return _load_cached(str(path.resolve()), path.stat().st_mtime_ns)
+    return _load_cached(str(path.resolve()), path.stat().st_mtime_ns, True)
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, _mtime: int) -> Pack:
-    return parse_pack(tomlfile.read(path, "rule pack"), path, expected_id=Path(path).stem)
+def _load_cached(path: str, _mtime: int, resolve: bool) -> Pack:
+    return parse_pack(tomlfile.read(path, "rule pack"), path, expected_id=Path(path).stem, resolve=resolve)
