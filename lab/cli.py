@@ -20,8 +20,8 @@ from foundation.errors import InputError
 def register(sub) -> None:
     p = sub.add_parser(
         "surcharge", help="compute surcharges from lab results and volumes (no database needed)",
-        description="Surcharge on high-strength waste (EPA Model No. 2, palmyra-wi §13.45(4)) from a lab "
-        "CSV, the period's volume per site and the rates per pound.")
+        description="Surcharge on high-strength waste (EPA Model No. 2 as the pack adopts it, e.g. "
+        "palmyra-wi §13.45(4)) from a lab CSV, the period's volume per site and the rates per pound.")
     p.add_argument("--pack", default="palmyra-wi", help="rule pack giving the normal-sewage bases (default palmyra-wi)")
     p.add_argument("--lab", required=True, metavar="FILE.csv",
                    help="lab results: sample_id,site,collected,analyte,value,unit,qualifier")
@@ -93,12 +93,13 @@ def _period(args) -> tuple[datetime, datetime]:
 
 def _surcharge(args: argparse.Namespace, ctx) -> int:
     # lazy (see the module docstring): numpy and the pack readers load only for this command
+    from lab.charges import surcharge_provision, surcharges
     from lab.documents.text_tables import surcharge_table
     from lab.ordinance import normal_strength
     from lab.readers.rates import read_lab_file_strict, read_non_detect_policy, read_rates, read_volumes
-    from lab.formulas.surcharge import surcharges
 
     normal_strength(args.pack)  # an unknown pack or one without a surcharge base fails first
+    surcharge_provision(args.pack)  # then one that adopts no surcharge formula
     rows = read_lab_file_strict(args.lab)
     rates = read_rates(args.rates)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"

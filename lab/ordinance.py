@@ -1,6 +1,7 @@
-"""Lab-side numbers of each ordinance, read from its rule pack (``limits/packs/<pack>.toml``):
-normal-sewage strengths (the surcharge base), discharge-permit thresholds and the
-prohibitions checked on lab results, each with its citation and the ordinance's words.
+"""Lab-side numbers of each ordinance, read from its rule pack (``<pack>.toml`` on the pack
+search path, see :func:`limits.packs.pack_path`): normal-sewage strengths (the surcharge
+base), discharge-permit thresholds and the prohibitions checked on lab results, each with
+its citation and the ordinance's words. (Its charges: :mod:`lab.charges`.)
 
 The packs cite the seed files: e.g. palmyra-wi ``003_44f871d49a02d8f5.txt`` §13.43 NORMAL
 SEWAGE (BOD 250, TSS 250, TKN 40, P 7 mg/l), §13.48(2)(k) (FOG average > 100 mg/l) and (l)
@@ -15,9 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from foundation.errors import InputError
-
-#: citation prefixes of the seed files, for the charges that live in lab/ (not in the packs)
-PALMYRA = "palmyra-wi, 003_44f871d49a02d8f5.txt"
+from limits.packs import Pack, available_packs, load_pack
 
 #: gallons per day in one gallon per minute
 _GPD_PER_GPM = 1440.0
@@ -63,8 +62,8 @@ class LabLimit:
     op: str = ">"
 
 
-def _pack(pack: str):
-    from limits.packs import available_packs, load_pack
+def pack_of(pack: str) -> Pack:
+    """The rule pack with this id (:class:`InputError` naming the known ones if none)."""
     if pack not in available_packs():
         raise InputError(f"unknown pack '{pack}' (known: {', '.join(available_packs())})")
     return load_pack(pack)
@@ -82,7 +81,7 @@ def normal_strength(pack: str) -> dict[str, Strength]:
     InputError
         For an unknown pack or one whose ordinance defines no normal strength.
     """
-    p = _pack(pack)
+    p = pack_of(pack)
     rules = p.by_kind("normal-strength")
     if not rules:
         raise InputError(f"pack '{pack}' defines no normal sewage strength to surcharge against")
@@ -91,7 +90,7 @@ def normal_strength(pack: str) -> dict[str, Strength]:
 
 def permit_thresholds(pack: str) -> tuple[dict[str, Strength], Strength | None]:
     """Concentrations [mg/l] and the daily volume [gal/d] at which ``pack`` requires a permit."""
-    p = _pack(pack)
+    p = pack_of(pack)
     conc: dict[str, Strength] = {}
     volume = None
     for key, r in p.permit_thresholds().items():
@@ -108,11 +107,11 @@ _BASIS = {"sample": "each", "average": "period-average"}
 
 def lab_limits(pack: str) -> tuple[LabLimit, ...]:
     """The prohibitions of ``pack`` that are checked on lab results."""
-    p = _pack(pack)
+    p = pack_of(pack)
     return tuple(LabLimit(r.id, r.analyte, float(r.limit_canonical), _BASIS[r.basis], _cite(p, r),
                           r.words, "mg/l", r.op) for r in p.lab_limits())
 
 
 def pack_timezone(pack: str):
     """The pack's time zone (calendar days are counted in it)."""
-    return _pack(pack).tz
+    return pack_of(pack).tz

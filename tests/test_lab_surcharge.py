@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from lab.readers.labcsv import read_lab_csv
-from lab.formulas.surcharge import excess_pounds, site_surcharge, surcharges
+from lab.charges import site_surcharge, surcharges
+from lab.formulas.surcharge import excess_pounds
 from foundation.errors import InputError
 
 RATES = {"bod5": 0.20, "tss": 0.15, "tkn": 0.90, "tp": 2.50}
@@ -18,7 +19,7 @@ def lab(tmp_path, body, name="lab.csv"):
 
 def test_bod_excess_hand_computed(tmp_path):
     f = lab(tmp_path, "A,mill,2026-01-05,bod5,400,mg/l,\n")
-    [s] = surcharges(f.rows, {"mill": 0.5}, RATES)
+    [s] = surcharges(f.rows, {"mill": 0.5}, RATES, "palmyra-wi")
     bod = s.analytes["bod5"]
     # 0.5 MG x (400 - 250) mg/l x 8.34 = 625.5 lb; x $0.20 = $125.10
     assert bod.pounds == pytest.approx(625.5)
@@ -31,7 +32,7 @@ def test_no_excess_is_zero_not_negative(tmp_path):
     # BOD 200 < 250, TSS 250 = 250 (not above), TKN 39.9 < 40, TP 7 = 7: no surcharge at all
     f = lab(tmp_path, "A,mill,2026-01-05,bod5,200,mg/l,\nA,mill,2026-01-05,tss,250,mg/l,\n"
                       "A,mill,2026-01-05,tkn,39.9,mg/l,\nA,mill,2026-01-05,tp,7,mg/l,\n")
-    [s] = surcharges(f.rows, {"mill": 2.0}, RATES)
+    [s] = surcharges(f.rows, {"mill": 2.0}, RATES, "palmyra-wi")
     assert set(s.analytes) == {"bod5", "tss", "tkn", "tp"}
     assert all(a.pounds == 0.0 and a.dollars == 0.0 for a in s.analytes.values())
     assert s.total_dollars == 0.0
@@ -42,7 +43,7 @@ def test_period_average_against_base(tmp_path):
     # TSS 300 and 100 average 200 < 250: nothing, although one sample is above
     f = lab(tmp_path, "A,mill,2026-01-05,bod5,300,mg/l,\nB,mill,2026-02-05,bod5,500,mg/l,\n"
                       "A,mill,2026-01-05,tss,300,mg/l,\nB,mill,2026-02-05,tss,100,mg/l,\n")
-    [s] = surcharges(f.rows, {"mill": 0.2}, RATES)
+    [s] = surcharges(f.rows, {"mill": 0.2}, RATES, "palmyra-wi")
     assert s.analytes["bod5"].average_mg_l == pytest.approx(400.0)
     assert s.analytes["bod5"].dollars == 50.04
     assert s.analytes["tss"].dollars == 0.0
@@ -57,7 +58,7 @@ def test_all_four_analytes_summed(tmp_path):
     # total 166.80 + 250.20 + 75.06 + 41.70 = 533.76
     f = lab(tmp_path, "A,mill,2026-01-05,bod5,350,mg/l,\nA,mill,2026-01-05,tss,450,mg/l,\n"
                       "A,mill,2026-01-05,tkn,50,mg/l,\nA,mill,2026-01-05,tp,9,mg/l,\n")
-    [s] = surcharges(f.rows, {"mill": 1.0}, RATES)
+    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, "palmyra-wi")
     assert [s.analytes[a].dollars for a in ("bod5", "tss", "tkn", "tp")] == [166.80, 250.20, 75.06, 41.70]
     assert s.total_dollars == 533.76
 
@@ -66,7 +67,7 @@ def test_ug_per_litre_is_converted(tmp_path):
     # TP 9500 ug/l = 9.5 mg/l; and 8.5 mg/l: average 9.0 -> 2 mg/l over 7
     # 0.5 MG x 2 x 8.34 = 8.34 lb x $2.50 = $20.85
     f = lab(tmp_path, "A,mill,2026-01-05,tp,9500,ug/l,\nB,mill,2026-01-12,tp,8.5,mg/l,\n")
-    [s] = surcharges(f.rows, {"mill": 0.5}, RATES)
+    [s] = surcharges(f.rows, {"mill": 0.5}, RATES, "palmyra-wi")
     assert s.analytes["tp"].average_mg_l == pytest.approx(9.0)
     assert s.analytes["tp"].dollars == 20.85
 
@@ -74,22 +75,22 @@ def test_ug_per_litre_is_converted(tmp_path):
 def test_non_detect_counts_zero_for_billing_by_default(tmp_path):
     # TKN: 80 mg/l and "<20": billing counts the non-detect as 0 -> average 40 = base: no charge
     f = lab(tmp_path, "A,mill,2026-01-05,tkn,80,mg/l,\nB,mill,2026-01-12,tkn,20,mg/l,<\n")
-    [s] = surcharges(f.rows, {"mill": 1.0}, RATES)
+    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, "palmyra-wi")
     assert s.analytes["tkn"].average_mg_l == 40.0
     assert s.analytes["tkn"].dollars == 0.0
     assert s.analytes["tkn"].n_non_detect == 1
     # policy dl: (80 + 20)/2 = 50 -> 1 MG x 10 x 8.34 = 83.4 lb x 0.90 = $75.06
-    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, non_detect="dl")
+    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, "palmyra-wi", non_detect="dl")
     assert s.analytes["tkn"].dollars == 75.06
     # policy half: (80 + 10)/2 = 45 -> 1 x 5 x 8.34 = 41.7 lb x 0.90 = $37.53
-    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, non_detect="half")
+    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, "palmyra-wi", non_detect="half")
     assert s.analytes["tkn"].dollars == 37.53
 
 
 def test_fog_and_cyanide_are_not_surcharged(tmp_path):
     f = lab(tmp_path, "A,mill,2026-01-05,fog,900,mg/l,\nA,mill,2026-01-05,cn,3,mg/l,\n"
                       "A,mill,2026-01-05,bod5,260,mg/l,\n")
-    [s] = surcharges(f.rows, {"mill": 1.0}, RATES)
+    [s] = surcharges(f.rows, {"mill": 1.0}, RATES, "palmyra-wi")
     assert set(s.analytes) == {"bod5"}
     # 1 x 10 x 8.34 = 83.4 lb x 0.20 = 16.68
     assert s.total_dollars == 16.68
@@ -97,19 +98,19 @@ def test_fog_and_cyanide_are_not_surcharged(tmp_path):
 
 def test_several_sites_and_missing_volume(tmp_path):
     f = lab(tmp_path, "A,mill,2026-01-05,bod5,350,mg/l,\nB,dairy,2026-01-05,bod5,250,mg/l,\n")
-    out = surcharges(f.rows, {"mill": 1.0, "dairy": 3.0}, RATES)
+    out = surcharges(f.rows, {"mill": 1.0, "dairy": 3.0}, RATES, "palmyra-wi")
     assert [s.site for s in out] == ["dairy", "mill"]
     assert [s.total_dollars for s in out] == [0.0, 166.80]
     with pytest.raises(InputError, match="no volume for site.*dairy"):
-        surcharges(f.rows, {"mill": 1.0}, RATES)
+        surcharges(f.rows, {"mill": 1.0}, RATES, "palmyra-wi")
     with pytest.raises(InputError, match="no results for site.*cannery"):
-        surcharges(f.rows, {"mill": 1.0, "dairy": 1.0, "cannery": 1.0}, RATES)
+        surcharges(f.rows, {"mill": 1.0, "dairy": 1.0, "cannery": 1.0}, RATES, "palmyra-wi")
 
 
 def test_missing_rate_is_an_error(tmp_path):
     f = lab(tmp_path, "A,mill,2026-01-05,tkn,80,mg/l,\n")
     with pytest.raises(InputError, match="no rate for tkn"):
-        surcharges(f.rows, {"mill": 1.0}, {"bod5": 0.2}, rates_source="r.toml")
+        surcharges(f.rows, {"mill": 1.0}, {"bod5": 0.2}, "palmyra-wi", rates_source="r.toml")
 
 
 def test_webster_wi_base_is_200_for_bod():

@@ -16,7 +16,8 @@ def render_html(bill: dict) -> str:
     e = html.escape
     rows = "".join(f"<tr><td>{e(c['charge'])}</td><td>{e(c['citation'])}</td><td class=n>${c['dollars']:,.2f}</td></tr>"
                    for c in bill["charges"])
-    sur = next((c for c in bill["charges"] if c["charge"] == "surcharge"), None)
+    # the surcharge (EPA Model No. 2) is the charge priced per analyte, whatever its name
+    sur = next((c for c in bill["charges"] if "analytes" in c["detail"]), None)
     srows = ""
     if sur:
         for a, d in sur["detail"]["analytes"].items():

@@ -1,4 +1,4 @@
-"""Surcharges on high-strength waste, EPA Model No. 2 as Palmyra §13.45(4) adopts it.
+"""Surcharges on high-strength waste, EPA Model No. 2 (formula kind ``epa-model-2``).
 
 Surcharge = [Bc·B + Sc·S + Pc·P + Nc·N]·Vu, with B, S, P, N the user's concentrations of
 BOD, suspended solids, phosphorus and nitrogen above the base (normal sewage), Bc ... the
@@ -6,10 +6,13 @@ cost per pound, Vu the user's volume. Pounds of an excess = volume [MG] × exces
 8.34 [lb per MG per mg/l]. The period's average concentration is compared with the base;
 a non-detect counts as zero unless another policy is chosen.
 
+The bases and the citation come from the pack that adopts the formula (``[[charges]]``
+with ``formula = "epa-model-2"``, its ``normal-strength`` rules); see :mod:`lab.charges`.
+
 References
 ----------
 palmyra-wi, 003_44f871d49a02d8f5.txt §13.45(4)(a) (Model No. 2, Federal Register vol. 39
-no. 29, 11 February 1974, p. 5270); §13.43 NORMAL SEWAGE (the bases).
+no. 29, 11 February 1974, p. 5270); §13.43 NORMAL SEWAGE (its bases).
 """
 
 from __future__ import annotations
@@ -18,14 +21,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from foundation.errors import InputError
 from lab.formulas.money import cents
 from lab.formulas.nondetect import DEFAULT_BILLING, substitute
-from lab.ordinance import PALMYRA, normal_strength
-from foundation.errors import InputError
 
 #: pounds in one million US gallons of water at 1 mg/l (8.34 lb/gal × 1e6 gal × 1e-6)
 LB_PER_MG_MGL = 8.34
-CITATION = f"{PALMYRA} §13.45(4)"
 
 
 def excess_pounds(volume_mg, average_mg_l, base_mg_l):
@@ -73,7 +74,7 @@ class SiteSurcharge:
     site: str
     volume_mg: float
     analytes: dict[str, AnalyteCharge] = field(default_factory=dict)
-    citation: str = CITATION
+    citation: str = ""
 
     @property
     def total_dollars(self) -> float:
@@ -85,37 +86,44 @@ class SiteSurcharge:
                 "total_dollars": self.total_dollars, "citation": self.citation}
 
 
-def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndarray, np.ndarray]],
-                   rates: dict[str, float], pack: str = "palmyra-wi",
-                   non_detect: str = DEFAULT_BILLING, rates_source: str = "rates") -> SiteSurcharge:
-    """The surcharge of one site for one billing period.
+def model_2_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndarray, np.ndarray]],
+                      rates: dict[str, float], bases: dict[str, tuple[float, str]], citation: str,
+                      non_detect: str = DEFAULT_BILLING, rates_source: str = "rates") -> SiteSurcharge:
+    """The surcharge of one site for one billing period: [Bc·B + Sc·S + Pc·P + Nc·N]·Vu.
 
     Parameters
     ----------
     site : str
         Site id.
     volume_mg : float
-        The period's volume [million gallons].
+        The period's volume Vu [million gallons].
     results : dict
-        analyte -> (values [mg/l], non-detect flags); analytes without a base in the pack
-        (FOG, cyanide) are ignored.
+        analyte -> (values [mg/l], non-detect flags); analytes without a base (FOG,
+        cyanide) are ignored.
     rates : dict
-        analyte -> cost per pound [$/lb].
-    pack : str
-        The rule pack giving the bases.
+        analyte -> cost per pound Bc, Sc, Pc, Nc [$/lb].
+    bases : dict
+        analyte -> (normal strength [mg/l], its citation), in the order charged.
+    citation : str
+        Where the ordinance adopts the formula.
     non_detect : str
         Non-detect policy (:mod:`lab.formulas.nondetect`), default ``zero``.
     rates_source : str
         Name of the rates file, for messages.
+
+    Returns
+    -------
+    SiteSurcharge
+        Per analyte the period's average, its base, the excess pounds and the dollars
+        (rounded to the cent); the total is the sum of the rounded analytes.
 
     Raises
     ------
     InputError
         When a surchargeable analyte has results but no rate.
     """
-    bases = normal_strength(pack)
     charges: dict[str, AnalyteCharge] = {}
-    for analyte, base in bases.items():
+    for analyte, (base, base_citation) in bases.items():
         if analyte not in results or len(results[analyte][0]) == 0:
             continue
         if analyte not in rates:
@@ -123,11 +131,11 @@ def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndar
         values, nd = results[analyte]
         billed = substitute(values, nd, non_detect)
         avg = float(billed.mean())
-        lb = float(excess_pounds(volume_mg, avg, base.value))
-        charges[analyte] = AnalyteCharge(analyte, avg, base.value, lb, rates[analyte],
+        lb = float(excess_pounds(volume_mg, avg, base))
+        charges[analyte] = AnalyteCharge(analyte, avg, base, lb, rates[analyte],
                                          cents(lb * rates[analyte]), int(len(billed)),
-                                         int(np.count_nonzero(nd)), base.citation)
-    return SiteSurcharge(site, float(volume_mg), charges)
+                                         int(np.count_nonzero(nd)), base_citation)
+    return SiteSurcharge(site, float(volume_mg), charges, citation)
 
 
 def group_results(rows) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
@@ -139,26 +147,3 @@ def group_results(rows) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
         nd.append(r.non_detect)
     return {s: {a: (np.asarray(v, dtype=np.float64), np.asarray(nd, dtype=bool)) for a, (v, nd) in d.items()}
             for s, d in acc.items()}
-
-
-def surcharges(rows, volumes: dict[str, float], rates: dict[str, float], pack: str = "palmyra-wi",
-               non_detect: str = DEFAULT_BILLING, lab_source: str = "lab file",
-               volume_source: str = "volumes", rates_source: str = "rates") -> list[SiteSurcharge]:
-    """Surcharges of every site in ``volumes``, sorted by site.
-
-    Raises
-    ------
-    InputError
-        A site with lab results but no volume, or a volume but no lab results.
-    """
-    grouped = group_results(rows)
-    no_volume = sorted(set(grouped) - set(volumes))
-    if no_volume:
-        raise InputError(f"{volume_source}: no volume for site(s) {', '.join(no_volume)} "
-                         f"(they have results in {lab_source})")
-    no_results = sorted(set(volumes) - set(grouped))
-    if no_results:
-        raise InputError(f"{lab_source}: no results for site(s) {', '.join(no_results)} "
-                         f"(given a volume in {volume_source})")
-    return [site_surcharge(s, volumes[s], grouped[s], rates, pack, non_detect, rates_source)
-            for s in sorted(volumes)]

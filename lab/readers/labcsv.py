@@ -68,9 +68,6 @@ class BadRow:
     reason: str
     raw: str
 
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.reason}"
-
 
 @dataclass
 class LabFile:
