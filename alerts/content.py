@@ -2,11 +2,13 @@
 
 A violation message gives the site, the parameter, the value and the limit with units, the
 start time in the village's time zone, the rule with the ordinance's words and citation,
-and a command (or link) to see the readings. A slug or an accidental discharge (an acid or
-caustic dump, a hot discharge) adds the report the ordinance requires of the discharger,
-laid out as a form to complete (webster-wi, 000_68bc5aa0322c9423.txt §240-6: "location of
-discharge, date and time thereof, type of waste, concentration and volume, and corrective
-actions").
+and a command (or link) to see the readings. An episode of a rule for which the village's
+ordinance requires the discharger to report (a slug, an acid or caustic dump, a hot
+discharge) adds that duty, in the ordinance's words, and the report laid out as a form to
+complete. Both come from the pack's ``[report_duty]`` (:class:`limits.packs.ReportDuty`):
+which rules call for the report, the section and words of the duty, and the report's
+contents (e.g. webster-wi, 000_68bc5aa0322c9423.txt §240-6: "location of discharge, date and
+time thereof, type of waste, concentration and volume, and corrective actions").
 """
 
 from __future__ import annotations
@@ -14,32 +16,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
-#: The discharger's notification the ordinance requires after a slugload or accidental
-#: discharge: webster-wi, 000_68bc5aa0322c9423.txt §240-6.
-DISCHARGE_REPORT_CITATION = "000_68bc5aa0322c9423.txt §240-6"
-DISCHARGE_REPORT_FIELDS = (
-    "Location of discharge",
-    "Date and time thereof",
-    "Type of waste",
-    "Concentration and volume",
-    "Corrective actions",
-)
-
-#: The discharger's duty to report, per pack (the seed's section and words); the report's
-#: contents are those Webster WI §240-6 lists (the only seed that spells them out).
-REPORT_DUTY = {
-    "webster-wi": ("000_68bc5aa0322c9423.txt §240-6",
-                   "Dischargers shall notify the Authority immediately upon the occurrence of a \"slugload,\" or "
-                   "accidental discharge of substances prohibited by this chapter. The notification shall include "
-                   "location of discharge, date and time thereof, type of waste, concentration and volume, and "
-                   "corrective actions."),
-    "palmyra-wi": ("003_44f871d49a02d8f5.txt §13.49",
-                   "Any person who accidentally discharges wastes or wastewater prohibited under §13.48 into a "
-                   "sanitary sewer shall immediately report such discharge to the Approving Authority."),
-}
-
-#: Rules whose episodes are a slug or an accidental discharge (the report above applies).
-DISCHARGE_RULES = ("slug", "ph-min", "ph-max", "temperature-max")
+from foundation.errors import InputError
+from limits.packs import ReportDuty, load_pack
 
 PARAMETER_NAMES = {"ph": "pH", "temperature": "Temperature", "flow": "Flow", "level": "Level"}
 
@@ -140,30 +118,49 @@ def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz:
     if ack:
         lines.insert(2, f"Acknowledged by {ack.get('by')} at {ack.get('at')}" +
                      (f": {ack['note']}" if ack.get("note") else ""))
-    if event in ("open", "escalate") and v["rule"] in DISCHARGE_RULES:
-        lines += ["", *discharge_report(v, site_name=site_name, tz=tz)]
+    duty = report_duty(v.get("pack"))
+    if event in ("open", "escalate") and duty is not None and v["rule"] in duty.rules:
+        lines += ["", *discharge_report(v, duty, site_name=site_name, tz=tz)]
     return title, "\n".join(lines)
 
 
-def discharge_report(v: dict, *, site_name: str, tz: str) -> list[str]:
-    """The discharger's report (Webster WI §240-6), pre-filled where the readings tell."""
+def report_duty(pack: str | None) -> ReportDuty | None:
+    """The pack's duty to report a discharge, or None (no pack, an unknown one, or no duty).
+
+    An alert goes out even when its pack cannot be read: the message then has no report.
+    """
+    if not pack:
+        return None
+    try:
+        return load_pack(pack).report_duty
+    except InputError:
+        return None
+
+
+def _fill(fill: str, v: dict, site_name: str, tz: str) -> str:
+    """What the report form pre-fills for an item of kind ``fill`` (see
+    :data:`limits.packs.REPORT_FILLS`) from the violation record; blanks to complete."""
+    if fill == "location":
+        return f"{site_name}, control manhole of sensor {v['site']}/{v.get('sensor', '')}"
+    if fill == "date-time":
+        return f"from {local_time(v['start'], tz)} to {local_time(v['end'], tz) if v.get('end') else '________'}"
+    if fill == "measured":
+        param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+        unit = "" if v.get("unit") == param else " " + (v.get("unit") or "")
+        return f"______________________ (measured: {param} {_num(v['peak'])}{unit})"
+    if fill == "concentration-volume":
+        return "____________ mg/l, ____________ gallons"
+    return "______________________________________"
+
+
+def discharge_report(v: dict, duty: ReportDuty, *, site_name: str, tz: str) -> list[str]:
+    """The discharger's report the ordinance requires, pre-filled where the readings tell."""
     kind = "a slug discharge" if v.get("kind") == "slug" else "an accidental discharge of a prohibited substance"
-    param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
-    cite, words = REPORT_DUTY.get(v.get("pack", ""), REPORT_DUTY["webster-wi"])
-    head = [f"Discharger's report required for {kind}: {cite}", f"  \"{words}\""]
-    if cite != DISCHARGE_REPORT_CITATION:
-        head.append(f"  (contents as {DISCHARGE_REPORT_CITATION} lists them)")
-    return [
-        *head,
-        "Complete and return:",
-        f"  1. {DISCHARGE_REPORT_FIELDS[0]}: {site_name}, control manhole of sensor {v['site']}/{v.get('sensor', '')}",
-        f"  2. {DISCHARGE_REPORT_FIELDS[1]}: from {local_time(v['start'], tz)} to "
-        f"{local_time(v['end'], tz) if v.get('end') else '________'}",
-        f"  3. {DISCHARGE_REPORT_FIELDS[2]}: ______________________ (measured: {param} "
-        f"{_num(v['peak'])}{'' if v.get('unit') == param else ' ' + (v.get('unit') or '')})",
-        f"  4. {DISCHARGE_REPORT_FIELDS[3]}: ____________ mg/l, ____________ gallons",
-        f"  5. {DISCHARGE_REPORT_FIELDS[4]}: ______________________________________",
-    ]
+    head = [f"Discharger's report required for {kind}: {duty.citation}", f"  \"{duty.words}\""]
+    if duty.contents_citation != duty.citation:
+        head.append(f"  (contents as {duty.contents_citation} lists them)")
+    return [*head, "Complete and return:",
+            *(f"  {i}. {item.words}: {_fill(item.fill, v, site_name, tz)}" for i, item in enumerate(duty.contents, 1))]
 
 
 def health_message(alert_id: int, event: str, h: dict, *, site_name: str, tz: str) -> tuple[str, str]:
