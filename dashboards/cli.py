@@ -82,6 +82,8 @@ def _preview(args: argparse.Namespace, ctx) -> int:
         choices["site"] = args.site if len(args.site) > 1 else args.site[0]
     tf = parse_time(args.time_from, "--from") if args.time_from else None
     tt = parse_time(args.time_to, "--to") if args.time_to else None
-    for f in render_all(args.dir, _db_url(args, ctx), tf, tt, choices):
+    url = _db_url(args, ctx)
+    ctx.require_schema("grafana", db_url=url)
+    for f in render_all(args.dir, url, tf, tt, choices):
         print(f)
     return 0

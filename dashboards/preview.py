@@ -193,6 +193,18 @@ def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime
     return out
 
 
+def _check_choices(vars_: Mapping, choices: Mapping) -> None:
+    """A chosen value the variable's own query does not offer is a typo, not an empty page."""
+    for name, value in choices.items():
+        var = vars_.get(name)
+        if var is None:
+            continue
+        unknown = [v for v in (value if isinstance(value, list) else [value]) if v not in var.options]
+        if unknown:
+            known = ", ".join(var.options) or "none: the database has no sites yet"
+            raise InputError(f"--{name}: unknown {name} {', '.join(map(repr, unknown))} (known: {known})")
+
+
 def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = None,
                tt: datetime | None = None, choices: Mapping | None = None) -> list[Path]:
     """Render every dashboard to ``DIR/<uid>.png``; return the files."""
@@ -215,6 +227,7 @@ def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = 
                 if v["name"] in mine and not v.get("multi") and isinstance(mine[v["name"]], list):
                     mine[v["name"]] = mine[v["name"]][0]
             vars_ = dq.variables(dash, conn, mine)
+            _check_choices(vars_, mine)
             results = [dq.run(conn, q, a, b, vars_) for q in dq.queries(dash)]
             files.append(render(dash, results, out / f"{dash['uid']}.png", a, b, vars_))
     return files

@@ -15,11 +15,12 @@ from foundation.errors import (
     DatabaseError,
     InputError,
     NotBuiltYet,
+    SchemaMissing,
     ServiceError,
     SewerwatchError,
     report,
 )
 
 __all__ = [
-    "ConfigError", "DatabaseError", "InputError", "NotBuiltYet", "ServiceError", "SewerwatchError", "report",
+    "ConfigError", "DatabaseError", "InputError", "NotBuiltYet", "SchemaMissing", "ServiceError", "SewerwatchError", "report",
 ]

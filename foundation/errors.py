@@ -7,7 +7,8 @@ Every error a user can cause or meet is one of these; the CLI prints it as a sin
 
     SewerwatchError                 exit 1
     ├── InputError                  exit 2   bad file, row, unit, parameter or argument
-    │   └── ConfigError             exit 2   the utility's TOML config (names file and key)
+    │   ├── ConfigError             exit 2   the utility's TOML config (names file and key)
+    │   └── SchemaMissing           exit 2   the database lacks the schema: run `db migrate`
     ├── ServiceError                exit 1   embedded or configured TimescaleDB/Mosquitto
     │   └── DatabaseError           exit 1   migrations, roles, connections
     └── NotBuiltYet                 exit 3   a subcommand whose issue is still open
@@ -50,6 +51,14 @@ class ConfigError(InputError):
         self.path, self.key, self.problem = str(path), key, problem
         where = f"{self.path}: {key}" if key else self.path
         super().__init__(f"{where}: {problem}")
+
+
+class SchemaMissing(InputError):
+    """The database has no sewerwatch schema, or an older one: ``sewerwatch db migrate``.
+
+    An input error (exit 2): the database the user pointed at is not ready, and one
+    command (named in the message) makes it so.
+    """
 
 
 class ServiceError(SewerwatchError):

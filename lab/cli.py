@@ -132,6 +132,7 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
 
     tz = ZoneInfo(ctx.config.timezone) if ctx.config.timezone else None
     with ctx.connect("owner") as conn:
+        _require_sites(ctx, conn, "lab import")
         report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz).as_json()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -142,6 +143,20 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
         for b in report["bad_rows"]:
             print(f"  line {b['line']}: {b['reason']}")
     return 0
+
+
+def _require_sites(ctx, conn, what: str) -> None:
+    """Refuse when the database knows no site: every row would be a dead letter."""
+    from foundation.context import config_search_note
+
+    if conn.execute("SELECT count(*) FROM sites").fetchone()[0]:
+        return
+    if not ctx.has_config:
+        raise InputError(f"{what}: the database knows no sites and there is no config to take them from "
+                         f"({config_search_note()}); pass --config FILE, then 'sewerwatch db migrate' "
+                         "writes its sites")
+    raise InputError(f"{what}: the database knows no sites; 'sewerwatch db migrate' writes the sites "
+                     f"of {ctx.config.path} ({len(ctx.config.sites)} listed)")
 
 
 def _lab_check(args: argparse.Namespace, ctx) -> int:

@@ -44,8 +44,7 @@ def register(sub) -> None:
 
 
 def run(args, ctx) -> int:
-
-
+    checked = None
     if args.gap_multiple is not None and not args.gap_multiple > 0:
         raise InputError(f"--gap-multiple: expected a positive number, got {args.gap_multiple}")
     if args.readings and (args.from_ or args.to):
@@ -59,18 +58,50 @@ def run(args, ctx) -> int:
             raise InputError("database mode needs both --from and --to")
         # lazy: the database mode needs psycopg, which the file mode does not
         from limits.history import check_history, parse_range
-        parse_range(args.from_, args.to)   # a bad time is an error before connecting
+        start_us, end_us = parse_range(args.from_, args.to)   # a bad time is an error before connecting
         with ctx.connect("owner", db_url=args.db_url) as conn:
+            n_sensors, n_with_readings = _coverage(conn, args.site, start_us, end_us)
+            if not n_sensors and not args.site:   # (an unknown --site is check_history's error)
+                raise InputError(_no_sensors(ctx, args.db_url))
             records = check_history(args.from_, args.to, conn, pack=args.pack, sites=args.site,
                                     store=args.store, gap_multiple=args.gap_multiple,
                                     progress=not args.quiet)
+        checked = (f"the readings of {n_with_readings} of {n_sensors} sensors from {args.from_} to {args.to}"
+                   if n_with_readings else None)
+        if not n_with_readings:
+            # nothing was judged: never "no violations"
+            print(f"check: nothing checked: no readings from {args.from_} to {args.to} "
+                  f"for the {n_sensors} sensors in the database", file=sys.stderr)
     else:
         raise InputError("give --readings FILE.csv (with --pack) or --from/--to for the database")
     if args.json:
         sys.stdout.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
-    else:
-        print_table(records, sys.stdout)
+    elif args.readings or checked:
+        print_table(records, sys.stdout, checked)
     return 0
+
+
+def _coverage(conn, sites, start_us: int, end_us: int) -> tuple[int, int]:
+    """Sensors (of ``sites``, default all) in the database, and how many have a reading in
+    ``[start_us, end_us)`` (each an index probe on ``(sensor_id, time)``)."""
+    from datetime import datetime, timezone
+
+    a, b = (datetime.fromtimestamp(x / 1e6, timezone.utc) for x in (start_us, end_us))
+    return conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM readings r WHERE r.sensor_id = se.id "
+        "AND r.time >= %s AND r.time < %s)) "
+        "FROM sensors se JOIN sites si ON si.id = se.site_id "
+        "WHERE (%s::text[] IS NULL OR si.key = ANY(%s::text[]))", (a, b, sites, sites)).fetchone()
+
+
+def _no_sensors(ctx, db_url) -> str:
+    if db_url or ctx.has_config:
+        return ("check: the database has no sensors to check; 'sewerwatch db migrate' writes the "
+                "config's sites and sensors, 'sewerwatch collect' or 'run' their readings")
+    from foundation.context import config_search_note
+
+    return ("check: the database has no sensors and there is no config to take them from "
+            f"({config_search_note()}); pass --config FILE, then 'sewerwatch db migrate'")
 
 
 def check_file(pack_name: str, path: str, gap_multiple: float | None = None) -> list[dict]:
@@ -86,10 +117,10 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None) -> 
     return recs
 
 
-def print_table(records: list[dict], out) -> None:
-    """A readable table of violations."""
+def print_table(records: list[dict], out, checked: str | None = None) -> None:
+    """A readable table of violations (``checked``: what was judged, for the empty case)."""
     if not records:
-        out.write("no violations\n")
+        out.write(f"no violations in {checked}\n" if checked else "no violations\n")
         return
     cols = [("site", "site"), ("sensor", "sensor"), ("rule", "rule"), ("start", "start (UTC)"),
             ("end", "end (UTC)"), ("peak", "peak"), ("limit", "limit"), ("unit", "unit"),

@@ -65,10 +65,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def newest_migration() -> int:
+    """The version of the newest migration in ``sewerwatch/db/migrations``."""
+    from sewerwatch.db import migrate  # lazy: psycopg, which commands on files do not need
+
+    return migrate.discover()[-1].version
+
+
 def make_context(config_path: str | None = None) -> Context:
-    """The context the shell hands to every handler: the config, connections, and the
-    embedded services brought up on request."""
-    return Context(config_path, start_services=services.up)
+    """The context the shell hands to every handler: the config, connections (each checked
+    for the schema of :func:`newest_migration`), and the embedded services brought up on
+    request."""
+    return Context(config_path, start_services=services.up, schema_version=newest_migration)
+
+
+def database_error(exc: BaseException) -> SewerwatchError | None:
+    """A psycopg error no handler expected, as the one line it means (or None).
+
+    The safety net behind the context's schema check: a table missing later (a database
+    restored without the schema, a dropped view) still says to run ``sewerwatch db
+    migrate`` instead of printing a traceback.
+    """
+    if not type(exc).__module__.startswith("psycopg"):
+        return None
+    from foundation import db  # lazy: only reached when psycopg is loaded already
+
+    return db.translate(exc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,3 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        mapped = database_error(exc)
+        if mapped is None:
+            raise
+        return report(mapped)

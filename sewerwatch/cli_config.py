@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def _check(args, ctx) -> int:
-    cfg = config.load(args.file) if args.file else ctx.config
+    cfg = config.load(args.file) if args.file else ctx.require_config("config check", "a file to check")
     ModbusOptions.from_config(cfg)   # the collector validates its own [modbus] settings
     print(f"{cfg.path}: {cfg.name}, pack {cfg.pack}")
     print(f"  {len(cfg.sites)} sites, {len(cfg.devices)} Modbus devices, {len(cfg.sensors)} sensors, "

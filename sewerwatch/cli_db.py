@@ -43,7 +43,7 @@ def _migrate(args, ctx) -> int:
     if not done:
         _log("schema is up to date")
     if cfg.sites:
-        with ctx.connect(db_url=url) as conn:
+        with ctx.connect(db_url=url, schema=False) as conn:
             res = sync.sync(conn, cfg)
         _log(f"config {cfg.path}: {res['sites']} sites, {res['sensors']} sensors in the database")
         for k in res["stale_sites"] + res["stale_sensors"]:
@@ -55,7 +55,7 @@ def _status(args, ctx) -> int:
     from sewerwatch.db import migrate  # lazy: psycopg (see _migrate)
 
     url = _target(args, ctx)
-    with ctx.connect(db_url=url) as conn:
+    with ctx.connect(db_url=url, schema=False) as conn:
         have = migrate.applied(conn)
         tsdb = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").fetchone()
     for m in migrate.discover():

@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from foundation.errors import InputError, SewerwatchError
+from foundation.errors import InputError, SchemaMissing, SewerwatchError
 from foundation.paths import RUN_STATUS_FILE as STATUS_FILE
 from sewerwatch import services
 
@@ -89,6 +89,8 @@ def gather_status(ctx) -> dict:
             out["open_alerts"] = [dict(zip(("id", "kind", "state", "opened_at", "summary"), r)) for r in conn.execute(
                 "SELECT id, kind, state, opened_at, summary FROM alerts WHERE state <> 'resolved' "
                 "ORDER BY opened_at").fetchall()]
+    except SchemaMissing:
+        raise   # not a health state: one line, exit 2, naming 'sewerwatch db migrate'
     except SewerwatchError as exc:
         out["database_error"] = str(exc)
     return out
