@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from foundation.errors import InputError
+
+#: The environment variable ``dashboards push`` reads the Grafana token from.
+TOKEN_ENV = "SEWERWATCH_GRAFANA_TOKEN"
+#: The environment variable giving the read-only grafana role's database URL.
+GRAFANA_URL_ENV = "SEWERWATCH_GRAFANA_DB_URL"
 
 
 def register(sub) -> None:
@@ -14,11 +22,13 @@ def register(sub) -> None:
 
     e = dsub.add_parser("export", help="write the dashboard JSON and Grafana provisioning files",
                         description="Write DIR/dashboards/*.json, DIR/provisioning/datasources/"
-                        "sewerwatch.yaml (PostgreSQL, timescaledb: true), DIR/provisioning/dashboards/"
-                        "sewerwatch.yaml (a file provider) and DIR/grafana.env (the data source password).")
+                        "sewerwatch.yaml (PostgreSQL; timescaledb: true or false, as the database has the "
+                        "extension or not), DIR/provisioning/dashboards/sewerwatch.yaml (a file provider) "
+                        "and DIR/grafana.env (the data source password).")
     e.add_argument("dir", metavar="DIR")
-    e.add_argument("--db-url", help="the database as the read-only grafana role "
-                   "(default: the configured or embedded database)")
+    e.add_argument("--db-url", help="the database as the read-only grafana role (default: "
+                   f"${GRAFANA_URL_ENV}, else the embedded database's grafana role)")
+    _timescaledb_option(e)
     e.add_argument("--dashboards-path", help="where Grafana will read the dashboard files "
                    "(default: DIR/dashboards, absolute)")
     e.set_defaults(func=_export)
@@ -26,9 +36,13 @@ def register(sub) -> None:
     u = dsub.add_parser("push", help="create or update the folder, data source and dashboards on a Grafana server",
                         description="Idempotent: objects equal to what sewerwatch generates are left alone.")
     u.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://127.0.0.1:3000")
-    u.add_argument("--token", required=True, help="a Grafana service account token (Editor or Admin)")
+    tok = u.add_mutually_exclusive_group()
+    tok.add_argument("--token", help=f"a Grafana service account token (Editor or Admin); better kept out of "
+                     f"the command line: ${TOKEN_ENV} or --token-file")
+    tok.add_argument("--token-file", metavar="FILE", help="a file holding the token (e.g. a mounted secret)")
     u.add_argument("--db-url", help="the database as Grafana should reach it, as the grafana role "
-                   "(default: the configured or embedded database)")
+                   f"(default: ${GRAFANA_URL_ENV}, else the embedded database's grafana role)")
+    _timescaledb_option(u)
     u.add_argument("--no-datasource", action="store_true", help="leave the data source alone")
     u.set_defaults(func=_push)
 
@@ -36,15 +50,44 @@ def register(sub) -> None:
                         description="Runs each panel's SQL, expanded as Grafana expands it, as the "
                         "grafana role and draws it: DIR/<dashboard>.png, one image per dashboard.")
     v.add_argument("dir", metavar="DIR")
-    v.add_argument("--db-url", help="the database (default: the configured or embedded one, grafana role)")
+    v.add_argument("--db-url", help=f"the database as the grafana role (default: ${GRAFANA_URL_ENV}, else the "
+                   "embedded database's grafana role)")
     v.add_argument("--from", dest="time_from", help="range start, ISO-8601 (default: each dashboard's own range)")
     v.add_argument("--to", dest="time_to", help="range end, ISO-8601 (default: now)")
     v.add_argument("--site", action="append", help="the site variable's value (repeat for several)")
     v.set_defaults(func=_preview)
 
 
-def _db_url(args, ctx) -> str:
-    return args.db_url or ctx.endpoints().db("grafana")
+def _timescaledb_option(p) -> None:
+    p.add_argument("--timescaledb", action=argparse.BooleanOptionalAction, default=None,
+                   help="whether the database has the timescaledb extension (default: ask the database)")
+
+
+def _db_url(args, ctx, what: str) -> str:
+    """The read-only grafana role's URL: ``--db-url``, ``$SEWERWATCH_GRAFANA_DB_URL``, or the
+    embedded cluster's. A configured ``db_url`` is the owner's, which Grafana must not use."""
+    url = args.db_url or os.environ.get(GRAFANA_URL_ENV)
+    if url:
+        return url
+    ep = ctx.endpoints()
+    if ep.db_embedded:
+        return ep.db("grafana")
+    raise InputError(f"dashboards {what}: the configured db_url is the schema owner's, and Grafana reads as the "
+                     "read-only role sewerwatch_grafana: give --db-url postgresql://sewerwatch_grafana:PASSWORD@HOST"
+                     f"/DATABASE (or ${GRAFANA_URL_ENV}); 'sewerwatch db roles --sql' prints the statements "
+                     "that give the role a login")
+
+
+def _target(args, ctx, what: str):
+    """The data source's database, and whether it has TimescaleDB (asked when not said)."""
+    from dashboards.export import DbTarget, inspect_target
+
+    url = _db_url(args, ctx, what)
+    ts = args.timescaledb
+    if ts is None:
+        DbTarget.from_url(url)   # a malformed URL is an input error before connecting
+        ts = inspect_target(url)
+    return DbTarget.from_url(url, timescaledb=ts)
 
 
 # The handlers import their work lazily: matplotlib, PyYAML and grafana-client are slow to
@@ -53,10 +96,11 @@ def _db_url(args, ctx) -> str:
 
 def _export(args: argparse.Namespace, ctx) -> int:
     from dashboards.definitions import build_all
-    from dashboards.export import DbTarget, write
+    from dashboards.export import write
 
-    target = DbTarget.from_url(_db_url(args, ctx))
-    files = write(args.dir, [d.to_json() for d in build_all()], target, args.dashboards_path)
+    target = _target(args, ctx, "export")
+    files = write(args.dir, [d.to_json() for d in build_all(timescaledb=target.timescaledb)], target,
+                  args.dashboards_path)
     for f in files:
         print(f)
     return 0
@@ -64,14 +108,34 @@ def _export(args: argparse.Namespace, ctx) -> int:
 
 def _push(args: argparse.Namespace, ctx) -> int:
     from dashboards.definitions import build_all
-    from dashboards.export import DbTarget
     from dashboards.push import check_url, push
 
     check_url(args.url)
-    target = None if args.no_datasource else DbTarget.from_url(_db_url(args, ctx))
-    for change in push(args.url, args.token, [d.to_json() for d in build_all()], target):
+    token = grafana_token(args)
+    target = _target(args, ctx, "push")
+    dashboards = [d.to_json() for d in build_all(timescaledb=target.timescaledb)]
+    for change in push(args.url, token, dashboards, None if args.no_datasource else target):
         print(change)
     return 0
+
+
+def grafana_token(args) -> str:
+    """The token from ``--token``, ``--token-file`` or ``$SEWERWATCH_GRAFANA_TOKEN``, in that order."""
+    if args.token:
+        return args.token
+    if args.token_file:
+        try:
+            token = open(args.token_file, encoding="utf-8").read().strip()
+        except OSError as exc:
+            raise InputError(f"--token-file: cannot read {args.token_file} ({exc.strerror})") from None
+        if not token:
+            raise InputError(f"--token-file: {args.token_file} is empty")
+        return token
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise InputError(f"dashboards push needs a Grafana service account token: set ${TOKEN_ENV}, "
+                         "or give --token-file FILE (or --token TOKEN)")
+    return token
 
 
 def _preview(args: argparse.Namespace, ctx) -> int:
@@ -82,7 +146,7 @@ def _preview(args: argparse.Namespace, ctx) -> int:
         choices["site"] = args.site if len(args.site) > 1 else args.site[0]
     tf = parse_time(args.time_from, "--from") if args.time_from else None
     tt = parse_time(args.time_to, "--to") if args.time_to else None
-    url = _db_url(args, ctx)
+    url = _db_url(args, ctx, "preview")
     ctx.require_schema("grafana", db_url=url)
     for f in render_all(args.dir, url, tf, tt, choices):
         print(f)

@@ -3,7 +3,11 @@
 Every panel query reads the database as the read-only ``sewerwatch_grafana`` role, through
 the views of migration ``0050_dashboard_views.sql`` where they keep the SQL short. Time
 series bucket with Grafana's ``$__timeGroupAlias`` (TimescaleDB ``time_bucket``, the data
-source is provisioned with ``timescaledb: true``). The pack figures (pH and temperature
+source is provisioned with ``timescaledb: true``); for a database without the extension
+the dashboards are built with ``timescaledb=False`` and bucket with PostgreSQL's own
+``date_bin`` (PostgreSQL 14 and later) from time_bucket's origin, so the buckets are the
+same and stay timestamps (Grafana's non-TimescaleDB ``$__timeGroup`` gives epoch numbers,
+which the slug line's 24-hour window cannot use). The pack figures (pH and temperature
 limits, normal strengths) are written into the SQL from ``limits/packs`` and joined on the
 site's pack, so each site is drawn against its own ordinance.
 """
@@ -22,6 +26,30 @@ LOADING_ANALYTES = (("bod5", "BOD"), ("tss", "TSS"), ("tkn", "TKN"), ("tp", "P")
 
 SITE_VAR_SQL = "SELECT key AS __value, name AS __text FROM sites ORDER BY name"
 
+#: time_bucket's default origin (a Monday), so date_bin buckets equal TimescaleDB's
+PLAIN_ORIGIN = "TIMESTAMPTZ '2000-01-03 00:00:00+00'"
+#: fixed bucket widths the panels use, as Grafana writes them and as a PostgreSQL interval
+_WIDTHS = {"'1d'": "interval '1 day'", "$__interval": "$__interval_ms * interval '1 millisecond'"}
+
+
+def time_group(column: str, width: str, timescaledb: bool = True, alias: bool = False) -> str:
+    """A bucket expression: ``$__timeGroup`` for TimescaleDB, else ``date_bin``.
+
+    Parameters
+    ----------
+    column : str
+        The timestamp column.
+    width : str
+        ``$__interval`` (Grafana's query interval) or ``'1d'``.
+    timescaledb : bool
+        The database has the extension (the data source's ``jsonData.timescaledb``).
+    alias : bool
+        Name the bucket ``"time"`` (``$__timeGroupAlias``).
+    """
+    if timescaledb:
+        return f"$__timeGroup{'Alias' if alias else ''}({column}, {width})"
+    return f"date_bin({_WIDTHS[width]}, {column}, {PLAIN_ORIGIN})" + (' AS "time"' if alias else "")
+
 
 def _site_single() -> m.QueryVariable:
     return m.QueryVariable("site", "Site", SITE_VAR_SQL)
@@ -34,7 +62,7 @@ def _site_multi() -> m.QueryVariable:
 # --- Overview --------------------------------------------------------------------------
 
 
-def overview() -> m.Dashboard:
+def overview(timescaledb: bool = True) -> m.Dashboard:
     status_mappings = [{"type": "value", "options": {
         "in violation": {"color": "red", "index": 0},
         "violation in last 30 days": {"color": "orange", "index": 1},
@@ -81,13 +109,13 @@ FROM alerts a LEFT JOIN sites t ON t.id = a.site_id
 WHERE a.state <> 'resolved'
 ORDER BY a.opened_at DESC
 """, "table")], (12, 12, 12, 9)),
-        m.timeseries("Violations started per day", [m.Target("A", """
-SELECT $__timeGroupAlias(v.start_time, '1d'), t.key AS metric, count(*) AS violations
+        m.timeseries("Violations started per day", [m.Target("A", f"""
+SELECT {time_group("v.start_time", "'1d'", timescaledb, alias=True)}, t.key AS metric, count(*) AS violations
 FROM violations v JOIN sites t ON t.id = v.site_id
 WHERE $__timeFilter(v.start_time)
 GROUP BY 1, 2
 ORDER BY 1
-""")], (0, 21, 24, 8), draw="bars"),
+""")], (0, 21, 24, 8), draw="bars", interval="1d"),
     ]
     return m.Dashboard("sewerwatch-overview", "sewerwatch: Overview",
                        "Every industrial user: compliance, open alerts, freshness of data.",
@@ -97,9 +125,9 @@ ORDER BY 1
 # --- Site ------------------------------------------------------------------------------
 
 
-def _readings_sql(parameter: str) -> str:
+def _readings_sql(parameter: str, timescaledb: bool = True) -> str:
     return f"""
-SELECT $__timeGroupAlias(time, $__interval), sensor AS metric, avg(value) AS value
+SELECT {time_group("time", "$__interval", timescaledb, alias=True)}, sensor AS metric, avg(value) AS value
 FROM dash_readings
 WHERE site = '$site' AND parameter = '{parameter}' AND quality = 0 AND $__timeFilter(time)
 GROUP BY 1, 2
@@ -138,7 +166,7 @@ SLUG_LINE = "slug line (5 x 24-h average)"
 #: the site's total flow: per bucket, the sum over its flow meters of each meter's average
 _SITE_FLOW = """
     SELECT bucket, sum(flow) AS flow FROM (
-        SELECT $__timeGroup(time, $__interval) AS bucket, sensor_id, avg(value) AS flow
+        SELECT {bucket} AS bucket, sensor_id, avg(value) AS flow
         FROM dash_readings
         WHERE site = '$site' AND parameter = 'flow' AND quality = 0
           AND time BETWEEN {start} AND $__timeTo()::timestamptz
@@ -147,16 +175,20 @@ _SITE_FLOW = """
 """
 
 
-def flow_sql() -> str:
+def _site_flow(start: str, timescaledb: bool) -> str:
+    return _SITE_FLOW.format(start=start, bucket=time_group("time", "$__interval", timescaledb))
+
+
+def flow_sql(timescaledb: bool = True) -> str:
     """The site's total flow [gpm] per bucket."""
     return f"""
 SELECT bucket AS "time", flow
-FROM ({_SITE_FLOW.format(start="$__timeFrom()::timestamptz")}) f
+FROM ({_site_flow("$__timeFrom()::timestamptz", timescaledb)}) f
 ORDER BY 1
 """
 
 
-def slug_sql() -> str:
+def slug_sql(timescaledb: bool = True) -> str:
     """The slug line: 5 x the trailing 24-hour average of the site's flow.
 
     palmyra-wi, 003_44f871d49a02d8f5.txt §13.43 SLUG: "more than 5 times the average
@@ -166,7 +198,7 @@ def slug_sql() -> str:
     the time-weighted average.
     """
     return f"""
-WITH b AS ({_SITE_FLOW.format(start="$__timeFrom()::timestamptz - interval '24 hours'")}),
+WITH b AS ({_site_flow("$__timeFrom()::timestamptz - interval '24 hours'", timescaledb)}),
 w AS (
     SELECT bucket, 5 * avg(flow) OVER (ORDER BY bucket
                    RANGE BETWEEN interval '24 hours' PRECEDING AND CURRENT ROW) AS slug_line
@@ -179,22 +211,22 @@ ORDER BY 1
 """
 
 
-def site(packs: Packs) -> m.Dashboard:
+def site(packs: Packs, timescaledb: bool = True) -> m.Dashboard:
     red_dashed = {"custom__lineStyle": {"fill": "dash", "dash": [10, 10]},
                   "color": {"mode": "fixed", "fixedColor": "red"}}
     panels = [
-        m.timeseries("pH", [m.Target("A", _readings_sql("ph")),
+        m.timeseries("pH", [m.Target("A", _readings_sql("ph", timescaledb)),
                             m.Target("B", _limits_sql(packs, "ph", "pH"), "table")],
                      (0, 0, 12, 9), unit="none", threshold_style="dashed",
                      description="pH at the control manhole; dashed lines: the site's pack limits.",
                      transformations=_limits_from_query("pH")),
-        m.timeseries("Temperature", [m.Target("A", _readings_sql("temperature")),
+        m.timeseries("Temperature", [m.Target("A", _readings_sql("temperature", timescaledb)),
                                      m.Target("B", _limits_sql(packs, "temperature", "temperature"), "table")],
                      (12, 0, 12, 9), unit="fahrenheit", threshold_style="dashed",
                      description="Temperature [degF]; dashed line: the site's pack limit.",
                      transformations=_limits_from_query("temperature")),
-        m.timeseries("Flow and slug line", [m.Target("A", flow_sql()),
-                                            m.Target("C", slug_sql())],
+        m.timeseries("Flow and slug line", [m.Target("A", flow_sql(timescaledb)),
+                                            m.Target("C", slug_sql(timescaledb))],
                      (0, 9, 24, 9), unit="flowgpm",
                      description="The site's flow [gpm] and the slug line at 5 x the trailing 24-hour average "
                                  "(palmyra-wi §13.43, westfield-wi SLUG).",
@@ -277,7 +309,7 @@ def lab(packs: Packs) -> m.Dashboard:
         panels.append(m.timeseries(
             f"Monthly pounds of {label} against normal strength",
             [m.Target("A", _loading_sql(packs, analyte))],
-            ((i % 2) * 12, (i // 2) * 8, 12, 8), unit="masslb", draw="bars",
+            ((i % 2) * 12, (i // 2) * 8, 12, 8), unit="masslb", draw="bars", interval="1M",
             description=f"Pounds of {label} discharged each month (monthly average lab "
                         "concentration x monthly volume from the flow meter x 8.34) beside the "
                         "pounds at the pack's normal strength."))
@@ -315,7 +347,7 @@ ORDER BY ls.collected DESC, t.key, lr.analyte
 # --- Sensor health ---------------------------------------------------------------------
 
 
-def sensor_health() -> m.Dashboard:
+def sensor_health(timescaledb: bool = True) -> m.Dashboard:
     panels = [
         m.table("Sensors: freshness and completeness", [m.Target("A", """
 SELECT l.site, l.sensor, l.parameter, l.last_time AS "last reading", round(l.age_s) AS "age [s]",
@@ -336,15 +368,15 @@ WHERE l.site IN ($site)
 ORDER BY l.site, l.sensor
 """, "table")], (0, 0, 24, 9), description="Completeness: readings received in the range over "
             "the readings the sensor's interval promises. Out of range: quality 1; faults: quality 2."),
-        m.timeseries("Readings received", [m.Target("A", """
-SELECT $__timeGroupAlias(time, $__interval), site || '/' || sensor AS metric, count(*) AS readings
+        m.timeseries("Readings received", [m.Target("A", f"""
+SELECT {time_group("time", "$__interval", timescaledb, alias=True)}, site || '/' || sensor AS metric, count(*) AS readings
 FROM dash_readings
 WHERE site IN ($site) AND $__timeFilter(time)
 GROUP BY 1, 2
 ORDER BY 1
 """)], (0, 9, 12, 8)),
-        m.timeseries("Flagged readings (out of range or fault)", [m.Target("A", """
-SELECT $__timeGroupAlias(time, $__interval), site || '/' || sensor AS metric, count(*) AS flagged
+        m.timeseries("Flagged readings (out of range or fault)", [m.Target("A", f"""
+SELECT {time_group("time", "$__interval", timescaledb, alias=True)}, site || '/' || sensor AS metric, count(*) AS flagged
 FROM dash_readings
 WHERE site IN ($site) AND quality > 0 AND $__timeFilter(time)
 GROUP BY 1, 2
@@ -363,7 +395,11 @@ ORDER BY payloads DESC
                        time_from="now-24h")
 
 
-def build_all(packs: Packs | None = None) -> list[m.Dashboard]:
-    """The four dashboards, drawn against the rule packs in ``limits/packs``."""
+def build_all(packs: Packs | None = None, timescaledb: bool = True) -> list[m.Dashboard]:
+    """The four dashboards, drawn against the rule packs in ``limits/packs``.
+
+    ``timescaledb``: the database has the extension; without it the time series bucket
+    with ``date_bin`` (:func:`time_group`).
+    """
     packs = packs or load_packs()
-    return [overview(), site(packs), lab(packs), sensor_health()]
+    return [overview(timescaledb), site(packs, timescaledb), lab(packs), sensor_health(timescaledb)]

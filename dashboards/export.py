@@ -4,7 +4,7 @@
 
     DIR/
       dashboards/sewerwatch-*.json            one file per dashboard
-      provisioning/datasources/sewerwatch.yaml   the PostgreSQL data source (timescaledb: true)
+      provisioning/datasources/sewerwatch.yaml   the PostgreSQL data source (timescaledb: true/false)
       provisioning/dashboards/sewerwatch.yaml    a file provider reading DIR/dashboards
       grafana.env                              SEWERWATCH_GRAFANA_DB_PASSWORD=... (mode 0600)
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import psycopg
 import yaml
 
 from dashboards import model as m
@@ -42,9 +43,10 @@ class DbTarget:
     password: str
     database: str
     sslmode: str = "disable"
+    timescaledb: bool = True
 
     @classmethod
-    def from_url(cls, url: str) -> "DbTarget":
+    def from_url(cls, url: str, timescaledb: bool = True) -> "DbTarget":
         parts = urlsplit(url)
         if parts.scheme not in ("postgresql", "postgres"):
             raise InputError(f"--db-url: expected a postgresql:// URL, got {url.split('@')[-1]!r}")
@@ -54,20 +56,55 @@ class DbTarget:
                              "(postgresql://USER:PASSWORD@HOST:PORT/DATABASE)")
         query = dict(p.split("=", 1) for p in parts.query.split("&") if "=" in p)
         return cls(parts.hostname, parts.port or 5432, unquote(parts.username),
-                   unquote(parts.password or ""), database, query.get("sslmode", "disable"))
+                   unquote(parts.password or ""), database, query.get("sslmode", "disable"), timescaledb)
+
+    @property
+    def where(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}/{self.database}"
+
+
+def inspect_target(url: str, timeout_s: int = 5) -> bool:
+    """Connect as the data source will; return whether the database has TimescaleDB.
+
+    Raises
+    ------
+    InputError
+        The database cannot be reached (say ``--timescaledb`` or ``--no-timescaledb``
+        instead), or the account can write: Grafana reads as a read-only role
+        (``sewerwatch_grafana``; ``sewerwatch db roles --sql`` gives it a login).
+    """
+    target = DbTarget.from_url(url)
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=timeout_s)
+    except psycopg.OperationalError as exc:
+        first = (str(exc).strip().splitlines() or ["unreachable"])[0]
+        raise InputError(f"cannot reach the database at {target.where} to see whether it has the "
+                         f"timescaledb extension ({first}); give --timescaledb or --no-timescaledb") from None
+    with conn:
+        ts = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'").fetchone() is not None
+        writes = conn.execute(
+            "SELECT rolsuper OR (to_regclass('public.readings') IS NOT NULL "
+            "AND has_table_privilege('public.readings', 'INSERT, UPDATE, DELETE')) "
+            "FROM pg_roles WHERE rolname = current_user").fetchone()[0]
+    if writes:
+        raise InputError(f"the data source account {target.user} can write to the database; Grafana reads as "
+                         "the read-only role sewerwatch_grafana: give --db-url postgresql://sewerwatch_grafana:"
+                         f"PASSWORD@{target.host}:{target.port}/{target.database} ('sewerwatch db roles --sql' "
+                         "prints the statements that give it a login)")
+    return ts
 
 
 def datasource(db: DbTarget, password: str | None = None) -> dict:
     """The data source as Grafana's HTTP API and provisioning files describe it.
 
-    ``jsonData.timescaledb`` makes ``$__timeGroup`` use ``time_bucket``; the database is
-    under ``jsonData.database`` as current Grafana expects.
+    ``jsonData.timescaledb`` (the target's) makes ``$__timeGroup`` use ``time_bucket``; the
+    database is under ``jsonData.database`` as current Grafana expects.
     """
     out = {
         "uid": m.DATASOURCE_UID, "name": m.DATASOURCE_NAME, "type": m.DATASOURCE_TYPE,
         "access": "proxy", "url": f"{db.host}:{db.port}", "user": db.user, "isDefault": False,
         "jsonData": {
-            "database": db.database, "sslmode": db.sslmode, "timescaledb": True,
+            "database": db.database, "sslmode": db.sslmode, "timescaledb": db.timescaledb,
             "postgresVersion": 1500, "maxOpenConns": 10, "maxIdleConns": 10,
             "connMaxLifetime": 14400, "timeInterval": "10s",
         },

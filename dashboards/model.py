@@ -60,6 +60,8 @@ class Panel:
     overrides: list = field(default_factory=list)
     transformations: list = field(default_factory=list)
     id: int = 0
+    interval: str | None = None              # Grafana's "min interval": the query's bucket width
+
 
     def to_json(self) -> dict:
         x, y, w, h = self.grid
@@ -75,6 +77,8 @@ class Panel:
             out["description"] = self.description
         if self.transformations:
             out["transformations"] = self.transformations
+        if self.interval:
+            out["interval"] = self.interval
         return out
 
 
@@ -86,8 +90,9 @@ def thresholds(*steps: tuple[float | None, str]) -> dict:
 def timeseries(title: str, targets: list[Target], grid, *, unit: str = "short",
                description: str = "", draw: str = "line", threshold_style: str = "off",
                steps: dict | None = None, overrides: list | None = None,
-               transformations: list | None = None) -> Panel:
-    """A ``timeseries`` panel (``draw`` is ``line`` or ``bars``)."""
+               transformations: list | None = None, interval: str | None = None) -> Panel:
+    """A ``timeseries`` panel (``draw`` is ``line`` or ``bars``; ``interval``: a fixed bucket
+    width of its query, e.g. ``1d``, as Grafana's min interval)."""
     custom = {
         "drawStyle": draw, "lineWidth": 1, "fillOpacity": 80 if draw == "bars" else 10,
         "showPoints": "never", "spanNulls": False, "lineInterpolation": "linear",
@@ -100,7 +105,7 @@ def timeseries(title: str, targets: list[Target], grid, *, unit: str = "short",
                           "tooltip": {"mode": "multi", "sort": "none"}},
                  defaults={"unit": unit, "custom": custom,
                            "thresholds": steps or thresholds((None, "green"))},
-                 overrides=overrides or [], transformations=transformations or [])
+                 overrides=overrides or [], transformations=transformations or [], interval=interval)
 
 
 def table(title: str, targets: list[Target], grid, *, description: str = "",

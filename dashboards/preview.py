@@ -18,6 +18,7 @@ from typing import Mapping
 import matplotlib
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import psycopg
 from matplotlib.gridspec import GridSpec
 
@@ -26,6 +27,8 @@ from dashboards.definitions import build_all
 from foundation.errors import DatabaseError, InputError
 
 TABLE_ROWS = 12
+#: a panel's ``interval`` (the bucket width of its query) as a bar width
+PANEL_INTERVALS = {"1d": timedelta(days=1), "1M": timedelta(days=30)}
 ROW_IN = 0.42          # inches per grid row
 WIDTH_IN = 22.0
 
@@ -54,15 +57,67 @@ def _num(x):
     return float(x) if isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) else None
 
 
-def _cell(x) -> str:
+#: Grafana's unit ids (``fieldConfig.defaults.unit``) as a reader says them
+UNIT_WORDS = {"flowgpm": "gallons per minute", "masslb": "pounds", "fahrenheit": "°F", "celsius": "°C",
+              "s": "seconds", "percent": "%", "currencyUSD": "dollars", "flowcms": "m³/s"}
+
+
+def unit_words(unit: str | None) -> str | None:
+    """A panel's unit in words (``flowgpm`` -> ``gallons per minute``); None for plain numbers."""
+    if not unit or unit in ("short", "none"):
+        return None
+    return UNIT_WORDS.get(unit, unit)
+
+
+def duration(seconds: float) -> str:
+    """A duration as a person reads it: ``45 s``, ``12 min``, ``3.5 h``, ``1 d``, ``180 d``."""
+    s = abs(seconds)
+    for limit, div, unit in ((120, 1, "s"), (7200, 60, "min"), (2 * 86400, 3600, "h")):
+        if s < limit:
+            return f"{seconds / div:.3g} {unit}"
+    return f"{seconds / 86400:,.3g} d" if s < 1000 * 86400 else f"{seconds / 86400:,.0f} d"
+
+
+def number(x: float) -> str:
+    """A number without exponents for the sizes a dashboard shows (``86,400``, ``7.21``)."""
+    if x != x:
+        return "NaN"
+    if abs(x) >= 1e4:
+        return f"{x:,.0f}" if abs(x) < 1e15 else f"{x:.4g}"
+    return f"{x:.4g}"
+
+
+def _cell(x, column: str = "") -> str:
     if x is None:
         return ""
     if isinstance(x, datetime):
         return x.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M")
-    if isinstance(x, (float, Decimal)):
-        return f"{float(x):.4g}"
+    if isinstance(x, (int, float, Decimal)) and not isinstance(x, bool):
+        if column.endswith("[s]"):
+            return duration(float(x))
+        return number(float(x)) if not isinstance(x, int) else f"{x:,}" if abs(x) >= 1e4 else str(x)
     s = str(x)
     return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _header(column: str) -> str:
+    """A column header; an ``[s]`` column is shown as a duration, so its unit goes."""
+    return column[:-3].rstrip() if column.endswith("[s]") else column
+
+
+def describe_variables(variables: Mapping | None) -> str:
+    """The chosen template variables in words: ``site: all``, ``site: site-001, site-002``."""
+    out = []
+    for name, var in (variables or {}).items():
+        value = getattr(var, "value", var)
+        if value == "$__all":
+            shown = "all"
+        elif isinstance(value, (list, tuple)):
+            shown = ", ".join(map(str, value))
+        else:
+            shown = str(value)
+        out.append(f"{name}: {shown}")
+    return "; ".join(out)
 
 
 def _series(result) -> dict[str, tuple[list, list]]:
@@ -86,7 +141,7 @@ def _series(result) -> dict[str, tuple[list, list]]:
     return out
 
 
-def _draw_timeseries(ax, panel, results):
+def _draw_timeseries(ax, panel, results, tf: datetime, tt: datetime):
 
     bars = panel.get("fieldConfig", {}).get("defaults", {}).get("custom", {}).get("drawStyle") == "bars"
     config_ref = {t["options"]["configRefId"]: t["options"] for t in panel.get("transformations", [])
@@ -110,9 +165,9 @@ def _draw_timeseries(ax, panel, results):
         # bars side by side: the bucket spacing shared among the series
         xs_all = sorted({x for _, (xs, _) in series for x in xs})
         gaps = [(b - a).total_seconds() for a, b in zip(xs_all, xs_all[1:])]
-        monthly = all(x.day == 1 and x.hour == 0 and x.minute == 0 for x in xs_all)
+        # one bucket: the panel's own interval (Grafana's "min interval") says how wide
         spacing = (timedelta(seconds=min(gaps)) if gaps
-                   else timedelta(days=28) if monthly else timedelta(days=1))
+                   else PANEL_INTERVALS.get(panel.get("interval"), timedelta(days=1)))
         width = spacing * 0.8 / len(series)
     for k, (name, (xs, ys)) in enumerate(series):
         if bars:
@@ -121,14 +176,25 @@ def _draw_timeseries(ax, panel, results):
             style = {"linestyle": "--", "color": "red"} if "slug line" in name else {}
             ax.plot(xs, ys, linewidth=1, label=name, **style)
         drawn += 1
+    # the dashboard's range, as Grafana shows it (a bucket that starts before it, a month's
+    # bar, widens it so the bar is whole)
+    lo, hi = tf, tt
+    if series:
+        xs_all = [x for _, (xs, _) in series for x in xs]
+        lo = min(lo, min(xs_all))
+        hi = max(hi, max(xs_all) + (width * len(series) if bars else timedelta(0)))
+    ax.set_xlim(lo, hi)
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     if drawn:
-        ax.legend(fontsize=7, loc="upper left")
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+        ax.legend(fontsize=7, loc="best", framealpha=0.8)   # where it covers the least data
     else:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
-    unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
-    if unit and unit not in ("short", "none"):
-        ax.set_ylabel(unit, fontsize=8)
+    words = unit_words(panel.get("fieldConfig", {}).get("defaults", {}).get("unit"))
+    if words:
+        ax.set_ylabel(words, fontsize=8)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: number(v)))
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)
 
@@ -139,10 +205,15 @@ def _draw_table(ax, results):
     if not res or not res.rows:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
         return
-    rows = [[_cell(x) for x in r] for r in res.rows[:TABLE_ROWS]]
-    table = ax.table(cellText=rows, colLabels=res.columns, loc="upper center", cellLoc="left")
+    rows = [[_cell(x, c) for x, c in zip(r, res.columns)] for r in res.rows[:TABLE_ROWS]]
+    table = ax.table(cellText=rows, colLabels=[_header(c) for c in res.columns], loc="upper center",
+                     cellLoc="left")
     table.auto_set_font_size(False)
-    table.set_fontsize(7)
+    # every column as wide as its longest text, header included, so no header is cut; a
+    # table wider than its panel gets a smaller font (about 0.55 em a character)
+    widest = [max([len(_header(c))] + [len(r[j]) for r in rows]) for j, c in enumerate(res.columns)]
+    room_pt = ax.get_position().width * ax.figure.get_figwidth() * 72
+    table.set_fontsize(max(5.0, min(7.0, room_pt / (sum(w + 2 for w in widest) * 0.55))))
     table.auto_set_column_width(list(range(len(res.columns))))
     if len(res.rows) > TABLE_ROWS:
         ax.text(1, 0, f"{len(res.rows) - TABLE_ROWS} more rows", ha="right", va="bottom",
@@ -159,7 +230,7 @@ def _draw_stat(ax, panel, results):
             if step["value"] is None or value >= step["value"]:
                 color = step["color"]
     ax.set_facecolor("white")
-    ax.text(0.5, 0.45, "-" if value is None else f"{value:g}", ha="center", va="center",
+    ax.text(0.5, 0.45, "-" if value is None else number(value), ha="center", va="center",
             fontsize=28, color=color, transform=ax.transAxes, weight="bold")
 
 
@@ -173,7 +244,7 @@ def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
     fig = plt.figure(figsize=(WIDTH_IN, rows * ROW_IN + 1.0), layout="constrained")
     grid = GridSpec(rows, 24, figure=fig)
-    chosen = ", ".join(f"{k}={v.value}" for k, v in (variables or {}).items())
+    chosen = describe_variables(variables)
     fig.suptitle(f"{dashboard['title']}   {tf:%Y-%m-%d %H:%M} to {tt:%Y-%m-%d %H:%M} UTC"
                  + (f"   ({chosen})" if chosen else ""), fontsize=12, x=0.01, ha="left")
     for p in panels:
@@ -182,13 +253,13 @@ def render(dashboard: dict, results: list, path: str | os.PathLike, tf: datetime
         ax.set_title(p["title"], fontsize=9, loc="left")
         mine = [r for r in results if r.query.panel_id == p["id"]]
         if p["type"] == "timeseries":
-            _draw_timeseries(ax, p, mine)
+            _draw_timeseries(ax, p, mine, tf, tt)
         elif p["type"] == "table":
             _draw_table(ax, mine)
         else:
             _draw_stat(ax, p, mine)
     out = Path(path)
-    fig.savefig(out, dpi=80)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
 
@@ -220,7 +291,8 @@ def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = 
         raise DatabaseError(f"cannot connect to the database ({first}); is it running? "
                             "try 'sewerwatch services up'") from None
     with conn:
-        for dash in (d.to_json() for d in build_all()):
+        ts = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'").fetchone() is not None
+        for dash in (d.to_json() for d in build_all(timescaledb=ts)):
             a, b = _range(dash, tf, tt)
             mine = dict(choices or {})
             for v in dash.get("templating", {}).get("list", []):
@@ -228,6 +300,6 @@ def render_all(directory: str | os.PathLike, db_url: str, tf: datetime | None = 
                     mine[v["name"]] = mine[v["name"]][0]
             vars_ = dq.variables(dash, conn, mine)
             _check_choices(vars_, mine)
-            results = [dq.run(conn, q, a, b, vars_) for q in dq.queries(dash)]
+            results = [dq.run(conn, q, a, b, vars_, timescaledb=ts) for q in dq.queries(dash)]
             files.append(render(dash, results, out / f"{dash['uid']}.png", a, b, vars_))
     return files

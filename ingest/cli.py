@@ -8,7 +8,13 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("collect", help="run the Modbus and MQTT collectors and the database writer")
+    p = sub.add_parser(
+        "collect", help="run the Modbus and MQTT collectors and the database writer",
+        description="Run the collectors alone, without evaluation or alerts: poll the config's Modbus "
+        "devices and subscribe to the broker's sewerwatch/# topics, and write every reading to the "
+        "database (binary COPY, as the ingest role). Unusable payloads go to dead_letters with the "
+        "reason; during a database outage readings are spooled to disk and replayed. Runs until "
+        "SIGTERM or Ctrl-C, printing counts. 'sewerwatch run' does the same and also checks and alerts.")
     p.add_argument("--client-id", default="sewerwatch-collector", help="MQTT client id (fixed: the broker keeps its session)")
     p.add_argument("--no-mqtt", action="store_true", help="do not subscribe to the broker")
     p.add_argument("--spool-dir", help="the writer's spool folder (default: <state dir>/spool)")

@@ -65,7 +65,12 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_composites)
 
-    p = sub.add_parser("bill", help="produce each industrial user's quarterly bill")
+    p = sub.add_parser(
+        "bill", help="produce each industrial user's quarterly bill",
+        description="Each industrial user's bill for a quarter, from the database: metered volume from "
+        "the flow readings, surcharges on the quarter's lab results (palmyra-wi §13.45(4)), sewer rents "
+        "(webster-ny §113-75), residential-equivalent charges (westfield-wi) by each site's pack; "
+        "written as JSON and HTML into --out and stored in the bills table.")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="surcharge rates [$/lb]")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON and HTML bills go (default .)")

@@ -1,21 +1,36 @@
-"""CLI: ``sewerwatch db migrate|status``."""
+"""CLI: ``sewerwatch db migrate|status|roles``."""
 
 from __future__ import annotations
 
 import sys
+from urllib.parse import unquote, urlsplit
 
 from sewerwatch import services
 
 
 def register(sub) -> None:
-    p = sub.add_parser("db", help="database schema: migrate, status")
+    p = sub.add_parser("db", help="database schema: migrate, status, roles")
     dsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     m = dsub.add_parser("migrate", help="apply pending migrations, then write the config's sites and sensors")
     m.add_argument("--db-url", help="database URL of the schema owner (default: the configured or embedded one)")
     m.set_defaults(func=_migrate)
-    s = dsub.add_parser("status", help="applied and pending migrations")
+    s = dsub.add_parser("status", help="the server (PostgreSQL, TimescaleDB or not), applied and pending migrations")
     s.add_argument("--db-url", help="database URL (default: the configured or embedded one)")
     s.set_defaults(func=_status)
+    r = dsub.add_parser(
+        "roles", help="the database roles sewerwatch uses; --sql: the statements a DBA runs first",
+        description="Without --sql: which of sewerwatch's roles exist in the database and what the "
+        "connecting role may do. With --sql: print (without connecting) the statements a database "
+        "administrator runs before 'sewerwatch db migrate' on a server where sewerwatch may not create "
+        "roles: the owner (unless --owner names an existing one), the database, the ingest and "
+        "read-only grafana login roles, TimescaleDB where the server has it.")
+    r.add_argument("--sql", action="store_true", help="print the statements instead of the roles' state")
+    r.add_argument("--owner", metavar="ROLE", help="--sql: an existing role owning the database "
+                   "(default: create sewerwatch_owner and the database)")
+    r.add_argument("--database", metavar="NAME", help="--sql: the database (default: the configured one, "
+                   "else sewerwatch)")
+    r.add_argument("--db-url", help="database URL (default: the configured or embedded one)")
+    r.set_defaults(func=_roles)
 
 
 def _log(msg: str) -> None:
@@ -52,14 +67,46 @@ def _migrate(args, ctx) -> int:
 
 
 def _status(args, ctx) -> int:
-    from sewerwatch.db import migrate  # lazy: psycopg (see _migrate)
+    from sewerwatch.db import migrate, server  # lazy: psycopg (see _migrate)
 
     url = _target(args, ctx)
     with ctx.connect(db_url=url, schema=False) as conn:
         have = migrate.applied(conn)
-        tsdb = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").fetchone()
+        srv = server.describe(conn)
     for m in migrate.discover():
         state = "applied" if m.version in have else "pending"
         print(f"{m.path.name:40} {state}")
-    print(f"timescaledb: {tsdb[0] if tsdb else 'not installed (plain PostgreSQL)'}")
+    for line in srv.lines():
+        print(line)
+    return 0
+
+
+def _roles(args, ctx) -> int:
+    from sewerwatch.db import roles  # lazy: psycopg (see _migrate)
+
+    if args.sql:
+        configured = args.db_url or ctx.config.services.db_url
+        parts = urlsplit(configured) if configured else None
+        database = args.database or (unquote(parts.path.lstrip("/")) if parts and parts.path.strip("/")
+                                     else roles.DATABASE)
+        sys.stdout.write(roles.setup_sql(args.owner, database, host=(parts.hostname if parts else None) or "HOST",
+                                         port=(parts.port if parts else None) or 5432))
+        return 0
+    url = _target(args, ctx)
+    with ctx.connect(db_url=url, schema=False) as conn:
+        me = conn.execute("SELECT current_user, rolsuper, rolcreaterole, current_database() FROM pg_roles "
+                          "WHERE rolname = current_user").fetchone()
+        rows = {r[0]: r[1:] for r in conn.execute(
+            "SELECT rolname, rolcanlogin, rolsuper FROM pg_roles WHERE rolname = ANY(%s)",
+            ([roles.OWNER, roles.INGEST, roles.GRAFANA],)).fetchall()}
+    print(f"connected as {me[0]} to database {me[3]}: "
+          + ("superuser" if me[1] else "may create roles (CREATEROLE)" if me[2] else "may not create roles"))
+    for role, what in ((roles.OWNER, "owns the schema, runs migrations"),
+                       (roles.INGEST, "inserts readings and dead letters only"),
+                       (roles.GRAFANA, "read-only, for Grafana")):
+        state = rows.get(role)
+        shown = "missing" if state is None else ("login" if state[0] else "no login") + (", SUPERUSER" if state[1] else "")
+        print(f"  {role:20} {shown:12} {what}")
+    if any(r not in rows for r in (roles.INGEST, roles.GRAFANA)) and not (me[1] or me[2]):
+        print("  'sewerwatch db roles --sql' prints the statements a database administrator runs first")
     return 0

@@ -40,13 +40,21 @@ def _status(args, ctx) -> int:
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
-    for name in ("timescaledb", "mosquitto"):
+    for name, label in (("timescaledb", "database"), ("mosquitto", "broker")):
         s = st[name]
         if not s["embedded"]:
-            print(f"{name:12} configured  {_hide(s['url'])}")
+            print(f"{label:12} configured  {_hide(s['url'])}")
         else:
             state = f"running (pid {s['pid']})" if s["running"] else "stopped"
-            print(f"{name:12} embedded    {state}, 127.0.0.1:{s['port']}")
+            print(f"{label:12} embedded    {state}, 127.0.0.1:{s['port']}")
+        if name == "timescaledb" and "server" in s:
+            srv = s["server"]
+            if srv is None:
+                print(f"{'':12} server not reachable")
+                continue
+            print(f"{'':12} {srv['name']}")
+            for x in srv["lost"]:
+                print(f"{'':12}   without: {x}")
     print(f"{'state':12} {st['state_dir']}")
     return 0
 

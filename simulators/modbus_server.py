@@ -223,7 +223,7 @@ def build_source(args):
         raise InputError(f"--tick: expected a positive number of seconds, got {args.tick:g}")
     if args.replay and (args.sites or args.devices != 1):
         raise InputError("--replay takes its devices and sites from the CSV; drop --devices/--sites")
-    clock = SimClock(source.start, args.speed, parse_offset(args.offset))
+    clock = SimClock(source.start, args.speed, parse_offset(args.offset, source.duration_s))
     return source, clock
 
 

@@ -47,13 +47,32 @@ def add_mqtt_arguments(p: argparse.ArgumentParser) -> None:
                    help="MQTT reading times: epoch ms or ISO-8601 (default ms)")
 
 
-def parse_offset(text: str) -> float:
-    """``--offset``: seconds or ``HH:MM[:SS]`` -> seconds."""
+def parse_offset(text: str, span_s: float | None = None) -> float:
+    """``--offset``: seconds or ``HH:MM[:SS]`` -> seconds.
 
-    m = _CLOCK.match(text)
+    Parameters
+    ----------
+    span_s : float, optional
+        The scenario's (or replay's) span [s]: an offset at or past its end, or below
+        zero, is refused (the devices would have nothing to play).
+    """
+
+    m = _CLOCK.match(text.strip())
     if m:
-        return int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3] or 0)
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"--offset: expected seconds or HH:MM[:SS], got {text!r}") from None
+        offset = float(int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3] or 0))
+    else:
+        try:
+            offset = float(text)
+        except ValueError:
+            raise InputError(f"--offset: expected seconds or HH:MM[:SS], got {text!r}") from None
+    if not offset == offset or offset < 0:
+        raise InputError(f"--offset: expected 0 or more seconds, got {text!r}")
+    if span_s is not None and offset >= span_s:
+        raise InputError(f"--offset {text}: past the end of the scenario, which spans "
+                         f"{_clock(span_s)} ({span_s:g} s); give an offset below that")
+    return offset
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}" + (f":{s % 60:02d}" if s % 60 else "")

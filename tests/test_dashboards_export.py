@@ -29,7 +29,7 @@ def test_db_target_from_url():
 
 def test_export_writes_dashboards_and_provisioning(tmp_path):
     out = tmp_path / "grafana"
-    assert main(["dashboards", "export", str(out), "--db-url", URL]) == 0
+    assert main(["dashboards", "export", str(out), "--db-url", URL, "--timescaledb"]) == 0
     generated = {d.uid: d.to_json() for d in build_all()}
     files = sorted(p.name for p in (out / "dashboards").iterdir())
     assert files == sorted(f"{uid}.json" for uid in generated)
@@ -61,7 +61,7 @@ def test_export_writes_dashboards_and_provisioning(tmp_path):
 
 
 def test_export_dashboards_path_and_errors(tmp_path, capsys):
-    assert main(["dashboards", "export", str(tmp_path / "a"), "--db-url", URL,
+    assert main(["dashboards", "export", str(tmp_path / "a"), "--db-url", URL, "--timescaledb",
                  "--dashboards-path", "/var/lib/grafana/dashboards/sewerwatch"]) == 0
     prov = yaml.safe_load((tmp_path / "a" / "provisioning" / "dashboards" / "sewerwatch.yaml").read_text())
     assert prov["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards/sewerwatch"
@@ -70,5 +70,5 @@ def test_export_dashboards_path_and_errors(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("sewerwatch: error: --db-url")
     (tmp_path / "file").write_text("x")
-    assert main(["dashboards", "export", str(tmp_path / "file"), "--db-url", URL]) == 2
+    assert main(["dashboards", "export", str(tmp_path / "file"), "--db-url", URL, "--timescaledb"]) == 2
     assert "not a folder" in capsys.readouterr().err

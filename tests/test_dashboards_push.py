@@ -242,15 +242,15 @@ def test_412_says_someone_changed_the_dashboard(grafana, dashboards):
 
 def test_cli_push_prints_changes_and_one_line_errors(grafana, capsys, monkeypatch):
     url = "postgresql://sewerwatch_grafana:pw@127.0.0.1:55432/sewerwatch"
-    assert main(["dashboards", "push", "--url", grafana.url, "--token", TOKEN, "--db-url", url]) == 0
+    assert main(["dashboards", "push", "--url", grafana.url, "--token", TOKEN, "--db-url", url, "--timescaledb"]) == 0
     out = capsys.readouterr().out
     assert "dashboard sewerwatch: Site: created" in out and "datasource sewerwatch TimescaleDB: created" in out
-    assert main(["dashboards", "push", "--url", grafana.url, "--token", TOKEN, "--db-url", url]) == 0
+    assert main(["dashboards", "push", "--url", grafana.url, "--token", TOKEN, "--db-url", url, "--timescaledb"]) == 0
     assert "created" not in capsys.readouterr().out
-    assert main(["dashboards", "push", "--url", grafana.url, "--token", "nope", "--db-url", url]) == 2
+    assert main(["dashboards", "push", "--url", grafana.url, "--token", "nope", "--db-url", url, "--timescaledb"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("sewerwatch: error: ") and "401 Unauthorized" in err[0]
-    assert main(["dashboards", "push", "--url", "ftp://x", "--token", TOKEN, "--db-url", url]) == 2
+    assert main(["dashboards", "push", "--url", "ftp://x", "--token", TOKEN, "--db-url", url, "--timescaledb"]) == 2
     assert "--url" in capsys.readouterr().err
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 
 from foundation.errors import DatabaseError
+from sewerwatch.db import roles
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -74,6 +75,42 @@ def applied(conn: psycopg.Connection) -> dict[int, tuple[str, str]]:
         "SELECT version, name, checksum FROM schema_migrations ORDER BY version")}
 
 
+def preflight(conn: psycopg.Connection) -> None:
+    """Check that the connecting role can apply the migrations; say what it lacks.
+
+    The migrations create tables in schema ``public``, grant on them to the ingest and
+    grafana roles (``roles.py``), and create those two roles (without login) where they do
+    not exist, which needs CREATEROLE. A role that owns its database has the first two; a
+    managed or shared server often refuses the third.
+
+    Raises
+    ------
+    DatabaseError
+        One line: what is missing and the statements a database administrator runs
+        beforehand (``sewerwatch db roles --sql --owner ROLE``).
+    """
+    me, db, superuser, createrole, can_create, can_grant = conn.execute(
+        "SELECT current_user, current_database(), r.rolsuper, r.rolcreaterole, "
+        "has_schema_privilege('public', 'CREATE'), has_schema_privilege('public', 'USAGE WITH GRANT OPTION') "
+        "FROM pg_roles r WHERE r.rolname = current_user").fetchone()
+    if superuser:
+        return
+    lacks = []
+    missing = [r for r in (roles.INGEST, roles.GRAFANA)
+               if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (r,)).fetchone()]
+    if missing and not createrole:
+        lacks.append(f"the roles {' and '.join(missing)} do not exist and {me} may not create them (no CREATEROLE)")
+    if not can_create:
+        lacks.append(f"{me} may not create tables in schema public of database {db}")
+    elif not can_grant:
+        lacks.append(f"{me} may not grant use of schema public to the other roles (it does not own database {db})")
+    if lacks:
+        raise DatabaseError(
+            f"db migrate: {'; '.join(lacks)}. A database administrator runs the statements of "
+            f"'sewerwatch db roles --sql --owner {me} --database {db}' first (they create the roles and "
+            f"make {me} the owner of schema public), then 'sewerwatch db migrate' works as {me}")
+
+
 def migrate(url: str, log=lambda msg: None, directory: Path = MIGRATIONS_DIR) -> list[int]:
     """Apply every pending migration to the database at ``url``.
 
@@ -99,10 +136,12 @@ def migrate(url: str, log=lambda msg: None, directory: Path = MIGRATIONS_DIR) ->
         conn.execute("SET client_min_messages = warning")
         conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
         try:
+            have = applied(conn)
+            if any(m.version not in have for m in todo):
+                preflight(conn)
             conn.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
                 version int PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
                 applied_at timestamptz NOT NULL DEFAULT now(), applied_by text NOT NULL DEFAULT current_user)""")
-            have = applied(conn)
             for m in todo:
                 if m.version in have:
                     if have[m.version][1] != m.checksum:

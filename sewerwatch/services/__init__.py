@@ -67,4 +67,20 @@ def status(cfg: Config) -> dict:
            "db_urls": ep.db_urls, "mqtt_urls": ep.mqtt_urls}
     out["timescaledb"] = {"embedded": False, "url": ep.db_url} if not ep.db_embedded else {"embedded": True, **pg.status()}
     out["mosquitto"] = {"embedded": False, "url": ep.mqtt_url} if not ep.mqtt_embedded else {"embedded": True, **mq.status()}
+    if not ep.db_embedded or out["timescaledb"].get("running"):
+        out["timescaledb"]["server"] = server_description(ep.db_url)
     return out
+
+
+def server_description(url: str, timeout_s: int = 3) -> dict | None:
+    """The database server's name and what it lacks (:mod:`sewerwatch.db.server`), or None
+    when it cannot be reached."""
+    import psycopg   # lazy: `services status` of stopped services needs no driver
+
+    from sewerwatch.db import server
+
+    try:
+        with psycopg.connect(url, connect_timeout=timeout_s, autocommit=True) as conn:
+            return server.describe(conn).as_json()
+    except psycopg.Error:
+        return None
