@@ -2,22 +2,37 @@
 
 Header ``time,site,parameter,value,unit`` (any column order, an optional ``quality``
 column); one reading per line; ``time`` ISO-8601 with a UTC offset (``Z``, ``+HH:MM``,
-``+HHMM`` or ``+HH``), ``T`` or a space between date and time; ``value`` a number or
-``nan`` (a missing reading, skipped by evaluation); ``unit`` one of the parameter's units
-in :mod:`foundation.units`. Each (site, parameter) is one sensor.
+``+HHMM`` or ``+HH``), ``T`` or a space between date and time; ``value`` a number, or
+``nan`` or an empty field (a missing reading, skipped by evaluation); ``unit`` one of the
+parameter's units in :mod:`foundation.units`. Each (site, parameter) is one sensor.
 
-The columns are split once and every column is parsed by numpy as a whole: times through
-a byte matrix (offsets read by position) and ``datetime64``, numbers by ``astype``, names
-by ``np.unique``. Only when numpy rejects a column is it walked row by row, to name the
-first bad line in the error.
+What spreadsheets and historians write is read too: a UTF-8 byte-order mark, CRLF line
+ends, quoted fields, blank lines, Excel's ``sep=;`` first line, and ``;`` or tab as the
+delimiter (with ``;``, a decimal comma in values, ``7,21``).
+
+The file is read by pyarrow's streaming CSV reader (a maintained columnar reader, in
+C++) in blocks of :data:`BLOCK_BYTES`, so memory follows one block plus the result's
+numpy arrays (26 bytes a reading); each block's columns are converted by Arrow compute
+(``cast`` to UTC microseconds and to float64) and its names dictionary-encoded. Line
+numbers are not kept per row: only when a block fails is the file walked again to name
+the line, and the error classified by :func:`parse_times`, so every error is one line
+naming the file and line as before. A progress bar (tqdm, on a terminal) shows long files.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import csv
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+from tqdm import tqdm
 
 from foundation import units
 from foundation.errors import InputError
@@ -25,6 +40,14 @@ from limits.evaluator import SensorMeta
 
 REQUIRED = ("time", "site", "parameter", "value", "unit")
 OPTIONAL = ("quality",)
+
+
+#: bytes of the file converted at a time (memory follows it, not the file)
+BLOCK_BYTES = 16 << 20
+#: files at least this large show a progress bar (on a terminal) [bytes]
+PROGRESS_BYTES = 64 << 20
+#: delimiters tried on the header line, in order
+DELIMITERS = (",", ";", "\t")
 
 
 @dataclass
@@ -43,8 +66,6 @@ class ReadingsTable:
         0 unless the file has a ``quality`` column.
     meta : dict of int to SensorMeta
         Site, parameter (sensor name = parameter) per code.
-    line : ndarray of int64
-        File line of each reading (1-based, the header is line 1).
     """
 
     sensor: np.ndarray
@@ -52,7 +73,12 @@ class ReadingsTable:
     value: np.ndarray
     quality: np.ndarray
     meta: dict
-    line: np.ndarray
+    layout: "_Layout | None" = field(default=None, repr=False)
+
+    @property
+    def line(self) -> np.ndarray:
+        """File line of each reading (1-based, the header is line 1): read again from the file."""
+        return self.layout.lines(len(self.time)) if self.layout else np.arange(2, len(self.time) + 2)
 
 
 def parse_times(texts, lines=None, where: str = "") -> np.ndarray:
@@ -157,30 +183,118 @@ def _fixed_bytes(texts) -> np.ndarray:
     return np.strings.strip(b)
 
 
-def _factorize(col) -> tuple[list[str], np.ndarray]:
-    """Distinct stripped strings of a column (in order of appearance) and each row's index."""
-    raw_uniq = list(dict.fromkeys(col))
-    stripped = [u.strip() for u in raw_uniq]
-    names = list(dict.fromkeys(stripped))
-    code_of_name = {nm: i for i, nm in enumerate(names)}
-    code_of_raw = {u: code_of_name[sv] for u, sv in zip(raw_uniq, stripped)}
-    return names, np.fromiter(map(code_of_raw.__getitem__, col), dtype=np.int64, count=len(col))
-
-
-def _field_count_error(where, lines, ncol, header, first_line):
-    for i, ln in enumerate(lines, start=first_line):
-        got = ln.count(",") + 1
-        if got != ncol:
-            raise InputError(f"{where}line {i}: expected {ncol} fields ({','.join(header)}), got {got}")
-    raise InputError(f"{where}: inconsistent number of fields")
-
-
 def _bad_time(where, line, text, why):
     raise InputError(f"{where}line {int(line)}: bad time {text!r}: {why}")
 
 
-def read_readings_csv(path: str | Path) -> ReadingsTable:
-    """Read a readings CSV (see the module docstring).
+@dataclass
+class _Layout:
+    """Where the data rows of a file are: the lines before the header, the delimiter."""
+
+    path: Path
+    skip: int                      # lines before the header (Excel's "sep=;")
+    delimiter: str
+
+    def lines(self, rows: int, first: int = 0) -> np.ndarray:
+        """File lines (1-based) of data rows ``first .. first + rows - 1``, blank lines skipped."""
+        out = np.empty(rows, dtype=np.int64)
+        k = -1
+        with open(self.path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if number <= self.skip + 1 or not raw.strip(b"\r\n"):
+                    continue
+                k += 1
+                if k >= first + rows:
+                    break
+                if k >= first:
+                    out[k - first] = number
+        return out
+
+    def line_of(self, row: int) -> int:
+        return int(self.lines(1, row)[0])
+
+
+def _layout(path: Path) -> tuple[_Layout, list[str]]:
+    """Read the header: its names (stripped), the delimiter, the lines before it."""
+    where = f"{path}: "
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 16)
+            second = fh.readline(1 << 16)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a CSV file") from None
+    try:
+        text = first.decode("utf-8-sig")
+        skip = 0
+        if text.strip().lower().startswith("sep=") and len(text.strip()) == 5:
+            delimiters = (text.strip()[4],)
+            skip, text = 1, second.decode("utf-8")
+        else:
+            delimiters = DELIMITERS
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty file (expected a header {','.join(REQUIRED)})")
+    line = skip + 1
+    best = None
+    for d in delimiters:
+        names = [h.strip() for h in next(csv.reader([text.rstrip("\r\n")], delimiter=d))]
+        if best is None or sum(n in REQUIRED for n in names) > sum(n in REQUIRED for n in best[1]):
+            best = (d, names)
+    delimiter, header = best
+    for name in header:
+        if name not in REQUIRED + OPTIONAL:
+            raise InputError(f"{where}line {line}: unknown column {name!r} (expected {','.join(REQUIRED)}"
+                             f" and optionally {','.join(OPTIONAL)})")
+    for name in REQUIRED:
+        if name not in header:
+            raise InputError(f"{where}line {line}: missing column {name!r} (expected header {','.join(REQUIRED)})")
+    if len(set(header)) != len(header):
+        raise InputError(f"{where}line {line}: a column is named twice")
+    return _Layout(path, skip, delimiter), header
+
+
+class _Names:
+    """Stripped names across blocks -> one code each, in order of appearance."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self._code: dict[str, int] = {}
+
+    def codes(self, column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        enc = column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        table = np.fromiter((self._code.setdefault(v.strip(), len(self._code)) for v in enc.dictionary.to_pylist()),
+                            dtype=np.int32, count=len(enc.dictionary))
+        for name, code in self._code.items():
+            if code == len(self.names):
+                self.names.append(name)
+        return table[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def _strings(column) -> pa.Array:
+    return pc.utf8_trim_whitespace(column)
+
+
+def read_readings_csv(path: str | Path, progress: bool | None = None,
+                      block_bytes: int = BLOCK_BYTES) -> ReadingsTable:
+    """Read a readings CSV (see the module docstring), block by block.
+
+    The first pass lets Arrow's reader convert every column itself (times to UTC
+    microseconds, values to float64, names dictionary-encoded): all in C++. A file that
+    pass refuses (a bad field, padding, a decimal comma) is read again with every column
+    as text and converted here, which either reads it or names the bad line.
+
+    Parameters
+    ----------
+    progress : bool, optional
+        Show a progress bar on stderr: True always, False never, None (default) for files
+        of :data:`PROGRESS_BYTES` or more when stderr is a terminal.
+    block_bytes : int
+        Bytes converted at a time.
 
     Raises
     ------
@@ -190,109 +304,324 @@ def read_readings_csv(path: str | Path) -> ReadingsTable:
         a unit unknown for its parameter.
     """
     path = Path(path)
-    where = f"{path}: "
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if '"' in text:
-        raise InputError(f"{path}: quoted fields are not supported in a readings CSV")
-    text = text.replace("\r\n", "\n")
-    head, _, body = text.partition("\n")
-    if not head.strip():
-        raise InputError(f"{path}: empty file (expected a header {','.join(REQUIRED)})")
-    header = [h.strip() for h in head.split(",")]
-    for name in header:
-        if name not in REQUIRED + OPTIONAL:
-            raise InputError(f"{where}line 1: unknown column {name!r} (expected {','.join(REQUIRED)}"
-                             f" and optionally {','.join(OPTIONAL)})")
-    for name in REQUIRED:
-        if name not in header:
-            raise InputError(f"{where}line 1: missing column {name!r} (expected header {','.join(REQUIRED)})")
-    if len(set(header)) != len(header):
-        raise InputError(f"{where}line 1: a column is named twice")
-    ncol = len(header)
-    body = body.rstrip("\n")
-    if not body:
-        cols = {h: [] for h in header}
-        line_no = np.empty(0, dtype=np.int64)
-    elif "\n\n" not in body and "\r" not in body:
-        # fast path: every line one reading; split all fields at once, columns by stride
-        nlines = body.count("\n") + 1
-        flat = body.replace("\n", ",").split(",")
-        if len(flat) != nlines * ncol:
-            _field_count_error(where, body.split("\n"), ncol, header, first_line=2)
-        cols = {h: flat[k::ncol] for k, h in enumerate(header)}
-        del flat
-        line_no = np.arange(2, nlines + 2, dtype=np.int64)
-    else:
-        # blank lines in the file: skip them, keep the numbering
-        all_lines = body.splitlines()
-        body_no = [i for i, ln in enumerate(all_lines, start=2) if ln.strip()]
-        rows = [all_lines[i - 2].split(",") for i in body_no]
-        for r, ln in zip(rows, body_no):
-            if len(r) != ncol:
-                raise InputError(f"{where}line {ln}: expected {ncol} fields ({','.join(header)}), got {len(r)}")
-        cols = {h: [r[k] for r in rows] for k, h in enumerate(header)}
-        line_no = np.asarray(body_no, dtype=np.int64)
-    n = len(line_no)
-    time = parse_times(cols["time"], line_no, where)
+    layout, header = _layout(path)
+    if layout.delimiter != ";":
+        try:
+            return _read_typed(path, layout, header, progress, block_bytes)
+        except _Refused:
+            pass
+    return _read(path, layout, header, progress, block_bytes, typed=False)
 
-    raw_values = cols["value"]
+
+class _Refused(Exception):
+    """The typed pass met a field it cannot convert: read the file as text."""
+
+
+class _Range:
+    """Bytes ``[start, end)`` of a file as the read-only stream pyarrow reads (``os.pread``)."""
+
+    closed = False
+
+    def __init__(self, path: Path, start: int, end: int, bar):
+        self._fd = os.open(path, os.O_RDONLY)
+        self._pos, self._end, self._bar = start, end, bar
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._end - self._pos if n is None or n < 0 else min(n, self._end - self._pos)
+        data = os.pread(self._fd, n, self._pos) if n > 0 else b""
+        self._pos += len(data)
+        self._bar.update(len(data))
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+            self.closed = True
+
+
+def _ranges(path: Path, layout: "_Layout", size: int, parts: int) -> list[tuple[int, int]]:
+    """The data bytes (after the header) cut into ``parts`` ranges at line ends."""
+    with open(path, "rb") as fh:
+        for _ in range(layout.skip + 1):
+            fh.readline()
+        start = fh.tell()
+        cuts = [start]
+        for i in range(1, parts):
+            fh.seek(max(cuts[-1], start + (size - start) * i // parts))
+            fh.readline()
+            cuts.append(min(fh.tell(), size))
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _read_typed(path: Path, layout: "_Layout", header: list, progress, block_bytes: int) -> ReadingsTable:
+    """The fast pass: Arrow converts every column; the file's ranges are read in parallel
+    threads (Arrow releases the GIL), each in blocks, so memory follows the blocks."""
+    where = f"{path}: "
+    size = path.stat().st_size
+    show = progress if progress is not None else (size >= PROGRESS_BYTES and None)
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", leave=False,
+               disable=(None if show is None else not show), mininterval=0.5)
+    # names as text, dictionary-encoded per block by Arrow compute (faster than the reader's
+    # own dictionary conversion)
+    types = {"time": pa.timestamp("us", tz="UTC"), "value": pa.float64(), "quality": pa.int16(),
+             "site": pa.string(), "parameter": pa.string(), "unit": pa.string()}
+    convert = pacsv.ConvertOptions(column_types={h: types[h] for h in header}, null_values=["", "nan", "NaN"],
+                                   strings_can_be_null=False, quoted_strings_can_be_null=False)
+    parse = pacsv.ParseOptions(delimiter=layout.delimiter, newlines_in_values=False, ignore_empty_lines=True)
+    workers = max(1, min(os.cpu_count() or 1, size // block_bytes, 4))
+
+    def read_range(rng) -> list:
+        src = _Range(path, rng[0], rng[1], bar)
+        out = []
+        try:
+            reader = pacsv.open_csv(src, read_options=pacsv.ReadOptions(column_names=header, block_size=block_bytes),
+                                    parse_options=parse, convert_options=convert)
+            for batch in reader:
+                col = dict(zip(header, batch.columns))
+                q = None
+                if "quality" in col:
+                    q = col["quality"].to_numpy(zero_copy_only=False) if not col["quality"].null_count else None
+                    if q is None or (q < 0).any():
+                        raise _Refused()
+                out.append((col["time"].cast(pa.int64()).to_numpy(zero_copy_only=False),
+                            col["value"].to_numpy(zero_copy_only=False), q,
+                            *(pc.dictionary_encode(col[k]) for k in ("site", "parameter", "unit"))))
+        except pa.ArrowInvalid as exc:
+            if "conversion error" in str(exc):
+                raise _Refused() from None
+            raise _arrow_error(exc, where, layout, header, 0) from None
+        finally:
+            src.close()
+        return out
+
     try:
-        value = np.fromiter(map(float, raw_values), dtype=np.float64, count=n)
-    except ValueError:
-        for i, x in enumerate(raw_values):
+        ranges = _ranges(path, layout, size, workers)
+        if len(ranges) > 1:
+            with ThreadPoolExecutor(len(ranges)) as pool:
+                blocks = [b for part in pool.map(read_range, ranges) for b in part]
+        else:
+            blocks = [b for rng in ranges for b in read_range(rng)]
+    finally:
+        bar.close()
+    names = {k: _Names() for k in ("site", "parameter", "unit")}
+    cols = list(zip(*blocks)) if blocks else [[] for _ in range(6)]
+    codes = [[names[k].codes(a) for a in cols[3 + i]] for i, k in enumerate(("site", "parameter", "unit"))]
+    n = sum(len(t) for t in cols[0])
+    cat = lambda arrays, dtype: np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)  # noqa: E731
+    quality = cat(cols[2], np.int16).astype(np.int16) if "quality" in header else np.zeros(n, dtype=np.int16)
+    return _assemble(where, layout, cat(cols[0], np.int64), cat(cols[1], np.float64), quality,
+                     cat(codes[0], np.int32), cat(codes[1], np.int32), cat(codes[2], np.int32),
+                     names["site"].names, names["parameter"].names, names["unit"].names)
+
+
+def _read(path: Path, layout: "_Layout", header: list, progress, block_bytes: int, typed: bool) -> ReadingsTable:
+    """One stream through the file: the text pass (every column as text, converted and
+    checked here, naming the first bad line)."""
+    where = f"{path}: "
+    size = path.stat().st_size
+    show = progress if progress is not None else (size >= PROGRESS_BYTES and None)
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", leave=False,
+               disable=(None if show is None else not show), mininterval=0.5)
+    source = pa.OSFile(str(path), "rb")   # native: its position drives the bar
+    if typed:
+        # names as text, dictionary-encoded per block by Arrow compute (faster than the
+        # reader's own dictionary conversion)
+        types = {"time": pa.timestamp("us", tz="UTC"), "value": pa.float64(), "quality": pa.int16(),
+                 "site": pa.string(), "parameter": pa.string(), "unit": pa.string()}
+        types = {h: types[h] for h in header}
+        convert = pacsv.ConvertOptions(column_types=types, null_values=["", "nan", "NaN"],
+                                       strings_can_be_null=False, quoted_strings_can_be_null=False)
+    else:
+        convert = pacsv.ConvertOptions(column_types={h: pa.string() for h in header}, strings_can_be_null=False,
+                                       quoted_strings_can_be_null=False, null_values=[])
+    # (no invalid_row_handler: a Python callback per block halves Arrow's speed)
+    try:
+        reader = pacsv.open_csv(
+            source, read_options=pacsv.ReadOptions(skip_rows=layout.skip, block_size=block_bytes),
+            parse_options=pacsv.ParseOptions(delimiter=layout.delimiter, newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        source.close()
+        bar.close()
+        if "Empty CSV file" in str(exc):
+            raise InputError(f"{path}: empty file (expected a header {','.join(REQUIRED)})") from None
+        if typed and "conversion error" in str(exc):
+            raise _Refused() from None
+        raise _arrow_error(exc, where, layout, header, 0) from None
+    names = {k: _Names() for k in ("site", "parameter", "unit")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("time", "value", "quality", "site", "parameter", "unit")}
+    done = 0
+    decimal_comma = layout.delimiter == ";"
+    try:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                break
+            except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+                if typed and "conversion error" in str(exc):
+                    raise _Refused() from None
+                raise _arrow_error(exc, where, layout, header, done) from None
+            col = {name.strip(): batch.column(i) for i, name in enumerate(batch.schema.names)}
+            if typed:
+                parts["time"].append(col["time"].cast(pa.int64()).to_numpy(zero_copy_only=False))
+                parts["value"].append(col["value"].to_numpy(zero_copy_only=False))
+                if "quality" in col:
+                    q = col["quality"]
+                    if q.null_count or (q.to_numpy(zero_copy_only=False) < 0).any():
+                        raise _Refused()
+                    parts["quality"].append(q.to_numpy(zero_copy_only=False))
+            else:
+                parts["time"].append(_times(_strings(col["time"]), where, layout, done))
+                parts["value"].append(_values(_strings(col["value"]), where, layout, done, decimal_comma))
+                if "quality" in col:
+                    parts["quality"].append(_quality(_strings(col["quality"]), where, layout, done))
+            for k in ("site", "parameter", "unit"):
+                parts[k].append(names[k].codes(col[k]))
+            done += batch.num_rows
+            bar.update(source.tell() - bar.n)
+    finally:
+        source.close()
+        bar.close()
+    cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.int32)) for k, v in parts.items()}
+    time = cat["time"].astype(np.int64, copy=False) if parts["time"] else np.empty(0, dtype=np.int64)
+    value = cat["value"].astype(np.float64, copy=False) if parts["value"] else np.empty(0)
+    quality = cat["quality"].astype(np.int16, copy=False) if parts["quality"] else np.zeros(done, dtype=np.int16)
+    del parts
+    return _assemble(where, layout, time, value, quality, cat["site"], cat["parameter"], cat["unit"],
+                     names["site"].names, names["parameter"].names, names["unit"].names)
+
+
+def _name(batch, wanted: str) -> str:
+    """The batch's column for ``wanted`` (headers are matched stripped)."""
+    for n in batch.schema.names:
+        if n.strip() == wanted:
+            return n
+    raise KeyError(wanted)
+
+
+def _arrow_error(exc, where, layout: _Layout, header: list, done: int) -> InputError:
+    """An Arrow parse failure as the one line naming the file line."""
+    if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):
+        return InputError(f"{where.rstrip(': ')}: not UTF-8 text ({str(exc).splitlines()[0]})")
+    m = re.search(r"Expected \d+ columns, got (\d+): (.*)", str(exc), re.S)
+    if m:
+        return InputError(f"{where}line {_find_line(layout, m.group(2).rstrip()[:1000])}: expected {len(header)} "
+                          f"fields ({','.join(header)}), got {m.group(1)}")
+    return InputError(f"{where}{str(exc).splitlines()[0]} (after data row {done})")
+
+
+def _find_line(layout: _Layout, text: str) -> int | str:
+    """The first line holding ``text`` (Arrow names a bad row by its text, not its line)."""
+    with open(layout.path, encoding="utf-8-sig", errors="replace") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number > layout.skip + 1 and raw.rstrip("\r\n").startswith(text):
+                return number
+    return "?"
+
+
+def _times(col, where, layout: _Layout, done: int) -> np.ndarray:
+    """ISO-8601 strings with offsets -> [us UTC]; a failure named by :func:`parse_times`."""
+    try:
+        t = pc.cast(col, pa.timestamp("us", tz="UTC"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        texts = col.to_pylist()
+        lines = layout.lines(len(texts), done)
+        parse_times(texts, lines, where)     # raises with the line and the reason
+        for i, x in enumerate(texts):        # Arrow is stricter than the classifier
+            try:
+                pc.cast(pa.array([x]), pa.timestamp("us", tz="UTC"))
+            except pa.ArrowInvalid:
+                _bad_time(where, lines[i], x, "not an ISO-8601 time with offset")
+        raise
+    return t.cast(pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def _values(col, where, layout: _Layout, done: int, decimal_comma: bool) -> np.ndarray:
+    """Numbers, ``nan`` or empty (missing) -> float64."""
+    if decimal_comma:
+        col = pc.replace_substring(col, ",", ".")
+    col = pc.if_else(pc.equal(col, ""), pa.scalar("nan"), col)
+    try:
+        return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        texts = col.to_pylist()
+        for i, x in enumerate(texts):
             try:
                 float(x)
             except ValueError:
-                raise InputError(f"{where}line {line_no[i]}: bad value {x!r}: not a number") from None
+                raise InputError(f"{where}line {layout.line_of(done + i)}: bad value {x!r}: not a number") from None
         raise
-    quality = np.zeros(n, dtype=np.int16)
-    if "quality" in cols:
-        try:
-            quality = np.fromiter(map(int, cols["quality"]), dtype=np.int16, count=n)
-        except (ValueError, OverflowError):
-            for i, x in enumerate(cols["quality"]):
-                if not x.strip().isdigit() or int(x) > 32767:
-                    raise InputError(f"{where}line {line_no[i]}: bad quality {x!r}: expected 0, 1 or 2") from None
-            raise
 
-    sites, site_i = _factorize(cols["site"])
-    params, param_i = _factorize(cols["parameter"])
-    unit_names, unit_i = _factorize(cols["unit"])
+
+def _quality(col, where, layout: _Layout, done: int) -> np.ndarray:
+    try:
+        q = pc.cast(col, pa.int16()).to_numpy(zero_copy_only=False)
+        if (q < 0).any():
+            raise pa.ArrowInvalid("negative")
+        return q
+    except pa.ArrowInvalid:
+        for i, x in enumerate(col.to_pylist()):
+            if not x.isdigit() or int(x) > 32767:
+                raise InputError(f"{where}line {layout.line_of(done + i)}: bad quality {x!r}: "
+                                 "expected 0, 1 or 2") from None
+        raise
+
+
+def _small_unique(keys: np.ndarray, domain: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for keys in ``[0, domain)``: one pass, no sort."""
+    present = np.zeros(max(domain, 1), dtype=bool)
+    present[keys] = True
+    uniq = np.flatnonzero(present)
+    rank = np.zeros(max(domain, 1), dtype=np.int64)
+    rank[uniq] = np.arange(len(uniq))
+    return uniq, rank[keys]
+
+
+def _assemble(where, layout, time, value, quality, site_i, param_i, unit_i, sites, params, unit_names) -> ReadingsTable:
+    """Check names and units, convert to canonical units, number the sensors."""
+    def first_line(mask) -> int:
+        return layout.line_of(int(np.flatnonzero(mask)[0]))
+
     for k, p in enumerate(params):
         if p not in units.CONVERSIONS:
-            first = line_no[np.flatnonzero(param_i == k)[0]]
-            raise InputError(f"{where}line {first}: unknown parameter {p!r} (known: {', '.join(units.PARAMETERS)})")
+            raise InputError(f"{where}line {first_line(param_i == k)}: unknown parameter {p!r} "
+                             f"(known: {', '.join(units.PARAMETERS)})")
     if "" in sites:
-        first = line_no[np.flatnonzero(site_i == sites.index(""))[0]]
-        raise InputError(f"{where}line {first}: empty site")
-    combo = param_i * max(len(unit_names), 1) + unit_i
-    ucombo, cinv = np.unique(combo, return_inverse=True)
+        raise InputError(f"{where}line {first_line(site_i == sites.index(''))}: empty site")
+    nu = max(len(unit_names), 1)
+    combo = param_i.astype(np.int64) * nu + unit_i
+    ucombo, cinv = _small_unique(combo, len(params) * nu)
     scale = np.empty(len(ucombo))
     offset = np.empty(len(ucombo))
     bad = []
     for k, c in enumerate(ucombo.tolist()):
-        p = params[c // max(len(unit_names), 1)]
-        u = unit_names[c % max(len(unit_names), 1)]
+        p, u = params[c // nu], unit_names[c % nu]
         if u not in units.CONVERSIONS[p]:
-            bad.append((int(line_no[np.flatnonzero(cinv == k)[0]]), p, u))
+            bad.append((first_line(cinv == k), p, u))
             continue
         scale[k], offset[k] = units.CONVERSIONS[p][u]
     if bad:
         first, p, u = min(bad)
         raise InputError(f"{where}line {first}: unknown unit {u!r} for {p} "
                          f"(known: {', '.join(units.CONVERSIONS[p])})")
-    value = value * scale[cinv] + offset[cinv]
+    if (scale != 1.0).any() or (offset != 0.0).any():   # all canonical already: nothing to do
+        value = value * scale[cinv] + offset[cinv]
+    del cinv, combo
 
-    skey = site_i * max(len(params), 1) + param_i
-    usk, sensor = np.unique(skey, return_inverse=True)
+    np_ = max(len(params), 1)
+    skey = site_i.astype(np.int64) * np_ + param_i
+    usk, sensor = _small_unique(skey, len(sites) * np_)
     meta = {}
     for code, k in enumerate(usk.tolist()):
-        site, param = sites[k // len(params)], params[k % len(params)]
+        site, param = sites[k // np_], params[k % np_]
         meta[code] = SensorMeta(parameter=param, interval_s=None, site=site, name=param)
     return ReadingsTable(sensor=sensor.astype(np.int64), time=time, value=value,
-                         quality=quality, meta=meta, line=line_no)
+                         quality=quality, meta=meta, layout=layout)
