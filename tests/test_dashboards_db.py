@@ -334,10 +334,11 @@ def test_preview_renders_every_dashboard_from_the_same_sql(filled, tmp_path):
     assert (blank[..., :3] < 0.5).any(axis=-1).mean() > 0.01     # text and lines, not an empty page
 
 
-def test_views_and_panels_on_plain_postgresql_without_timescaledb(services):
-    """The migrations must work without TimescaleDB; so do the panels, with the data
-    source's ``timescaledb`` off (``floor(extract(epoch ...))`` buckets), except the slug
-    line, whose 24-hour window needs time_bucket's timestamps."""
+def test_the_same_panels_on_plain_postgresql_bucket_with_date_bin_to_the_same_rows(services, filled):
+    """The migrations work without TimescaleDB; the dashboards built for such a database
+    (``timescaledb=False``: ``date_bin`` from time_bucket's origin, data source
+    ``timescaledb: false``) return, panel by panel, the rows the TimescaleDB ones return
+    on the same data: the slug line's 24-hour window included."""
     name = f"swt_plain_{os.getpid()}"
     with services.admin() as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -350,26 +351,67 @@ def test_views_and_panels_on_plain_postgresql_without_timescaledb(services):
             return psycopg.connect(urls[role])
 
         facts = fill(connect)
-        with connect("grafana") as conn:
+        assert (facts["from"], facts["to"]) == (filled["from"], filled["to"])
+        plain = {d.uid: d.to_json() for d in build_all(timescaledb=False)}
+        ts = _dashboards()
+        ran = 0
+        with connect("grafana") as conn, filled["db"].connect("grafana") as ts_conn:
             assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'timescaledb'").fetchone()[0] == 0
-            ran = 0
-            for uid, dash in _dashboards().items():
-                for res in dq.run_dashboard(conn, dash, facts["from"], facts["to"], CHOICES[uid][-1],
-                                            interval="5m", timescaledb=False) if uid != "sewerwatch-site" else []:
-                    assert res.rows, f"{uid} / {res.query.panel}: no rows on plain PostgreSQL"
-                    ran += 1
-            site = _dashboards()["sewerwatch-site"]
-            vars_ = dq.variables(site, conn, {"site": "site-001"})
-            for q in dq.queries(site):
-                if q.ref_id == "C":
-                    continue
-                res = dq.run(conn, q, facts["from"], facts["to"], vars_, "5m", timescaledb=False)
-                assert res.rows and "time_bucket" not in res.sql
-                ran += 1
-            assert ran >= 25
+            for uid, dash in plain.items():
+                for choice in CHOICES[uid]:
+                    got = dq.run_dashboard(conn, dash, facts["from"], facts["to"], choice, "5m", timescaledb=False)
+                    want = dq.run_dashboard(ts_conn, ts[uid], facts["from"], facts["to"], choice, "5m")
+                    for g, w in zip(got, want, strict=True):
+                        where = f"{uid} / {g.query.panel} / {g.query.ref_id} {choice}"
+                        assert "time_bucket" not in g.sql and "$__" not in g.sql, where
+                        assert g.rows, f"{where}: no rows on plain PostgreSQL"
+                        if g.query.format == "time_series":   # (tables hold now()-relative ages, ids)
+                            assert g.columns == w.columns and len(g.rows) == len(w.rows), where
+                            for gr, wr in zip(g.rows, w.rows):
+                                assert [x if isinstance(x, float) else x for x in gr] == \
+                                    [pytest.approx(x, rel=1e-9) if isinstance(x, float) else x for x in wr], where
+                            ran += 1
+            assert ran >= 10
     finally:
         with services.admin() as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_previews_say_units_variables_and_durations_in_words():
+    """Not Grafana's unit ids (flowgpm), not $__all, not 8.64e+04 for a day."""
+    from dashboards.preview import describe_variables, duration, number, unit_words
+    from dashboards.macros import Variable
+
+    assert unit_words("flowgpm") == "gallons per minute" and unit_words("masslb") == "pounds"
+    assert unit_words("short") is None
+    assert describe_variables({"site": Variable("$__all", multi=True, include_all=True)}) == "site: all"
+    assert describe_variables({"site": Variable(["site-001", "site-002"], multi=True)}) == "site: site-001, site-002"
+    assert duration(86400) == "24 h" and duration(180 * 86400) == "180 d" and duration(45) == "45 s"
+    assert number(86400.0) == "86,400" and number(7.21) == "7.21"
+
+
+def test_preview_x_axis_is_the_dashboards_range(filled, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    from dashboards import preview
+
+    site = _dashboards()["sewerwatch-site"]
+    panel = next(p for p in site["panels"] if p["title"] == "pH")
+    tf, tt = filled["from"], filled["to"]
+    with filled["db"].connect("grafana") as conn:
+        res = dq.run_dashboard(conn, site, tf + timedelta(hours=20), tt, {"site": "site-001"}, interval="5m")
+    mine = [r for r in res if r.query.panel == "pH"]
+    fig, ax = plt.subplots()
+    # the readings cover a day less than the range asked for: the axis still shows the range
+    preview._draw_timeseries(ax, panel, mine, tf, tt)
+    lo, hi = (mdates.num2date(x) for x in ax.get_xlim())
+    assert abs((lo - tf).total_seconds()) < 1 and abs((hi - tt).total_seconds()) < 1
+    assert ax.get_ylabel() == ""       # pH: a plain number, no unit id
+    plt.close(fig)
 
 
 def test_preview_cli(filled, tmp_path, capsys):

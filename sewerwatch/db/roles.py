@@ -24,7 +24,8 @@ def setup_sql(owner: str | None = None, database: str = DATABASE, host: str = "H
     """The statements a database administrator runs before ``sewerwatch db migrate``.
 
     For a server where sewerwatch's owner may not create roles (no CREATEROLE: managed
-    and shared servers). Idempotent: roles that exist keep theirs.
+    and shared servers). Runs again without harm: a role that exists gets a login and the
+    password printed now.
 
     Parameters
     ----------
@@ -47,11 +48,12 @@ def setup_sql(owner: str | None = None, database: str = DATABASE, host: str = "H
         made[role] = password()
         return (f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN\n"
                 f"    CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '{made[role]}';\n"
+                f"ELSE\n    ALTER ROLE {role} LOGIN PASSWORD '{made[role]}';\n"
                 "END IF; END $$;")
 
     out = ["-- sewerwatch: what a database administrator runs once, before 'sewerwatch db migrate'",
            "-- (psql as a superuser, or a role with CREATEROLE and CREATEDB). The passwords were",
-           "-- generated now: keep them, or change them here before running this."]
+           "-- generated now (a role that exists gets its new one): keep them, or change them here first."]
     if owner is None:
         owner = OWNER
         out += [create(OWNER), f"CREATE DATABASE {database} OWNER {OWNER};", f"\\connect {database}"]
