@@ -271,3 +271,22 @@ def test_a_renamed_folder_is_renamed_back_and_no_datasource_leaves_it_alone(graf
     assert put["path"] == "/api/folders/sewerwatch"
     assert put["body"]["title"] == "sewerwatch" and put["body"]["version"] == 4
     assert not any("/datasources" in r["path"] for r in grafana.requests)
+
+
+def test_the_token_from_the_environment_or_a_file(grafana, capsys, monkeypatch, tmp_path):
+    url = "postgresql://sewerwatch_grafana:pw@127.0.0.1:55432/sewerwatch"
+    base = ["dashboards", "push", "--url", grafana.url, "--db-url", url, "--timescaledb"]
+    monkeypatch.delenv("SEWERWATCH_GRAFANA_TOKEN", raising=False)
+    assert main(base) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "$SEWERWATCH_GRAFANA_TOKEN" in err[0] and "--token-file" in err[0]
+    monkeypatch.setenv("SEWERWATCH_GRAFANA_TOKEN", TOKEN)
+    assert main(base) == 0 and "created" in capsys.readouterr().out
+    monkeypatch.setenv("SEWERWATCH_GRAFANA_TOKEN", "wrong")
+    secret = tmp_path / "token"
+    secret.write_text(TOKEN + "\n")
+    assert main(base + ["--token-file", str(secret)]) == 0     # the file wins over the environment
+    assert main(base + ["--token-file", str(tmp_path / "none")]) == 2
+    assert "--token-file: cannot read" in capsys.readouterr().err
+    auth = {r["auth"] for r in grafana.requests}
+    assert auth == {f"Bearer {TOKEN}"}

@@ -84,3 +84,15 @@ def test_modbus_only_prints_where_and_serves_a_replay(tmp_path):
     finally:
         p.terminate()
         p.wait(10)
+
+
+def test_offset_past_the_scenario_is_refused():
+    from foundation.errors import InputError
+    from simulators.options import parse_offset
+
+    assert parse_offset("23:59", 86400) == 86340 and parse_offset("90", 86400) == 90
+    for bad in ("25:00", "24:00", "86400"):
+        with pytest.raises(InputError, match="past the end of the scenario, which spans 24:00"):
+            parse_offset(bad, 86400)
+    with pytest.raises(InputError, match="0 or more seconds"):
+        parse_offset("-5")
