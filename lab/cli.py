@@ -67,10 +67,11 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "bill", help="produce each industrial user's quarterly bill",
-        description="Each industrial user's bill for a quarter, from the database: metered volume from "
-        "the flow readings, surcharges on the quarter's lab results (palmyra-wi §13.45(4)), sewer rents "
-        "(webster-ny §113-75), residential-equivalent charges (westfield-wi) by each site's pack; "
-        "written as JSON and HTML into --out and stored in the bills table.")
+        description="Each industrial user's bill for a quarter, from the database: the metered volume "
+        "from its flow readings and the quarter's lab results, priced by the charges its village's pack "
+        "adopts (e.g. surcharges on high-strength waste, palmyra-wi §13.45(4); sewer rents, webster-ny "
+        "§113-75; residential-equivalent charges, westfield-wi); written as JSON and HTML into --out and "
+        "stored in the bills table.")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="surcharge rates [$/lb]")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON and HTML bills go (default .)")
