@@ -17,7 +17,6 @@ import json
 import sys
 
 from foundation.errors import InputError
-from limits.csvio import read_readings_csv
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, evaluate, prepare, violations
 from limits.packs import load_pack
 
@@ -106,6 +105,9 @@ def _no_sensors(ctx, db_url) -> str:
 
 def check_file(pack_name: str, path: str, gap_multiple: float | None = None) -> list[dict]:
     """Violations in a readings CSV (the records of :func:`limits.evaluator.violations`)."""
+
+    # lazy: pyarrow takes about 0.1 s to import, which --help and the database mode do not need
+    from limits.csvio import read_readings_csv
 
     pack = load_pack(pack_name)
     tab = read_readings_csv(path)
