@@ -37,6 +37,17 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     (local HH:MM of the daily digest, false for none), ``readings_url`` (a link template
     with ``{site}``, ``{sensor}``, ``{from_ms}``, ``{to_ms}``, e.g. a Grafana dashboard).
 
+``[retention]``
+    storage policy (issue 15; applied by ``sewerwatch db maintain`` and periodically by
+    ``sewerwatch run``): ``raw_days`` (raw readings kept this many days; default: the
+    records period), ``records_years`` (one-minute aggregates and the raw readings around
+    every violation episode kept this long; at least and by default 3, 40 CFR
+    403.12(o)(2)), ``evidence_margin_min`` (raw readings kept either side of an episode,
+    default 60), ``compress_after_days`` (where the TimescaleDB build compresses; default
+    7), ``aggregate_lookback_h`` (late readings this much older than the aggregates' end
+    are still folded in; default 24), ``maintain_every_s`` (how often ``run`` maintains;
+    default 900).
+
 Every validation error names the file, the key and what is wrong, e.g.
 ``demo.toml: sites[2].sic: expected a 4-digit SIC code, got '20x1'``.
 Environment overrides: ``SEWERWATCH_DB_URL``, ``SEWERWATCH_MQTT_URL``,
@@ -129,6 +140,33 @@ class AlertOptions:
     readings_url: str | None = None
 
 
+#: 40 CFR 403.12(o)(2): records of monitoring activities and results are kept at least
+#: three years (longer during litigation or when the Approval Authority asks).
+RECORDS_YEARS_MIN = 3
+
+
+@dataclass(frozen=True)
+class Retention:
+    """The ``[retention]`` storage policy (see the module doc)."""
+
+    raw_days: int | None = None          # None: the records period
+    records_years: int = RECORDS_YEARS_MIN
+    evidence_margin_min: float = 60.0
+    compress_after_days: float = 7.0
+    aggregate_lookback_h: float = 24.0
+    maintain_every_s: float = 900.0
+
+    @property
+    def records_days(self) -> int:
+        """The records period [days] (a year counted as 366 days, never short)."""
+        return 366 * self.records_years
+
+    @property
+    def raw_keep_days(self) -> int:
+        """Raw readings kept [days]: ``raw_days``, else the records period."""
+        return self.raw_days if self.raw_days is not None else self.records_days
+
+
 @dataclass(frozen=True)
 class Services:
     db_url: str | None
@@ -155,6 +193,7 @@ class Config:
     alert_options: AlertOptions = field(default_factory=AlertOptions)
     modbus: dict = field(default_factory=dict)   # [modbus] as data; the collector validates it
     mqtt_topics: tuple[str, ...] = ("sewerwatch/{site}/{sensor}",)   # [mqtt] topics
+    retention: Retention = field(default_factory=Retention)
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def site(self, site_id: str) -> Site:
@@ -219,6 +258,13 @@ def _int_range(lo: int, hi: int):
             sec.fail(key, f"expected an integer from {lo} to {hi}, got {_show(v)}")
         return v
     return check
+
+
+def _records_years(sec, key, v):
+    if isinstance(v, bool) or not isinstance(v, int) or not RECORDS_YEARS_MIN <= v <= 100:
+        sec.fail(key, f"expected whole years from {RECORDS_YEARS_MIN} (the federal minimum, 40 CFR "
+                 f"403.12(o)(2)) to 100, got {_show(v)}")
+    return v
 
 
 def _positive(sec, key, v):
@@ -432,6 +478,16 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "alerts": (lambda s, k, v: v, {}),
         "modbus": (_table, {}),
         "mqtt": (lambda s, k, v: v, {}),
+        "retention": (lambda s, k, v: v, {}),
+    }).values
+
+    ret = _Section(path, "retention", top["retention"], {
+        "raw_days": (_int_range(1, 366 * 100), None),
+        "records_years": (_records_years, RECORDS_YEARS_MIN),
+        "evidence_margin_min": (_positive, 60.0),
+        "compress_after_days": (_positive, 7.0),
+        "aggregate_lookback_h": (_positive, 24.0),
+        "maintain_every_s": (_positive, 900.0),
     }).values
 
     mqtt = _Section(path, "mqtt", top["mqtt"], {
@@ -554,6 +610,6 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         alert_options=AlertOptions(**{k: alerts[k] for k in (
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
-        modbus=top["modbus"], mqtt_topics=mqtt["topics"],
+        modbus=top["modbus"], mqtt_topics=mqtt["topics"], retention=Retention(**ret),
         raw=data,
     )

@@ -1,56 +1,86 @@
 """Re-evaluating history: readings from the database, judged by each site's pack.
 
-``sewerwatch check --from T --to T`` reads ``readings`` joined with ``sensors`` and
-``sites`` for the range with a binary ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)``,
-parses the tuples straight into numpy (a structured big-endian dtype over the fixed-size
-binary rows: the query makes every field non-NULL so every row has the same 40 bytes),
-evaluates each site by its own rule pack and optionally stores the violations. Sensors are
-read and evaluated in groups (64 at a time), so memory follows a group, not the range.
+``sewerwatch check --from T --to T`` judges ``[from, to)`` in **time windows per sensor
+group**, in bounded memory: the sensors of one pack are taken in groups
+(``sensors_per_read``), each group's range is cut into windows of about
+``window_readings`` readings, and the windows are pushed in time order into one
+:class:`limits.streaming.StreamingEvaluator` per group, which carries what later readings
+still need (the trailing 24 h of a slug-judged sensor, open episodes) from window to window.
+The streaming evaluator gives the batch evaluator's episodes whatever the batch boundaries
+(``tests/test_limits_streaming.py``), so the result equals one batch evaluation of the
+whole range; peak memory follows the number of sensors in a group and the 24-h slug window,
+not the range. (An episode still open keeps its readings in the evaluator until it ends:
+a pH probe in violation for a month holds that month.)
+
+Reading: each window is one ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)`` that returns
+one row per sensor with its readings as three arrays (``array_agg`` over the rows in
+(sensor, time) order), so the client receives a few large messages instead of one message
+per reading, and numpy parses the arrays' fixed-size elements in place. ``readers``
+threads, each with its own connection, read windows ahead while the calling thread judges
+(at most ``readers + 1`` windows are held), so reading overlaps judging and the server
+works on several windows at once.
 
 The range read starts one slug window (24 h) plus the gap limit before ``--from``, so a
 slug at ``--from`` is judged on a full trailing average; episodes that end before
 ``--from`` are not reported. Each sensor's first reading ever (from the database) decides
-whether a full window of history exists.
+whether a full window of history exists. A sensor without a nominal interval
+(``sensors.interval_s`` NULL) gets the median spacing of its readings in the first window
+(the whole-range evaluation took the whole range's median: the same for a sensor sampled
+at a steady rate).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 import time as _time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
+import psycopg
 from psycopg import sql
 
 from foundation.errors import DatabaseError, InputError
 from limits import core
-from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, evaluate, violations
+from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, violations
 from limits.packs import load_pack
+from limits.streaming import StreamingEvaluator
 
 #: PostgreSQL's binary COPY: signature, then flags and header extension length (int32 each).
 PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 #: timestamptz on the wire: microseconds since 2000-01-01 UTC.
 PG_EPOCH_US = 946_684_800 * core.US
 
-#: One row of ``SELECT sensor_id::int4, time, coalesce(value, 'NaN')::float8, quality::int2``.
-ROW_DTYPE = np.dtype([
-    ("nfields", ">i2"),
-    ("len_sensor", ">i4"), ("sensor", ">i4"),
-    ("len_time", ">i4"), ("time", ">i8"),
-    ("len_value", ">i4"), ("value", ">f8"),
-    ("len_quality", ">i4"), ("quality", ">i2"),
-])
-_EXPECTED_LENGTHS = {"nfields": 4, "len_sensor": 4, "len_time": 8, "len_value": 8, "len_quality": 2}
+#: Readings a window of one sensor group holds, about (memory: ~60 bytes a reading while
+#: read, parsed and judged).
+WINDOW_READINGS = 1_000_000
+#: Window length bounds [us].
+MIN_WINDOW_US = 10 * core.MINUTE_US
+MAX_WINDOW_US = 31 * core.DAY_US
+#: Reader threads (connections) by default.
+DEFAULT_READERS = 2
 
-READINGS_COPY = """
+#: One row per sensor: its readings in the window as arrays, in time order.
+WINDOW_COPY = """
 COPY (
-  SELECT r.sensor_id::int4, r.time, coalesce(r.value, 'NaN'::float8)::float8, r.quality::int2
-  FROM readings r
-  WHERE r.time >= {start} AND r.time < {end} AND r.sensor_id = ANY({ids})
-  ORDER BY r.sensor_id, r.time
+  SELECT w.sensor_id::int4, array_agg(w.time), array_agg(w.value), array_agg(w.quality)
+  FROM (
+    SELECT r.sensor_id, r.time, coalesce(r.value, 'NaN'::float8)::float8 AS value, r.quality::int2 AS quality
+    FROM readings r
+    WHERE r.time >= {start} AND r.time < {end} AND r.sensor_id = ANY({ids})
+    ORDER BY r.sensor_id, r.time
+  ) w
+  GROUP BY w.sensor_id
+  ORDER BY w.sensor_id
 ) TO STDOUT (FORMAT BINARY)
 """
+
+#: Binary array elements: (type oid, big-endian numpy type) of the three arrays.
+_ELEMENTS = ((1184, ">i8"), (701, ">f8"), (21, ">i2"))   # timestamptz, float8, int2
 
 
 def parse_time_arg(text: str, name: str) -> int:
@@ -64,89 +94,6 @@ def parse_time_arg(text: str, name: str) -> int:
     return int(round(dt.timestamp() * core.US))
 
 
-class BinaryCopyParser:
-    """Incremental parser of a binary COPY stream of :data:`ROW_DTYPE` rows.
-
-    The server sends about one message per row; :meth:`feed` only collects them, and the
-    rows are parsed by numpy once ``flush_bytes`` have gathered (a Python step per row would
-    cost more than the whole numpy parse).
-    """
-
-    def __init__(self, flush_bytes: int = 8 << 20):
-        self._pending: list = []
-        self._pending_bytes = 0
-        self._rest = b""
-        self._header_done = False
-        self._parts: list[np.ndarray] = []
-        self.flush_bytes = flush_bytes
-        self.rows = 0
-        self.bytes = 0
-
-    def feed(self, data) -> None:
-        self._pending.append(bytes(data))
-        self._pending_bytes += len(data)
-        if self._pending_bytes >= self.flush_bytes:
-            self._parse()
-
-    def _parse(self) -> None:
-        buf = self._rest + b"".join(self._pending)
-        self.bytes += self._pending_bytes
-        self._pending, self._pending_bytes = [], 0
-        if not self._header_done:
-            if len(buf) < 19 or len(buf) < 19 + int.from_bytes(buf[15:19], "big"):
-                self._rest = buf
-                return
-            if buf[:11] != PGCOPY_SIGNATURE:
-                raise DatabaseError("binary COPY: unexpected signature")
-            buf = buf[19 + int.from_bytes(buf[15:19], "big"):]
-            self._header_done = True
-        size = ROW_DTYPE.itemsize
-        n = len(buf) // size
-        if n:
-            rows = np.frombuffer(buf, dtype=ROW_DTYPE, count=n)
-            for f, want in _EXPECTED_LENGTHS.items():
-                if (rows[f] != want).any():
-                    raise DatabaseError(f"binary COPY: unexpected {f} (not {want}); NULL in a column?")
-            self._parts.append(rows)
-            self.rows += n
-        self._rest = buf[n * size:]
-
-    def result(self):
-        """sensor (int64), time [us UTC], value, quality arrays."""
-        self._parse()
-        if self._rest not in (b"\xff\xff", b""):
-            raise DatabaseError(f"binary COPY: {len(self._rest)} trailing bytes that are no row")
-        rows = np.concatenate(self._parts) if self._parts else np.empty(0, dtype=ROW_DTYPE)
-        return (rows["sensor"].astype(np.int64), rows["time"].astype(np.int64) + PG_EPOCH_US,
-                rows["value"].astype(np.float64), rows["quality"].astype(np.int16))
-
-
-def read_readings(conn, sensor_ids, start_us: int, end_us: int, progress: bool = False, label: str = ""):
-    """Readings of ``sensor_ids`` in ``[start, end)`` via binary COPY, sorted by sensor, time."""
-
-    q = sql.SQL(READINGS_COPY).format(
-        start=sql.Literal(datetime.fromtimestamp(start_us / core.US, timezone.utc)),
-        end=sql.Literal(datetime.fromtimestamp(end_us / core.US, timezone.utc)),
-        ids=sql.Literal(list(map(int, sensor_ids))))
-    parser = BinaryCopyParser()
-    t0 = last = _time.monotonic()
-    with conn.cursor() as cur, cur.copy(q) as copy:
-        for data in copy:
-            parser.feed(data)
-            if not progress or parser._pending_bytes:
-                continue
-            now = _time.monotonic()
-            if now - last > 0.5:
-                last = now
-                print(f"\rreading {label}: {parser.rows:,} readings, {parser.bytes / 1e6:.0f} MB, "
-                      f"{parser.rows / max(now - t0, 1e-9):,.0f}/s", end="", file=sys.stderr, flush=True)
-    result = parser.result()
-    if progress:
-        el = _time.monotonic() - t0
-        print(f"\rreading {label}: {parser.rows:,} readings in {el:.1f} s" + " " * 20, file=sys.stderr, flush=True)
-    return result
-
-
 def parse_range(from_: str, to: str) -> tuple[int, int]:
     """``--from``/``--to`` as [us UTC], the end after the start."""
     start_us, end_us = parse_time_arg(from_, "--from"), parse_time_arg(to, "--to")
@@ -155,9 +102,184 @@ def parse_range(from_: str, to: str) -> tuple[int, int]:
     return start_us, end_us
 
 
+# --- reading a window ------------------------------------------------------------------
+
+
+def _array(buf: memoryview, pos: int, size: int, oid: int, dtype: str) -> np.ndarray:
+    """A one-dimensional binary array without NULLs (PostgreSQL ``array_send``) as numpy."""
+    ndim, hasnull, elem = np.frombuffer(buf, dtype=">i4", count=3, offset=pos)
+    if ndim == 0:
+        return np.empty(0, dtype=dtype)
+    if ndim != 1 or hasnull or elem != oid:
+        raise DatabaseError(f"binary COPY: unexpected array (ndim {ndim}, nulls {hasnull}, type {elem})")
+    n = int(np.frombuffer(buf, dtype=">i4", count=1, offset=pos + 12)[0])
+    width = np.dtype(dtype).itemsize
+    if size != 20 + n * (4 + width):
+        raise DatabaseError("binary COPY: array length does not match its elements")
+    el = np.frombuffer(buf, dtype=[("len", ">i4"), ("v", dtype)], count=n, offset=pos + 20)
+    if (el["len"] != width).any():
+        raise DatabaseError("binary COPY: array element of unexpected length")
+    return el["v"]
+
+
+def parse_window(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The binary COPY stream of :data:`WINDOW_COPY` -> sensor (int64), time [us UTC],
+    value, quality arrays, sorted by sensor then time.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The whole stream (header, rows, trailer).
+    """
+    buf = memoryview(data)
+    if len(buf) < 19 or bytes(buf[:11]) != PGCOPY_SIGNATURE:
+        raise DatabaseError("binary COPY: unexpected signature")
+    pos = 19 + int.from_bytes(buf[15:19], "big")
+    sensors, times, values, quals = [], [], [], []
+    while True:
+        if pos + 2 > len(buf):
+            raise DatabaseError("binary COPY: stream ends without its trailer")
+        nf = int.from_bytes(buf[pos:pos + 2], "big", signed=True)
+        pos += 2
+        if nf == -1:
+            break
+        if nf != 4:
+            raise DatabaseError(f"binary COPY: {nf} fields in a row, expected 4")
+        fields = []
+        for _ in range(4):
+            size = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+            if size < 0:
+                raise DatabaseError("binary COPY: NULL field")
+            fields.append((pos + 4, size))
+            pos += 4 + size
+        if pos > len(buf):
+            raise DatabaseError("binary COPY: row runs past the end of the stream")
+        sensor = int.from_bytes(buf[fields[0][0]:fields[0][0] + 4], "big", signed=True)
+        cols = [_array(buf, p, n, oid, dt) for (p, n), (oid, dt) in zip(fields[1:], _ELEMENTS)]
+        if not len(cols[0]) == len(cols[1]) == len(cols[2]):
+            raise DatabaseError("binary COPY: arrays of one sensor differ in length")
+        sensors.append(np.full(len(cols[0]), sensor, dtype=np.int64))
+        times.append(cols[0])
+        values.append(cols[1])
+        quals.append(cols[2])
+    if pos != len(buf):
+        raise DatabaseError(f"binary COPY: {len(buf) - pos} trailing bytes after the trailer")
+    if not sensors:
+        e = np.empty(0, dtype=np.int64)
+        return e, e.copy(), np.empty(0), np.empty(0, dtype=np.int16)
+    s = np.concatenate(sensors)
+    t = np.concatenate(times).astype(np.int64) + PG_EPOCH_US
+    v = np.concatenate(values).astype(np.float64)
+    q = np.concatenate(quals).astype(np.int16)
+    # array_agg over the sorted subquery keeps its order (PostgreSQL: "usually"): check
+    if len(t) > 1:
+        same = s[1:] == s[:-1]
+        if (same & (t[1:] <= t[:-1])).any():
+            order = np.lexsort((t, s))
+            s, t, v, q = s[order], t[order], v[order], q[order]
+    return s, t, v, q
+
+
+def read_readings(conn, sensor_ids, start_us: int, end_us: int):
+    """Readings of ``sensor_ids`` in ``[start, end)``, sorted by sensor then time.
+
+    Returns
+    -------
+    sensor (int64), time [us UTC], value (NaN for NULL), quality (int16) : ndarray
+    """
+    q = sql.SQL(WINDOW_COPY).format(
+        start=sql.Literal(datetime.fromtimestamp(start_us / core.US, timezone.utc)),
+        end=sql.Literal(datetime.fromtimestamp(end_us / core.US, timezone.utc)),
+        ids=sql.Literal(list(map(int, sensor_ids))))
+    buf = bytearray()
+    with conn.cursor() as cur, cur.copy(q) as copy:
+        for data in copy:
+            buf += data
+    return parse_window(buf)
+
+
+# --- the plan: sensor groups and time windows ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Group:
+    """Sensors of one pack judged together, and the windows their range is read in."""
+
+    pack: str
+    label: str
+    ids: tuple[int, ...]
+    windows: tuple[tuple[int, int], ...]   # [start, end) [us UTC], in time order
+
+
+def windows(start_us: int, end_us: int, readings_per_us: float, window_readings: int = WINDOW_READINGS):
+    """``[start, end)`` cut into windows of about ``window_readings`` readings."""
+    length = int(window_readings / max(readings_per_us, 1e-12))
+    length = min(max(length, MIN_WINDOW_US), MAX_WINDOW_US)
+    edges = list(range(start_us, end_us, length)) + [end_us]
+    return tuple(zip(edges[:-1], edges[1:]))
+
+
+class _Readers:
+    """Reader threads with a connection each; windows read ahead in submission order."""
+
+    def __init__(self, connect, n: int):
+        self._connect = connect
+        self._local = threading.local()
+        self._conns: list = []
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="history-read")
+
+    def _read(self, ids, a, b):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+            with self._lock:
+                self._conns.append(conn)
+        return read_readings(conn, ids, a, b)
+
+    def submit(self, ids, a, b):
+        return self._pool.submit(self._read, ids, a, b)
+
+    def close(self):
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for c in self._conns:
+            c.close()
+
+
+def reader_connect(conn):
+    """A function opening another connection like ``conn`` (autocommit, no JIT: each window's
+    query is cheap to plan and JIT compiling it costs more than it saves)."""
+    dsn, password = conn.info.dsn, conn.info.password
+
+    def connect():
+        try:
+            return psycopg.connect(dsn, password=password, autocommit=True, options="-c jit=off")
+        except psycopg.OperationalError as exc:
+            raise DatabaseError(f"cannot open a reader connection: {str(exc).strip().splitlines()[0]}") from None
+    return connect
+
+
+def _seed_history(ev: StreamingEvaluator, first_reading: dict) -> None:
+    """Tell ``ev`` each sensor's first reading ever, as ``evaluate(history_start=...)`` is told.
+
+    The streaming evaluator takes a sensor's history start from the first usable reading it
+    is given; history is read from one slug window before ``--from``, so a sensor with older
+    readings would look younger than it is. ``StreamingEvaluator`` has no public argument
+    for this yet: its ``_first`` memory is set here (checked by
+    ``tests/test_limits_history.py``).
+    """
+    if not isinstance(getattr(ev, "_first", None), dict):
+        raise RuntimeError("StreamingEvaluator no longer keeps _first: history needs a history_start")
+    ev._first.update(first_reading)
+
+
+# --- checking a range ---------------------------------------------------------------------
+
+
 def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=None, store: bool = False,
                   gap_multiple: float | None = None, progress: bool = True,
-                  sensors_per_read: int = 64) -> list[dict]:
+                  sensors_per_read: int = 64, window_readings: int = WINDOW_READINGS,
+                  readers: int = DEFAULT_READERS, connect=None, stats: dict | None = None) -> list[dict]:
     """Re-evaluate readings of ``[from_, to)`` in the database.
 
     Parameters
@@ -174,7 +296,16 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
         Upsert the violations into ``violations`` (source ``batch``; an episode already
         stored with the same sensor, rule and start is updated).
     sensors_per_read : int
-        Sensors read and evaluated together (memory follows one group).
+        Sensors judged together (one streaming evaluator each group).
+    window_readings : int
+        About how many readings of a group one window holds (memory follows it).
+    readers : int
+        Connections reading windows in parallel, ahead of the judging.
+    connect : callable, optional
+        Opens a reader connection (default: like ``conn``, :func:`reader_connect`).
+    stats : dict, optional
+        Filled with ``readings``, ``windows``, ``read_wait_s`` (time the judging waited for
+        a window) and ``seconds``.
 
     Returns
     -------
@@ -184,10 +315,89 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     """
     start_us, end_us = parse_range(from_, to)
     gm = gap_multiple or DEFAULT_GAP_MULTIPLE
-    return _check(conn, start_us, end_us, pack, sites, store, gm, progress, sensors_per_read)
+    began = _time.monotonic()
+    metas, site_of, packs = _sensors(conn, pack, sites)
+    if not site_of:
+        return []
+    window = max((int(r.window_h * core.HOUR_US) for p in packs.values() for r in p.continuous_rules()
+                  if r.kind == "slug"), default=0)
+    max_interval = max((m.interval_s or 60.0 for ms in metas.values() for m in ms.values()), default=60.0)
+    lead = window + int(gm * max_interval * core.US)
+    ids = sorted(site_of)
+    # each sensor's first reading ever, by the (sensor_id, time) index, not a scan
+    first = dict(conn.execute(
+        "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
+        "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
+    history = {sid: int(round(t.timestamp() * core.US)) for sid, t in first.items() if t is not None}
+    conn.commit()   # no transaction left open while the readers work
+    groups = []
+    for name, ms in metas.items():
+        gids = sorted(ms)
+        for g in range(0, len(gids), sensors_per_read):
+            part = tuple(gids[g:g + sensors_per_read])
+            rate = sum(1.0 / ((ms[i].interval_s or 1.0) * core.US) for i in part)
+            groups.append(Group(name, f"{name}: sensors {g + 1}-{g + len(part)} of {len(gids)}", part,
+                                windows(start_us - lead, end_us, rate, window_readings)))
+    found = []
+    st = {"readings": 0, "windows": 0, "read_wait_s": 0.0}
+    pool = _Readers(connect or reader_connect(conn), readers)
+    try:
+        tasks = [(gi, w) for gi, g in enumerate(groups) for w in g.windows]
+        ahead: deque = deque()
+        nxt = 0
+        evaluator, current = None, -1
+        for _ in range(len(tasks)):
+            while nxt < len(tasks) and len(ahead) <= readers:
+                gi, (a, b) = tasks[nxt]
+                ahead.append((gi, a, b, pool.submit(groups[gi].ids, a, b)))
+                nxt += 1
+            gi, a, b, fut = ahead.popleft()
+            g = groups[gi]
+            if gi != current:
+                if evaluator is not None:
+                    found.append((groups[current], evaluator.flush()))
+                evaluator = StreamingEvaluator(packs[g.pack], {i: metas[g.pack][i] for i in g.ids}, gm)
+                _seed_history(evaluator, {i: history[i] for i in g.ids if i in history})
+                current = gi
+            t0 = _time.monotonic()
+            s, t, v, q = fut.result()
+            st["read_wait_s"] += _time.monotonic() - t0
+            st["readings"] += len(t)
+            st["windows"] += 1
+            found.append((g, evaluator.push(s, t, v, q)))
+            del s, t, v, q
+            if progress:
+                _progress(g, b, start_us - lead, end_us, st, began)
+        if evaluator is not None:
+            found.append((groups[current], evaluator.flush()))
+    finally:
+        pool.close()
+    if progress and st["windows"]:
+        el = _time.monotonic() - began
+        print(f"\rjudged {st['readings']:,} readings in {el:.1f} s ({st['readings'] / max(el, 1e-9):,.0f}/s)"
+              + " " * 20, file=sys.stderr, flush=True)
+    records = []
+    for g, eps in found:
+        eps = eps[eps["last"] >= start_us]
+        if not len(eps):
+            continue
+        pk = packs[g.pack]
+        recs = violations(eps, pk, pk, metas[g.pack])
+        for r, code in zip(recs, eps["sensor"].tolist()):
+            r["sensor_id"], r["site_id"] = code, site_of[code]
+        records += recs
+    records.sort(key=lambda r: (r["site"], r["sensor"], r["start"], r["rule"]))
+    if store:
+        n = store_violations(conn, records)
+        if progress:
+            print(f"stored: {n} violation(s)", file=sys.stderr)
+    if stats is not None:
+        stats.update(st, seconds=_time.monotonic() - began)
+    return records
 
 
-def _check(conn, start_us, end_us, pack_override, sites, store, gm, progress, sensors_per_read=64):
+def _sensors(conn, pack_override, sites):
+    """The sensors to judge: ``{pack: {sensor id: SensorMeta}}``, sensor -> site id, the packs."""
     rows = conn.execute(
         "SELECT se.id, se.name, se.parameter, se.interval_s, si.id, si.key, si.pack "
         "FROM sensors se JOIN sites si ON si.id = se.site_id "
@@ -205,41 +415,14 @@ def _check(conn, start_us, end_us, pack_override, sites, store, gm, progress, se
             raise InputError(f"site {site_key!r} has no rule pack; give --pack")
         by_pack.setdefault(pk, {})[sid] = SensorMeta(param, interval_s, site=site_key, name=name)
         site_of[sid] = site_id
-    packs = {name: load_pack(name) for name in by_pack}
-    window = max((int(r.window_h * core.HOUR_US) for p in packs.values() for r in p.continuous_rules()
-                  if r.kind == "slug"), default=0)
-    max_interval = max((m.interval_s or 60.0 for metas in by_pack.values() for m in metas.values()),
-                       default=60.0)
-    lead = window + int(gm * max_interval * core.US)
-    ids = sorted(site_of)
-    if not ids:
-        return []
-    # each sensor's first reading ever, by the (sensor_id, time) index, not a scan
-    first = dict(conn.execute(
-        "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
-        "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
-    history = {sid: int(round(t.timestamp() * core.US)) for sid, t in first.items() if t is not None}
-    records = []
-    for name, metas in by_pack.items():
-        pk = packs[name]
-        group_ids = sorted(metas)
-        for g in range(0, len(group_ids), sensors_per_read):
-            group = group_ids[g:g + sensors_per_read]
-            label = f"{name}: sensors {g + 1}-{g + len(group)} of {len(group_ids)}"
-            s, t, v, q = read_readings(conn, group, start_us - lead, end_us, progress=progress, label=label)
-            eps = evaluate(pk, s, t, v, q, meta=metas, gap_multiple=gm, history_start=history)
-            del s, t, v, q
-            eps = eps[eps["last"] >= start_us]
-            recs = violations(eps, pk, pk, metas)
-            for r, code in zip(recs, eps["sensor"].tolist()):
-                r["sensor_id"], r["site_id"] = code, site_of[code]
-            records += recs
-    records.sort(key=lambda r: (r["site"], r["sensor"], r["start"], r["rule"]))
-    if store:
-        n = store_violations(conn, records)
-        if progress:
-            print(f"stored: {n} violation(s)", file=sys.stderr)
-    return records
+    return by_pack, site_of, {name: load_pack(name) for name in by_pack}
+
+
+def _progress(g: Group, upto: int, lo: int, hi: int, st: dict, began: float) -> None:
+    el = _time.monotonic() - began
+    pct = 100.0 * (upto - lo) / max(hi - lo, 1)
+    print(f"\rreading {g.label}: {pct:5.1f} % of the range, {st['readings']:,} readings, "
+          f"{st['readings'] / max(el, 1e-9):,.0f}/s", end="", file=sys.stderr, flush=True)
 
 
 def store_violations(conn, records: list[dict]) -> int:

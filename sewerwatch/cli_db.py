@@ -1,4 +1,4 @@
-"""CLI: ``sewerwatch db migrate|status|roles``."""
+"""CLI: ``sewerwatch db migrate|status|roles|maintain``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sewerwatch import services
 
 
 def register(sub) -> None:
-    p = sub.add_parser("db", help="database schema: migrate, status, roles")
+    p = sub.add_parser("db", help="database schema: migrate, status, roles, maintain")
     dsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     m = dsub.add_parser("migrate", help="apply pending migrations, then write the config's sites and sensors")
     m.add_argument("--db-url", help="database URL of the schema owner (default: the configured or embedded one)")
@@ -31,6 +31,7 @@ def register(sub) -> None:
                    "else sewerwatch)")
     r.add_argument("--db-url", help="database URL (default: the configured or embedded one)")
     r.set_defaults(func=_roles)
+    register_maintain(dsub)
 
 
 def _log(msg: str) -> None:
@@ -78,6 +79,10 @@ def _status(args, ctx) -> int:
         print(f"{m.path.name:40} {state}")
     for line in srv.lines():
         print(line)
+    if 71 in have:   # 0071_retention: the storage tables
+        with ctx.connect(db_url=url, schema=False) as conn:
+            for line in storage_lines(conn, ctx.config.retention):
+                print(line)
     return 0
 
 
@@ -110,3 +115,60 @@ def _roles(args, ctx) -> int:
     if any(r not in rows for r in (roles.INGEST, roles.GRAFANA)) and not (me[1] or me[2]):
         print("  'sewerwatch db roles --sql' prints the statements a database administrator runs first")
     return 0
+
+
+# --- storage (issue 15): bytes per reading, compression, retention, `db maintain` ----------
+
+
+def storage_lines(conn, policy) -> list[str]:
+    """The storage part of ``db status``."""
+    from sewerwatch.db import maintain  # lazy: psycopg (see _migrate)
+
+    r = maintain.storage_report(conn)
+    bpr = f"{r['bytes_per_reading']:.1f} bytes per reading" if r["bytes_per_reading"] else "no readings"
+    count = f"{r['readings']:,}" + ("" if r["exact"] else " (estimate)")
+    agg = (f"up to {r['aggregates_to']:%Y-%m-%d %H:%M} UTC" if r["aggregates_to"]
+           else "not built yet (sewerwatch db maintain)")
+    raw = f"{policy.raw_days} days" if policy.raw_days is not None else "the records period"
+    return [
+        f"readings: {count} readings, {r['bytes'] / 1e6:,.1f} MB with indexes, {bpr}",
+        f"compression: {r['compression']}"
+        + (f" (ratio {r['compression_ratio']:.1f})" if r["compression_ratio"] else ""),
+        f"retention: raw readings kept {raw}; one-minute aggregates and the raw readings of violation "
+        f"episodes (± {policy.evidence_margin_min:g} min) kept {policy.records_years} years "
+        "(40 CFR 403.12(o)(2))",
+        f"aggregates (readings_1m): {r['aggregate_rows']:,} rows, {agg}; evidence rows: {r['evidence_rows']:,}",
+    ]
+
+
+def register_maintain(dsub) -> None:
+    m = dsub.add_parser("maintain", help="one-minute aggregates, retention and compression, once "
+                        "(sewerwatch run does it periodically)")
+    m.add_argument("--db-url", help="database URL of the schema owner (default: the configured or embedded one)")
+    m.add_argument("--refresh", nargs=2, metavar=("FROM", "TO"),
+                   help="recompute the aggregates of this range first (ISO-8601; e.g. after a backfill)")
+    m.set_defaults(func=_maintain)
+
+
+def _maintain(args, ctx) -> int:
+    from limits.history import parse_range
+    from sewerwatch.db import maintain  # lazy: psycopg (see _migrate)
+
+    url = _target(args, ctx)
+    with ctx.connect(db_url=url) as conn:
+        if args.refresh:
+            a, b = parse_range(*args.refresh)
+            n = maintain.refresh_aggregates(conn, _utc(a), _utc(b), log_progress=_log)
+            _log(f"aggregates recomputed: {n:,} sensor-minutes")
+        out = maintain.maintain(conn, ctx.config.retention, log_progress=_log)
+    _log(f"aggregates: {out['aggregated']:,} sensor-minutes written, complete to {out['aggregates_to']}")
+    _log(f"raw readings before {out['raw_before']:%Y-%m-%d %H:%M} UTC removed ({out['raw_removed']:,} "
+         f"chunks or rows); {out['evidence_rows']:,} evidence readings kept first")
+    _log(f"records period: {out['records_removed']:,} old aggregate chunks/evidence rows removed")
+    _log(f"compression: {out['compression']}; {out['compressed_chunks']} chunk(s) compressed now")
+    return 0
+
+
+def _utc(us: int):
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(us / 1e6, timezone.utc)

@@ -1,0 +1,283 @@
+"""Storage upkeep (issue 15): one-minute aggregates, retention with evidence kept, compression.
+
+One job, :func:`maintain`, run by ``sewerwatch db maintain`` and every
+``[retention] maintain_every_s`` by ``sewerwatch run`` (:func:`run_periodically`). Each run:
+
+1. **Aggregates.** ``readings_1m`` (min, max, mean, count and time-weighted mean of the
+   usable readings of each sensor and minute) is brought up to the last whole minute
+   before now minus :data:`SETTLE_S`, from where the last run left it
+   (``maintenance_state``) minus ``aggregate_lookback_h``, so readings that arrive late
+   (a spool replayed after an outage) are folded in while they are younger than that.
+   Older late readings: ``sewerwatch db maintain --refresh FROM TO``. TimescaleDB's
+   continuous aggregates would do this by themselves but are not in its Apache build.
+2. **Evidence, then raw retention.** Raw readings older than ``raw_days`` are removed
+   (whole chunks on TimescaleDB, ``drop_chunks``; a DELETE on plain PostgreSQL), but first
+   the readings of every violation episode's sensor from ``evidence_margin_min`` before
+   its start to as long after its end are copied into ``readings_evidence``. Never past
+   the aggregates' end: what is removed has been aggregated.
+3. **Records period.** Aggregates and evidence older than ``records_years`` (at least 3,
+   40 CFR 403.12(o)(2)) are removed.
+4. **Compression**, where the server's TimescaleDB build has it (``timescaledb.license``
+   not ``apache``): chunks of ``readings`` older than ``compress_after_days`` are
+   compressed, segmented by sensor and ordered by time. The Apache build has no
+   compression; :func:`storage_report` says so.
+
+Every step commits on its own; a run that stops half-way leaves consistent tables and the
+next run continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+
+from foundation.config import Retention
+
+log = logging.getLogger("sewerwatch.maintain")
+
+#: Readings younger than this are not aggregated yet (they may still be on their way) [s].
+SETTLE_S = 60
+#: Aggregates are built in slices of this length (a first build of a year commits daily).
+SLICE = timedelta(days=1)
+
+AGGREGATE = """
+INSERT INTO readings_1m (minute, sensor_id, n, min, max, mean, twa)
+SELECT minute, sensor_id, count(*), min(value), max(value), avg(value),
+       sum(value * hold) / nullif(sum(hold), 0)
+FROM (
+    SELECT r.sensor_id, r.value, date_trunc('minute', r.time) AS minute,
+           extract(epoch FROM least(
+               lead(r.time) OVER (PARTITION BY r.sensor_id ORDER BY r.time),
+               r.time + make_interval(secs => 3 * coalesce(s.interval_s, 60)),
+               date_trunc('minute', r.time) + INTERVAL '1 minute') - r.time) AS hold
+    FROM readings r JOIN sensors s ON s.id = r.sensor_id
+    WHERE r.time >= %(a)s AND r.time < %(b)s
+      AND r.quality = 0 AND r.value IS NOT NULL AND r.value <> 'NaN'::float8
+) x
+GROUP BY sensor_id, minute
+ON CONFLICT (sensor_id, minute) DO UPDATE SET n = EXCLUDED.n, min = EXCLUDED.min, max = EXCLUDED.max,
+    mean = EXCLUDED.mean, twa = EXCLUDED.twa
+"""
+
+KEEP_EVIDENCE = """
+INSERT INTO readings_evidence (time, value, sensor_id, quality)
+SELECT r.time, r.value, r.sensor_id, r.quality
+FROM violations v
+JOIN readings r ON r.sensor_id = v.sensor_id
+ AND r.time >= v.start_time - %(margin)s
+ AND r.time <= coalesce(v.end_time, now()) + %(margin)s
+WHERE v.sensor_id IS NOT NULL AND v.start_time - %(margin)s < %(cutoff)s AND r.time < %(cutoff)s
+ON CONFLICT DO NOTHING
+"""
+
+
+def _timescale(conn) -> bool:
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb')").fetchone()[0]
+
+
+def compression_available(conn) -> tuple[bool, str]:
+    """Whether ``readings`` can be compressed here, and why not."""
+    if not _timescale(conn):
+        return False, "no TimescaleDB extension (plain PostgreSQL): no compression"
+    lic = conn.execute("SELECT current_setting('timescaledb.license', true)").fetchone()[0]
+    if lic == "apache":
+        return False, ("this TimescaleDB build is the Apache-licensed one (timescaledb.license = apache), "
+                       "which has no compression")
+    return True, f"timescaledb.license = {lic}"
+
+
+def _state(conn, job: str):
+    row = conn.execute("SELECT done_to FROM maintenance_state WHERE job = %s", (job,)).fetchone()
+    return row[0] if row else None
+
+
+def _set_state(conn, job: str, done_to, detail: str = "{}") -> None:
+    conn.execute("INSERT INTO maintenance_state (job, done_to, last_run, detail) VALUES (%s, %s, now(), %s) "
+                 "ON CONFLICT (job) DO UPDATE SET done_to = EXCLUDED.done_to, last_run = now(), "
+                 "detail = EXCLUDED.detail", (job, done_to, detail))
+
+
+def first_reading(conn):
+    """The oldest reading's time (one index probe per sensor), or None."""
+    return conn.execute("SELECT min((SELECT r.time FROM readings r WHERE r.sensor_id = s.id "
+                        "ORDER BY r.time LIMIT 1)) FROM sensors s").fetchone()[0]
+
+
+@contextlib.contextmanager
+def _autocommit(conn):
+    """``conn`` in autocommit mode meanwhile, so that each ``conn.transaction()`` commits."""
+    conn.commit()
+    was, conn.autocommit = conn.autocommit, True
+    try:
+        yield conn
+    finally:
+        conn.autocommit = was
+
+
+def refresh_aggregates(conn, start: datetime, end: datetime, log_progress=None) -> int:
+    """(Re)compute ``readings_1m`` for the minutes in ``[start, end)``; returns rows written.
+
+    ``start`` and ``end`` are rounded down to whole minutes; slices of a day commit one by one.
+    """
+    with _autocommit(conn):
+        return _refresh(conn, start, end, log_progress)
+
+
+def _refresh(conn, start: datetime, end: datetime, log_progress) -> int:
+    start = start.replace(second=0, microsecond=0)
+    end = end.replace(second=0, microsecond=0)
+    rows = 0
+    a = start
+    while a < end:
+        b = min(a + SLICE, end)
+        with conn.transaction():
+            rows += conn.execute(AGGREGATE, {"a": a, "b": b}).rowcount
+        if log_progress:
+            log_progress(f"aggregates to {b:%Y-%m-%d %H:%M} UTC")
+        a = b
+    return rows
+
+
+def maintain(conn, policy: Retention, now: datetime | None = None, log_progress=None) -> dict:
+    """Run the storage upkeep once (see the module doc). ``conn``: the owner's (it runs in
+    autocommit mode meanwhile, each step its own transaction).
+
+    Returns
+    -------
+    dict
+        ``aggregated`` (minutes written), ``aggregates_to``, ``evidence_rows`` (copied),
+        ``raw_removed`` (chunks dropped or rows deleted), ``raw_before``,
+        ``records_removed``, ``compressed_chunks``, ``compression`` (why not, where not).
+    """
+    with _autocommit(conn):
+        return _maintain(conn, policy, now or datetime.now(timezone.utc), log_progress)
+
+
+def _maintain(conn, policy: Retention, now: datetime, log_progress) -> dict:
+    out: dict = {}
+    ts = _timescale(conn)
+
+    # 1. aggregates
+    done = _state(conn, "aggregates")
+    end = (now - timedelta(seconds=SETTLE_S)).replace(second=0, microsecond=0)
+    start = done - timedelta(hours=policy.aggregate_lookback_h) if done else first_reading(conn)
+    out["aggregated"] = 0
+    if start is not None and start < end:
+        out["aggregated"] = _refresh(conn, start, end, log_progress)
+        with conn.transaction():
+            _set_state(conn, "aggregates", end)
+    agg_to = _state(conn, "aggregates")
+    out["aggregates_to"] = agg_to
+
+    # 2. evidence, then raw readings older than raw_days (never what is not aggregated yet)
+    cutoff = now - timedelta(days=policy.raw_keep_days)
+    if agg_to is not None:
+        cutoff = min(cutoff, agg_to)
+    margin = timedelta(minutes=policy.evidence_margin_min)
+    with conn.transaction():
+        out["evidence_rows"] = conn.execute(KEEP_EVIDENCE, {"margin": margin, "cutoff": cutoff}).rowcount
+        if ts:
+            out["raw_removed"] = len(conn.execute(
+                "SELECT drop_chunks('readings', older_than => %s)", (cutoff,)).fetchall())
+        else:
+            out["raw_removed"] = conn.execute("DELETE FROM readings WHERE time < %s", (cutoff,)).rowcount
+        _set_state(conn, "raw-retention", cutoff)
+    out["raw_before"] = cutoff
+
+    # 3. the records period
+    records = now - timedelta(days=policy.records_days)
+    with conn.transaction():
+        n = conn.execute("DELETE FROM readings_evidence WHERE time < %s", (records,)).rowcount
+        if ts:
+            n += len(conn.execute("SELECT drop_chunks('readings_1m', older_than => %s)", (records,)).fetchall())
+        else:
+            n += conn.execute("DELETE FROM readings_1m WHERE minute < %s", (records,)).rowcount
+        _set_state(conn, "records-retention", records)
+    out["records_removed"] = n
+
+    # 4. compression where the build has it
+    ok, why = compression_available(conn)
+    out["compression"] = why
+    out["compressed_chunks"] = 0
+    if ok:
+        with conn.transaction():
+            enabled = conn.execute("SELECT compression_enabled FROM timescaledb_information.hypertables "
+                                   "WHERE hypertable_name = 'readings'").fetchone()
+            if enabled and not enabled[0]:
+                conn.execute("ALTER TABLE readings SET (timescaledb.compress, "
+                             "timescaledb.compress_segmentby = 'sensor_id', timescaledb.compress_orderby = 'time')")
+            out["compressed_chunks"] = len(conn.execute(
+                "SELECT compress_chunk(c, if_not_compressed => true) "
+                "FROM show_chunks('readings', older_than => %s) c",
+                (now - timedelta(days=policy.compress_after_days),)).fetchall())
+    return out
+
+
+def storage_report(conn) -> dict:
+    """What ``sewerwatch db status`` shows of storage: readings, bytes per reading, compression.
+
+    Returns
+    -------
+    dict
+        ``readings`` (exact below 2 million, else the planner's estimate), ``bytes``
+        (table and indexes, all chunks), ``bytes_per_reading``, ``exact`` (count or
+        estimate), ``compression`` (text), ``compression_ratio`` (None where nothing is
+        compressed), ``aggregates_to``, ``aggregate_rows`` (estimate), ``evidence_rows``.
+    """
+    ts = _timescale(conn)
+    size = conn.execute("SELECT hypertable_size('readings')" if ts
+                        else "SELECT pg_total_relation_size('readings')").fetchone()[0]
+    n, exact = _rows(conn, "readings", ts)
+    ok, why = compression_available(conn)
+    ratio = None
+    if ok:
+        row = conn.execute("SELECT sum(before_compression_total_bytes), sum(after_compression_total_bytes) "
+                           "FROM hypertable_compression_stats('readings')").fetchone()
+        if row and row[0] and row[1]:
+            ratio = float(row[0]) / float(row[1])
+            why = f"compressed chunks: {float(row[0]) / 1e6:,.0f} MB -> {float(row[1]) / 1e6:,.0f} MB"
+    return {
+        "readings": int(n or 0), "exact": exact, "bytes": int(size or 0),
+        "bytes_per_reading": (float(size) / n) if n else None,
+        "compression": why if ok else f"not available: {why}", "compression_ratio": ratio,
+        "aggregates_to": _state(conn, "aggregates"),
+        "aggregate_rows": _rows(conn, "readings_1m", ts)[0],
+        "evidence_rows": _rows(conn, "readings_evidence", False)[0],
+        "raw_before": _state(conn, "raw-retention"),
+    }
+
+
+def _rows(conn, table: str, hypertable: bool) -> tuple[int, bool]:
+    """Rows of ``table``: counted below 2 million, else the planner's estimate; and which."""
+    est = conn.execute("SELECT approximate_row_count(%s::regclass)" if hypertable else
+                       "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", (table,)).fetchone()[0]
+    if est is None or est < 2_000_000:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], True
+    return int(est), False
+
+
+async def run_periodically(owner_url: str, policy: Retention, stop: asyncio.Event | None = None) -> None:
+    """Call :func:`maintain` every ``policy.maintain_every_s`` (in a worker thread) until
+    cancelled or ``stop`` is set; a failed run is logged and tried again next time.
+
+    The hook ``sewerwatch run`` starts: ``asyncio.create_task(run_periodically(url, cfg.retention))``.
+    """
+    loop = asyncio.get_running_loop()
+
+    def once():
+        with psycopg.connect(owner_url) as conn:
+            return maintain(conn, policy)
+
+    while stop is None or not stop.is_set():
+        try:
+            out = await loop.run_in_executor(None, once)
+            log.info("storage maintained: %s", out)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the live pipeline must keep running
+            log.exception("storage maintenance failed; trying again in %.0f s", policy.maintain_every_s)
+        await asyncio.sleep(policy.maintain_every_s)
