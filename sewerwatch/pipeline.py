@@ -35,6 +35,7 @@ from alerts.manager import AlertManager
 from foundation.paths import RUN_STATUS_FILE
 from ingest import service
 from ingest.batch import Readings
+from sewerwatch.db.maintain import run_periodically as storage_maintenance
 
 log = logging.getLogger("sewerwatch.run")
 
@@ -117,11 +118,13 @@ class Pipeline:
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
             client_id=self.client_id, max_delay=self.max_delay, listeners=[tap]))
         tasks = [asyncio.create_task(self._evaluate()), asyncio.create_task(self._tick())]
+        maintenance = asyncio.create_task(storage_maintenance(self.owner_url, self.cfg.retention))  # issue 15
         self.ready.set()
         log.info("running: %d sensors, %d channels", len(sensors), len(routes))
         try:
             await stop.wait()
         finally:
+            maintenance.cancel()
             await loop.run_in_executor(None, self.ingest.stop)   # collectors, then writer flush
             self._queue.put_nowait(None)
             await tasks[0]

@@ -202,7 +202,8 @@ def test_db_maintain_command_and_run_hook(db, capsys):
         with db.connect() as conn:
             conn.execute("DELETE FROM maintenance_state")
             conn.commit()
-        task = asyncio.create_task(maintain.run_periodically(db.url, sw_config.Retention(maintain_every_s=3600)))
+        task = asyncio.create_task(maintain.run_periodically(db.url, sw_config.Retention(maintain_every_s=3600),
+                                                               first_delay_s=0))
         for _ in range(200):
             await asyncio.sleep(0.05)
             with db.connect() as conn:

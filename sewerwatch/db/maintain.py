@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -127,24 +128,31 @@ def refresh_aggregates(conn, start: datetime, end: datetime, log_progress=None) 
         return _refresh(conn, start, end, log_progress)
 
 
-def _refresh(conn, start: datetime, end: datetime, log_progress) -> int:
+def _refresh(conn, start: datetime, end: datetime, log_progress, job: str | None = None, halt=None) -> int:
+    """The slices of :func:`refresh_aggregates`; with ``job``, its state advances with each
+    slice; a set ``halt`` (threading.Event) stops between slices."""
     start = start.replace(second=0, microsecond=0)
     end = end.replace(second=0, microsecond=0)
     rows = 0
     a = start
-    while a < end:
+    while a < end and not (halt is not None and halt.is_set()):
         b = min(a + SLICE, end)
         with conn.transaction():
             rows += conn.execute(AGGREGATE, {"a": a, "b": b}).rowcount
+            if job:
+                _set_state(conn, job, b)
         if log_progress:
             log_progress(f"aggregates to {b:%Y-%m-%d %H:%M} UTC")
         a = b
     return rows
 
 
-def maintain(conn, policy: Retention, now: datetime | None = None, log_progress=None) -> dict:
+def maintain(conn, policy: Retention, now: datetime | None = None, log_progress=None, halt=None) -> dict:
     """Run the storage upkeep once (see the module doc). ``conn``: the owner's (it runs in
     autocommit mode meanwhile, each step its own transaction).
+
+    ``halt`` (a ``threading.Event``), when set, stops the run between slices of the
+    aggregates (the rest waits for the next run).
 
     Returns
     -------
@@ -154,10 +162,10 @@ def maintain(conn, policy: Retention, now: datetime | None = None, log_progress=
         ``records_removed``, ``compressed_chunks``, ``compression`` (why not, where not).
     """
     with _autocommit(conn):
-        return _maintain(conn, policy, now or datetime.now(timezone.utc), log_progress)
+        return _maintain(conn, policy, now or datetime.now(timezone.utc), log_progress, halt)
 
 
-def _maintain(conn, policy: Retention, now: datetime, log_progress) -> dict:
+def _maintain(conn, policy: Retention, now: datetime, log_progress, halt) -> dict:
     out: dict = {}
     ts = _timescale(conn)
 
@@ -167,11 +175,11 @@ def _maintain(conn, policy: Retention, now: datetime, log_progress) -> dict:
     start = done - timedelta(hours=policy.aggregate_lookback_h) if done else first_reading(conn)
     out["aggregated"] = 0
     if start is not None and start < end:
-        out["aggregated"] = _refresh(conn, start, end, log_progress)
-        with conn.transaction():
-            _set_state(conn, "aggregates", end)
+        out["aggregated"] = _refresh(conn, start, end, log_progress, job="aggregates", halt=halt)
     agg_to = _state(conn, "aggregates")
     out["aggregates_to"] = agg_to
+    if halt is not None and halt.is_set():
+        return out
 
     # 2. evidence, then raw readings older than raw_days (never what is not aggregated yet)
     cutoff = now - timedelta(days=policy.raw_keep_days)
@@ -260,23 +268,28 @@ def _rows(conn, table: str, hypertable: bool) -> tuple[int, bool]:
     return int(est), False
 
 
-async def run_periodically(owner_url: str, policy: Retention, stop: asyncio.Event | None = None) -> None:
+async def run_periodically(owner_url: str, policy: Retention, stop: asyncio.Event | None = None,
+                          first_delay_s: float = 60.0) -> None:
     """Call :func:`maintain` every ``policy.maintain_every_s`` (in a worker thread) until
-    cancelled or ``stop`` is set; a failed run is logged and tried again next time.
+    cancelled or ``stop`` is set; a failed run is logged and tried again next time. The
+    first run waits ``first_delay_s`` (a starting pipeline has more urgent work).
 
     The hook ``sewerwatch run`` starts: ``asyncio.create_task(run_periodically(url, cfg.retention))``.
     """
     loop = asyncio.get_running_loop()
+    halt = threading.Event()   # a long first build stops between slices when cancelled
 
     def once():
         with psycopg.connect(owner_url) as conn:
-            return maintain(conn, policy)
+            return maintain(conn, policy, halt=halt)
 
+    await asyncio.sleep(first_delay_s)
     while stop is None or not stop.is_set():
         try:
             out = await loop.run_in_executor(None, once)
             log.info("storage maintained: %s", out)
         except asyncio.CancelledError:
+            halt.set()
             raise
         except Exception:  # noqa: BLE001 - the live pipeline must keep running
             log.exception("storage maintenance failed; trying again in %.0f s", policy.maintain_every_s)
