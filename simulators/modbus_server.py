@@ -18,15 +18,26 @@ get exception 02.
 Run alone::
 
     python -m simulators.modbus_server --scenario acid-dump --devices 10 --port 15020
+    python -m simulators.modbus_server --devices 6000 --processes 4 --latency-ms 10
+
+``--latency-ms`` makes every device answer after that long (a field device or a TCP-to-RTU
+gateway takes milliseconds; a loopback simulator none). ``--processes N`` serves the
+devices from N processes, each a slice of whole ports (its own core and GIL): one
+pymodbus server answers about 9,500 reads a second, so a benchmark of a collector polling
+thousands of devices needs several, or it measures the simulator.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import functools
 import logging
+import signal
+import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -67,12 +78,15 @@ class ModbusSimulator:
         First TCP port; more devices than 247 use the following ports.
     tick_s : float
         Real seconds between register updates.
+    latency_s : float
+        Each device answers this long after a request [s].
     """
 
     def __init__(self, source, profile: Profile, clock: SimClock, host: str = "127.0.0.1",
-                 port: int = DEFAULT_PORT, tick_s: float = 1.0):
+                 port: int = DEFAULT_PORT, tick_s: float = 1.0, latency_s: float = 0.0):
         self.source, self.profile, self.clock = source, profile, clock
         self.host, self.port, self.tick_s = host, int(port), float(tick_s)
+        self.latency_s = float(latency_s)
         self.n = source.n_devices
         self.spans = {t: profile.span(t) for t in profile.tables()}
         self.blocks = {t: np.zeros((self.n, c), dtype=np.uint16) for t, (_, c) in self.spans.items()}
@@ -119,6 +133,8 @@ class ModbusSimulator:
     async def _action(self, function_code, start_address, address, count, registers, set_values, *, device):
 
         self.requests += 1
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
         if self.silent[device]:
             raise NoSuchIdException(f"device {device} is silent (comms loss)")  # no reply at all
         code = int(self.error[device])
@@ -214,7 +230,7 @@ def build_source(args):
         scn = scenarios.load(args.scenario).with_seed(args.seed)
         if getattr(args, "sites", None):
             scn = scn.with_sites(args.sites.split(","))
-        source = ScenarioSource(scn, args.devices)
+        source = ScenarioSource(scn, args.devices, getattr(args, "first_device", 0))
     if args.devices < 1:
         raise InputError(f"--devices: expected at least 1, got {args.devices}")
     if args.duration is not None and args.duration < 0:
@@ -254,7 +270,7 @@ async def serve(args) -> int:
     quiet_pymodbus()
     source, clock = build_source(args)
     profile = profiles.load(args.profile)
-    sim = ModbusSimulator(source, profile, clock, args.host, args.modbus_port, args.tick)
+    sim = ModbusSimulator(source, profile, clock, args.host, args.modbus_port, args.tick, args.latency_ms / 1e3)
     await sim.start()
     print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x", flush=True)
     for line in describe(sim):
@@ -266,13 +282,83 @@ async def serve(args) -> int:
     return 0
 
 
+def process_slices(n: int, processes: int) -> list[tuple[int, int]]:
+    """``(first device, devices)`` of each process: whole ports (247 devices) each, as even
+    as they go; fewer processes than asked when there are fewer ports."""
+    ports = (n + MAX_UNITS_PER_PORT - 1) // MAX_UNITS_PER_PORT
+    k = max(1, min(processes, ports))
+    edges = [round(i * ports / k) * MAX_UNITS_PER_PORT for i in range(k + 1)]
+    return [(a, min(b, n) - a) for a, b in zip(edges[:-1], edges[1:]) if a < n]
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: SIGTERM when the parent dies, even by SIGKILL (Linux prctl
+    PR_SET_PDEATHSIG; elsewhere the parent's SIGTERM handler is all there is)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG = 1
+    except OSError:
+        pass
+
+
+def serve_processes(args, argv: list[str], out=sys.stdout) -> int:
+    """Serve ``args.devices`` devices from ``args.processes`` child processes (see the module
+    doc): each runs this module for its slice; their lines are passed on, and the first line
+    of this process says when all of them listen."""
+    if args.replay:
+        raise InputError("--processes: a replay is served by one process")
+    # SIGTERM ends this process through the finally below, which ends the children
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    children = []
+    try:
+        for first, n in process_slices(args.devices, args.processes):
+            child_argv = list(argv) + ["--processes", "1", "--first-device", str(first), "--devices", str(n),
+                                       "--modbus-port", str(args.modbus_port + first // MAX_UNITS_PER_PORT)]
+            children.append(subprocess.Popen([sys.executable, "-m", "simulators.modbus_server", *child_argv],
+                                             stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent))
+        firsts = [c.stdout.readline() for c in children]
+        if not all(f.startswith("simulating") for f in firsts):
+            raise ServiceError("a simulator process did not start: " + "; ".join(f.strip() for f in firsts))
+        print(f"simulating {args.devices} device(s) in {len(children)} process(es)", file=out, flush=True)
+
+        def relay(c):
+            for line in c.stdout:
+                print(line, end="", file=out, flush=True)
+        threads = [threading.Thread(target=relay, args=(c,), daemon=True) for c in children]
+        for t in threads:
+            t.start()
+        codes = [c.wait() for c in children]
+        for t in threads:
+            t.join(timeout=1)
+        return max(codes)
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.terminate()
+        for c in children:
+            try:
+                c.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                c.kill()
+
+
 def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m simulators.modbus_server",
                                 description="Simulated control-manhole devices over Modbus TCP.")
     add_source_arguments(p)
+    p.add_argument("--latency-ms", type=float, default=0.0, help="each device answers after this many ms (default 0)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="serve the devices from this many processes, whole ports each (default 1)")
+    p.add_argument("--first-device", type=int, default=0, help=argparse.SUPPRESS)   # a process's slice
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     try:
+        if args.latency_ms < 0:
+            raise InputError(f"--latency-ms: expected 0 or more, got {args.latency_ms:g}")
+        if args.processes < 1:
+            raise InputError(f"--processes: expected at least 1, got {args.processes}")
+        if args.processes > 1:
+            return serve_processes(args, argv)
         return asyncio.run(serve(args))
     except SewerwatchError as exc:
         return report(exc)

@@ -73,15 +73,17 @@ class Readings:
 
 
 class ScenarioSource:
-    """Readings of ``n_devices`` devices under a scenario (see :mod:`simulators.scenarios`)."""
+    """Readings of ``n_devices`` devices under a scenario (see :mod:`simulators.scenarios`):
+    devices ``first_device`` .. ``first_device + n_devices - 1`` (one simulator process of
+    several serves a slice; a device shows the same values whichever process serves it)."""
 
-    def __init__(self, scenario: Scenario, n_devices: int):
+    def __init__(self, scenario: Scenario, n_devices: int, first_device: int = 0):
         if n_devices < 1:
             raise InputError(f"--devices: expected at least 1, got {n_devices}")
         self.scenario = scenario
         self.n_devices = n_devices
-        self.devices = np.arange(n_devices)
-        self.sites = tuple(scenario.site(i) for i in range(n_devices))
+        self.devices = np.arange(first_device, first_device + n_devices)
+        self.sites = tuple(scenario.site(i) for i in self.devices.tolist())
         self.start = scenario.start
         self.duration_s = scenario.duration_s
         self.name = scenario.name

@@ -231,3 +231,31 @@ def test_runs_alone_and_advances_with_speed(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_several_processes_serve_the_same_devices_and_latency_delays_each_answer():
+    """``--processes 3``: 600 devices from three processes, whole ports each; device i shows
+    what one process would show (the scenario's values for device i); ``--latency-ms``."""
+    from simulators.modbus_server import process_slices
+
+    assert process_slices(600, 3) == [(0, 247), (247, 247), (494, 106)]
+    assert process_slices(100, 4) == [(0, 100)]
+    n, port = 600, free_ports(3)
+    scn = scenarios.load("normal-day")
+    proc = subprocess.Popen([sys.executable, "-m", "simulators.modbus_server", "--devices", str(n), "--processes", "3",
+                             "--speed", "0", "--offset", "06:00", "--modbus-port", str(port), "--latency-ms", "150"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "simulating 600 device(s) in 3 process(es)"
+        exp = simulators.generate(scn, start=scn.start + 6 * 3600, duration_s=1, step_s=1, devices=n)
+        for i in (0, 246, 247, 500, 599):
+            t0 = time.monotonic()
+            got = values(mbpoll(port + i // 247, 1 + i % 247, 0, 3, "4:float", "-B"))
+            assert time.monotonic() - t0 > 0.15            # the device's answer waited 150 ms
+            assert float(got[2]) == pytest.approx(exp.values["ph"][i, 0], rel=1e-5), i
+            assert float(got[0]) == pytest.approx(exp.values["flow"][i, 0], rel=1e-5), i
+        assert "failed to respond" in mbpoll(port + 2, 107, 0, 2, "4").lower()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert proc.returncode is not None
