@@ -20,7 +20,10 @@ Run alone::
     python -m simulators.modbus_server --scenario acid-dump --devices 10 --port 15020
     python -m simulators.modbus_server --devices 6000 --processes 4 --latency-ms 10
 
-``--latency-ms`` makes every device answer after that long (a field device or a TCP-to-RTU
+``--wire lean`` answers on asyncio's own TCP server (read functions 03 and 04, the same
+answers, exceptions and silences as the pymodbus server, checked against it by
+``tests/test_simulators_modbus.py``) at a fraction of pymodbus's CPU a request, so that a
+collector benchmark on a small machine measures the collector. ``--latency-ms`` makes every device answer after that long (a field device or a TCP-to-RTU
 gateway takes milliseconds; a loopback simulator none). ``--processes N`` serves the
 devices from N processes, each a slice of whole ports (its own core and GIL): one
 pymodbus server answers about 9,500 reads a second, so a benchmark of a collector polling
@@ -35,6 +38,7 @@ import ctypes
 import functools
 import logging
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -80,13 +84,20 @@ class ModbusSimulator:
         Real seconds between register updates.
     latency_s : float
         Each device answers this long after a request [s].
+    wire : {'pymodbus', 'lean'}
+        The TCP server: pymodbus's (every function) or :class:`_LeanWire` (reads only, a
+        fraction of the CPU; see the module doc).
     """
 
     def __init__(self, source, profile: Profile, clock: SimClock, host: str = "127.0.0.1",
-                 port: int = DEFAULT_PORT, tick_s: float = 1.0, latency_s: float = 0.0):
+                 port: int = DEFAULT_PORT, tick_s: float = 1.0, latency_s: float = 0.0, wire: str = "pymodbus"):
         self.source, self.profile, self.clock = source, profile, clock
         self.host, self.port, self.tick_s = host, int(port), float(tick_s)
         self.latency_s = float(latency_s)
+        if wire not in ("pymodbus", "lean"):
+            raise InputError(f"--wire: expected pymodbus or lean, got {wire!r}")
+        self.wire = wire
+        self.raw: dict = {}                 # table -> big-endian register bytes of every device (lean)
         self.n = source.n_devices
         self.spans = {t: profile.span(t) for t in profile.tables()}
         self.blocks = {t: np.zeros((self.n, c), dtype=np.uint16) for t, (_, c) in self.spans.items()}
@@ -122,7 +133,10 @@ class ModbusSimulator:
         # Python lists the request path hands out; tolist() of the whole block is one C call
         for table, b in blocks.items():
             self.blocks[table] = b
-            self.rows[table] = b.tolist()
+            if self.wire == "lean":
+                self.raw[table] = b.astype(">u2").tobytes()
+            else:
+                self.rows[table] = b.tolist()
         self.silent = snap.silent.copy()
         self.error = snap.modbus_error.copy()
         self.sim_time = t
@@ -179,6 +193,16 @@ class ModbusSimulator:
         self.update()
         for host, port, _, units in self.endpoints():
             base = (port - self.port) * MAX_UNITS_PER_PORT
+            if self.wire == "lean":
+                try:
+                    server = await asyncio.get_running_loop().create_server(
+                        functools.partial(_LeanWire, self, base, units), host, port, backlog=4096)
+                except OSError as exc:
+                    await self.stop()
+                    raise ServiceError(f"cannot serve Modbus TCP on {host}:{port} ({exc}); "
+                                       "is the port in use? choose another with --modbus-port") from None
+                self.servers.append(server)
+                continue
             devices = [self._simdevice(0, None)] + [self._simdevice(u + 1, base + u) for u in range(units)]
             server = ModbusTcpServer(devices, address=(host, port), ignore_missing_devices=True)
             try:
@@ -214,8 +238,88 @@ class ModbusSimulator:
 
     async def stop(self) -> None:
         for s in self.servers:
-            await s.shutdown()
+            if isinstance(s, asyncio.AbstractServer):
+                s.close()
+                await s.wait_closed()
+            else:
+                await s.shutdown()
         self.servers = []
+
+    def answer(self, base: int, units: int, frame: bytes) -> bytes | None:
+        """The reply of the lean wire to one request frame (None: stay silent), as the
+        pymodbus server with :meth:`_action` answers it (see :class:`_LeanWire`)."""
+        tid, proto, _, unit, fc = _MBAP.unpack_from(frame)
+        if proto != 0:
+            return None
+        if not 1 <= unit <= units:
+            return _exception(tid, unit, fc, ExcCodes.GATEWAY_NO_RESPONSE)
+        table = {3: "holding", 4: "input"}.get(fc) or ("holding" if fc in (6, 16) else None)
+        if table is None:
+            return _exception(tid, unit, fc, 1)   # the lean wire serves registers only
+        if len(frame) < 12:
+            return _exception(tid, unit, fc, 3)
+        address, count = struct.unpack_from(">HH", frame, 8)
+        if fc == 6:
+            count = 1
+        elif not 1 <= count <= 125:                           # Application Protocol V1.1b3 §6.3
+            return _exception(tid, unit, fc, 3)
+        # as pymodbus: the address range first, then the device (silence, its exception)
+        span = self.spans.get(table)
+        if span is None or address < span[0] or address + count > span[0] + span[1]:
+            return _exception(tid, unit, fc, ExcCodes.ILLEGAL_ADDRESS)
+        device = base + unit - 1
+        self.requests += 1
+        if self.silent[device]:
+            return None                                       # comms loss: no reply at all
+        code = int(self.error[device])
+        if code:
+            return _exception(tid, unit, fc, code)
+        if fc in (6, 16):
+            return _exception(tid, unit, fc, ExcCodes.ILLEGAL_ADDRESS)   # registers are read-only
+        width = 2 * span[1]
+        lo = device * width + 2 * (address - span[0])
+        return _MBAP.pack(tid, 0, 3 + 2 * count, unit, fc) + bytes((2 * count,)) + self.raw[table][lo:lo + 2 * count]
+
+
+_MBAP = struct.Struct(">HHHBB")   # transaction id, protocol id, length, unit id, function (MBAP, Messaging on TCP/IP V1.0b §3.1.3)
+
+
+def _exception(tid: int, unit: int, fc: int, code) -> bytes:
+    """An exception reply: function + 0x80 and the code (Application Protocol V1.1b3 §7)."""
+    return _MBAP.pack(tid, 0, 3, unit, (fc & 0x7F) | 0x80) + bytes((int(code),))
+
+
+class _LeanWire(asyncio.Protocol):
+    """One client connection of the lean wire: request frames in, replies out (after the
+    simulator's latency). Answers come from :meth:`ModbusSimulator.answer`."""
+
+    def __init__(self, sim: ModbusSimulator, base: int, units: int):
+        self.sim, self.base, self.units = sim, base, units
+        self.transport = None
+        self.buf = b""
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf + data if self.buf else data
+        while len(buf) >= 8:
+            total = 6 + ((buf[4] << 8) | buf[5])
+            if len(buf) < total:
+                break
+            reply = self.sim.answer(self.base, self.units, buf[:total])
+            buf = buf[total:]
+            if reply is None:
+                continue
+            if self.sim.latency_s > 0:
+                asyncio.get_running_loop().call_later(self.sim.latency_s, self._send, reply)
+            else:
+                self.transport.write(reply)
+        self.buf = bytes(buf)
+
+    def _send(self, reply: bytes) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(reply)
 
 
 # --- running alone ---------------------------------------------------------------------
@@ -270,7 +374,8 @@ async def serve(args) -> int:
     quiet_pymodbus()
     source, clock = build_source(args)
     profile = profiles.load(args.profile)
-    sim = ModbusSimulator(source, profile, clock, args.host, args.modbus_port, args.tick, args.latency_ms / 1e3)
+    sim = ModbusSimulator(source, profile, clock, args.host, args.modbus_port, args.tick, args.latency_ms / 1e3,
+                          wire=args.wire)
     await sim.start()
     print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x", flush=True)
     for line in describe(sim):
@@ -347,6 +452,8 @@ def main(argv=None) -> int:
                                 description="Simulated control-manhole devices over Modbus TCP.")
     add_source_arguments(p)
     p.add_argument("--latency-ms", type=float, default=0.0, help="each device answers after this many ms (default 0)")
+    p.add_argument("--wire", choices=("pymodbus", "lean"), default="pymodbus",
+                   help="the TCP server: pymodbus's (default) or the lean one (reads only, less CPU)")
     p.add_argument("--processes", type=int, default=1,
                    help="serve the devices from this many processes, whole ports each (default 1)")
     p.add_argument("--first-device", type=int, default=0, help=argparse.SUPPRESS)   # a process's slice

@@ -69,11 +69,11 @@ def values(out: str) -> dict[int, str]:
 class Running:
     """A ModbusSimulator on its own event loop thread; the test sets the simulated time."""
 
-    def __init__(self, scenario: str, profile: str, n: int):
+    def __init__(self, scenario: str, profile: str, n: int, wire: str = "pymodbus"):
         self.scn = scenarios.load(scenario)
         self.port = free_ports((n + 246) // 247)
         self.sim = ModbusSimulator(ScenarioSource(self.scn, n), profiles.load(profile),
-                                   SimClock(self.scn.start, 0.0), "127.0.0.1", self.port)
+                                   SimClock(self.scn.start, 0.0), "127.0.0.1", self.port, wire=wire)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -100,8 +100,8 @@ class Running:
 def running():
     made = []
 
-    def make(scenario, profile, n=3):
-        r = Running(scenario, profile, n)
+    def make(scenario, profile, n=3, wire="pymodbus"):
+        r = Running(scenario, profile, n, wire)
         made.append(r)
         return r
 
@@ -259,3 +259,48 @@ def test_several_processes_serve_the_same_devices_and_latency_delays_each_answer
         proc.terminate()
         proc.wait(10)
     assert proc.returncode is not None
+
+
+def _ask(port: int, frames: list[bytes]) -> list[bytes | None]:
+    """Each frame on one connection; the reply's bytes, or None after 0.3 s of silence."""
+    out = []
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+        for f in frames:
+            sock.sendall(f)
+            sock.settimeout(0.3)
+            try:
+                head = sock.recv(6)
+                rest = b""
+                need = int.from_bytes(head[4:6], "big")
+                while len(rest) < need:
+                    rest += sock.recv(need - len(rest))
+                out.append(head + rest)
+            except socket.timeout:
+                out.append(None)
+                return out + [None] * (len(frames) - len(out))   # a silent device: the stream is done
+    return out
+
+
+@pytest.mark.parametrize("offset_s", [6 * 3600, 9 * 3600 + 600, 11 * 3600 + 300, 13 * 3600 + 300, 13 * 3600 + 2100])
+def test_lean_wire_answers_as_the_pymodbus_server(running, offset_s):
+    """The lean wire (benchmarks) gives the pymodbus server's bytes for reads, exceptions,
+    writes and absent units, over the sensor-faults scenario (Modbus exceptions 06 and 02,
+    dropouts, comms loss)."""
+    def req(tid, unit, fc, addr, count):
+        return struct.pack(">HHHBBHH", tid, 0, 6, unit, fc, addr, count)
+
+    frames = [req(1, 1, 3, 0, 7), req(2, 2, 3, 2, 2), req(3, 3, 3, 6, 1), req(4, 1, 4, 0, 2),
+              req(5, 1, 3, 6, 2), req(6, 2, 6, 0, 1), req(7, 9, 3, 0, 2)]
+    got = {}
+    for wire in ("pymodbus", "lean"):
+        r = running("sensor-faults", "generic-manhole", 4, wire)
+        r.at(offset_s)
+        got[wire] = [_ask(r.port, [f])[0] for f in frames]
+        for unit in (1, 2, 3, 4):
+            got[wire].append(_ask(r.port, [req(50 + unit, unit, 3, 0, 7)])[0])
+    assert got["lean"] == got["pymodbus"]
+    if offset_s == 6 * 3600:                                # a normal hour: full rows read
+        assert got["lean"][0][7] == 3 and got["lean"][0][8] == 14
+    # 126 registers: the lean wire answers exception 03 (illegal data value, Application
+    # Protocol V1.1b3 §6.3: quantity 1 to 125); pymodbus 3.16 answers function 0x80 code 01
+    assert _ask(r.port, [req(8, 4, 3, 0, 126)])[0] in (None, b"\x00\x08\x00\x00\x00\x03\x04\x83\x03")

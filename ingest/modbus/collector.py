@@ -1,6 +1,6 @@
 """The Modbus TCP collector: polls many devices from one asyncio loop, decodes in batches.
 
-Each device has its own connection (a pymodbus ``AsyncModbusTcpClient``) and its own poll
+Each device has its own connection (a :class:`ingest.modbus.link.ModbusLink`) and its own poll
 task, started at a staggered phase so a thousand devices at 1 Hz do not all ask in the same
 millisecond. A poll sends the profile's read plan (:mod:`ingest.modbus.plan`) and keeps the
 raw registers; every ``flush_s`` the collector decodes all polls of all devices of one
@@ -13,8 +13,8 @@ Quality: a set status bit or a value that decodes to NaN (the device's "no readi
 :data:`~ingest.batch.OUT_OF_RANGE` (:func:`ingest.normalise.flag_out_of_range`). Both are
 kept.
 
-Failures: a transport error (refused, dropped or silent connection; the pymodbus client
-runs with ``retries=0`` and its own reconnect switched off) closes the connection, takes the
+Failures: a transport error (refused, dropped or silent connection; the link neither
+retries nor reconnects by itself) closes the connection, takes the
 device down and waits a backoff (doubling from ``backoff_min_s`` to ``backoff_max_s``, with
 jitter) before connecting again; polls due meanwhile count as missed. A Modbus exception
 reply is an answer: it is counted in ``exception_replies`` and the device stays up. Health
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pymodbus.client import AsyncModbusTcpClient
 from pymodbus.exceptions import ConnectionException, ModbusException
 
 from foundation import config as sw_config
@@ -48,6 +47,7 @@ from foundation.units import to_canonical
 from ingest import profiles as profiles_mod
 from ingest.batch import DEVICE_FAULT, Readings
 from ingest.modbus.health import DeviceHealth
+from ingest.modbus.link import ModbusLink
 from ingest.modbus.options import Options
 from ingest.modbus.plan import plan as make_plan
 from ingest.normalise import flag_out_of_range
@@ -258,18 +258,13 @@ class ModbusCollector:
             group = s.group
             rows = {}
             for req in group.plan:
-                if req.table == "holding":
-                    rr = await s.client.read_holding_registers(req.address, count=req.count, device_id=d.unit_id)
-                else:
-                    rr = await s.client.read_input_registers(req.address, count=req.count, device_id=d.unit_id)
-                if rr.isError():
+                code, regs = await s.client.read(req.function_code, req.address, req.count, d.unit_id)
+                if code:
                     h.polls += 1
-                    code = getattr(rr, "exception_code", 0)
                     self._emit(h.exception_reply(t_us, f"exception reply {code:02X} "
                                                  f"({EXCEPTION_NAMES.get(code, 'unknown')}) to function "
                                                  f"{req.function_code:02d} at {req.address} count {req.count}"))
                     return
-                regs = rr.registers
                 if len(regs) < req.count:
                     raise _ShortReply(f"short reply: {len(regs)} of {req.count} registers at {req.address}")
                 if group.whole[req.table]:
@@ -299,15 +294,12 @@ class ModbusCollector:
     async def _connect(self, s: _Device) -> None:
 
         self._close(s)
-        o = self.options
-        # retries=0 and reconnect_delay=0: the collector owns retrying and backoff
-        client = AsyncModbusTcpClient(s.device.host, port=s.device.port, timeout=o.timeout_s,
-                                      retries=0, reconnect_delay=0)
-        if not await client.connect():
-            with contextlib.suppress(Exception):
-                client.close()
-            raise ConnectionException(f"cannot connect to {s.device.host}:{s.device.port}")
-        s.client = client
+        # the link neither retries nor reconnects: the collector owns retrying and backoff
+        try:
+            s.client = await ModbusLink.open(s.device.host, s.device.port, self.options.timeout_s)
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise ConnectionException(f"cannot connect to {s.device.host}:{s.device.port} "
+                                      f"({exc or type(exc).__name__})") from None
         if s.connected_once:
             s.health.reconnects += 1
         s.connected_once = True
