@@ -57,7 +57,7 @@ PG_EPOCH_US = 946_684_800 * core.US
 
 #: Readings a window of one sensor group holds, about (memory: ~60 bytes a reading while
 #: read, parsed and judged).
-WINDOW_READINGS = 1_000_000
+WINDOW_READINGS = 250_000
 #: Window length bounds [us].
 MIN_WINDOW_US = 10 * core.MINUTE_US
 MAX_WINDOW_US = 31 * core.DAY_US

@@ -53,6 +53,7 @@ from pymodbus.simulator import DataType, SimData, SimDevice
 from foundation.errors import InputError, ServiceError, SewerwatchError, report
 from foundation.units import from_canonical
 from ingest import profiles
+from ingest.modbus.link import split_frames
 from ingest.profiles import Profile
 from simulators import scenarios
 from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
@@ -302,20 +303,15 @@ class _LeanWire(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        buf = self.buf + data if self.buf else data
-        while len(buf) >= 8:
-            total = 6 + ((buf[4] << 8) | buf[5])
-            if len(buf) < total:
-                break
-            reply = self.sim.answer(self.base, self.units, buf[:total])
-            buf = buf[total:]
+        frames, self.buf = split_frames(self.buf + data if self.buf else data)
+        for frame in frames:
+            reply = self.sim.answer(self.base, self.units, frame)
             if reply is None:
                 continue
             if self.sim.latency_s > 0:
                 asyncio.get_running_loop().call_later(self.sim.latency_s, self._send, reply)
             else:
                 self.transport.write(reply)
-        self.buf = bytes(buf)
 
     def _send(self, reply: bytes) -> None:
         if not self.transport.is_closing():

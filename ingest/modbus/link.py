@@ -31,6 +31,19 @@ _REQUEST = struct.Struct(">HHHBBHH")   # tid, protocol 0, length 6, unit, functi
 _MBAP = struct.Struct(">HHHBB")        # tid, protocol, length, unit, function
 
 
+def split_frames(buf: bytes) -> tuple[list[bytes], bytes]:
+    """The whole MBAP frames at the start of a TCP byte stream, and the bytes left over (the
+    start of a frame still arriving). The header's length field counts what follows it."""
+    frames = []
+    while len(buf) >= 8:
+        total = 6 + ((buf[4] << 8) | buf[5])
+        if len(buf) < total:
+            break
+        frames.append(buf[:total] if len(buf) > total else buf)
+        buf = buf[total:]
+    return frames, bytes(buf)
+
+
 class ModbusLink(asyncio.Protocol):
     """A Modbus TCP client connection that reads registers (see the module doc).
 
@@ -96,14 +109,9 @@ class ModbusLink(asyncio.Protocol):
         self._fail(ConnectionException(f"connection closed by the device{f' ({exc})' if exc else ''}"))
 
     def data_received(self, data: bytes) -> None:
-        buf = self._buf + data if self._buf else data
-        while len(buf) >= 8:
-            total = 6 + ((buf[4] << 8) | buf[5])
-            if len(buf) < total:
-                break
-            self._frame(buf[:total] if len(buf) > total else buf)
-            buf = buf[total:]
-        self._buf = bytes(buf)
+        frames, self._buf = split_frames(self._buf + data if self._buf else data)
+        for f in frames:
+            self._frame(f)
 
     # --- internals -------------------------------------------------------------------------
 
