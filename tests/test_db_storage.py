@@ -228,3 +228,29 @@ def test_retention_config_errors_name_file_and_key():
             sw_config.from_dict({"retention": bad}, "v.toml")
     with pytest.raises(ConfigError, match="40 CFR 403.12"):
         sw_config.from_dict({"retention": {"records_years": 1}}, "v.toml")
+
+
+def test_maintain_and_status_on_plain_postgresql(services):
+    """Without the timescaledb extension: rows older than raw_days are deleted (not whole
+    chunks), the rest as on TimescaleDB; db status says there is no compression."""
+    name = "sw_storage_plain"
+    url = services.db_urls["owner"].rsplit("/", 1)[0] + "/" + name
+    with services.admin() as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        bootstrap.ensure_database(conn, name)      # no CREATE EXTENSION: plain PostgreSQL
+    try:
+        migrate.migrate(url)
+        with psycopg.connect(url) as conn:
+            _village(conn, days=3)
+            now = T0 + timedelta(days=3, minutes=5)
+            out = maintain.maintain(conn, sw_config.Retention(raw_days=1), now=now)
+            assert out["raw_removed"] > 0
+            assert conn.execute("SELECT min(time) FROM readings").fetchone()[0] == now - timedelta(days=1)
+            assert conn.execute("SELECT count(*) FROM readings_evidence").fetchone()[0] == 6 * 140 + 1
+            assert conn.execute("SELECT count(*) FROM readings_1m").fetchone()[0] == 2 * 3 * 1440
+            report = maintain.storage_report(conn)
+            assert report["compression"].startswith("not available: no TimescaleDB extension")
+            assert report["readings"] == conn.execute("SELECT count(*) FROM readings").fetchone()[0]
+    finally:
+        with services.admin() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
