@@ -4,8 +4,12 @@
 irregular times, sorted by sensor then time as the database returns them) are evaluated with
 palmyra-wi's continuous rules: pH lower than 6.0 / higher than 9.0 (§13.48(2)(g)) and the
 slug, more than 5 x the trailing 24-hour time-weighted average for longer than 15 minutes
-(§13.43). The peer, measured in the same run on the same arrays, is pandas: groupby +
-shift/cumsum for episodes and groupby + rolling('24h') for the time-weighted average.
+(§13.43), the average taken "during normal operation", i.e. leaving out the readings
+that are themselves above the slug line. The peer, measured in the same run on the same
+arrays, is pandas: groupby + shift/cumsum for episodes and groupby + rolling('24h') for the
+time-weighted average, repeated until the readings above the line no longer change (the
+line depends on the average, which depends on the readings above it; two or three
+passes).
 Both work through the data in chunks of whole sensors (sewerwatch its default 500 k
 readings, pandas 1 M) so memory stays bounded.
 
@@ -106,14 +110,24 @@ def run_pandas(data, gap_s=GAP_MULTIPLE * 60.0):
                                           "peak": ("value", "max")}))
         fl = df[df["sensor"] % 2 == 1].copy()
         hold = (-fl.groupby("sensor")["time"].diff(-1).dt.total_seconds()).clip(upper=gap_s).fillna(0)
-        fl["vdt"] = fl["value"] * hold
-        fl["hold"] = hold
-        roll = (fl.groupby("sensor").rolling("24h", on="time", closed="left")[["vdt", "hold"]].sum()
-                .reset_index(drop=True))
-        avg = (roll["vdt"] / roll["hold"]).to_numpy()
         first = fl.groupby("sensor")["time"].transform("first")
-        eligible = (fl["time"] - first) >= pd.Timedelta(hours=24)
-        fl["threshold"] = np.where(eligible.to_numpy(), 5.0 * avg, np.nan)
+        eligible = ((fl["time"] - first) >= pd.Timedelta(hours=24)).to_numpy()
+        # the baseline "during normal operation" leaves out readings above the slug line,
+        # which depends on the baseline: recompute until the readings above stay the same
+        above = np.zeros(len(fl), dtype=bool)
+        while True:
+            keep = ~above
+            fl["vdt"] = fl["value"] * hold * keep
+            fl["hold"] = hold * keep
+            roll = (fl.groupby("sensor").rolling("24h", on="time", closed="left")[["vdt", "hold"]].sum()
+                    .reset_index(drop=True))
+            avg = (roll["vdt"] / roll["hold"]).to_numpy()
+            threshold = np.where(eligible, 5.0 * avg, np.nan)
+            now_above = fl["value"].to_numpy() > threshold
+            if (now_above == above).all():
+                break
+            above = now_above
+        fl["threshold"] = threshold
         flag = fl["value"] > fl["threshold"]
         nxt = fl.groupby("sensor")["time"].shift(-1)
         fl["next"] = nxt.where(~fl["brk"].shift(-1, fill_value=True), fl["time"])
@@ -186,6 +200,8 @@ def main() -> None:
     pd_s, pd_counts = timed(run_pandas, data, repeat=2)
     print(f"sewerwatch: {sw_s:.2f} s, {n / sw_s / 1e6:.1f} M readings/s, episodes {sw_counts}", file=sys.stderr)
     print(f"pandas:     {pd_s:.2f} s, {n / pd_s / 1e6:.1f} M readings/s, episodes {pd_counts}", file=sys.stderr)
+    if sw_counts != pd_counts:
+        print("WARNING: sewerwatch and pandas found different episodes", file=sys.stderr)
 
     # range check: the ordinance comparison with NaN and quality handled, vs a bare compare
     value, quality = data[2], data[3]

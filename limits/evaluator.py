@@ -39,12 +39,21 @@ class SensorMeta:
         Nominal sample interval [s]; None: the median spacing of the readings evaluated.
     site, name : str
         For reports.
+    normal : float or None
+        The sensor's configured normal value [canonical unit]: the slug baseline until a
+        full window (24 h) of history exists. For a flow meter, the average daily flow of
+        the site's permit application (palmyra-wi, 003_44f871d49a02d8f5.txt §13.54(2)(b)),
+        in gpm. None: no slug is judged before 24 hours of history.
+    normal_source : str
+        What ``normal`` is, for the finding (``permitted average flow``).
     """
 
     parameter: str
     interval_s: float | None = None
     site: str = ""
     name: str = ""
+    normal: float | None = None
+    normal_source: str = "permitted average flow"
 
 
 def prepare(sensor, time, value, quality=None):
@@ -93,6 +102,12 @@ def sensor_segments(sensor):
     return starts, np.asarray(sensor)[starts], np.cumsum(new) - 1
 
 
+def sensor_normals(codes, meta: Mapping[int, SensorMeta]) -> np.ndarray:
+    """The configured normal value of each sensor [canonical unit]; NaN where none."""
+    return np.array([np.nan if meta[c].normal is None else float(meta[c].normal) for c in np.asarray(codes).tolist()],
+                    dtype=np.float64)
+
+
 def intervals_us(codes, meta: Mapping[int, SensorMeta], sensor, time) -> np.ndarray:
     """Sample interval of each sensor [us]: from ``meta``, else the data's median spacing."""
     out = np.zeros(len(codes), dtype=np.int64)
@@ -110,7 +125,7 @@ def intervals_us(codes, meta: Mapping[int, SensorMeta], sensor, time) -> np.ndar
 
 
 def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap,
-                  history_start=None, avg=None):
+                  history_start=None, avg=None, normal=None, configured=None):
     """Episodes of one continuous rule over usable readings of sensors it applies to.
 
     Parameters
@@ -128,13 +143,17 @@ def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap
     history_start : ndarray of int64, optional
         Slug: per reading, its sensor's first usable reading ever [us UTC].
     avg : ndarray of float64, optional
-        Slug: the trailing averages if already known (the streaming evaluator passes them).
+        Slug: the baselines if already known (the streaming evaluator passes them), with
+        ``configured`` (per reading: the baseline is the configured normal value).
+    normal : ndarray of float64, optional
+        Slug: per reading, its sensor's configured normal value (NaN: none), the baseline
+        before a full window of history (:func:`limits.core.normal_operation_average`).
 
     Returns
     -------
     episodes : ndarray of EPISODE_DTYPE
     avg : ndarray of float64 or None
-        Slug: the trailing time-weighted averages used.
+        Slug: the baselines used (trailing averages during normal operation).
     flag : ndarray of bool
         The exceeding readings (before a slug's duration test).
     """
@@ -144,13 +163,15 @@ def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap
                                   rule.limit_canonical, lowest=rule.op in ("<", "<=")), None, flag
     if rule.kind == "slug":
         if avg is None:
-            avg = core.trailing_time_weighted_average(
-                sensor, time, value, int(round(rule.window_h * core.HOUR_US)), max_gap,
-                history_start=history_start, screen_multiple=rule.multiple)
+            avg, flag, configured = core.normal_operation_average(
+                sensor, time, value, int(round(rule.window_h * core.HOUR_US)), max_gap, rule.multiple, rule.op,
+                history_start=history_start, normal=normal)
+        else:
+            flag = core.exceeds(value, rule.multiple * avg, rule.op)
         threshold = rule.multiple * avg
-        flag = core.exceeds(value, threshold, rule.op)
         eps = core.make_episodes(sensor, time, value, flag, brk, rule_index, threshold,
-                                 min_duration=int(round(rule.longer_than_min * core.MINUTE_US)))
+                                 min_duration=int(round(rule.longer_than_min * core.MINUTE_US)),
+                                 basis=configured)
         return eps, avg, flag
     raise ValueError(f"rule {rule.id} is a {rule.kind} rule, not a continuous one")
 
@@ -226,6 +247,8 @@ def _evaluate_block(rule_list, sensor, time, value, meta, gap_multiple, history_
         hs = np.array([history_start.get(c, t) for c, t in zip(codes.tolist(), time[starts].tolist())],
                       dtype=np.int64)
         hist = hs[seg]
+    normal = sensor_normals(codes, meta)
+    normal = None if np.isnan(normal).all() else normal[seg]
     out = []
     subsets = {}
     for ri, rule in enumerate(rule_list):
@@ -233,16 +256,17 @@ def _evaluate_block(rule_list, sensor, time, value, meta, gap_multiple, history_
         if not any(applies):
             continue
         if all(applies):
-            sub = (sensor, time, value, brk, max_gap, hist)
+            sub = (sensor, time, value, brk, max_gap, hist, normal)
         elif applies in subsets:
             sub = subsets[applies]
         else:
             m = np.array(applies, dtype=bool)[seg]
             sub = (sensor[m], time[m], value[m], brk[m],
-                   max_gap if np.isscalar(max_gap) else max_gap[m], None if hist is None else hist[m])
+                   max_gap if np.isscalar(max_gap) else max_gap[m], None if hist is None else hist[m],
+                   None if normal is None else normal[m])
             subsets[applies] = sub
-        s, t, v, b, g, h = sub
-        eps, _, _ = rule_episodes(ri, rule, s, t, v, b, g, history_start=h)
+        s, t, v, b, g, h, nm = sub
+        eps, _, _ = rule_episodes(ri, rule, s, t, v, b, g, history_start=h, normal=nm)
         out.append(eps)
     return np.concatenate(out) if out else np.empty(0, dtype=core.EPISODE_DTYPE)
 
@@ -280,7 +304,7 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
     iso = {f: iso_utc_array(episodes[f]) for f in ("start", "end", "last", "peak_time")}
     out = []
     for k, (e, d) in enumerate(zip(episodes.tolist(), days.tolist())):
-        code, ri, start, end, last, peak, peak_time, limit, n = e
+        code, ri, start, end, last, peak, peak_time, limit, n, basis = e
         rule = rule_list[ri]
         m = meta[code]
         rec = {
@@ -294,5 +318,57 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
         if rule.kind == "slug":
             rec["average"] = limit / rule.multiple
             rec["multiple"] = rule.multiple
+            rec["baseline"] = m.normal_source if basis else NORMAL_OPERATION
         out.append(rec)
+    return out
+
+
+#: What a slug's baseline is once the sensor has 24 hours of history (palmyra-wi,
+#: 003_44f871d49a02d8f5.txt §13.43 SLUG: "the average 24-hour concentration or flows during
+#: normal operation").
+NORMAL_OPERATION = "24-hour average during normal operation"
+#: What ``check`` and ``status`` say of a sensor whose slug cannot be judged yet.
+NO_BASELINE = "slug not judged: no baseline yet"
+
+
+def slug_not_judged(rules: Pack | Sequence[Rule], sensor, time, value, quality=None, *,
+                    meta: Mapping[int, SensorMeta], history_start: Mapping[int, int] | None = None) -> list[dict]:
+    """Where a slug rule could not judge a sensor: no full window of history and no
+    configured normal value (:attr:`SensorMeta.normal`).
+
+    Parameters are those of :func:`evaluate` (readings sorted by sensor then time).
+
+    Returns
+    -------
+    list of dict
+        One per sensor and slug rule: ``site``, ``sensor``, ``parameter``, ``rule``,
+        ``from`` and ``until`` (the first and last usable reading not judged, ISO-8601
+        UTC) and ``note`` (:data:`NO_BASELINE`).
+    """
+    rule_list = tuple(rules.continuous_rules()) if isinstance(rules, Pack) else tuple(rules)
+    slugs = [r for r in rule_list if r.kind == "slug"]
+    sensor = np.asarray(sensor, dtype=np.int64)
+    time = np.asarray(time, dtype=np.int64)
+    if not slugs or len(time) == 0:
+        return []
+    ok = core.valid_mask(np.asarray(value, dtype=np.float64), quality)
+    s, t = sensor[ok], time[ok]
+    starts, codes, seg = sensor_segments(s)
+    ends = np.append(starts[1:], len(t)) - 1
+    out = []
+    for k, c in enumerate(codes.tolist()):
+        m = meta[c]
+        if m.normal is not None:
+            continue
+        first = (history_start or {}).get(c, int(t[starts[k]]))
+        for r in slugs:
+            if not r.applies_to(m.parameter):
+                continue
+            limit = first + int(round(r.window_h * core.HOUR_US))      # the first full window
+            block = t[starts[k]:ends[k] + 1]
+            inside = block[block < limit]
+            if len(inside):
+                out.append({"site": m.site, "sensor": m.name, "parameter": m.parameter, "rule": r.id,
+                            "from": iso_utc(int(inside[0])), "until": iso_utc(int(inside[-1])),
+                            "note": NO_BASELINE})
     return out

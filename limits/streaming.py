@@ -37,7 +37,8 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 
 from limits import core
-from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, prepare, rule_episodes, sensor_segments
+from limits.evaluator import (DEFAULT_GAP_MULTIPLE, SensorMeta, prepare, rule_episodes, sensor_normals,
+                              sensor_segments)
 from limits.packs import Pack, Rule
 
 _NEG = np.iinfo(np.int64).min
@@ -67,10 +68,12 @@ class StreamingEvaluator:
         self._s = np.empty(0, dtype=np.int64)
         self._t = np.empty(0, dtype=np.int64)
         self._v = np.empty(0, dtype=np.float64)
-        self._P = np.empty(0, dtype=np.int64)     # running sums for the slug averages
-        self._H = np.empty(0, dtype=np.int64)
+        slugs = [i for i, r in enumerate(self.rules) if r.kind == "slug"]
+        # per slug rule: running sums of its baseline (readings above its line left out)
+        self._P = {i: np.empty(0, dtype=np.int64) for i in slugs}
+        self._H = {i: np.empty(0, dtype=np.int64) for i in slugs}
         self._trimmed_size = 0
-        self._avg = {i: np.empty(0) for i, r in enumerate(self.rules) if r.kind == "slug"}
+        self._avg = {i: np.empty(0) for i in slugs}
         self._first: dict[int, int] = {}
         self._last: dict[int, int] = {}
         self._gap: dict[int, int] = {}
@@ -129,6 +132,23 @@ class StreamingEvaluator:
         """Episodes still open after the last push (a slug here may still be too short)."""
         return self._open.copy()
 
+    def without_baseline(self) -> list[int]:
+        """Sensors a slug rule judges that have neither a full window (24 h) of history nor
+        a configured normal value (:attr:`SensorMeta.normal`): "slug not judged: no
+        baseline yet". Sensors not heard from yet are not listed."""
+        if not self.window:
+            return []
+        out = []
+        for c, first in sorted(self._first.items()):
+            m = self.meta[c]
+            if m.normal is not None:
+                continue
+            win = max((int(round(r.window_h * core.HOUR_US)) for r in self.rules
+                       if r.kind == "slug" and r.applies_to(m.parameter)), default=0)
+            if win and self._last.get(c, first) - win < first:
+                out.append(c)
+        return out
+
     @property
     def kept_readings(self) -> int:
         """Readings held in state (the memory the evaluator needs)."""
@@ -154,8 +174,6 @@ class StreamingEvaluator:
         if len(st.T) == 0:
             return np.empty(0, dtype=core.EPISODE_DTYPE)
         lay = self._layout(st)
-        if self._avg and len(lay.fresh):
-            core.extend_running_sums(st.S, st.T, st.V, lay.gap_seg[lay.seg], st.P, st.H, lay.fresh)
         act = self._active_part(st, lay)
         emitted, still_open = [], []
         open_start = lay.latest.copy()                  # per sensor: keep from here (min)
@@ -184,13 +202,14 @@ class StreamingEvaluator:
         """The batch merged into the sorted state. A new reading is later than every kept
         reading of its sensor, so it goes after them (np.insert keeps the batch's order)."""
         if not len(t):
-            return _Merged(self._s, self._t, self._v, self._P, self._H,
+            return _Merged(self._s, self._t, self._v, dict(self._P), dict(self._H),
                            np.zeros(len(self._t), dtype=bool), dict(self._avg))
         pos = np.searchsorted(self._s, s, side="right")
         is_new = np.zeros(len(self._t) + len(t), dtype=bool)
         is_new[pos + np.arange(len(pos))] = True
         return _Merged(np.insert(self._s, pos, s), np.insert(self._t, pos, t), np.insert(self._v, pos, v),
-                       np.insert(self._P, pos, 0), np.insert(self._H, pos, 0), is_new,
+                       {ri: np.insert(a, pos, 0) for ri, a in self._P.items()},
+                       {ri: np.insert(a, pos, 0) for ri, a in self._H.items()}, is_new,
                        {ri: np.insert(a, pos, np.nan) for ri, a in self._avg.items()})
 
     def _layout(self, st: "_Merged") -> "_Layout":
@@ -207,7 +226,9 @@ class StreamingEvaluator:
             last_idx=last_idx, latest=st.T[last_idx],
             gap_seg=np.array([self._gap[c] for c in clist], dtype=np.int64),
             params=[self.meta[c].parameter for c in clist],
-            fresh=np.flatnonzero(st.is_new))
+            fresh=np.flatnonzero(st.is_new),
+            first=np.array([self._first[c] for c in clist], dtype=np.int64),
+            normal=sensor_normals(codes, self.meta))
 
     def _active_part(self, st: "_Merged", lay: "_Layout") -> "_Active":
         """From each sensor's earliest open run (or its latest reading before this batch)
@@ -224,18 +245,39 @@ class StreamingEvaluator:
         return _Active(aidx, aS, aT, st.V[aidx], aseg, a_gap, abrk | first_active)
 
     def _slug_averages(self, ri: int, rule: Rule, st: "_Merged", lay: "_Layout", applies) -> np.ndarray:
-        """The trailing averages of the slug rule ``ri`` for every kept reading: stored
-        ones are final; the new readings' come from the running sums."""
+        """The baselines of the slug rule ``ri`` for every kept reading: stored ones are
+        final; the new readings' come from the rule's running sums, leaving out readings
+        above the slug line (:func:`limits.core.normal_operation_average`). Which new
+        readings are above depends on the new readings before them, so the new readings
+        are solved by the same fixed-point rounds as the batch (one or two a batch)."""
         avg_all = st.avg[ri]
         fresh = lay.fresh
         fresh_app = fresh[applies[lay.seg[fresh]]] if len(fresh) else fresh
-        if len(fresh_app):
-            fseg = lay.seg[fresh_app]
-            hist = np.array([self._first[c] for c in lay.clist], dtype=np.int64)[fseg]
-            avg_all[fresh_app] = core.window_average_at(
-                st.T, st.V, st.P, st.H, fresh_app, lay.starts[fseg], int(round(rule.window_h * core.HOUR_US)),
-                lay.gap_seg[fseg], hist)
+        if not len(fresh_app):
+            return avg_all
+        window = int(round(rule.window_h * core.HOUR_US))
+        P, H = st.P[ri], st.H[ri]
+        fseg = lay.seg[fresh_app]
+        hist, gap = lay.first[fseg], lay.gap_seg[fseg]
+        normal = lay.normal[fseg]
+        configured = np.isfinite(normal) & (hist > st.T[fresh_app] - window)
+        above = core.exceeds(st.V, rule.multiple * avg_all, rule.op)     # new readings: NaN, not above
+        while True:
+            core.extend_running_sums(st.S, st.T, st.V, lay.gap_seg[lay.seg], P, H, fresh_app, exclude=above)
+            a = core.window_average_at(st.T, st.V, P, H, fresh_app, lay.starts[fseg], window, gap, hist,
+                                       exclude=above)
+            a[configured] = normal[configured]
+            now_above = core.exceeds(st.V[fresh_app], rule.multiple * a, rule.op)
+            if np.array_equal(now_above, above[fresh_app]):
+                break
+            above[fresh_app] = now_above
+        avg_all[fresh_app] = a
         return avg_all
+
+    def _configured(self, ri: int, rule: Rule, lay: "_Layout", idx, T) -> np.ndarray:
+        """Per reading ``idx``: whether its slug baseline is the configured normal value."""
+        seg = lay.seg[idx]
+        return np.isfinite(lay.normal[seg]) & (lay.first[seg] > T - int(round(rule.window_h * core.HOUR_US)))
 
     def _judge_rule(self, ri: int, rule: Rule, applies, act: "_Active", lay: "_Layout", avg_all,
                     final: bool, now: int | None, open_start) -> tuple[np.ndarray, np.ndarray]:
@@ -243,8 +285,11 @@ class StreamingEvaluator:
         and those still open. Lowers ``open_start`` to the start of a run still going."""
         sub_idx = np.flatnonzero(applies[act.seg])
         sub = (act.S[sub_idx], act.T[sub_idx], act.V[sub_idx], act.brk[sub_idx], act.gap[sub_idx])
-        avg = avg_all[act.idx[sub_idx]] if rule.kind == "slug" else None
-        eps, _, flag = rule_episodes(ri, rule, *sub, avg=avg)
+        avg = conf = None
+        if rule.kind == "slug":
+            avg = avg_all[act.idx[sub_idx]]
+            conf = self._configured(ri, rule, lay, act.idx[sub_idx], sub[1])
+        eps, _, flag = rule_episodes(ri, rule, *sub, avg=avg, configured=conf)
         if not final:
             first, lastr = core.runs(flag, sub[3])
             if len(first):
@@ -283,7 +328,8 @@ class StreamingEvaluator:
         keep = st.T >= (open_start - win)[lay.seg]
         keep[:-1] |= keep[1:] & (st.S[1:] == st.S[:-1])
         self._trimmed_size = int(keep.sum())
-        return (_Merged(st.S[keep], st.T[keep], st.V[keep], st.P[keep], st.H[keep], st.is_new[keep], {}),
+        return (_Merged(st.S[keep], st.T[keep], st.V[keep], {ri: a[keep] for ri, a in st.P.items()},
+                        {ri: a[keep] for ri, a in st.H.items()}, st.is_new[keep], {}),
                 {ri: a[keep] for ri, a in new_avg.items()})
 
     def _keep(self, st: "_Merged", lay: "_Layout", open_start, new_avg: dict) -> None:
@@ -301,8 +347,8 @@ class _Merged(NamedTuple):
     S: np.ndarray        # sensor code
     T: np.ndarray        # [us UTC]
     V: np.ndarray        # [canonical unit]
-    P: np.ndarray        # running sums for the slug averages
-    H: np.ndarray
+    P: dict              # slug rule index -> running sums of its baseline
+    H: dict
     is_new: np.ndarray   # the reading came with this batch
     avg: dict            # slug rule index -> trailing average of each reading (NaN: not yet)
 
@@ -319,6 +365,8 @@ class _Layout(NamedTuple):
     gap_seg: np.ndarray    # gap limit of each sensor [us]
     params: list           # parameter of each sensor
     fresh: np.ndarray      # indices of the new readings
+    first: np.ndarray      # each sensor's first usable reading ever [us]
+    normal: np.ndarray     # each sensor's configured normal value (NaN: none)
 
 
 class _Active(NamedTuple):

@@ -22,13 +22,14 @@ RULES = PAL.continuous_rules() + (SHORT_SLUG,)
 PARAMS = ("ph", "flow", "temperature", "flow")
 
 
-def make_readings(seed, n_sensors, length, nan_rate, step_choices, spike_every=60):
+def make_readings(seed, n_sensors, length, nan_rate, step_choices, spike_every=60, normal=None):
     rng = np.random.default_rng(seed)
     S, T, V, Q = [], [], [], []
     meta = {}
     for c in range(n_sensors):
         p = PARAMS[c % len(PARAMS)]
-        meta[c] = SensorMeta(p, 60.0)
+        # a configured normal flow (the permit's average daily flow) on every other flow meter
+        meta[c] = SensorMeta(p, 60.0, normal=normal if p == "flow" and c % 2 else None)
         steps = rng.choice(step_choices, size=length)
         t = T0 + np.cumsum(steps) * core.US + c * 7 * core.US
         if p == "ph":
@@ -39,7 +40,9 @@ def make_readings(seed, n_sensors, length, nan_rate, step_choices, spike_every=6
             v = rng.uniform(80, 120, size=length)
             for _ in range(max(1, length // spike_every)):
                 a = rng.integers(0, length)
-                v[a:a + rng.integers(1, 30)] = rng.uniform(300, 900)
+                # spikes of one level each, some just above 5 x normal (the slug's own
+                # readings then decide for several rounds what normal operation is)
+                v[a:a + rng.integers(1, 30)] = rng.choice([rng.uniform(300, 900), rng.uniform(505, 530)])
         v[rng.random(length) < nan_rate] = np.nan
         q = np.where(rng.random(length) < nan_rate / 2, rng.integers(1, 3, length), 0)
         S.append(np.full(length, c)); T.append(t); V.append(v); Q.append(q)
@@ -81,10 +84,10 @@ def assert_same(got, want):
        nan_rate=st.sampled_from([0.0, 0.05, 0.3]),
        steps=st.sampled_from([(60,), (30, 60, 90), (59, 60, 61, 400), (1, 60, 300, 3600)]),
        cut_fracs=st.lists(st.floats(0, 1), max_size=12), shuffle=st.booleans(), repeats=st.booleans(),
-       use_now=st.booleans())
+       use_now=st.booleans(), normal=st.sampled_from([None, 100.0, 20.0]))
 def test_streaming_equals_batch_for_random_data_and_splits(seed, n_sensors, length, nan_rate, steps,
-                                                           cut_fracs, shuffle, repeats, use_now):
-    S, T, V, Q, meta = make_readings(seed, n_sensors, length, nan_rate, steps)
+                                                           cut_fracs, shuffle, repeats, use_now, normal):
+    S, T, V, Q, meta = make_readings(seed, n_sensors, length, nan_rate, steps, normal=normal)
     if repeats:
         # the same (sensor, time) again, later, with another value: the first one counts
         rng = np.random.default_rng(seed + 1)
@@ -101,8 +104,9 @@ def test_streaming_equals_batch_for_random_data_and_splits(seed, n_sensors, leng
 
 def test_streaming_equals_batch_with_the_24_hour_slug_and_keeps_bounded_state():
     rng = np.random.default_rng(11)
-    S, T, V, Q, meta = make_readings(5, 4, 4 * 1440, 0.02, (55, 60, 65), spike_every=500)
+    S, T, V, Q, meta = make_readings(5, 4, 4 * 1440, 0.02, (55, 60, 65), spike_every=500, normal=100.0)
     want = batch(PAL, meta, S, T, V, Q)
+    assert want["basis"].any() and not want["basis"].all()   # first-day slugs and later ones
     assert (np.array([PAL.continuous_rules()[r].id for r in want["rule"]]) == "slug").sum() >= 3
     cuts = rng.integers(0, len(T), 40).tolist()
     got, ev = stream(PAL, meta, S, T, V, Q, cuts)
