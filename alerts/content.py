@@ -104,8 +104,14 @@ def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz:
     else:
         lines.append("Ended:       still going")
     if v.get("kind") == "slug" and v.get("average") is not None:
-        lines.append(f"Slug:        more than {_num(v.get('multiple'))} x the 24-hour average "
+        # the baseline: the 24-hour average during normal operation, or before 24 hours of
+        # readings the permitted average flow (palmyra-wi, 003_44f871d49a02d8f5.txt §13.43 SLUG,
+        # §13.54(2)(b)); a record from before issue 16 has no "baseline"
+        basis = v.get("baseline") or "24-hour average"
+        lines.append(f"Slug:        more than {_num(v.get('multiple'))} x the {basis} "
                      f"({_num(v['average'])} {unit})")
+        if v.get("baseline") and v["baseline"] != "24-hour average during normal operation":
+            lines.append(f"Baseline:    {v['baseline']} (fewer than 24 hours of readings so far)")
     lines += [
         f"Rule:        {v['rule']} ({v.get('pack', '')})",
         f"Ordinance:   {v.get('citation', '')}",

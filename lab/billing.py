@@ -20,7 +20,6 @@ from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 
-from foundation import tomlfile
 from foundation.errors import InputError
 from lab.charges import BillInputs, charges, late_terms, rates_given
 from lab.checks.compliance import check_lab
@@ -29,7 +28,7 @@ from lab.formulas.money import cents
 from lab.formulas.nondetect import substitute
 from lab.formulas.volumes import loading_lb
 from lab.ordinance import pack_timezone
-from lab.readers.rates import read_rates
+from lab.readers.rates import read_rates, read_rates_file
 from lab.store.flow import period_volume
 from lab.store.results import load_results
 
@@ -45,14 +44,6 @@ def quarter_bounds(quarter: str, tz) -> tuple[datetime, datetime]:
     start = datetime(year, 3 * q - 2, 1, tzinfo=tz)
     end = datetime(year + (q == 4), 1 if q == 4 else 3 * q + 1, 1, tzinfo=tz)
     return start, end
-
-
-def read_rates_file(path: str) -> dict:
-    """The whole rates file (the ``[bill]`` tables and every key a pack may name)."""
-    doc = tomlfile.read(path, "rates file")
-    if not isinstance(doc.get("bill", {}), dict):
-        raise InputError(f"{path}: bill: expected a table")
-    return doc
 
 
 def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
@@ -121,7 +112,7 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
 
     inputs = BillInputs(key, pack, start.year, volume_mg, table, per_lb, rates_source, non_detect, notes)
     lines = []
-    for provision, kind, terms in charges(pack):
+    for provision, kind, terms in charges(pack, rates_doc, rates_source):
         rates = rates_given(provision, rates_doc, key, rates_source)
         if rates is None:
             continue  # the rates file does not set this charge's rates

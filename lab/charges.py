@@ -18,7 +18,7 @@ charges); ``sic-employee-hours`` (residential equivalent connections).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, Callable
 
@@ -34,7 +34,7 @@ from lab.formulas.surcharge import SiteSurcharge, group_results, model_2_surchar
 from lab.formulas.use_charge import UseChargeTerms, use_charge
 from lab.ordinance import normal_strength, pack_of
 from lab.results_table import LabTable
-from limits.packs import Cited, Pack, Provision, available_packs, load_pack
+from limits.packs import Cited, Pack, Provision, RateKey, available_packs, load_pack
 
 #: billing periods a year: sewerwatch bills by quarter
 PERIODS_PER_YEAR = 4
@@ -279,12 +279,102 @@ def terms_of(p: Provision, pack: Pack, section: str) -> tuple[FormulaKind, Any]:
     return kind, kind.terms(values, p, pack)
 
 
+# --- a formula the ordinance leaves to the village ----------------------------------------
+
+#: the rates file's table stating the formulas a village adopted where its ordinance sets none
+ADOPTED = "adopted"
+#: keys of an ``[adopted.<charge id>]`` entry
+ADOPTED_KEYS = ("formula", "model", "by", "note")
+
+
+def adopted(p: Provision, pk: Pack, rates_doc: dict | None, rates_source: str = "rates") -> Provision | None:
+    """``p`` with the formula the village adopted, where the ordinance sets none.
+
+    A charge whose pack entry says ``formula_from = "rates"`` (e.g. webster-wi,
+    000_68bc5aa0322c9423.txt §240-8(4): "Require payment to cover the added cost of handling
+    and treating the waste not covered by existing taxes or sewer charges") takes its
+    formula from the rates file's ``[adopted.<charge id>]``: ``formula`` (a formula kind of
+    :data:`FORMULAS`, its numbers from the village's own pack) or ``model`` (a pack whose
+    charge of the same id serves, e.g. ``palmyra-wi``'s §13.45(4) Model No. 2), ``by`` (the
+    Village Board's resolution or ordinance that adopted it, cited on the bill) and an
+    optional ``note``; ``formula = "none"`` states that the village adopted none (the charge
+    is not billed: returns None). sewerwatch never borrows a formula by default.
+
+    Raises
+    ------
+    InputError
+        Without the entry: naming the rates file and citing the ordinance's words.
+    """
+    if p.formula_from is None:
+        return p
+    table = (rates_doc or {}).get(ADOPTED, {})
+    entry = table.get(p.id) if isinstance(table, dict) else None
+    where = f"{rates_source}: {ADOPTED}.{p.id}"
+    if entry is None:
+        raise InputError(
+            f"{rates_source}: {pk.id} sets no {p.name} formula ({p.citation}: \"{p.words}\"); "
+            f"state the one the village adopted in the rates file: [{ADOPTED}.{p.id}] formula = \"epa-model-2\" "
+            f"(or model = \"<pack>\", or formula = \"none\") and by = \"<the resolution adopting it>\"")
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: expected a table with formula (or model) and by, got {entry!r}")
+    unknown = sorted(set(entry) - set(ADOPTED_KEYS))
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key (expected: {', '.join(ADOPTED_KEYS)})")
+    if ("formula" in entry) == ("model" in entry):
+        raise InputError(f"{where}: give exactly one of formula (a formula kind) or model (a pack id)")
+    by = entry.get("by")
+    if not isinstance(by, str) or not by.strip():
+        raise InputError(f"{where}.by: missing: who adopted the formula and when (e.g. \"Village Board "
+                         f"resolution 2026-04\"), cited on the bill")
+    if entry.get("formula") == "none":
+        return None
+    note = entry.get("note") or p.note
+    if "model" in entry:
+        model = entry["model"]
+        if model not in available_packs() or model == pk.id:
+            raise InputError(f"{where}.model: unknown rule pack {model!r}, or this one (known: "
+                             f"{', '.join(k for k in available_packs() if k != pk.id)})")
+        try:
+            src = load_pack(model).charge(p.id)
+        except KeyError:
+            raise InputError(f"{where}.model: pack {model!r} has no charge {p.id!r}") from None
+        if src.formula_from is not None or src.model is not None:
+            raise InputError(f"{where}.model: {model}'s {p.id} is not a formula of its own")
+        return replace(p, formula=src.formula, params=src.params, rates=src.rates, note=note, model=model,
+                       citation=f"{p.citation}; {src.citation} as adopted by {by}")
+    formula = entry["formula"]
+    if formula not in FORMULAS or FORMULAS[formula].section != "charges":
+        raise InputError(f"{where}.formula: unknown formula kind {formula!r} (known: "
+                         f"{', '.join(k for k, f in FORMULAS.items() if f.section == 'charges')}, none)")
+    if FORMULAS[formula].params and any(not v.optional for v in FORMULAS[formula].params.values()):
+        raise InputError(f"{where}.formula: {formula} needs numbers from the ordinance; name a model pack "
+                         "that states them (model = \"<pack>\")")
+    rates = {r: RateKey(f"{ADOPTED}.{p.id}.rates.{r}") for r in FORMULAS[formula].rates}
+    return replace(p, formula=formula, note=note, rates=rates,
+                   citation=f"{p.citation}; {FORMULA_NAMES.get(formula, formula)} as adopted by {by}")
+
+
+#: how a bill names a formula kind adopted by the village rather than by its ordinance
+FORMULA_NAMES = {"epa-model-2": "EPA Model No. 2 (Federal Register, Vol. 39, No. 29, p. 5270)",
+                 "per-1000-gal": "a charge per 1,000 gallons"}
+
+
 # --- a village's charges -----------------------------------------------------------------
 
-def charges(pack: str) -> list[tuple[Provision, FormulaKind, Any]]:
-    """The charges of ``pack`` in bill order: (provision, formula kind, terms) each."""
+def charges(pack: str, rates_doc: dict | None = None, rates_source: str = "rates"
+            ) -> list[tuple[Provision, FormulaKind, Any]]:
+    """The charges of ``pack`` in bill order: (provision, formula kind, terms) each.
+
+    A charge whose formula the ordinance leaves to the village takes the one the rates file
+    says it adopted (:func:`adopted`; one it adopted none for is left out).
+    """
     pk = pack_of(pack)
-    return [(p, *terms_of(p, pk, "charges")) for p in pk.charges]
+    out = []
+    for p in pk.charges:
+        q = adopted(p, pk, rates_doc, rates_source)
+        if q is not None:
+            out.append((q, *terms_of(q, pk, "charges")))
+    return out
 
 
 def charge_terms(pack: str, charge_id: str):
@@ -337,9 +427,11 @@ def rates_given(p: Provision, rates_doc: dict, site: str, rates_source: str) -> 
 
 # --- the pack-aware forms of the formulas ------------------------------------------------
 
-def surcharge_provision(pack: str) -> tuple[Provision, dict]:
-    """The pack's surcharge (its ``epa-model-2`` charge) and its bases."""
-    for p, kind, terms in charges(pack):
+def surcharge_provision(pack: str, rates_doc: dict | None = None, rates_source: str = "rates"
+                        ) -> tuple[Provision, dict]:
+    """The pack's surcharge (its ``epa-model-2`` charge, or the one the village adopted where
+    the ordinance sets no formula: :func:`adopted`) and its bases."""
+    for p, kind, terms in charges(pack, rates_doc, rates_source):
         if kind.name == "epa-model-2":
             return p, terms
     raise InputError(f"pack '{pack}' adopts no surcharge formula (no [[charges]] entry with formula "
@@ -348,8 +440,11 @@ def surcharge_provision(pack: str) -> tuple[Provision, dict]:
 
 def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndarray, np.ndarray]],
                    rates: dict[str, float], pack: str, non_detect: str = DEFAULT_BILLING,
-                   rates_source: str = "rates") -> SiteSurcharge:
+                   rates_source: str = "rates", rates_doc: dict | None = None) -> SiteSurcharge:
     """The surcharge of one site under ``pack`` (see :func:`lab.formulas.surcharge.model_2_surcharge`).
+
+    ``rates_doc`` is the whole rates file: where the ordinance sets no formula, it states the
+    one the village adopted (:func:`adopted`).
 
     Raises
     ------
@@ -357,13 +452,14 @@ def site_surcharge(site: str, volume_mg: float, results: dict[str, tuple[np.ndar
         For a pack without normal sewage strength or surcharge, or a missing rate.
     """
     normal_strength(pack)  # a pack without bases says so first
-    p, bases = surcharge_provision(pack)
+    p, bases = surcharge_provision(pack, rates_doc, rates_source)
     return model_2_surcharge(site, volume_mg, results, rates, bases, p.citation, non_detect, rates_source)
 
 
 def surcharges(rows, volumes: dict[str, float], rates: dict[str, float], pack: str,
                non_detect: str = DEFAULT_BILLING, lab_source: str = "lab file",
-               volume_source: str = "volumes", rates_source: str = "rates") -> list[SiteSurcharge]:
+               volume_source: str = "volumes", rates_source: str = "rates",
+               rates_doc: dict | None = None) -> list[SiteSurcharge]:
     """Surcharges of every site in ``volumes`` under ``pack``, sorted by site.
 
     Raises
@@ -380,7 +476,7 @@ def surcharges(rows, volumes: dict[str, float], rates: dict[str, float], pack: s
     if no_results:
         raise InputError(f"{lab_source}: no results for site(s) {', '.join(no_results)} "
                          f"(given a volume in {volume_source})")
-    return [site_surcharge(s, volumes[s], grouped[s], rates, pack, non_detect, rates_source)
+    return [site_surcharge(s, volumes[s], grouped[s], rates, pack, non_detect, rates_source, rates_doc)
             for s in sorted(volumes)]
 
 

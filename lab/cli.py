@@ -102,12 +102,15 @@ def _surcharge(args: argparse.Namespace, ctx) -> int:
     from lab.charges import surcharge_provision, surcharges
     from lab.documents.text_tables import surcharge_table
     from lab.ordinance import normal_strength
-    from lab.readers.rates import read_lab_file_strict, read_non_detect_policy, read_rates, read_volumes
+    from lab.readers.rates import (read_lab_file_strict, read_non_detect_policy, read_rates, read_rates_file,
+                                   read_volumes)
 
     normal_strength(args.pack)  # an unknown pack or one without a surcharge base fails first
-    surcharge_provision(args.pack)  # then one that adopts no surcharge formula
-    rows = read_lab_file_strict(args.lab)
     rates = read_rates(args.rates)
+    rates_doc = read_rates_file(args.rates)
+    # then one that adopts no surcharge formula, or leaves it to a village that did not say
+    surcharge_provision(args.pack, rates_doc, args.rates)
+    rows = read_lab_file_strict(args.lab)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
     if args.volume is not None:
         volumes = read_volumes(args.volume)
@@ -125,7 +128,7 @@ def _surcharge(args: argparse.Namespace, ctx) -> int:
                              f"({', '.join(sites) or 'none'}); use --volume FILE.csv")
         volumes, vsrc = {sites[0]: volume_mg}, "--volume-mg"
     result = surcharges(rows, volumes, rates, args.pack, non_detect,
-                        lab_source=args.lab, volume_source=vsrc, rates_source=args.rates)
+                        lab_source=args.lab, volume_source=vsrc, rates_source=args.rates, rates_doc=rates_doc)
     if args.json:
         print(json.dumps([s.as_json() for s in result], indent=2))
     else:

@@ -70,7 +70,9 @@ def pack_of(pack: str) -> Pack:
 
 
 def _cite(p, rule) -> str:
-    return f"{p.id}, {rule.citation}"
+    """The rule's ordinance by title and section (``Village of Palmyra Code §13.48(2)(l)``):
+    what bills and notices print; the seed file stays in the pack (``rule.provenance``)."""
+    return rule.citation
 
 
 def normal_strength(pack: str) -> dict[str, Strength]:

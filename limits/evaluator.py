@@ -312,7 +312,7 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
             "kind": rule.kind, "start": iso["start"][k], "end": iso["end"][k], "last": iso["last"][k],
             "duration_s": (end - start) / core.US, "peak": peak, "peak_time": iso["peak_time"][k],
             "limit": limit, "unit": CANONICAL[m.parameter], "comparison": rule.comparison,
-            "citation": rule.citation, "words": rule.words, "pack": pack.id,
+            "citation": rule.citation, "provenance": rule.provenance, "words": rule.words, "pack": pack.id,
             "days_of_violation": d, "readings": n,
         }
         if rule.kind == "slug":

@@ -136,16 +136,25 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "narrative": ((), ()),
 }
 COMMON_KEYS = ("id", "kind", "section", "words", "note")
-PACK_KEYS = ("id", "name", "timezone", "seed", "rules")
+PACK_KEYS = ("id", "name", "code", "timezone", "seed", "rules")
 #: optional sections of a pack (see the module docstring)
 SECTION_KEYS = ("charges", "late_charge", "residential_equivalents", "report_duty")
 #: keys of an entry that names its own formula, and of one that applies a model pack's
 PROVISION_KEYS = ("formula", "section", "words", "note", "params", "rates")
+#: the values of ``formula_from``: where the formula of a charge the ordinance sets none for is stated
+FORMULA_FROM = ("rates",)
 MODEL_KEYS = ("model", "note")
 #: what the alert's report form can pre-fill from the readings, per field of the report
 REPORT_FILLS = ("location", "date-time", "measured", "concentration-volume", "blank")
 RATE_KEY = re.compile(r"^([A-Za-z0-9_-]+|\{site\})(\.([A-Za-z0-9_-]+|\{site\}))*$")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+def cite(code: str, section: str) -> str:
+    """An ordinance cited by its title and section: ``Village of Palmyra Code §13.45(4)``;
+    a section named in words follows a comma (``Village of Westfield Code, definitions,
+    SLUG``)."""
+    return f"{code} {section}" if section.startswith("§") else f"{code}, {section}"
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,9 @@ class Rule:
     section, words : str
         Where in the seed file it stands and the ordinance's words.
     seed : str
-        The seed file of the pack.
+        The seed file of the pack (provenance: :attr:`provenance`).
+    code : str
+        The title of the ordinance as people cite it (``Village of Palmyra Code``).
     parameter : str or None
         Continuous parameter (``range``, ``flow-threshold``, flow ``permit-threshold``).
     parameters : tuple of str
@@ -186,6 +197,7 @@ class Rule:
     words: str
     seed: str
     parameter: str | None = None
+    code: str = ""
     parameters: tuple[str, ...] = ()
     analyte: str | None = None
     comparison: str | None = None
@@ -202,7 +214,14 @@ class Rule:
 
     @property
     def citation(self) -> str:
-        """``<seed file> <section>``, e.g. ``003_44f871d49a02d8f5.txt §13.48(2)(g)``."""
+        """The ordinance by its title and section, as documents for people cite it, e.g.
+        ``Village of Palmyra Code §13.48(2)(g)`` (the seed file is :attr:`provenance`)."""
+        return cite(self.code, self.section) if self.code else self.provenance
+
+    @property
+    def provenance(self) -> str:
+        """``<seed file> <section>``, e.g. ``003_44f871d49a02d8f5.txt §13.48(2)(g)``: where
+        the words were copied from."""
         return f"{self.seed} {self.section}"
 
     @property
@@ -276,8 +295,14 @@ class Provision:
     section, words : str
         Where the ordinance adopts it and its words.
     citation : str
-        ``<pack>, <seed file> <section>`` of the pack whose ordinance it is (its own, or its
-        model's), e.g. ``palmyra-wi, 003_44f871d49a02d8f5.txt §13.45(4)``.
+        The ordinance whose provision it is (its own, or its model's) by title and section,
+        e.g. ``Village of Palmyra Code §13.45(4)``.
+    provenance : str
+        ``<seed file> <section>`` of the same.
+    formula_from : str or None
+        ``rates``: the ordinance sets no formula (e.g. webster-wi §240-8(4): "payment to
+        cover the added cost"); the rates file must state the one the village adopted
+        (``[adopted.<id>]``, see :mod:`lab.charges`) or the charge is refused.
     note : str or None
         Why and how, where the ordinance leaves something open.
     model : str or None
@@ -296,6 +321,8 @@ class Provision:
     section: str
     words: str
     citation: str
+    provenance: str = ""
+    formula_from: str | None = None
     note: str | None = None
     model: str | None = None
     where: str
@@ -318,7 +345,8 @@ class ReportDuty:
     Attributes
     ----------
     citation : str
-        ``<seed file> <section>`` of the duty (the model's, for a model entry).
+        The duty by the ordinance's title and section (the model's, for a model entry),
+        e.g. ``Village of Palmyra Code §13.49``.
     words : str
         The ordinance's words.
     rules : tuple of str
@@ -349,6 +377,7 @@ class Pack:
     seed: str
     rules: tuple[Rule, ...]
     path: str = ""
+    code: str = ""
     charges: tuple[Provision, ...] = ()
     late_charge: Provision | None = None
     residential_equivalents: Provision | None = None
@@ -419,7 +448,7 @@ def _text(path, where, key, v) -> str:
     return v
 
 
-def _rule(path, seed: str, i: int, t) -> Rule:
+def _rule(path, seed: str, i: int, t, code: str = "") -> Rule:
     where = f"rules[{i}]"
     if not isinstance(t, dict):
         _fail(path, where, "expected a table ([[rules]])")
@@ -439,7 +468,7 @@ def _rule(path, seed: str, i: int, t) -> Rule:
     for key in ("section", "words", *required):
         if key not in t:
             _fail(path, f"{where}.{key}", "missing (required)")
-    f = dict(id=rid, kind=kind, seed=seed, section=_text(path, where, "section", t["section"]),
+    f = dict(id=rid, kind=kind, seed=seed, code=code, section=_text(path, where, "section", t["section"]),
              words=_text(path, where, "words", t["words"]))
     if "note" in t:
         f["note"] = _text(path, where, "note", t["note"])
@@ -567,10 +596,20 @@ def _provision(path, where: str, t, own: "Pack", rules: dict[str, Rule], charge:
             _fail(path, f"{where}.model", f"{model.id}'s {src.where} is itself a model entry")
         return replace(src, note=_text(path, where, "note", t["note"]) if "note" in t else None, model=model.id)
     names = ("name",) if charge else ()
-    _keys(path, where, t, (*ids, *names, *PROVISION_KEYS), (*ids, *names, "formula", "section", "words"))
+    if charge and isinstance(t, dict) and "formula_from" in t:
+        # the ordinance sets no formula: the utility's rates file says which it adopted
+        _keys(path, where, t, (*ids, *names, "formula_from", "section", "words", "note"),
+              (*ids, *names, "formula_from", "section", "words"))
+        if t["formula_from"] not in FORMULA_FROM:
+            _fail(path, f"{where}.formula_from", f"expected one of {', '.join(FORMULA_FROM)}, got {t['formula_from']!r}")
+        formula = ""
+    else:
+        _keys(path, where, t, (*ids, *names, *PROVISION_KEYS), (*ids, *names, "formula", "section", "words"))
+        formula = _text(path, where, "formula", t["formula"])
     section = _text(path, where, "section", t["section"])
-    f = dict(where=where, path=str(path), formula=_text(path, where, "formula", t["formula"]), section=section,
-             words=_text(path, where, "words", t["words"]), citation=f"{own.id}, {own.seed} {section}")
+    f = dict(where=where, path=str(path), formula=formula, section=section,
+             words=_text(path, where, "words", t["words"]), citation=cite(own.code, section),
+             provenance=f"{own.seed} {section}", formula_from=t.get("formula_from"))
     if charge:
         if not isinstance(t["id"], str) or not RULE_ID.match(t["id"]):
             _fail(path, f"{where}.id", f"expected a lowercase charge id (letters, digits, -), got {t['id']!r}")
@@ -607,7 +646,7 @@ def _report_duty(path, t, own: "Pack", rules: dict[str, Rule], resolve: bool) ->
                        note=_text(path, where, "note", t["note"]) if "note" in t else None, model=model.id)
     _keys(path, where, t, ("section", "words", "rules", "contents", "contents_from", "note"),
           ("section", "words", "rules"))
-    citation = f"{own.seed} {_text(path, where, 'section', t['section'])}"
+    citation = cite(own.code, _text(path, where, 'section', t['section']))
     if ("contents" in t) == ("contents_from" in t):
         _fail(path, where, "give exactly one of contents (the report's items) or contents_from (a pack id)")
     if "contents" in t:
@@ -681,14 +720,15 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None,
     seed = _text(path, "pack", "seed", data["seed"])
     if not isinstance(data["rules"], list):
         _fail(path, "rules", "expected an array of tables ([[rules]])")
-    rules = tuple(_rule(path, seed, i, t) for i, t in enumerate(data["rules"]))
+    code = _text(path, "pack", "code", data["code"])
+    rules = tuple(_rule(path, seed, i, t, code) for i, t in enumerate(data["rules"]))
     seen: dict[str, int] = {}
     for i, r in enumerate(rules):
         if r.id in seen:
             _fail(path, f"rules[{i}].id", f"duplicate rule id {r.id!r} (first at rules[{seen[r.id]}])")
         seen[r.id] = i
     pack = Pack(id=pid, name=_text(path, "pack", "name", data["name"]), timezone=tzname,
-                seed=seed, rules=rules, path=str(path))
+                seed=seed, rules=rules, path=str(path), code=code)
     return _sections(path, data, pack, resolve)
 
 

@@ -279,7 +279,10 @@ def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
                          "[bill.palmyra-wi]\nuse_per_1000_gal = 6.37\n"
                          "[bill.webster-ny]\nunit_rent = 400.0\n"
                          "[bill.westfield-wi]\nannual_debt_budget = 40000.0\ntotal_re = 500\n"
-                         "[bill.re]\ncannery = 3.0\n")
+                         "[bill.re]\ncannery = 3.0\n"
+                         # issue 16 item 6: Westfield's ordinance sets no surcharge formula; the
+                         # village states it adopted none (else the bill is refused)
+                         "[adopted.surcharge]\nformula = \"none\"\nby = \"Village Board minutes 2026-01-12\"\n")
         bills = {b["site"]: b for b in build_bills(conn, "2026Q2", str(rates), issued=date(2026, 7, 1))}
     ny = bills["laundry"]
     # §113-75: 0.15 MG = 150,000 gal / 60,000 = 2.5 units x $400 = $1,000.00

@@ -113,11 +113,45 @@ def test_missing_rate_is_an_error(tmp_path):
         surcharges(f.rows, {"mill": 1.0}, {"bod5": 0.2}, "palmyra-wi", rates_source="r.toml")
 
 
-def test_webster_wi_base_is_200_for_bod():
+ADOPTED_MODEL_2 = {"adopted": {"surcharge": {"formula": "epa-model-2", "by": "Village Board resolution 2026-04"}}}
+
+
+def test_webster_wi_base_is_200_for_bod_once_the_village_states_its_formula():
     # webster-wi §240-7: BOD 200. 1 MG x (260-200) x 8.34 = 500.4 lb x 0.20 = 100.08
-    s = site_surcharge("mill", 1.0, {"bod5": (np.array([260.0]), np.array([False]))}, RATES, pack="webster-wi")
+    s = site_surcharge("mill", 1.0, {"bod5": (np.array([260.0]), np.array([False]))}, RATES, pack="webster-wi",
+                       rates_doc=ADOPTED_MODEL_2)
     assert s.analytes["bod5"].base_mg_l == 200.0
     assert s.analytes["bod5"].dollars == 100.08
+    assert s.citation == ("Village of Webster (WI) Code §240-8(4); EPA Model No. 2 (Federal Register, Vol. 39, "
+                          "No. 29, p. 5270) as adopted by Village Board resolution 2026-04")
+    # Palmyra's provision named as the model: cited as Palmyra's, adopted by the village
+    pal = {"adopted": {"surcharge": {"model": "palmyra-wi", "by": "Ord. 2026-2"}}}
+    s = site_surcharge("mill", 1.0, {"bod5": (np.array([260.0]), np.array([False]))}, RATES, pack="webster-wi",
+                       rates_doc=pal)
+    assert s.analytes["bod5"].dollars == 100.08
+    assert s.citation == "Village of Webster (WI) Code §240-8(4); Village of Palmyra Code §13.45(4) as adopted by Ord. 2026-2"
+
+
+@pytest.mark.parametrize("pack", ["webster-wi", "westfield-wi"])
+def test_no_borrowed_formula_without_the_rates_file_saying_so(pack):
+    # issue 16 item 6: webster-wi §240-8(4) sets no formula, only "payment to cover the added
+    # cost"; westfield-wi none at all. Nothing is borrowed by default: refused, with the words.
+    results = {"bod5": (np.array([260.0]), np.array([False]))}
+    with pytest.raises(InputError) as e:
+        site_surcharge("mill", 1.0, results, RATES, pack=pack, rates_source="rates.toml")
+    msg = str(e.value)
+    assert msg.startswith(f"rates.toml: {pack} sets no surcharge formula") and "[adopted.surcharge]" in msg
+    if pack == "webster-wi":
+        assert "Village of Webster (WI) Code §240-8(4)" in msg and "Require payment to cover the added cost" in msg
+    for bad, why in [({"formula": "epa-model-2"}, "by: missing"), ({"formula": "epa-model-3", "by": "x"}, "unknown formula kind"),
+                     ({"model": "webster-ny", "by": "x"}, "has no charge 'surcharge'"),
+                     ({"formula": "epa-model-2", "model": "palmyra-wi", "by": "x"}, "exactly one of")]:
+        with pytest.raises(InputError, match=why):
+            site_surcharge("mill", 1.0, results, RATES, pack=pack, rates_doc={"adopted": {"surcharge": bad}})
+    # "none": the village adopted no surcharge
+    with pytest.raises(InputError, match="adopts no surcharge formula"):
+        site_surcharge("mill", 1.0, results, RATES, pack=pack,
+                       rates_doc={"adopted": {"surcharge": {"formula": "none", "by": "Board minutes 2026-01-12"}}})
 
 
 def test_pack_without_surcharge_base():

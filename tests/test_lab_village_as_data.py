@@ -26,6 +26,8 @@ from limits.packs import available_packs, load_pack
 ROOT = Path(__file__).resolve().parent.parent
 VILLAGE = ROOT / "tests" / "data" / "example-village"
 SEED = "example-ordinance.txt"
+#: issue 16 item 7: documents cite the ordinance by its title (the pack's ``code``) and section
+CODE = "Village of Example Code"
 #: the real villages' seed files: none of them may show up in the fixture village's documents
 REAL_SEEDS = ("000_68bc5aa0322c9423", "001_344667c7b04e812e", "002_32e890e17155ca0d", "003_44f871d49a02d8f5",
               "004_736876c28764ff16")
@@ -62,22 +64,22 @@ def test_a_sixth_village_is_billed_from_its_pack_alone(db, tmp_path):
     # §18-31(1): BOD (420 + 380) / 2 = 400 mg/l over the §18-4 base 300: 0.6 MG x 100 x 8.34 = 500.4 lb
     # x $0.25 = $125.10; TSS (250 + 350) / 2 = 300 is not above 300: $0
     sur = lines["strength surcharge"]
-    assert sur["citation"] == f"example-wi, {SEED} §18-31(1)" and sur["dollars"] == 125.10
+    assert sur["citation"] == f"{CODE} §18-31(1)" and sur["dollars"] == 125.10
     assert sur["detail"]["analytes"]["bod5"]["base_mg_l"] == 300.0
-    assert sur["detail"]["analytes"]["bod5"]["base_citation"] == f"example-wi, {SEED} §18-4 NORMAL STRENGTH WASTEWATER"
+    assert sur["detail"]["analytes"]["bod5"]["base_citation"] == f"{CODE} §18-4 NORMAL STRENGTH WASTEWATER"
     assert sur["detail"]["analytes"]["tss"]["dollars"] == 0.0
     # §18-31(2): 600,000 gal / 1,000 x $3.10 (the rates file's bill.example-wi key) = $1,860.00
     vol = lines["volume charge"]
-    assert vol["citation"] == f"example-wi, {SEED} §18-31(2)" and vol["dollars"] == 1860.0
+    assert vol["citation"] == f"{CODE} §18-31(2)" and vol["dollars"] == 1860.0
     assert vol["detail"] == {"volume_gal": 600_000.0, "per_1000_gal": 3.10, "minimum_applied": False}
     # §18-32 in 2026: user $48 + debt $60,000 / 1,200 RE / 4 = $12.50 -> $60.50 x 4 RE = $242.00
     re_line = lines["service charge per residential equivalent"]
-    assert re_line["citation"] == f"example-wi, {SEED} §18-32" and re_line["dollars"] == 242.0
+    assert re_line["citation"] == f"{CODE} §18-32" and re_line["dollars"] == 242.0
     assert re_line["detail"] == {"re": 4.0, "user_per_re": 48.0, "debt_per_re": 12.5}
     assert tannery["total_dollars"] == 2227.10
     # §18-40: 1.5 % a month from 25 days after billing: no fixed late charge to print
     pay = tannery["payment"]
-    assert pay["citation"] == f"example-wi, {SEED} §18-40"
+    assert pay["citation"] == f"{CODE} §18-40"
     assert pay["terms"] == "1.5 % interest a month, prorated, from 25 days after billing"
     assert pay["late_charge_if_late"] is None
 
@@ -100,16 +102,16 @@ def test_a_sixth_village_alerts_in_its_own_words(monkeypatch):
     r = _run("check", "--pack", "example-wi", "--readings", "readings.csv", "--json", env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     [v] = json.loads(r.stdout)
-    assert (v["rule"], v["peak"], v["citation"]) == ("ph-min", 4.8, f"{SEED} §18-12(b)")
+    assert (v["rule"], v["peak"], v["citation"]) == ("ph-min", 4.8, f"{CODE} §18-12(b)")
 
     monkeypatch.setenv("SEWERWATCH_PACK_PATH", str(VILLAGE))
     pack = load_pack("example-wi")
     title, body = violation_message(12, "open", v, site_name="Example Tannery", tz=pack.timezone)
     assert "#12" in title and "Example Tannery" in title and "4.8 pH" in title
     assert "Started:     2026-03-02 08:02:00 CST" in body
-    assert f"Ordinance:   {SEED} §18-12(b)" in body
+    assert f"Ordinance:   {CODE} §18-12(b)" in body
     # its own duty to report (§18-21), in its words, and its own report form
-    assert f"Discharger's report required for an accidental discharge of a prohibited substance: {SEED} §18-21" in body
+    assert f"Discharger's report required for an accidental discharge of a prohibited substance: {CODE} §18-21" in body
     assert "shall notify the Utility Superintendent by telephone within one hour" in body
     assert "  1. Name of the user and point of discharge: Example Tannery, control manhole of sensor tannery/ph" in body
     assert "  2. Time the discharge began and ended: from 2026-03-02 08:02:00 CST to 2026-03-02 08:05:00 CST" in body
@@ -123,7 +125,7 @@ def test_a_sixth_village_alerts_in_its_own_words(monkeypatch):
     # and its late charge: $2,227.10 paid 70 days after billing is 45 days late:
     # 45 / 30 x 1.5 % x 2,227.10 = $50.10975 -> $50.11
     lc = late_charge("example-wi", 2227.10, date(2026, 4, 1), date(2026, 6, 10))
-    assert (lc.days_late, lc.dollars, lc.citation) == (45, 50.11, f"example-wi, {SEED} §18-40")
+    assert (lc.days_late, lc.dollars, lc.citation) == (45, 50.11, f"{CODE} §18-40")
 
 
 # --- where packs are found -----------------------------------------------------------------
@@ -232,8 +234,11 @@ def test_a_bad_pack_section_names_the_file_and_key(tmp_path, old, new, message):
 
 
 def test_the_shipped_packs_charges_are_all_readable():
+    # where an ordinance sets no formula, the rates file states the one the village adopted
+    adopted = {"adopted": {"surcharge": {"formula": "epa-model-2", "by": "Village Board resolution 2026-04"}}}
     for pack in available_packs():
-        for provision, kind, _terms in charges(pack):
-            assert provision.citation.startswith(f"{provision.model or pack}, ")
+        for provision, kind, _terms in charges(pack, adopted):
+            assert provision.citation.startswith(load_pack(provision.model or pack).code)
+            assert ".txt" not in provision.citation and provision.provenance.startswith(load_pack(pack).seed)
         late_terms(pack)
     assert rec_terms("palmyra-wi").round_to == 0.25

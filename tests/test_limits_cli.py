@@ -54,7 +54,9 @@ def test_json_violations_with_units_converted(tmp_path, capsys):
     ]
     temp = got[2]
     assert temp["unit"] == "degF" and temp["peak"] == pytest.approx(104.9) and temp["limit"] == 104.0
-    assert temp["citation"] == "000_68bc5aa0322c9423.txt §240-5" and "exceeds 40° C." in temp["words"]
+    # issue 16 item 7: the ordinance by its title and section; the seed file is provenance
+    assert temp["citation"] == "Village of Webster (WI) Code §240-5" and "exceeds 40° C." in temp["words"]
+    assert temp["provenance"] == "000_68bc5aa0322c9423.txt §240-5"
     assert got[0]["peak"] == 4.99 and got[0]["limit"] == 5.0 and got[0]["days_of_violation"] == 1
     assert all(v["pack"] == "webster-wi" for v in got)
 
@@ -93,7 +95,8 @@ def test_slug_from_flow_in_mixed_units(tmp_path, capsys):
     assert slug["start"] == "2026-03-02T02:00:00Z" and slug["end"] == "2026-03-02T02:20:00Z"
     assert slug["peak"] == pytest.approx(600.0) and slug["limit"] == pytest.approx(500.0)
     assert slug["average"] == pytest.approx(100.0) and slug["unit"] == "gpm"
-    assert slug["citation"] == "003_44f871d49a02d8f5.txt §13.43 SLUG"
+    assert slug["citation"] == "Village of Palmyra Code §13.43 SLUG"
+    assert slug["provenance"] == "003_44f871d49a02d8f5.txt §13.43 SLUG"
 
 
 def test_days_of_violation_in_the_packs_time_zone(tmp_path, capsys):

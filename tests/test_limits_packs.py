@@ -26,7 +26,10 @@ def test_every_rule_cites_its_seed_and_quotes_words(name):
     pack = load_pack(name)
     assert pack.rules
     for r in pack.rules:
-        assert r.citation.startswith(pack.seed + " ")
+        # issue 16 item 7: people read the ordinance's title and section; the seed file is
+        # the rule's provenance
+        assert r.citation.startswith(pack.code) and r.section in r.citation and ".txt" not in r.citation
+        assert r.provenance == f"{pack.seed} {r.section}"
         assert len(r.words) > 20
         if r.comparison and r.kind != "definition":
             assert r.op == COMPARISONS[r.comparison]
@@ -98,7 +101,7 @@ def _write(tmp_path, name, text):
     return p
 
 
-HEAD = 'id = "{id}"\nname = "Village X"\ntimezone = "America/Chicago"\nseed = "x.txt"\n'
+HEAD = 'id = "{id}"\nname = "Village X"\ncode = "Village X Code"\ntimezone = "America/Chicago"\nseed = "x.txt"\n'
 RULE = ('[[rules]]\nid = "ph-min"\nkind = "range"\nparameter = "ph"\ncomparison = "less than"\n'
         'limit = 5.5\nunit = "pH"\nsection = "§1"\nwords = "pH less than 5.5 is prohibited."\n')
 

@@ -8,6 +8,7 @@ import math
 import tomllib
 from pathlib import Path
 
+from foundation import tomlfile
 from foundation.errors import InputError
 from lab.formulas.nondetect import POLICIES
 from lab.readers.labcsv import parse_amount, read_lab_csv
@@ -69,6 +70,16 @@ def read_rates(path: str | Path) -> dict[str, float]:
     if not rates:
         raise InputError(f"{path}: no rates (expected keys bod, tss, tkn, tp in $/lb)")
     return rates
+
+
+def read_rates_file(path: str) -> dict:
+    """The whole rates file: the rates per pound, the ``[bill]`` tables, the formulas the
+    village adopted (``[adopted]``, :func:`lab.charges.adopted`) and every key a pack may name."""
+    doc = tomlfile.read(path, "rates file")
+    for key in ("bill", "adopted"):
+        if not isinstance(doc.get(key, {}), dict):
+            raise InputError(f"{path}: {key}: expected a table")
+    return doc
 
 
 def read_volumes(path: str | Path) -> dict[str, float]:
