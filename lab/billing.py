@@ -31,6 +31,7 @@ from lab.ordinance import pack_timezone
 from lab.readers.rates import read_rates, read_rates_file
 from lab.store.flow import period_volume
 from lab.store.results import load_results
+from limits.packs import ANALYTES as CONCENTRATION
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
 
@@ -57,6 +58,8 @@ def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
     out = []
     avg_day_gal = volume_mg * 1e6 / days if volume_mg else None
     for i in range(len(table)):
+        if CONCENTRATION.get(str(table.analyte[i])) != "concentration":
+            continue  # pH has no loading
         epoch = table.collected[i].astype("datetime64[us]").astype(np.int64) / 1e6
         day = datetime.fromtimestamp(epoch, tz).date().isoformat()
         vol = daily_gal.get(day, avg_day_gal)

@@ -121,6 +121,12 @@ DEFINITION_UNITS = ("gal", "percent", "fraction", "usd")
 ANALYTES = {
     "bod5": "concentration", "tss": "concentration", "tkn": "concentration",
     "tp": "concentration", "fog": "concentration", "cn": "concentration",
+    # palmyra-wi 003_44f871d49a02d8f5.txt §13.48(2)(i): limited by "the Wisconsin
+    # Administrative Code or WPDES Permit", so by a user's discharge permit (limits/permits.py)
+    "cr6": "concentration", "cr3": "concentration", "cu": "concentration", "ni": "concentration",
+    "cd": "concentration", "zn": "concentration", "phenols": "concentration", "fe": "concentration",
+    "sn": "concentration",
+    "ph": "ph",
 }
 
 KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

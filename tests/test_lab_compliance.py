@@ -1,6 +1,7 @@
 """Compliance on lab results: FOG, cyanide, discharge permit, EPA SNC; flow volumes."""
 
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from lab.formulas.volumes import daily_volumes_gal, flow_weighted_mean, loading_lb, window_volume_gal
 from lab.checks.compliance import check_lab
 from lab.checks.permit import permit_required
-from lab.checks.snc import pack_limits, snc, snc_counts
+from lab.checks.snc import Range, pack_limits, snc, snc_counts, trc_boundary
 from lab.results_table import LabTable
 
 UTC = timezone.utc
@@ -120,14 +121,63 @@ def test_snc_trc_exactly_at_1_4_times():
     assert snc_counts([140.0] * 32 + [1.0] * 68, 100.0, "bod5")["trc"] is False
 
 
-def test_snc_trc_factor_1_2_for_others_and_ph_excluded():
+def test_snc_trc_factor_1_2_for_others_and_none_for_ph():
     # cyanide limit 0.5: 1.2 x 0.5 = 0.6; 0.6 counts, 0.59 does not
     assert snc_counts([0.6, 0.1], 0.5, "cn")["n_trc"] == 1
     assert snc_counts([0.59, 0.1], 0.5, "cn")["n_trc"] == 0
     assert snc_counts([0.6], 0.5, "cn")["trc_factor"] == 1.2
     assert snc_counts([1.0], 1.0, "tss")["trc_factor"] == 1.4
+    # pH is judged against its range, never against one number
     with pytest.raises(ValueError, match="pH"):
         snc_counts([3.0], 6.0, "ph")
+
+
+# issue 16 item 4: 40 CFR 403.8(f)(2)(viii)(A) covers every pollutant parameter, pH included
+# ("66 percent or more of all of the measurements ... exceed (by any magnitude)"); for a range,
+# exceeding is being outside it. Only (B) excludes pH ("1.2 for all other pollutants except pH").
+PALMYRA_PH = Range(6.0, 9.0, "<", ">")     # §13.48(2)(g) "lower than 6.0 or higher than 9.0"
+
+
+def test_snc_chronic_for_ph_counts_readings_outside_the_range():
+    # 5.9, 9.1, 5.0 and 9.5 are outside; 6.0 and 9.0 are lawful (lower than / higher than):
+    # 4 of 6 = 66.7 % >= 66 % -> chronic
+    r = snc_counts([5.9, 9.1, 6.0, 9.0, 5.0, 9.5], PALMYRA_PH, "ph")
+    assert (r["n"], r["n_exceed"], r["chronic"], r["snc"]) == (6, 4, True, True)
+    # 2 of 3 = 66.7 % -> chronic; 65 of 100 -> not
+    assert snc_counts([5.0, 5.5, 7.0], PALMYRA_PH, "ph")["chronic"] is True
+    assert snc_counts([5.0] * 65 + [7.0] * 35, PALMYRA_PH, "ph")["chronic"] is False
+    assert snc_counts([5.0] * 66 + [7.0] * 34, PALMYRA_PH, "ph")["chronic"] is True
+    # no TRC for pH however far outside: 1 of 1 at pH 1 is chronic, not TRC
+    r = snc_counts([1.0], PALMYRA_PH, "ph")
+    assert (r["chronic"], r["trc"], r["trc_factor"], r["n_trc"]) == (True, False, None, 0)
+
+
+def test_snc_for_ph_over_lab_results_and_the_packs_range():
+    assert pack_limits("palmyra-wi")["ph"] == PALMYRA_PH
+    assert pack_limits("webster-wi")["ph"] == Range(5.0, 9.0, "<", ">")   # §240-5 "less than 5.0 or higher than nine"
+    tb = table(("p", "a", "2026-02-01", "ph", 5.5, False), ("p", "b", "2026-03-01", "ph", 9.4, False),
+               ("p", "c", "2026-04-01", "ph", 7.2, False))
+    [r] = snc(tb, pack_limits("palmyra-wi"))
+    assert (r["parameter"], r["n"], r["n_exceed"], r["snc"], r["limit"]) == ("ph", 3, 2, True, [6.0, 9.0])
+
+
+def test_snc_trc_is_exact_at_the_product():
+    # issue 16 item 5: "equal or exceed the product" of limit x 1.4, in exact arithmetic
+    below_140 = float(np.nextafter(140.0, 0.0))            # 139.99999999999997
+    assert snc_counts([below_140], 100.0, "fog")["n_trc"] == 0
+    assert snc_counts([140.0], 100.0, "fog")["n_trc"] == 1
+    assert snc_counts([float(np.nextafter(0.6, 0.0))], 0.5, "cn")["n_trc"] == 0
+    # a copper limit of 0.17 mg/l: 0.17 x 1.2 = 0.204 exactly, so a result of 0.204 equals the
+    # product (in binary floating point 0.17 * 1.2 is 0.20400000000000001, which 0.204 would
+    # not reach) and the float below it does not
+    assert 0.17 * 1.2 > 0.204
+    assert snc_counts([0.204], 0.17, "cu")["n_trc"] == 1
+    assert snc_counts([float(np.nextafter(0.204, 0.0))], 0.17, "cu")["n_trc"] == 0
+    # 0.75 x 1.2 = 0.9 exactly; in floating point 0.8999999999999999, which must not count
+    assert 0.75 * 1.2 < 0.9
+    assert snc_counts([0.75 * 1.2], 0.75, "cu")["n_trc"] == 0 and snc_counts([0.9], 0.75, "cu")["n_trc"] == 1
+    assert trc_boundary(100.0, Decimal("1.4")) == 140.0 and trc_boundary(0.17, Decimal("1.2")) == 0.204
+    assert snc_counts([0.204], 0.17, "cu")["trc_limit"] == 0.204
 
 
 def test_snc_six_month_windows_per_site():

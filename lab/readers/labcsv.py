@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from pathlib import Path
 
-from lab.readers.analytes import ANALYTES, NON_DETECT, UNIT_TO_MG_L, analyte_id, unit_id
+from lab.readers.analytes import ANALYTES, NON_DETECT, analyte_id, to_stored, unit_id, units_of
 from foundation.errors import InputError
 
 REQUIRED = ("sample_id", "site", "collected", "analyte", "value", "unit")
@@ -242,9 +242,9 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
     analyte = analyte_id(get("analyte"))
     if analyte is None:
         raise ValueError(f"unknown analyte '{get('analyte')}' (known: {', '.join(ANALYTES)})")
-    unit = unit_id(get("unit"))
+    unit = unit_id(get("unit"), analyte)
     if unit is None:
-        raise ValueError(f"unknown unit '{get('unit')}' (known: {', '.join(UNIT_TO_MG_L)})")
+        raise ValueError(f"unknown unit '{get('unit')}' for {analyte} (known: {', '.join(units_of(analyte))})")
     qualifier = get("qualifier")
     if qualifier not in ("", NON_DETECT):
         raise ValueError(f"unknown qualifier '{qualifier}' (expected empty or '<' for below detection)")
@@ -266,4 +266,4 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
     sample_site.setdefault(sample_id, (site, line, collected))
     extra = {c: rec[i] for i, c in extra_cols if i < len(rec) and c}
     return LabRow(line, sample_id, site, collected, analyte, value, unit, qualifier,
-                  value * UNIT_TO_MG_L[unit], raw, extra)
+                  to_stored(value, unit, analyte), raw, extra)
