@@ -22,16 +22,19 @@ import numpy as np
 
 from foundation.errors import InputError
 from lab.charges import BillInputs, charges, late_terms, rates_given
-from lab.checks.compliance import check_lab
-from lab.checks.permit import permit_required
+from lab.checks.compliance import check_lab, check_loadings
+from lab.checks.permit import permit_required, standing
 from lab.formulas.money import cents
 from lab.formulas.nondetect import substitute
 from lab.formulas.volumes import loading_lb
-from lab.ordinance import pack_timezone
+from lab.ordinance import loading_limits, pack_timezone
 from lab.readers.rates import read_rates, read_rates_file
-from lab.store.flow import period_volume
+from lab.store.flow import period_volume, stored_violations
 from lab.store.results import load_results
+from limits.days import by_site_and_rule
 from limits.packs import ANALYTES as CONCENTRATION
+from limits.permit_store import current_permits
+from limits.permits import Permit
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
 
@@ -72,8 +75,22 @@ def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
     return out
 
 
+def days_of_violation(conn, site: str, start: datetime, end: datetime, tz, found: list[dict]) -> list[dict]:
+    """Distinct local days per rule on which ``site`` was in violation in ``[start, end)``
+    (palmyra-wi, 003_44f871d49a02d8f5.txt §13.60(1): "Each day a condition is allowed to exist
+    which is contrary to all or any part of this subchapter shall constitute a new
+    violation"): the episodes stored in ``violations`` (live, re-evaluated, lab) and those
+    ``found`` now, each rule with its citation."""
+    records = {(r["rule"], r["start"]): r for r in stored_violations(conn, site, start, end)}
+    records.update({(r["rule"], r["start"]): r for r in found})
+    cite = {r["rule"]: r.get("citation") for r in records.values()}
+    out = by_site_and_rule(records.values(), tz, (start.date(), end.date()))
+    return [{"rule": d["rule"], "days": d["days"], "dates": d["dates"], "episodes": d["episodes"],
+             "citation": cite.get(d["rule"])} for d in out]
+
+
 def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rates_source: str,
-              issued: date, non_detect: str = "zero") -> dict:
+              issued: date, non_detect: str = "zero", permit: Permit | None = None) -> dict:
     """The quarterly bill of one site.
 
     Parameters
@@ -93,6 +110,10 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         The bill's date (due date and late terms count from it).
     non_detect : str
         What a non-detect counts as for billing.
+    permit : Permit, optional
+        The site's current discharge permit: its limits are judged with the ordinance's
+        (the stricter applies), its loadings on the metered days, and its standing on
+        ``issued`` (an expired permit is a finding).
     """
     key, pack = site["key"], site["pack"]
     tz = pack_timezone(pack)
@@ -130,11 +151,21 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         provision, t = late
         payment = {"due": (issued + timedelta(days=t.grace_days)).isoformat(), "terms": t.terms(),
                    "citation": provision.citation, "late_charge_if_late": t.if_late(total)}
-    permit = None
+    need = None
     try:
-        permit = permit_required(table, key, pack, daily_volumes_gal=list(metered["daily_gal"].values()))
+        need = permit_required(table, key, pack, daily_volumes_gal=list(metered["daily_gal"].values()))
     except InputError:
         pass
+    found = check_lab(table, pack, permit=permit)
+    incomplete: list[dict] = []
+    held = None
+    if permit is not None:
+        loads, incomplete = check_loadings(table, loading_limits(pack, permit), metered["days"], pack)
+        found += loads
+        held = standing(permit, pack, issued)
+        if held["finding"] is not None:
+            found.append(held["finding"])
+    found.sort(key=lambda v: (v["start"], v["rule"]))
     return {
         "site": key, "name": site["name"], "pack": pack, "sic": site.get("sic"), "permit": site.get("permit"),
         "quarter": quarter, "period_start": start.isoformat(), "period_end": end.isoformat(),
@@ -145,8 +176,9 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
                      "analyte": str(table.analyte[i]), "mg_l": float(table.value_mg_l[i]),
                      "non_detect": bool(table.non_detect[i])} for i in range(len(table))],
         "loadings": _loadings(table, metered["daily_gal"], volume_mg, days, tz, non_detect),
-        "violations": check_lab(table, pack),
-        "discharge_permit": permit, "notes": notes,
+        "violations": found, "incomplete": incomplete,
+        "days_of_violation": days_of_violation(conn, key, start, end, tz, found),
+        "discharge_permit": need, "permit_standing": held, "notes": notes,
     }
 
 
@@ -160,10 +192,11 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
              conn.execute("SELECT id, key, name, pack, sic, permit FROM sites ORDER BY key").fetchall()]
     if not sites:
         raise InputError("no sites in the database (sync the config first: sewerwatch db migrate)")
+    permits = current_permits(conn)
     bills = []
     with conn.transaction():
         for s in sites:
-            b = bill_site(conn, s, quarter, per_lb, rates_doc, rates_path, issued, non_detect)
+            b = bill_site(conn, s, quarter, per_lb, rates_doc, rates_path, issued, non_detect, permits.get(s["key"]))
             bills.append(b)
             if store:
                 conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) "

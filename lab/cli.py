@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 from foundation.errors import InputError
+from lab import permit_cli
 
 
 def register(sub) -> None:
@@ -80,6 +81,8 @@ def register(sub) -> None:
                    "non_detect, else zero)")
     p.add_argument("--json", action="store_true", help="also print the bills as JSON")
     p.set_defaults(func=_bill)
+
+    permit_cli.register(sub)
 
 
 def _date(text: str, what: str) -> datetime:
@@ -179,7 +182,15 @@ def _lab_check(args: argparse.Namespace, ctx) -> int:
         return 0
     for v in res["violations"]:
         print(f"{v['site']:<16} {v['rule']:<14} {v['start'][:10]} peak {v['peak']:g} {v['unit']} "
-              f"> {v['limit']:g}  ({v['citation']})")
+              f"> {v['limit']:g}  ({v['citation']})" + (f"\n{'':<17}{v['stricter_of']}" if v.get("stricter_of") else ""))
+    for x in res["incomplete"]:
+        print(f"{x['site']:<16} {x['rule']:<14} {x['note']}")
+    for st in res["standing"]:
+        if st["state"] != "in-force":
+            print(f"{st['site']:<16} permit {st['permit']}: {permit_cli.STATE_WORDS.get(st['state'], st['state'])} "
+                  f"(term ends {st['term_end']}; {st['citation']})")
+    for d in res["days_of_violation"]:
+        print(f"{d['site']:<16} {d['rule']:<14} {d['days']} day(s) of violation: {', '.join(d['dates'])}")
     for p in res["permits"]:
         if p["required"]:
             print(f"{p['site']:<16} discharge permit required: "

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from foundation.errors import InputError
-from limits.packs import Pack, available_packs, load_pack
+from limits.packs import Pack, Rule, available_packs, load_pack
+from limits.permits import Permit
+from limits.permits import site_rules as permit_site_rules
 
 #: gallons per day in one gallon per minute
 _GPD_PER_GPM = 1440.0
@@ -46,8 +48,12 @@ class LabLimit:
     limit : float
         The limit [mg/l].
     statistic : str
-        ``each`` (every result is judged) or ``period-average`` (the mean of a site's
-        results over the period checked), from the pack's ``basis`` ``sample``/``average``.
+        ``each`` (every result is judged), ``period-average`` (the mean of a site's results
+        over the period checked) or ``monthly-average`` (the mean of each calendar month, in
+        the village's time zone), from the rule's ``basis`` ``sample``/``average``/``monthly``.
+    origin, stricter_of : str
+        ``ordinance`` or ``permit``; where both limit the analyte, which applies and what it
+        is stricter than (:func:`limits.permits.site_rules`).
     op : str
         Operator under which a value violates: ``value op limit`` (``>`` for "exceeding").
     """
@@ -60,6 +66,9 @@ class LabLimit:
     words: str
     unit: str = "mg/l"
     op: str = ">"
+    origin: str = "ordinance"
+    stricter_of: str | None = None
+    provenance: str = ""
 
 
 def pack_of(pack: str) -> Pack:
@@ -104,14 +113,31 @@ def permit_thresholds(pack: str) -> tuple[dict[str, Strength], Strength | None]:
     return conc, volume
 
 
-_BASIS = {"sample": "each", "average": "period-average"}
+_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "each"}
 
 
-def lab_limits(pack: str) -> tuple[LabLimit, ...]:
-    """The prohibitions of ``pack`` that are checked on lab results."""
-    p = pack_of(pack)
-    return tuple(LabLimit(r.id, r.analyte, float(r.limit_canonical), _BASIS[r.basis], _cite(p, r),
-                          r.words, "mg/l", r.op) for r in p.lab_limits())
+def site_rules(pack: str, permit: Permit | None = None) -> tuple[Rule, ...]:
+    """The rules that judge a site: its pack's, with its discharge permit's limits merged in,
+    the stricter applying where both limit the same thing (:func:`limits.permits.site_rules`)."""
+    return permit_site_rules(pack_of(pack), permit)
+
+
+def _lab_limit(p, r: Rule) -> LabLimit:
+    return LabLimit(r.id, r.analyte, float(r.limit_canonical), _BASIS[r.basis], _cite(p, r), r.words,
+                    r.unit if r.kind == "loading-limit" else "mg/l", r.op, r.origin, r.stricter_of, r.provenance)
+
+
+def lab_limits(pack: str, permit: Permit | None = None) -> tuple[LabLimit, ...]:
+    """The prohibitions of ``pack`` (and the limits of the site's ``permit``) checked on lab
+    results as concentrations."""
+    return tuple(_lab_limit(pack, r) for r in site_rules(pack, permit) if r.kind == "lab-limit")
+
+
+def loading_limits(pack: str, permit: Permit | None = None) -> tuple[LabLimit, ...]:
+    """The loadings [lb/day] a site's ``permit`` (or its pack) limits: each sample's
+    concentration x its day's metered volume x 8.34 (palmyra-wi §13.48(2)(m)3: "loading in
+    excess of the wastewater discharge permit")."""
+    return tuple(_lab_limit(pack, r) for r in site_rules(pack, permit) if r.kind == "loading-limit")
 
 
 def pack_timezone(pack: str):

@@ -115,7 +115,14 @@ COMPARISONS: dict[str, str] = {
 OPERATORS = ("<", "<=", ">", ">=")
 
 #: Units a ``definition`` may carry (they are not readings, so not in :mod:`foundation.units`).
-DEFINITION_UNITS = ("gal", "percent", "fraction", "usd")
+DEFINITION_UNITS = ("gal", "percent", "fraction", "usd", "days", "years")
+
+#: Units of a loading limit (a discharge permit's pounds a day, palmyra-wi §13.54(3)(g)).
+LOADING_UNITS = ("lb/d",)
+
+#: The bases of a lab limit: each result, the period's average, the calendar month's average
+#: (a permit's monthly average); of a loading limit: each day's.
+BASES = {"lab-limit": ("sample", "average", "monthly"), "loading-limit": ("daily",)}
 
 #: Lab analytes (the lab CSV's names) and the parameter their units belong to.
 ANALYTES = {
@@ -134,6 +141,7 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "range": (("parameter", "comparison", "limit", "unit"), ()),
     "slug": (("parameters", "comparison", "multiple", "window_h", "longer_than_min"), ()),
     "lab-limit": (("analyte", "basis", "comparison", "limit", "unit"), ()),
+    "loading-limit": (("analyte", "basis", "comparison", "limit", "unit"), ()),
     "normal-strength": (("analyte", "comparison", "limit", "unit"), ()),
     "permit-threshold": (("comparison", "limit", "unit"), ("analyte", "parameter")),
     "flow-threshold": (("parameter", "comparison", "limit", "unit"), ()),
@@ -193,8 +201,14 @@ class Rule:
         Slug rule: the multiple of the trailing average, the window [h], the strict
         minimum duration [min].
     basis, category, note : str or None
-        ``lab-limit`` basis (``sample`` or ``average``), ``default-strength`` category, and
-        a free note.
+        ``lab-limit`` basis (``sample``, ``average`` or ``monthly``), ``loading-limit``
+        basis (``daily``), ``default-strength`` category, and a free note.
+    origin : str
+        ``ordinance`` (a pack's rule) or ``permit`` (a discharge permit's limit,
+        :mod:`limits.permits`).
+    stricter_of : str or None
+        Where a permit and the ordinance both limit the same thing, which applies and what
+        it is stricter than (:func:`limits.permits.site_rules`), for the finding.
     """
 
     id: str
@@ -217,6 +231,8 @@ class Rule:
     basis: str | None = None
     category: str | None = None
     note: str | None = None
+    origin: str = "ordinance"
+    stricter_of: str | None = None
 
     @property
     def citation(self) -> str:
@@ -508,6 +524,11 @@ def _rule(path, seed: str, i: int, t, code: str = "") -> Rule:
             _fail(path, f"{where}.unit",
                   f"unknown unit {t['unit']!r} for a definition (known: {', '.join(DEFINITION_UNITS)})")
         f["unit"] = t["unit"]
+    elif kind == "loading-limit":
+        f["limit"] = f["limit_canonical"] = _number(path, where, "limit", t["limit"])
+        if t["unit"] not in LOADING_UNITS:
+            _fail(path, f"{where}.unit", f"unknown unit {t['unit']!r} for a loading (known: {', '.join(LOADING_UNITS)})")
+        f["unit"] = t["unit"]
     elif "limit" in t:
         f["limit"] = _number(path, where, "limit", t["limit"])
         unit = t["unit"]
@@ -529,9 +550,9 @@ def _rule(path, seed: str, i: int, t, code: str = "") -> Rule:
             f[key] = _number(path, where, key, t[key])
             if not f[key] > 0:
                 _fail(path, f"{where}.{key}", f"expected a positive number, got {t[key]!r}")
-    if kind == "lab-limit":
-        if t["basis"] not in ("sample", "average"):
-            _fail(path, f"{where}.basis", f"expected 'sample' or 'average', got {t['basis']!r}")
+    if kind in BASES:
+        if t["basis"] not in BASES[kind]:
+            _fail(path, f"{where}.basis", f"expected one of {', '.join(BASES[kind])}, got {t['basis']!r}")
         f["basis"] = t["basis"]
     if kind == "default-strength":
         f["category"] = _text(path, where, "category", t["category"])

@@ -1,4 +1,5 @@
-"""Whether a user needs a wastewater discharge permit (palmyra-wi §13.54(1)).
+"""Whether a user needs a wastewater discharge permit (palmyra-wi §13.54(1)), and where the
+permit it has stands (§13.54(4): its term, renewal and expiry; :func:`standing`).
 
 A permit is required when the discharge has a BOD above 250 mg/l, suspended solids above
 250 mg/l, TKN above 40 mg/l, total phosphorus above 7 mg/l (judged here on the average of
@@ -13,13 +14,15 @@ palmyra-wi, 003_44f871d49a02d8f5.txt §13.54(1)(a)-(e).
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta, timezone
+
 import numpy as np
 
 from lab.checks.compliance import VIOLATES
-
 from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
-from lab.ordinance import permit_thresholds
+from lab.ordinance import pack_of, permit_thresholds
 from lab.results_table import LabTable
+from limits.permits import Permit, renewal
 
 
 def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=None,
@@ -62,3 +65,47 @@ def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=Non
         if VIOLATES[vol.op](avg, vol.value):
             reasons.append(item)
     return {"site": site, "pack": pack, "required": bool(reasons), "reasons": reasons, "checked": checked}
+
+
+def standing(permit: Permit, pack: str, today: date) -> dict:
+    """Where the site's permit stands on ``today`` (palmyra-wi §13.54(4)), and, when it has
+    expired, the finding.
+
+    Returns
+    -------
+    dict
+        ``site``, ``permit`` (number), ``state``, ``term_end``, ``ends``, ``days_left``,
+        ``citation`` (the renewal terms) and ``finding``: None, or for an expired permit a
+        violation record (rule ``permit-expired``, source ``permit``) citing §13.54(1)(g) ("No
+        person shall discharge ... without a wastewater discharge permit, if required") and
+        §13.54(4), from the day after it ended to ``today``.
+    """
+    st = renewal(permit, today)
+    out = {"site": permit.site, "permit": permit.number, "state": st.state, "term_end": st.term_end.isoformat(),
+           "ends": st.ends.isoformat() if st.ends else None, "days_left": st.days_left,
+           "citation": permit.renewal.citation, "finding": None}
+    if st.state == "expired":
+        p = pack_of(pack)
+        try:
+            rule = p.rule("permit-required")
+            citation, words = f"{rule.citation}; {permit.renewal.citation}".strip("; "), rule.words
+        except KeyError:
+            citation, words = permit.renewal.citation, permit.renewal.words
+        tz = p.tz
+        first = st.ends + timedelta(days=1)
+        start = datetime(first.year, first.month, first.day, tzinfo=tz)
+        end = datetime(today.year, today.month, today.day, tzinfo=tz) + timedelta(days=1)
+        days = (today - st.ends).days
+        out["finding"] = {
+            "site": permit.site, "parameter": "permit", "rule": "permit-expired",
+            "start": _z(start), "end": _z(end), "peak": float(days), "limit": 0.0, "unit": "days",
+            "citation": citation, "words": words, "pack": pack, "days_of_violation": days, "source": "permit",
+            "applies": "permit", "stricter_of": None, "provenance": permit.path,
+            "evidence": {"permit": permit.number, "ended": st.ends.isoformat(), "days_expired": days,
+                         "renewal": permit.renewal.citation},
+        }
+    return out
+
+
+def _z(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")

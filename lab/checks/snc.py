@@ -36,8 +36,9 @@ from typing import NamedTuple
 import numpy as np
 
 from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
-from lab.ordinance import lab_limits, pack_of
+from lab.ordinance import lab_limits, site_rules
 from lab.results_table import LabTable, iso
+from limits.permits import Permit
 
 CHRONIC_PERCENT = 66
 TRC_PERCENT = 33
@@ -184,13 +185,18 @@ def snc(table: LabTable, limits: dict[str, float | Range], non_detect: str = DEF
     return out
 
 
-def pack_limits(pack: str) -> dict[str, float | Range]:
-    """The numeric limits of ``pack`` SNC is judged against: its lab limits (e.g. palmyra-wi:
-    fog 100, cn 0.5 mg/l) and its pH range (palmyra-wi §13.48(2)(g): 6.0 to 9.0)."""
-    out: dict[str, float | Range] = {lim.analyte: lim.limit for lim in lab_limits(pack)}
-    ph = {r.op: r for r in pack_of(pack).rules_for("ph") if r.kind == "range"}
-    low = next((r for op, r in ph.items() if op in ("<", "<=")), None)
-    high = next((r for op, r in ph.items() if op in (">", ">=")), None)
+def pack_limits(pack: str, permit: Permit | None = None) -> dict[str, float | Range]:
+    """The numeric limits SNC is judged against at a site of ``pack``: the lab limits (e.g.
+    palmyra-wi: fog 100, cn 0.5 mg/l; a permit's daily maximum where it has one for the
+    analyte, else its other limit) and the pH range (palmyra-wi §13.48(2)(g): 6.0 to 9.0),
+    the stricter of ordinance and ``permit`` where both limit one (:func:`lab.ordinance.site_rules`)."""
+    out: dict[str, float | Range] = {}
+    for lim in sorted(lab_limits(pack, permit), key=lambda x: x.statistic == "each"):
+        out[lim.analyte] = lim.limit          # the per-sample limit last, so it wins
+    rules = site_rules(pack, permit)
+    ph = [r for r in rules if r.kind == "range" and r.parameter == "ph"]
+    low = next((r for r in ph if r.op in ("<", "<=")), None)
+    high = next((r for r in ph if r.op in (">", ">=")), None)
     if low is not None and high is not None:
         out["ph"] = Range(low.limit_canonical, high.limit_canonical, low.op, high.op)
     return out

@@ -25,7 +25,24 @@ def render_html(bill: dict) -> str:
                       f"<td class=n>{d['pounds']:.2f}</td><td class=n>${d['rate_per_lb']:.4f}</td>"
                       f"<td class=n>${d['dollars']:,.2f}</td></tr>")
     viol = "".join(f"<li>{e(v['rule'])} {e(v['parameter'])}: {v['peak']:g} {e(v['unit'])} over {v['limit']:g} "
-                   f"({e(v['start'][:10])}; {e(v['citation'])})</li>" for v in bill["violations"]) or "<li>none</li>"
+                   f"({e(v['start'][:10])}; {e(v['citation'])})"
+                   + (f"<br><small>{e(v['stricter_of'])}</small>" if v.get("stricter_of") else "") + "</li>"
+                   for v in bill["violations"]) or "<li>none</li>"
+    incomplete = "".join(f"<p class=note>{e(x['note'])} ({e(x['rule'])}, sample {e(x.get('sample', ''))})</p>"
+                         for x in bill.get("incomplete", []))
+    days = "".join(f"<tr><td>{e(d['rule'])}</td><td class=n>{d['days']}</td><td>{e(', '.join(d['dates']))}</td>"
+                   f"<td>{e(d['citation'] or '')}</td></tr>" for d in bill.get("days_of_violation", []))
+    days_html = ("<h2>Days of violation</h2><p>Each day a condition contrary to the ordinance exists is a separate "
+                 "violation; two episodes on one day are one day.</p><table><tr><th>rule</th><th class=n>days</th>"
+                 "<th>dates</th><th>ordinance</th></tr>" + days + "</table>") if days else ""
+    held = bill.get("permit_standing")
+    standing_html = ""
+    if held:
+        words = {"in-force": "in force", "renewal-due": "renews automatically unless notice is given",
+                 "expires-soon": "ends", "expired": "EXPIRED", "not-yet-effective": "not yet in effect"}
+        when = held["ends"] if held["state"] == "expired" else held["term_end"]
+        standing_html = (f"<p>Discharge permit {e(held['permit'])}: {e(words.get(held['state'], held['state']))}"
+                         f" (term ends {e(when)}; {e(held['citation'] or '')}).</p>")
     pay = bill["payment"]
     pay_html = (f"<p>Due {e(pay['due'])}: {e(pay['terms'])} ({e(pay['citation'])}).</p>" if pay else "")
     vol = f"{bill['volume_mg']:.4f} MG ({e(bill['volume_source'])})" if bill["volume_mg"] is not None else e(bill["volume_source"])
@@ -57,8 +74,9 @@ Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive
 {"<h2>Surcharge</h2><table><tr><th>analyte</th><th class=n>average mg/l</th><th class=n>base mg/l</th><th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>" if sur else ""}
 <h2>Loadings</h2>{loadings_svg(bill)}
 <h2>Lab results</h2>{res}
-<h2>Lab violations</h2><ul>{viol}</ul>
-{permit_html}
+<h2>Lab violations</h2><ul>{viol}</ul>{incomplete}
+{days_html}
+{standing_html}{permit_html}
 </body></html>
 """
 

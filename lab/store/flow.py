@@ -79,8 +79,10 @@ def period_volume(conn, site: str, start: datetime, end: datetime, tz=None) -> d
     dict
         ``volume_gal``, ``volume_mg`` [million gallons], ``coverage`` (least covered
         fraction over the site's flow sensors), ``sensors`` (per sensor: id, name,
-        readings, volume_gal, coverage), and ``daily_gal`` (volumes of the days the readings
-        cover whole, by local date [gal]).
+        readings, volume_gal, coverage), ``daily_gal`` (volumes of the days the readings
+        cover whole, by local date [gal]) and ``days`` (every day of the period: local date ->
+        ``{"volume_gal", "coverage"}``, the volume the readings show and the least covered
+        fraction over the sensors; a day with readings on part of it only is incomplete).
     """
     if tz is None:
         pack = conn.execute("SELECT pack FROM sites WHERE key = %s", (site,)).fetchone()
@@ -88,6 +90,7 @@ def period_volume(conn, site: str, start: datetime, end: datetime, tz=None) -> d
     day_names, edges = local_days(start, end, tz)
     total, per, cover = 0.0, [], []
     daily = {}
+    days = {d: {"volume_gal": 0.0, "coverage": 1.0} for d in day_names}
     for sid, name, interval in flow_sensors(conn, site):
         t, q = fetch_flow(conn, sid, start, end)
         gap = _max_gap(interval)
@@ -99,8 +102,12 @@ def period_volume(conn, site: str, start: datetime, end: datetime, tz=None) -> d
         for d, vv, cc in zip(day_names, vols, covs):
             if cc >= 0.99:  # whole days only
                 daily[d] = daily.get(d, 0.0) + float(vv)
+            days[d]["volume_gal"] += float(vv)
+            days[d]["coverage"] = min(days[d]["coverage"], float(cc))
+    if not cover:
+        days = {d: {"volume_gal": 0.0, "coverage": 0.0} for d in day_names}
     return {"site": site, "volume_gal": total, "volume_mg": total / 1e6,
-            "coverage": min(cover) if cover else 0.0, "sensors": per, "daily_gal": daily}
+            "coverage": min(cover) if cover else 0.0, "sensors": per, "daily_gal": daily, "days": days}
 
 
 def link_composite(conn, sample_id: int, sensor_id: int | None = None) -> dict | None:
@@ -161,20 +168,35 @@ def composite_loadings(conn, sample_id: int) -> dict:
 
 
 def store_violations(conn, violations: list[dict]) -> int:
-    """Insert lab violations (see :mod:`lab.checks.compliance`) into ``violations``; returns how many were new.
+    """Insert lab violations (see :mod:`lab.checks.compliance`; an expired permit, source
+    ``permit``) into ``violations``; returns how many were new.
 
-    A violation already stored (same site, rule and start, source ``lab``) is not stored again.
+    A violation already stored (same site, rule, start and source) is not stored again.
     """
     n = 0
     for v in violations:
         cur = conn.execute(
             "INSERT INTO violations (site_id, parameter, rule, pack, citation, words, start_time, end_time, peak, "
             "limit_value, unit, days_of_violation, evidence, source) "
-            "SELECT t.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'lab' FROM sites t WHERE t.key = %s "
+            "SELECT t.id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s FROM sites t WHERE t.key = %s "
             "AND NOT EXISTS (SELECT 1 FROM violations o WHERE o.site_id = t.id AND o.rule = %s "
-            "AND o.start_time = %s AND o.source = 'lab')",
+            "AND o.start_time = %s AND o.source = %s)",
             (v["parameter"], v["rule"], v["pack"], v["citation"], v["words"], v["start"], v["end"], v["peak"],
-             v["limit"], v["unit"], v["days_of_violation"], json.dumps(v["evidence"]), v["site"],
-             v["rule"], v["start"]))
+             v["limit"], v["unit"], v["days_of_violation"],
+             json.dumps({**v["evidence"], **{k: v[k] for k in ("applies", "stricter_of", "provenance") if v.get(k)}}),
+             v.get("source", "lab"), v["site"], v["rule"], v["start"], v.get("source", "lab")))
         n += cur.rowcount
     return n
+
+
+def stored_violations(conn, site: str, start: datetime, end: datetime) -> list[dict]:
+    """The episodes of ``site`` stored in ``violations`` that touch ``[start, end)`` (every
+    source): ``site``, ``rule``, ``start``, ``last`` (its last exceeding reading, else its
+    end), ``citation``, ``source``."""
+    rows = conn.execute(
+        "SELECT v.rule, v.start_time, coalesce((v.evidence->>'last')::timestamptz, v.end_time, v.start_time), "
+        "v.citation, v.source FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = %s "
+        "AND v.start_time < %s AND coalesce((v.evidence->>'last')::timestamptz, v.end_time, v.start_time) >= %s "
+        "ORDER BY v.start_time", (site, end, start)).fetchall()
+    return [{"site": site, "rule": r, "start": a.astimezone(timezone.utc).isoformat().replace("+00:00", "Z"),
+             "last": b, "citation": c, "source": src} for r, a, b, c, src in rows]

@@ -1,27 +1,63 @@
-"""Checks over a period of stored results: each site's results against its pack (lab limits,
-discharge permit, significant noncompliance), and the composite samples with their window's
-metered volume and loadings."""
+"""Checks over a period of stored results: each site's results against its pack and its
+discharge permit (concentrations, loadings, flows, the permit's standing, permit need,
+significant noncompliance), the days of violation, and the composite samples with their
+window's metered volume and loadings."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime, timezone
 
-from lab.checks.compliance import check_lab
-from lab.checks.permit import permit_required
+from lab.checks.compliance import check_flows, check_lab, check_loadings
+from lab.checks.permit import permit_required, standing
 from lab.checks.snc import pack_limits, snc
+from lab.ordinance import loading_limits, pack_timezone
 from lab.store.flow import composite_loadings, link_composite, period_volume, store_violations
 from lab.store.results import load_results
+from limits.days import by_site_and_rule
+from limits.permit_store import current_permits
 
 
-def check_db(conn, start: datetime, end: datetime, store: bool = False, non_detect: str = "dl") -> dict:
-    """Violations, permit needs and SNC of every site's results in ``[start, end)``."""
-    out = {"violations": [], "permits": [], "snc": [], "stored": 0}
+def check_db(conn, start: datetime, end: datetime, store: bool = False, non_detect: str = "dl",
+             today: date | None = None) -> dict:
+    """Violations, permit needs and standing, SNC and days of violation of every site's
+    results in ``[start, end)``, by its pack and its current discharge permit.
+
+    Returns
+    -------
+    dict
+        ``violations`` (concentrations, loadings and flows against the pack and the permit,
+        the stricter applying; an expired permit), ``incomplete`` (loadings and daily flows
+        not judged: the day's metered flow is incomplete), ``permits`` (whether each site
+        needs one, §13.54(1)), ``standing`` (each permit's term and state on ``today``),
+        ``snc``, ``days_of_violation`` (distinct local days per site and rule in the period,
+        §13.60(1)) and ``stored``.
+    """
+    today = today or datetime.now(timezone.utc).date()
+    permits = current_permits(conn)
+    out = {"violations": [], "incomplete": [], "permits": [], "standing": [], "snc": [], "days_of_violation": [],
+           "stored": 0}
     for key, pack in conn.execute("SELECT key, pack FROM sites ORDER BY key").fetchall():
+        permit = permits.get(key)
         table = load_results(conn, start, end, [key])
-        out["violations"] += check_lab(table, pack, non_detect)
-        daily = list(period_volume(conn, key, start, end)["daily_gal"].values())
-        out["permits"].append(permit_required(table, key, pack, daily_volumes_gal=daily, non_detect=non_detect))
-        out["snc"] += snc(table, pack_limits(pack), non_detect)
+        found = check_lab(table, pack, non_detect, permit)
+        vol = period_volume(conn, key, start, end)
+        out["permits"].append(permit_required(table, key, pack, daily_volumes_gal=list(vol["daily_gal"].values()),
+                                              non_detect=non_detect))
+        if permit is not None:
+            loads, missing = check_loadings(table, loading_limits(pack, permit), vol["days"], pack, non_detect)
+            flows, no_flow = check_flows(key, permit, vol["days"], pack) if vol["sensors"] else ([], [])
+            found += loads + flows
+            out["incomplete"] += missing + no_flow
+            st = standing(permit, pack, today)
+            out["standing"].append(st)
+            if st["finding"] is not None:
+                found.append(st["finding"])
+        out["violations"] += found
+        out["snc"] += snc(table, pack_limits(pack, permit), non_detect)
+        tz = pack_timezone(pack)
+        period = (start.astimezone(tz).date(), end.astimezone(tz).date())
+        out["days_of_violation"] += by_site_and_rule(found, tz, period)
+    out["violations"].sort(key=lambda v: (v["site"], v["start"], v["rule"]))
     if store:
         with conn.transaction():
             out["stored"] = store_violations(conn, out["violations"])
