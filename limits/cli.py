@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
+
+import numpy as np
 
 from foundation.errors import InputError
-from limits.evaluator import DEFAULT_GAP_MULTIPLE, evaluate, prepare, violations
+from limits.days import by_site_and_rule
+from limits.evaluator import DEFAULT_GAP_MULTIPLE, evaluate, prepare, slug_not_judged, violations
 from limits.packs import load_pack
+from limits.permits import continuous, load_permit, site_rules
 
 
 def register(sub) -> None:
@@ -37,6 +42,10 @@ def register(sub) -> None:
     p.add_argument("--db-url", metavar="URL", help="database mode: PostgreSQL URL (default: the configured one)")
     p.add_argument("--gap-multiple", type=float, default=None, metavar="K",
                    help="a gap longer than K sample intervals ends an episode (default 3)")
+    p.add_argument("--permit", action="append", metavar="FILE.toml",
+                   help="with --readings: a site's discharge permit (repeatable): its limits judged with the "
+                   "pack's, the stricter applying; its average daily flow the slug baseline before 24 hours "
+                   "of readings")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
@@ -44,6 +53,7 @@ def register(sub) -> None:
 
 def run(args, ctx) -> int:
     checked = None
+    notes: list[dict] = []
     if args.gap_multiple is not None and not args.gap_multiple > 0:
         raise InputError(f"--gap-multiple: expected a positive number, got {args.gap_multiple}")
     if args.readings and (args.from_ or args.to):
@@ -51,7 +61,7 @@ def run(args, ctx) -> int:
     if args.readings:
         if not args.pack:
             raise InputError("--pack is required with --readings")
-        records = check_file(args.pack, args.readings, args.gap_multiple)
+        records, notes = check_file(args.pack, args.readings, args.gap_multiple, args.permit or ())
     elif args.from_ or args.to:
         if not (args.from_ and args.to):
             raise InputError("database mode needs both --from and --to")
@@ -65,6 +75,7 @@ def run(args, ctx) -> int:
             records = check_history(args.from_, args.to, conn, pack=args.pack, sites=args.site,
                                     store=args.store, gap_multiple=args.gap_multiple,
                                     progress=not args.quiet)
+        add_site_rule_days(records)
         checked = (f"the readings of {n_with_readings} of {n_sensors} sensors from {args.from_} to {args.to}"
                    if n_with_readings else None)
         if not n_with_readings:
@@ -75,9 +86,21 @@ def run(args, ctx) -> int:
         raise InputError("give --readings FILE.csv (with --pack) or --from/--to for the database")
     if args.json:
         sys.stdout.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+        # the array holds violations only (the promised interface); what could not be
+        # judged is said on stderr
+        for n in notes:
+            sys.stderr.write(f"{note_line(n)}\n")
     elif args.readings or checked:
         print_table(records, sys.stdout, checked)
+        print_days(records, sys.stdout)
+        for n in notes:
+            sys.stdout.write(f"{note_line(n)}\n")
     return 0
+
+
+def note_line(n: dict) -> str:
+    """``acme/flow: slug not judged: no baseline yet (from ... until ...)``."""
+    return f"{n['site']}/{n['sensor']}: {n['note']} ({n['rule']}, readings from {n['from']} until {n['until']})"
 
 
 def _coverage(conn, sites, start_us: int, end_us: int) -> tuple[int, int]:
@@ -103,20 +126,77 @@ def _no_sensors(ctx, db_url) -> str:
             f"({config_search_note()}); pass --config FILE, then 'sewerwatch db migrate'")
 
 
-def check_file(pack_name: str, path: str, gap_multiple: float | None = None) -> list[dict]:
-    """Violations in a readings CSV (the records of :func:`limits.evaluator.violations`)."""
+def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
+               permit_files=()) -> tuple[list[dict], list[dict]]:
+    """Violations in a readings CSV (the records of :func:`limits.evaluator.violations`, each
+    with ``site_rule_days``), and where a slug could not be judged
+    (:func:`limits.evaluator.slug_not_judged`).
 
+    ``permit_files``: discharge permits of sites in the file (:mod:`limits.permits`): a site
+    with one is judged by its pack's rules merged with the permit's (the stricter applies),
+    and its flow meters' slug baseline before 24 hours of readings is the permit's average
+    daily flow.
+    """
     # lazy: pyarrow takes about 0.1 s to import, which --help and the database mode do not need
     from limits.csvio import read_readings_csv
 
     pack = load_pack(pack_name)
+    permits = {}
+    for f in permit_files:
+        p = load_permit(f, pack)
+        if p.site in permits:
+            raise InputError(f"{f}: site {p.site!r} has another permit given ({permits[p.site].path})")
+        permits[p.site] = p
     tab = read_readings_csv(path)
+    unknown = sorted(set(permits) - {m.site for m in tab.meta.values()})
+    if unknown:
+        raise InputError(f"{permits[unknown[0]].path}: site {unknown[0]!r} has no readings in {path}")
+    meta = {c: replace(m, normal=permits[m.site].normal_flow_gpm)
+            if m.site in permits and m.parameter == "flow" else m for c, m in tab.meta.items()}
     s, t, v, q = prepare(tab.sensor, tab.time, tab.value, tab.quality)
-    eps = evaluate(pack, s, t, v, q, meta=tab.meta,
-                   gap_multiple=gap_multiple or DEFAULT_GAP_MULTIPLE)
-    recs = violations(eps, pack, pack, tab.meta)
+    recs, notes = [], []
+    gm = gap_multiple or DEFAULT_GAP_MULTIPLE
+    for site_permit in [None, *permits.values()]:
+        # the sites judged by the pack alone, then each site with a permit by its own rules
+        if site_permit is None:
+            codes = [c for c, m in meta.items() if m.site not in permits]
+            rules = pack.continuous_rules()
+        else:
+            codes = [c for c, m in meta.items() if m.site == site_permit.site]
+            rules = continuous(site_rules(pack, site_permit))
+        m = np.isin(s, codes)
+        part = (s[m], t[m], v[m], None if q is None else q[m])
+        eps = evaluate(rules, *part, meta=meta, gap_multiple=gm)
+        recs += violations(eps, rules, pack, meta)
+        notes += slug_not_judged(rules, *part, meta=meta)
     recs.sort(key=lambda r: (r["site"], r["parameter"], r["start"], r["rule"]))
-    return recs
+    add_site_rule_days(recs, pack)
+    return recs, notes
+
+
+def add_site_rule_days(records: list[dict], pack=None) -> None:
+    """Give each record ``site_rule_days``: the distinct local days on which its site was in
+    violation of its rule in the readings checked (palmyra-wi, 003_44f871d49a02d8f5.txt
+    §13.60(1): "Each day a condition is allowed to exist ... shall constitute a new
+    violation"; two episodes on one day are one day). Each record's pack gives the days'
+    time zone."""
+    by_pack: dict[str, list[dict]] = {}
+    for r in records:
+        by_pack.setdefault(r["pack"], []).append(r)
+    for pid, recs in by_pack.items():
+        tz = (pack if pack is not None and pack.id == pid else load_pack(pid)).tz
+        days = {(d["site"], d["rule"]): d["days"] for d in by_site_and_rule(recs, tz)}
+        for r in recs:
+            r["site_rule_days"] = days[(r["site"], r["rule"])]
+
+
+def print_days(records: list[dict], out) -> None:
+    """Distinct days of violation per site and rule, after the table."""
+    seen = {}
+    for r in records:
+        seen[(r["site"], r["rule"])] = (r["site_rule_days"], r["citation"])
+    for (site, rule), (days, citation) in sorted(seen.items()):
+        out.write(f"{site} {rule}: {days} day(s) of violation ({citation}; each day a new violation)\n")
 
 
 def print_table(records: list[dict], out, checked: str | None = None) -> None:

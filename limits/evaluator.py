@@ -313,8 +313,10 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
             "duration_s": (end - start) / core.US, "peak": peak, "peak_time": iso["peak_time"][k],
             "limit": limit, "unit": CANONICAL[m.parameter], "comparison": rule.comparison,
             "citation": rule.citation, "provenance": rule.provenance, "words": rule.words, "pack": pack.id,
-            "days_of_violation": d, "readings": n,
+            "days_of_violation": d, "readings": n, "applies": rule.origin,
         }
+        if rule.stricter_of:
+            rec["stricter_of"] = rule.stricter_of
         if rule.kind == "slug":
             rec["average"] = limit / rule.multiple
             rec["multiple"] = rule.multiple

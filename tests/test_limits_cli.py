@@ -73,7 +73,9 @@ def test_table_output(tmp_path, capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["site", "sensor", "rule"]
-    assert "ph-min" in lines[1] and "§13.48(2)(g)" in lines[1] and lines[-1] == "1 violation(s)"
+    assert "ph-min" in lines[1] and "§13.48(2)(g)" in lines[1] and lines[2] == "1 violation(s)"
+    # issue 16 item 3: the distinct days of violation per site and rule follow the table
+    assert lines[3] == "acme ph-min: 1 day(s) of violation (Village of Palmyra Code §13.48(2)(g); each day a new violation)"
 
 
 def test_slug_from_flow_in_mixed_units(tmp_path, capsys):

@@ -79,7 +79,7 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
         group = sel.site.astype(str)
         if lim.statistic == "monthly-average":
             months = local_days(sel.collected, pack_timezone(pack)).astype("datetime64[M]").astype(str)
-            group = np.char.add(np.char.add(group, "\x00"), months)
+            group = np.char.add(np.char.add(group, "|"), months)   # site ids are slugs: no "|"
         uniq, inv = np.unique(group, return_inverse=True)
         means = np.bincount(inv, weights=values, minlength=len(uniq)) / np.bincount(inv, minlength=len(uniq))
         for g in np.flatnonzero(violates(means, lim.limit)):
@@ -88,7 +88,7 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
                                   means[g], sel.sample[m], values[m], sel.non_detect[m]))
             out[-1]["evidence"]["average_mg_l"] = float(means[g])
             if lim.statistic == "monthly-average":
-                out[-1]["evidence"]["month"] = uniq[g].split("\x00")[1]
+                out[-1]["evidence"]["month"] = uniq[g].split("|")[1]
                 out[-1]["evidence"]["results"] = int(m.sum())
     else:
         raise ValueError(f"unknown statistic {lim.statistic!r}")
