@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from limits.evaluator import SensorMeta, violations
+from limits.evaluator import NO_BASELINE, SensorMeta, violations
 from limits.packs import load_pack
+from limits.permit_store import current_permits
+from limits.permits import continuous, site_rules
 from limits.streaming import StreamingEvaluator
 
 
@@ -28,6 +30,7 @@ class SensorInfo:
     parameter: str
     interval_s: float | None
     pack: str
+    permit: object = None        # the site's current discharge permit (limits.permits.Permit) or None
 
 
 SENSORS_SQL = """SELECT se.id, si.id, si.key, se.name, se.parameter, se.interval_s, si.pack
@@ -35,8 +38,9 @@ SENSORS_SQL = """SELECT se.id, si.id, si.key, se.name, se.parameter, se.interval
 
 
 def sensors_from_db(conn) -> list[SensorInfo]:
-    """Every sensor with its site and the site's pack."""
-    return [SensorInfo(*r) for r in conn.execute(SENSORS_SQL).fetchall()]
+    """Every sensor with its site, the site's pack and its current discharge permit."""
+    permits = current_permits(conn)
+    return [SensorInfo(*r, permit=permits.get(r[2])) for r in conn.execute(SENSORS_SQL).fetchall()]
 
 
 class LiveEpisodes:
@@ -50,17 +54,21 @@ class LiveEpisodes:
 
     def __init__(self, sensors: list[SensorInfo]):
         self.sensors = {s.id: s for s in sensors}
-        packs = sorted({s.pack for s in sensors})
-        self.packs = [load_pack(p) for p in packs]
-        self.rules = [tuple(p.continuous_rules()) for p in self.packs]
-        self.meta = [{s.id: SensorMeta(s.parameter, s.interval_s, s.site, s.name) for s in sensors
-                      if s.pack == p} for p in packs]
+        # one evaluator per rule set: a pack, or a pack merged with a site's permit (the
+        # stricter of the two; limits.permits.site_rules)
+        sets = sorted({(s.pack, s.permit.number if s.permit else "") for s in sensors})
+        permit_of = {(s.pack, s.permit.number): s.permit for s in sensors if s.permit}
+        self.packs = [load_pack(p) for p, _ in sets]
+        self.rules = [continuous(site_rules(pk, permit_of.get(k))) for pk, k in zip(self.packs, sets)]
+        self.meta = [{s.id: SensorMeta(s.parameter, s.interval_s, s.site, s.name,
+                                       normal=s.permit.normal_flow_gpm if s.permit and s.parameter == "flow" else None)
+                      for s in sensors if (s.pack, s.permit.number if s.permit else "") == k} for k in sets]
         self.evaluators = [StreamingEvaluator(r, m) for r, m in zip(self.rules, self.meta)]
         top = max(self.sensors, default=0) + 1
         self.pack_of = np.full(top, -1, dtype=np.int32)
         for s in sensors:
-            self.pack_of[s.id] = packs.index(s.pack)
-        self._open: list[set] = [set() for _ in packs]
+            self.pack_of[s.id] = sets.index((s.pack, s.permit.number if s.permit else ""))
+        self._open: list[set] = [set() for _ in sets]
         self.ignored = 0
 
     def push(self, sensor, time_us, value, quality) -> tuple[list[dict], list[dict]]:
@@ -101,6 +109,16 @@ class LiveEpisodes:
             s = self.sensors[int(e["sensor"])]
             r["sensor_id"], r["site_id"] = s.id, s.site_id
         return recs
+
+    def without_baseline(self) -> list[dict]:
+        """Sensors whose slug cannot be judged yet: fewer than 24 hours of readings and no
+        permitted average flow (``sewerwatch status``: "slug not judged: no baseline yet")."""
+        out = []
+        for ev in self.evaluators:
+            for c in ev.without_baseline():
+                s = self.sensors[c]
+                out.append({"sensor_id": s.id, "site": s.site, "sensor": s.name, "note": NO_BASELINE})
+        return sorted(out, key=lambda x: (x["site"], x["sensor"]))
 
     @property
     def dropped_late(self) -> int:

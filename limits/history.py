@@ -20,9 +20,13 @@ threads, each with its own connection, read windows ahead while the calling thre
 (at most ``readers + 1`` windows are held), so reading overlaps judging and the server
 works on several windows at once.
 
-The range read starts one slug window (24 h) plus the gap limit before ``--from``, so a
-slug at ``--from`` is judged on a full trailing average; episodes that end before
-``--from`` are not reported. Each sensor's first reading ever (from the database) decides
+The range read starts two slug windows (48 h) plus the gap limit before ``--from``, so a
+slug at ``--from`` is judged on a full trailing average during normal operation (whether
+each reading of that window was itself above the slug line is judged on a window of its
+own); episodes that end before ``--from`` are not reported. Each site is judged by its
+pack merged with its current discharge permit (``limits.permits.site_pack``: the stricter
+of the two; the permit's average daily flow is the slug baseline before 24 hours of
+readings). Each sensor's first reading ever (from the database) decides
 whether a full window of history exists. A sensor without a nominal interval
 (``sensors.interval_s`` NULL) gets the median spacing of its readings in the first window
 (the whole-range evaluation took the whole range's median: the same for a sensor sampled
@@ -48,6 +52,8 @@ from foundation.errors import DatabaseError, InputError
 from limits import core
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, violations
 from limits.packs import load_pack
+from limits.permit_store import current_permits
+from limits.permits import site_pack
 from limits.streaming import StreamingEvaluator
 
 #: PostgreSQL's binary COPY: signature, then flags and header extension length (int32 each).
@@ -322,7 +328,7 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     window = max((int(r.window_h * core.HOUR_US) for p in packs.values() for r in p.continuous_rules()
                   if r.kind == "slug"), default=0)
     max_interval = max((m.interval_s or 60.0 for ms in metas.values() for m in ms.values()), default=60.0)
-    lead = window + int(gm * max_interval * core.US)
+    lead = 2 * window + int(gm * max_interval * core.US)
     ids = sorted(site_of)
     # each sensor's first reading ever, by the (sensor_id, time) index, not a scan
     first = dict(conn.execute(
@@ -397,7 +403,8 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
 
 
 def _sensors(conn, pack_override, sites):
-    """The sensors to judge: ``{pack: {sensor id: SensorMeta}}``, sensor -> site id, the packs."""
+    """The sensors to judge: ``{rule set: {sensor id: SensorMeta}}``, sensor -> site id, and
+    each rule set's pack (a site with a permit: its pack merged with the permit)."""
     rows = conn.execute(
         "SELECT se.id, se.name, se.parameter, se.interval_s, si.id, si.key, si.pack "
         "FROM sensors se JOIN sites si ON si.id = se.site_id "
@@ -407,15 +414,21 @@ def _sensors(conn, pack_override, sites):
         missing = sorted(set(sites) - {r[5] for r in rows})
         if missing:
             raise InputError(f"--site: no sensors for site(s) {', '.join(missing)} in the database")
+    permits = current_permits(conn) if not pack_override else {}
     by_pack: dict[str, dict[int, SensorMeta]] = {}
     site_of: dict[int, int] = {}
-    for sid, name, param, interval_s, site_id, site_key, site_pack in rows:
-        pk = pack_override or site_pack
+    sets: dict[str, tuple] = {}
+    for sid, name, param, interval_s, site_id, site_key, pack_id in rows:
+        pk = pack_override or pack_id
         if not pk:
             raise InputError(f"site {site_key!r} has no rule pack; give --pack")
-        by_pack.setdefault(pk, {})[sid] = SensorMeta(param, interval_s, site=site_key, name=name)
+        permit = permits.get(site_key)
+        key = pk if permit is None else f"{pk} + permit {permit.number}"
+        sets[key] = (pk, permit)
+        normal = permit.normal_flow_gpm if permit is not None and param == "flow" else None
+        by_pack.setdefault(key, {})[sid] = SensorMeta(param, interval_s, site=site_key, name=name, normal=normal)
         site_of[sid] = site_id
-    return by_pack, site_of, {name: load_pack(name) for name in by_pack}
+    return by_pack, site_of, {key: site_pack(load_pack(pk), permit) for key, (pk, permit) in sets.items()}
 
 
 def _progress(g: Group, upto: int, lo: int, hi: int, st: dict, began: float) -> None:
@@ -429,7 +442,8 @@ def store_violations(conn, records: list[dict]) -> int:
     """Upsert violation records into ``violations``; returns the number of rows written."""
     if not records:
         return 0
-    evidence_keys = ("last", "duration_s", "peak_time", "readings", "comparison", "average", "multiple")
+    evidence_keys = ("last", "duration_s", "peak_time", "readings", "comparison", "average", "multiple",
+                     "baseline", "applies", "stricter_of", "provenance")
     rows = [(r["site_id"], r["sensor_id"], r["parameter"], r["rule"], r["pack"], r["citation"], r["words"],
              r["start"], r["end"], r["peak"], r["limit"], r["unit"], r["days_of_violation"],
              json.dumps({k: r[k] for k in evidence_keys if k in r}))

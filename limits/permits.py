@@ -328,6 +328,12 @@ def site_rules(pack: Pack, permit: Permit | None) -> tuple[Rule, ...]:
     return tuple(out) + tuple(mine)
 
 
+def site_pack(pack: Pack, permit: Permit | None) -> Pack:
+    """The pack a site is judged by: ``pack`` with its permit's limits merged in
+    (:func:`site_rules`); the same pack (id, time zone, charges) otherwise."""
+    return pack if permit is None else replace(pack, rules=site_rules(pack, permit))
+
+
 def continuous(rules) -> tuple[Rule, ...]:
     """The rules checked reading by reading (``range`` and ``slug``), in order."""
     return tuple(r for r in rules if r.kind in ("range", "slug"))
