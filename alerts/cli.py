@@ -28,6 +28,11 @@ def register(sub) -> None:
     q.add_argument("--by", required=True, metavar="NAME", help="who acknowledges")
     q.add_argument("--note", metavar="TEXT")
     q.set_defaults(func=_ack)
+    q = s.add_parser("remind", help="alert the superintendent to permits whose term ends soon or that expired "
+                     "(run daily)")
+    q.add_argument("--today", metavar="YYYY-MM-DD", help="default: today in the village's time zone")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_remind)
     q = s.add_parser("digest", help="the digest of a local day's alerts")
     q.add_argument("--day", metavar="YYYY-MM-DD", help="default: today in the village's time zone")
     q.set_defaults(func=_digest)
@@ -115,4 +120,34 @@ def _digest(args, ctx) -> int:
     print(title)
     print(body)
     sys.stdout.flush()
+    return 0
+
+
+def _remind(args, ctx) -> int:
+    # lazy: the channels pull in apprise, the store psycopg
+    from datetime import date
+
+    from alerts import reminders
+    from alerts.channels import build_routes
+    from limits.permit_store import current_permits
+
+    cfg = ctx.config
+    tz = _tz(cfg)
+    try:
+        today = date.fromisoformat(args.today) if args.today else datetime.now(ZoneInfo(tz)).date()
+    except ValueError:
+        raise InputError(f"alerts remind: --today: expected YYYY-MM-DD, got {args.today!r}") from None
+    routes = build_routes(cfg, None, sys.stdout if not args.json else sys.stderr)
+    with ctx.connect("owner") as conn:
+        res = reminders.send(conn, routes, current_permits(conn), today, tz=tz)
+    if args.json:
+        print(json.dumps(res, default=str))
+        return 0
+    for r in res["opened"]:
+        print(f"#{r['alert_id']} {r['rule']}: {r['site']} permit {r['permit']} (term end {r['term_end']}), "
+              f"sent via {', '.join(r['sent']) or 'no channel'}")
+    if not res["opened"]:
+        print(f"no new permit reminders ({len(res['open'])} still open)")
+    for aid in res["resolved"]:
+        print(f"#{aid} resolved: the permit no longer calls for a reminder")
     return 0

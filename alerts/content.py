@@ -169,8 +169,48 @@ def discharge_report(v: dict, duty: ReportDuty, *, site_name: str, tz: str) -> l
             *(f"  {i}. {item.words}: {_fill(item.fill, v, site_name, tz)}" for i, item in enumerate(duty.contents, 1))]
 
 
+PERMIT_WORDS = {"permit-renewal": "permit term ends: renews automatically unless notice is given",
+                "permit-ends": "permit ends", "permit-expired": "PERMIT EXPIRED"}
+
+
+def permit_summary(r: dict, site_name: str) -> str:
+    """One line of a permit reminder (``r``: :func:`alerts.reminders.due`'s record)."""
+    if r["rule"] == "permit-expired":
+        return f"{site_name}: permit {r['permit']} expired on {r['term_end']}"
+    return f"{site_name}: permit {r['permit']} term ends {r['term_end']} (in {r['days_left']} days)"
+
+
+def permit_message(alert_id: int, event: str, r: dict, *, site_name: str, tz: str) -> tuple[str, str]:
+    """Title and body of a permit reminder: the term ending (palmyra-wi, 003_44f871d49a02d8f5.txt
+    §13.54(4): renewed year to year "unless the person is notified by the Village within 60
+    days prior to the expiration"), or the permit expired."""
+    head = {"permit-renewal": "PERMIT RENEWAL", "permit-ends": "PERMIT ENDS", "permit-expired": "PERMIT EXPIRED"}
+    what = "RESOLVED" if event == "resolve" else head.get(r["rule"], "PERMIT")
+    title = f"[sewerwatch] {what} #{alert_id}: {permit_summary(r, site_name)}"
+    lines = [f"Alert #{alert_id} — {PERMIT_WORDS.get(r['rule'], r['rule'])}", "",
+             f"Site:        {site_name} ({r['site']})", f"Permit:      {r['permit']}"]
+    if r["rule"] == "permit-renewal":
+        lines += [f"Term ends:   {r['term_end']} (in {r['days_left']} days)",
+                  f"The permit renews for another term unless the Village notifies the permittee "
+                  f"{r['notice_days']} days before the term ends: decide now whether to renew it as it is, "
+                  "change its conditions or end it."]
+    elif r["rule"] == "permit-ends":
+        lines += [f"Ends:        {r['term_end']} (in {r['days_left']} days; notice was given)",
+                  "The user must apply again before discharging after that day."]
+    else:
+        lines += [f"Ended:       {r['term_end']} ({-r['days_left']} days ago)",
+                  "Discharging without a permit where one is required is a violation each day it goes on."]
+    if r.get("citation"):
+        lines += [f"Ordinance:   {r['citation']}", f"  \"{r.get('words', '')}\""]
+    lines += ["", f"See the permit: sewerwatch permit show {r['permit']}",
+              f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"]
+    return title, "\n".join(lines)
+
+
 def health_message(alert_id: int, event: str, h: dict, *, site_name: str, tz: str) -> tuple[str, str]:
     """Title and body of a sensor-health alert (``h``: rule, site, sensor or device, since, detail)."""
+    if h.get("kind") == "permit":   # a permit reminder tracked by the manager as a non-violation alert
+        return permit_message(alert_id, event, h, site_name=site_name, tz=tz)
     what = HEALTH_WORDS.get(h["rule"], h["rule"])
     subject = h.get("device") or f"{h.get('site', '')}/{h.get('sensor', '')}"
     title = f"[sewerwatch] SENSOR HEALTH {EVENT_WORDS.get(event, event.upper())} #{alert_id}: {site_name} {subject}: {what}"

@@ -1,0 +1,130 @@
+"""Permit reminders: a permit whose term ends within its notice days, and a permit that has
+expired, open an alert to the superintendent (the primary contacts).
+
+palmyra-wi, 003_44f871d49a02d8f5.txt §13.54(4): "A permit shall be issued for one year and
+shall be automatically renewed on a year to year basis thereafter, unless the person is
+notified by the Village within 60 days prior to the expiration of the permit or any renewal
+thereof"; §13.54(1)(g): "No person shall discharge waste or wastewater into the Village
+sewer system without a wastewater discharge permit, if required by the section."
+
+:func:`due` says which permits call for a reminder on a day (pure, from
+:func:`limits.permits.renewal`); :func:`send` opens one ``alerts`` row (kind ``permit``)
+per permit, state and term end -- a reminder is never sent twice -- delivers it to the
+primary contacts' channels (each attempt in ``alert_notifications``, each step in
+``audit_log``) and resolves the reminders whose permit no longer calls for one (renewed,
+or replaced by a new permit). ``sewerwatch alerts remind`` runs it (daily, from cron or
+a timer); ``sewerwatch run`` can call :func:`send` from its ticker.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from alerts import content
+from limits.permits import Permit, renewal
+
+#: permit state -> the alert's rule
+RULES = {"renewal-due": "permit-renewal", "expires-soon": "permit-ends", "expired": "permit-expired"}
+ACTOR = "sewerwatch-remind"
+
+
+def due(permits: dict[str, Permit], today: date) -> list[dict]:
+    """The reminders due on ``today``: one per permit whose term ends within its notice days,
+    that ends (notice given) within them, or that has expired.
+
+    Returns
+    -------
+    list of dict
+        ``site``, ``permit``, ``rule`` (:data:`RULES`), ``state``, ``term_end``, ``days_left``,
+        ``notice_days``, ``citation``, ``words`` and ``subject`` (what makes it one reminder:
+        permit, rule and term end).
+    """
+    out = []
+    for site, p in sorted(permits.items()):
+        st = renewal(p, today)
+        rule = RULES.get(st.state)
+        if rule is None:
+            continue
+        out.append({"kind": "permit", "site": site, "permit": p.number, "rule": rule, "state": st.state,
+                    "term_end": st.term_end.isoformat(), "days_left": st.days_left,
+                    "notice_days": p.renewal.notice_days, "citation": p.renewal.citation,
+                    "words": p.renewal.words, "subject": f"permit:{p.number}:{rule}:{st.term_end.isoformat()}"})
+    return out
+
+
+def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> dict:
+    """Open and deliver the reminders due on ``today`` that are not open already; resolve the
+    open ones no longer due.
+
+    Parameters
+    ----------
+    conn : psycopg.Connection
+        Owner role; autocommit or not, each reminder is its own transaction.
+    routes : list of alerts.channels.Route
+        The channels; a reminder goes to the primary ones (not the escalation list).
+    permits : dict
+        Site key -> current permit (:func:`limits.permit_store.current_permits`).
+    today : date
+    tz : str
+        The village's time zone (for the message).
+
+    Returns
+    -------
+    dict
+        ``opened`` (the reminders opened now, each with ``alert_id`` and ``sent``: the
+        channels that delivered it), ``open`` (due and open before) and ``resolved`` (ids).
+    """
+    sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
+    existing = {d["subject"]: aid for aid, d in conn.execute(
+        "SELECT id, details FROM alerts WHERE kind = 'permit' AND state <> 'resolved'").fetchall()}
+    reminders = due(permits, today)
+    out = {"opened": [], "open": [], "resolved": []}
+    for r in reminders:
+        if r["subject"] in existing:
+            out["open"].append(existing[r["subject"]])
+            continue
+        site_id, site_name = sites.get(r["site"], (None, r["site"]))
+        with conn.transaction():
+            aid = conn.execute(
+                "INSERT INTO alerts (kind, site_id, rule, state, summary, details) VALUES ('permit', %s, %s, 'open', %s, %s) "
+                "RETURNING id", (site_id, r["rule"], content.permit_summary(r, site_name), json.dumps(r))).fetchone()[0]
+            _audit(conn, "alert-open", aid, {"subject": r["subject"], "summary": content.permit_summary(r, site_name)})
+        title, body = content.permit_message(aid, "open", r, site_name=site_name, tz=tz)
+        sent = []
+        for route in routes:
+            if route.escalation:
+                continue
+            ch = route.channel
+            try:
+                ch.send(title, body, {"alert_id": aid, "event": "open", "kind": "permit", "rule": r["rule"],
+                                      "site": r["site"], "record": r})
+                error = None
+                sent.append(ch.name)
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded
+                error = f"{type(exc).__name__}: {exc}"[:2000]
+            with conn.transaction():
+                conn.execute("INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, "
+                             "error, subject) VALUES (%s, 'open', %s, %s, 1, %s, %s, %s)",
+                             (aid, ch.name, ch.contact, "failed" if error else "sent", error, r["subject"]))
+                _audit(conn, "notification-failed" if error else "notification-sent", aid,
+                       {"event": "open", "channel": ch.name, "contact": ch.contact, "error": error})
+        if sent:
+            with conn.transaction():
+                conn.execute("UPDATE alerts SET state = 'notified', notified_at = now() WHERE id = %s AND state = 'open'",
+                             (aid,))
+                _audit(conn, "alert-notified", aid, {"channels": sent})
+        out["opened"].append({**r, "alert_id": aid, "sent": sent})
+    still = {r["subject"] for r in reminders}
+    for subject, aid in existing.items():
+        if subject not in still:
+            with conn.transaction():
+                conn.execute("UPDATE alerts SET state = 'resolved', resolved_at = now() WHERE id = %s", (aid,))
+                _audit(conn, "alert-resolved", aid, {"subject": subject, "why": "the permit no longer calls for it"})
+            out["resolved"].append(aid)
+    return out
+
+
+def _audit(conn, action: str, alert_id: int, detail: dict) -> None:
+    conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
+                 (ACTOR, action, f"alert:{alert_id}", json.dumps(detail, default=str)))
