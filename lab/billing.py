@@ -22,7 +22,7 @@ import numpy as np
 
 from foundation.errors import InputError
 from lab.charges import BillInputs, charges, late_terms, rates_given
-from lab.checks.compliance import check_lab, check_loadings
+from lab.checks.compliance import check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.formulas.money import cents
 from lab.formulas.nondetect import substitute
@@ -160,7 +160,8 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
     incomplete: list[dict] = []
     held = None
     if permit is not None:
-        loads, incomplete = check_loadings(table, loading_limits(pack, permit), metered["days"], pack)
+        during = table.select(in_force(table, permit, pack))
+        loads, incomplete = check_loadings(during, loading_limits(pack, permit), metered["days"], pack)
         found += loads
         held = standing(permit, pack, issued)
         if held["finding"] is not None:

@@ -181,7 +181,8 @@ def test_monthly_averages_are_calendar_months_in_the_village_across_a_month_boun
     # February (0.9 + 0.2 + 0.7) / 3 = 0.6: the wrong month.)
     tb = table(("acme", "a", "2026-01-20 08:00", "cu", 0.4), ("acme", "b", "2026-01-31 23:30", "cu", 0.9),
                ("acme", "c", "2026-02-01 00:30", "cu", 0.2), ("acme", "d", "2026-02-20 08:00", "cu", 0.7))
-    got = [v for v in check_lab(tb, "palmyra-wi", permit=permit()) if v["rule"] == "cu-monthly-avg"]
+    in_force_all_year = permit(issued=date(2025, 12, 15), effective=date(2026, 1, 1))
+    got = [v for v in check_lab(tb, "palmyra-wi", permit=in_force_all_year) if v["rule"] == "cu-monthly-avg"]
     assert len(got) == 1
     v = got[0]
     assert v["peak"] == pytest.approx(0.65) and v["limit"] == 0.5 and v["evidence"]["month"] == "2026-01"
@@ -282,3 +283,15 @@ def test_permit_rules_judge_live_readings_like_pack_rules():
     [rec] = violations(eps, rules, PAL, meta)
     assert (rec["rule"], rec["peak"], rec["limit"], rec["citation"]) == ("ph-min", 6.2, 6.5, "Permit PAL-T-1, condition 4")
     assert rec["applies"] == "permit" and "stricter than Village of Palmyra Code §13.48(2)(g)" in rec["stricter_of"]
+
+
+def test_a_permit_judges_only_what_was_discharged_while_it_was_in_force():
+    # effective 2026-02-01 (local): cyanide 0.3 on January 31 is judged by the ordinance alone
+    # (lawful, not in excess of 0.5); on February 1 by the permit's 0.2 (a violation)
+    tb = table(("acme", "a", "2026-01-31 23:00", "cn", 0.3), ("acme", "b", "2026-02-01 01:00", "cn", 0.3))
+    got = check_lab(tb, "palmyra-wi", permit=permit())
+    assert [(v["evidence"]["samples"], v["citation"]) for v in got] == [(["b"], "Permit PAL-T-1, condition 3(c)")]
+    # after a permit ended (notice given) the ordinance alone again
+    ended = permit(renewal={"notice_given": date(2026, 6, 1)})      # ends with its term, 2027-01-31
+    tb = table(("acme", "c", "2027-01-31 12:00", "cn", 0.3), ("acme", "d", "2027-02-01 12:00", "cn", 0.3))
+    assert [v["evidence"]["samples"] for v in check_lab(tb, "palmyra-wi", permit=ended)] == [["c"]]

@@ -36,7 +36,7 @@ from lab.formulas.volumes import loading_lb
 from lab.ordinance import LabLimit, lab_limits, pack_timezone
 from lab.results_table import LabTable, iso
 from limits import core
-from limits.permits import Permit
+from limits.permits import Permit, renewal
 
 #: a day counts as metered whole when its readings cover this much of it
 WHOLE_DAY = 0.99
@@ -96,13 +96,33 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
     return out
 
 
+def in_force(table: LabTable, permit: Permit, pack: str) -> np.ndarray:
+    """Which results were collected while ``permit`` was in force: from its effective date
+    to the end of its last term (local days of the village)."""
+    tz = pack_timezone(pack)
+    day = local_days(table.collected, tz)
+    ok = day >= np.datetime64(permit.effective)
+    ends = renewal(permit, permit.effective).ends if permit.renewal.notice_given or not permit.renewal.automatic \
+        else None
+    if ends is not None:
+        ok &= day <= np.datetime64(ends)
+    return ok
+
+
 def check_lab(table: LabTable, pack: str, non_detect: str = DEFAULT_COMPLIANCE,
               permit: Permit | None = None) -> list[dict]:
     """Violations of every concentration limit of ``pack`` and of the site's ``permit`` (the
-    stricter where both limit an analyte the same way) in ``table``."""
+    stricter where both limit an analyte the same way) in ``table``. Results collected while
+    the permit was not in force (:func:`in_force`) are judged by the ordinance alone."""
     out: list[dict] = []
-    for lim in lab_limits(pack, permit):
-        out.extend(check_limit(table, lim, pack, non_detect))
+    parts = [(table, None)]
+    if permit is not None:
+        m = in_force(table, permit, pack)
+        parts = [(table.select(~m), None), (table.select(m), permit)]
+    for part, p in parts:
+        if len(part):
+            for lim in lab_limits(pack, p):
+                out.extend(check_limit(part, lim, pack, non_detect))
     out.sort(key=lambda v: (v["site"], v["start"], v["rule"]))
     return out
 

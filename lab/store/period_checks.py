@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
-from lab.checks.compliance import check_flows, check_lab, check_loadings
+from lab.checks.compliance import check_flows, check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.checks.snc import pack_limits, snc
 from lab.ordinance import loading_limits, pack_timezone
@@ -44,7 +44,8 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False, non_dete
         out["permits"].append(permit_required(table, key, pack, daily_volumes_gal=list(vol["daily_gal"].values()),
                                               non_detect=non_detect))
         if permit is not None:
-            loads, missing = check_loadings(table, loading_limits(pack, permit), vol["days"], pack, non_detect)
+            during = table.select(in_force(table, permit, pack))
+            loads, missing = check_loadings(during, loading_limits(pack, permit), vol["days"], pack, non_detect)
             flows, no_flow = check_flows(key, permit, vol["days"], pack) if vol["sensors"] else ([], [])
             found += loads + flows
             out["incomplete"] += missing + no_flow
