@@ -163,7 +163,7 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         during = table.select(in_force(table, permit, pack))
         loads, incomplete = check_loadings(during, loading_limits(pack, permit), metered["days"], pack)
         found += loads
-        held = standing(permit, pack, issued)
+        held = standing(permit, pack, issued, (start.date(), end.date()))
         if held["finding"] is not None:
             found.append(held["finding"])
     found.sort(key=lambda v: (v["start"], v["rule"]))

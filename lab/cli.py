@@ -172,7 +172,8 @@ def _require_sites(ctx, conn, what: str) -> None:
 
 
 def _lab_check(args: argparse.Namespace, ctx) -> int:
-    from lab.store.period_checks import check_db   # lazy: see the module docstring
+    from lab.checks.compliance import day_ranges    # lazy: see the module docstring
+    from lab.store.period_checks import check_db
 
     start, end = _period(args)
     with ctx.connect("owner") as conn:
@@ -190,7 +191,7 @@ def _lab_check(args: argparse.Namespace, ctx) -> int:
             print(f"{st['site']:<16} permit {st['permit']}: {permit_cli.STATE_WORDS.get(st['state'], st['state'])} "
                   f"(term ends {st['term_end']}; {st['citation']})")
     for d in res["days_of_violation"]:
-        print(f"{d['site']:<16} {d['rule']:<14} {d['days']} day(s) of violation: {', '.join(d['dates'])}")
+        print(f"{d['site']:<16} {d['rule']:<14} {d['days']} day(s) of violation: {day_ranges(d['dates'])}")
     for p in res["permits"]:
         if p["required"]:
             print(f"{p['site']:<16} discharge permit required: "

@@ -127,7 +127,8 @@ def _describe(permit, pack_id: str, today: date) -> dict:
 
     st = renewal(permit, today)
     rules = [{"rule": r.id, "kind": r.kind, "parameter": r.parameter or r.analyte, "basis": r.basis,
-              "comparison": r.comparison, "limit": r.limit_canonical, "unit": r.canonical_unit or r.unit,
+              "comparison": r.comparison, "limit": r.limit_canonical,
+              "unit": r.unit if r.kind == "loading-limit" else (r.canonical_unit or r.unit),
               "citation": r.citation, "applies": r.origin, "stricter_of": r.stricter_of}
              for r in site_rules(pack_id, permit) if r.origin == "permit" or r.stricter_of]
     return {"number": permit.number, "site": permit.site, "pack": pack_id, "issued": permit.issued.isoformat(),
@@ -156,7 +157,7 @@ def _print_permit(d: dict) -> None:
         print(f"  flow: average {f['average_daily_gpd'] or 0:,.0f} gal/day, maximum {f['maximum_daily_gpd'] or 0:,.0f} gal/day")
     print("  limits (with the ordinance's, the stricter applying):")
     for r in d["rules"]:
-        basis = {"sample": "each sample", "monthly": "monthly average", "daily": "lb/day"}.get(r["basis"], "")
+        basis = {"sample": "each sample", "monthly": "monthly average", "daily": "each day"}.get(r["basis"], "")
         print(f"    {r['rule']:<18} {r['comparison']} {r['limit']:g} {r['unit']} {basis}  ({r['citation']})"
               + (f"\n      {r['stricter_of']}" if r["stricter_of"] else ""))
     if d["monitoring"]:

@@ -227,7 +227,8 @@ def test_the_permits_daily_and_average_flows():
     assert [(v["rule"], v["peak"], v["limit"]) for v in found] == [
         ("flow-daily-max", 31_000.0, 30_000), ("flow-monthly-avg", 30_000.0, 18_000)]
     assert found[0]["start"] == "2026-03-30T05:00:00Z" and found[0]["citation"] == "Permit PAL-T-1, condition flow"
-    assert [(x["day"], x["coverage"]) for x in incomplete] == [("2026-04-02", 0.2)]
+    assert [(x["days"], x["coverage"]) for x in incomplete] == [(["2026-04-02"], 0.2)]
+    assert incomplete[0]["note"] == "daily flow not judged on 1 day(s) whose metered flow is incomplete: 2026-04-02"
 
 
 # --- renewal and expiry (item 10) -------------------------------------------------------------------

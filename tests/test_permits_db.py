@@ -169,15 +169,28 @@ def test_lab_check_with_the_permit_loadings_days_and_the_expired_permit(db, tmp_
     assert ("plating", "cu-monthly-avg", round((1.6 + 0.4 + 0.3) / 3, 4), "Permit PAL-IU-2026-02, condition 3(a)") in got
     assert ("plating", "cyanide-max", 0.3, "Permit PAL-IU-2026-02, condition 3(c)") in got
     assert ("plating", "flow-daily-max", 36000.0, "Permit PAL-IU-2026-02, condition flow") in got
-    assert ("sausage", "permit-expired", 31.0, "Village of Palmyra Code §13.54(1)(g); Village of Palmyra Code §13.54(4)") in got
+    # the sausage maker's permit ended 2026-10-31: no finding in March, but it stands expired
+    assert not [g for g in got if g[1] == "permit-expired"]
     # the loadings of 03-03 (half the day metered) and 03-04 (none) are stated, not guessed
     inc = {(x["rule"], x.get("sample"), x["day"]): x["coverage"] for x in res["incomplete"] if x["rule"] == "cu-loading-max"}
     assert inc == {("cu-loading-max", "P2", "2026-03-03"): 0.5, ("cu-loading-max", "P3", "2026-03-04"): 0.0}
-    assert any(x["rule"] == "flow-daily-max" and x["day"] == "2026-03-03" for x in res["incomplete"])
+    [no_flow] = [x for x in res["incomplete"] if x["rule"] == "flow-daily-max"]
+    # 03-01 (the readings start at 03-02 00:00), 03-03 half, and every day from 03-04 on
+    assert no_flow["note"] == ("daily flow not judged on 30 day(s) whose metered flow is incomplete: "
+                               "2026-03-01, 2026-03-03..2026-03-31")
     standing = {s["site"]: s["state"] for s in res["standing"]}
     assert standing == {"plating": "in-force", "sausage": "expired"}
     days = {(d["site"], d["rule"]): d["days"] for d in res["days_of_violation"]}
     assert days[("plating", "cu-daily-max")] == 1 and days[("plating", "cu-monthly-avg")] == 3   # 03-02 .. 03-04
+    # November: every day of it without the permit (2026-11-01 .. 2026-11-30: 30 days)
+    with db.connect() as conn:
+        nov = check_db(conn, datetime(2026, 11, 1, 5, tzinfo=timezone.utc), datetime(2026, 12, 1, 6, tzinfo=timezone.utc),
+                       today=date(2026, 12, 1))
+    [exp] = [v for v in nov["violations"] if v["rule"] == "permit-expired"]
+    assert (exp["site"], exp["days_of_violation"], exp["start"], exp["end"]) == \
+        ("sausage", 30, "2026-11-01T05:00:00Z", "2026-12-01T06:00:00Z")
+    assert exp["citation"] == "Village of Palmyra Code §13.54(1)(g); Village of Palmyra Code §13.54(4)"
+    assert {(d["site"], d["rule"]): d["days"] for d in nov["days_of_violation"]}[("sausage", "permit-expired")] == 30
     # stored: the SQL function counts the same distinct local days per site and rule
     with db.connect() as conn:
         sql = days_mod.from_db(conn, datetime(2026, 3, 1, 6, tzinfo=timezone.utc),

@@ -222,9 +222,13 @@ def check_flows(site: str, permit: Permit, days: dict[str, dict], pack: str) -> 
             out.append(finding("flow-daily-max", permit.maximum_daily_gpd, vol, *span,
                                {"day": day, "coverage": cov, "lower_bound": cov < WHOLE_DAY}))
         elif cov < WHOLE_DAY:
-            incomplete.append({"site": site, "rule": "flow-daily-max", "day": day, "coverage": cov, "citation": cite,
-                               "note": f"daily flow not judged: the metered flow of {day} is incomplete "
-                                       f"({cov:.0%} of the day covered)"})
+            incomplete.append((day, cov))
+    if incomplete:
+        # one statement for the days not metered whole, as runs of consecutive days
+        incomplete = [{"site": site, "rule": "flow-daily-max", "day": incomplete[0][0],
+                       "days": [d for d, _ in incomplete], "coverage": min(c for _, c in incomplete), "citation": cite,
+                       "note": f"daily flow not judged on {len(incomplete)} day(s) whose metered flow is incomplete: "
+                               f"{day_ranges([d for d, _ in incomplete])}"}]
     if permit.average_daily_gpd is not None and whole:
         months: dict[str, list] = {}
         for day, vol in whole.items():
@@ -238,6 +242,21 @@ def check_flows(site: str, permit: Permit, days: dict[str, dict], pack: str) -> 
                                    iso(_utc(np.datetime64(last) + np.timedelta64(1, "D"), tz)),
                                    {"month": month, "days": len(vols), "average_gpd": avg}))
     return out, incomplete
+
+
+def day_ranges(days: list[str]) -> str:
+    """``2026-01-01..2026-01-31, 2026-02-03``: sorted ISO days as runs of consecutive days."""
+    out, run = [], []
+    for d in sorted(days):
+        if run and (date.fromisoformat(d) - date.fromisoformat(run[-1])).days == 1:
+            run.append(d)
+            continue
+        if run:
+            out.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+        run = [d]
+    if run:
+        out.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+    return ", ".join(out)
 
 
 def _utc(day: np.datetime64, tz) -> np.datetime64:

@@ -67,7 +67,7 @@ def permit_required(table: LabTable, site: str, pack: str, daily_volumes_gal=Non
     return {"site": site, "pack": pack, "required": bool(reasons), "reasons": reasons, "checked": checked}
 
 
-def standing(permit: Permit, pack: str, today: date) -> dict:
+def standing(permit: Permit, pack: str, today: date, period: tuple[date, date] | None = None) -> dict:
     """Where the site's permit stands on ``today`` (palmyra-wi §13.54(4)), and, when it has
     expired, the finding.
 
@@ -78,7 +78,8 @@ def standing(permit: Permit, pack: str, today: date) -> dict:
         ``citation`` (the renewal terms) and ``finding``: None, or for an expired permit a
         violation record (rule ``permit-expired``, source ``permit``) citing §13.54(1)(g) ("No
         person shall discharge ... without a wastewater discharge permit, if required") and
-        §13.54(4), from the day after it ended to ``today``.
+        §13.54(4), from the day after it ended to ``today``; within ``period`` (local days
+        ``first <= day < end``) where one is given, None if it lies outside.
     """
     st = renewal(permit, today)
     out = {"site": permit.site, "permit": permit.number, "state": st.state, "term_end": st.term_end.isoformat(),
@@ -92,16 +93,20 @@ def standing(permit: Permit, pack: str, today: date) -> dict:
         except KeyError:
             citation, words = permit.renewal.citation, permit.renewal.words
         tz = p.tz
-        first = st.ends + timedelta(days=1)
+        first, last = st.ends + timedelta(days=1), today
+        if period is not None:
+            first, last = max(first, period[0]), min(last, period[1] - timedelta(days=1))
+        if last < first:
+            return out
         start = datetime(first.year, first.month, first.day, tzinfo=tz)
-        end = datetime(today.year, today.month, today.day, tzinfo=tz) + timedelta(days=1)
-        days = (today - st.ends).days
+        end = datetime(last.year, last.month, last.day, tzinfo=tz) + timedelta(days=1)
+        days = (last - first).days + 1
         out["finding"] = {
             "site": permit.site, "parameter": "permit", "rule": "permit-expired",
             "start": _z(start), "end": _z(end), "peak": float(days), "limit": 0.0, "unit": "days",
             "citation": citation, "words": words, "pack": pack, "days_of_violation": days, "source": "permit",
             "applies": "permit", "stricter_of": None, "provenance": permit.path,
-            "evidence": {"permit": permit.number, "ended": st.ends.isoformat(), "days_expired": days,
+            "evidence": {"permit": permit.number, "ended": st.ends.isoformat(), "days_expired": (today - st.ends).days,
                          "renewal": permit.renewal.citation},
         }
     return out

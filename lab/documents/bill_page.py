@@ -8,6 +8,7 @@ import html
 import json
 from pathlib import Path
 
+from lab.checks.compliance import day_ranges
 from lab.documents.loadings_chart import loadings_svg
 
 
@@ -30,7 +31,7 @@ def render_html(bill: dict) -> str:
                    for v in bill["violations"]) or "<li>none</li>"
     incomplete = "".join(f"<p class=note>{e(x['note'])} ({e(x['rule'])}, sample {e(x.get('sample', ''))})</p>"
                          for x in bill.get("incomplete", []))
-    days = "".join(f"<tr><td>{e(d['rule'])}</td><td class=n>{d['days']}</td><td>{e(', '.join(d['dates']))}</td>"
+    days = "".join(f"<tr><td>{e(d['rule'])}</td><td class=n>{d['days']}</td><td>{e(day_ranges(d['dates']))}</td>"
                    f"<td>{e(d['citation'] or '')}</td></tr>" for d in bill.get("days_of_violation", []))
     days_html = ("<h2>Days of violation</h2><p>Each day a condition contrary to the ordinance exists is a separate "
                  "violation; two episodes on one day are one day.</p><table><tr><th>rule</th><th class=n>days</th>"

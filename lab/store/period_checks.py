@@ -49,7 +49,8 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False, non_dete
             flows, no_flow = check_flows(key, permit, vol["days"], pack) if vol["sensors"] else ([], [])
             found += loads + flows
             out["incomplete"] += missing + no_flow
-            st = standing(permit, pack, today)
+            tz = pack_timezone(pack)
+            st = standing(permit, pack, today, (start.astimezone(tz).date(), end.astimezone(tz).date()))
             out["standing"].append(st)
             if st["finding"] is not None:
                 found.append(st["finding"])
