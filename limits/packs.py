@@ -1,10 +1,12 @@
 """Rule packs: one TOML file per jurisdiction, shipped in ``limits/packs/`` (more folders:
 ``$SEWERWATCH_PACK_PATH`` and the config's ``[utility] pack_dirs``, searched first).
 
-A pack names the village, its IANA time zone (calendar days of violation are counted in it)
-and the seed file of its ordinance, and lists ``[[rules]]``. Every rule has an ``id``, a
-``kind``, the ``section`` of the seed it comes from and the ordinance's ``words``. The kinds
-and the keys each one takes:
+A pack names the village, the title people cite its ordinance by (``code``: "Village of
+Palmyra Code"; documents cite ``<code> <section>``, :func:`cite`), its IANA time zone
+(calendar days of violation are counted in it) and the seed file of its ordinance (kept as
+each rule's ``provenance``), and lists ``[[rules]]``. Every rule has an ``id``, a ``kind``,
+the ``section`` of the seed it comes from and the ordinance's ``words``. The kinds and the
+keys each one takes:
 
 ``range``
     a continuous parameter checked reading by reading: ``parameter`` (``ph``,
@@ -16,7 +18,11 @@ and the keys each one takes:
     (the strict minimum duration [min]).
 ``lab-limit``
     a prohibited concentration in a lab result: ``analyte``, ``basis`` (``sample``: each
-    result; ``average``: the period's average), ``comparison``, ``limit``, ``unit``.
+    result; ``average``: the period's average; ``monthly``: each calendar month's average),
+    ``comparison``, ``limit``, ``unit``.
+``loading-limit``
+    a prohibited loading (a discharge permit's, :mod:`limits.permits`): ``analyte``,
+    ``basis`` (``daily``), ``comparison``, ``limit``, ``unit`` (``lb/d``).
 ``normal-strength``
     the strength of normal (domestic) sewage, the base of surcharges: ``analyte``,
     ``comparison``, ``limit``, ``unit``; a result is above normal when the comparison holds.
@@ -47,7 +53,11 @@ a discharger (``lab/`` and ``alerts/`` read these; the formulas themselves are c
     carries its own section and words) and ``[charges.rates]`` (the numbers the utility
     sets each year, by the key the rates file gives them under: ``"bill.x.y"``, ``{site}``
     standing for the site id; or ``{ key = "...", default = N }``). A charge computes when
-    the rates file gives every rate without a default.
+    the rates file gives every rate without a default. Where the ordinance provides for a
+    charge but sets no formula, the entry says ``formula_from = "rates"`` (with ``id``,
+    ``name``, ``section``, ``words``, ``note``) instead of ``formula``: the rates file must
+    state the formula the village adopted (``[adopted.<id>]``, :func:`lab.charges.adopted`),
+    or the charge is refused citing these words; nothing is borrowed by default.
 ``[late_charge]``
     the late-payment terms: ``formula``, ``section``, ``words``, ``note``, ``params``.
 ``[residential_equivalents]``
