@@ -140,6 +140,15 @@ def test_permit_commands(db, tmp_path):
     assert [v["entered_by"] for v in d["versions"]] == ["J. Kowalski"]
     r = run(db, "permit", "show", "PAL-IU-2026-02", "--today", "2026-12-01")
     assert "Permit PAL-IU-2026-02 — site plating (palmyra-wi)" in r.stdout and "1 a month" in r.stdout
+    # the daily reminder job (no contacts configured: the console channel prints it)
+    r = run(db, "alerts", "remind", "--today", "2026-12-01", "--json")
+    assert r.returncode == 0, r.stderr
+    opened = json.loads(r.stdout)["opened"]
+    assert sorted((x["site"], x["rule"], x["sent"]) for x in opened) == [
+        ("candy", "permit-renewal", ["console"]), ("sausage", "permit-expired", ["console"])]
+    assert "PERMIT RENEWAL" in r.stderr and "Village of Palmyra Code §13.54(4)" in r.stderr
+    r = run(db, "alerts", "remind", "--today", "2026-12-01")
+    assert r.stdout.strip() == "no new permit reminders (2 still open)"
 
 
 def test_lab_check_with_the_permit_loadings_days_and_the_expired_permit(db, tmp_path):
