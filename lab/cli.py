@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from foundation.errors import InputError
 from lab import permit_cli
+from lab.cli_args import moment
 
 
 def register(sub) -> None:
@@ -85,16 +86,8 @@ def register(sub) -> None:
     permit_cli.register(sub)
 
 
-def _date(text: str, what: str) -> datetime:
-    try:
-        d = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{what}: expected an ISO date such as 2026-01-01, got {text!r}") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
-
-
 def _period(args) -> tuple[datetime, datetime]:
-    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    start, end = moment(args.since, "--since"), moment(args.until, "--until")
     if end <= start:
         raise InputError("--until must be after --since")
     return start, end
@@ -209,7 +202,7 @@ def _lab_check(args: argparse.Namespace, ctx) -> int:
 def _lab_list(args: argparse.Namespace, ctx) -> int:
     from lab.store.results import LISTED, list_results   # lazy: see the module docstring
 
-    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    start, end = moment(args.since, "--since"), moment(args.until, "--until")
     with ctx.connect("owner") as conn:
         rows = list_results(conn, start, end, args.site)
     if args.json:
@@ -225,7 +218,7 @@ def _lab_list(args: argparse.Namespace, ctx) -> int:
 def _lab_composites(args: argparse.Namespace, ctx) -> int:
     from lab.store.period_checks import composites   # lazy: see the module docstring
 
-    start, end = _date(args.since, "--since"), _date(args.until, "--until")
+    start, end = moment(args.since, "--since"), moment(args.until, "--until")
     with ctx.connect("owner") as conn:
         res = composites(conn, start, end, relink=args.relink)
     if args.json:

@@ -13,10 +13,11 @@ As in :mod:`lab.cli`, the work is imported inside the handlers.
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import date
 from pathlib import Path
 
 from foundation.errors import InputError
+from lab.cli_args import day, moment
 
 
 def register(sub) -> None:
@@ -45,23 +46,6 @@ def register(sub) -> None:
     q.add_argument("--store", action="store_true", help="store the findings in violations")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_check)
-
-
-def _day(text: str | None, what: str) -> date:
-    if not text:
-        return datetime.now(timezone.utc).date()
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{what}: expected a date such as 2026-12-01, got {text!r}") from None
-
-
-def _moment(text: str, what: str) -> datetime:
-    try:
-        d = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{what}: expected an ISO date such as 2026-01-01, got {text!r}") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
 STATE_WORDS = {"in-force": "in force", "renewal-due": "term ends soon: renews automatically unless notice is given",
@@ -98,7 +82,7 @@ def _list(args, ctx) -> int:
     from limits.permit_store import current_permits, list_permits   # lazy
     from limits.permits import renewal
 
-    today = _day(args.today, "--today")
+    today = day(args.today, "--today")
     with ctx.connect("owner") as conn:
         rows = list_permits(conn)
         current = {p.number: p for p in current_permits(conn).values()}
@@ -172,7 +156,7 @@ def _show(args, ctx) -> int:
     from limits.permit_store import history, versions
     from limits.permits import load_permit, parse_permit
 
-    today = _day(args.today, "--today")
+    today = day(args.today, "--today")
     if args.permit.endswith(".toml") or Path(args.permit).is_file():
         permit = load_permit(args.permit)
         d = _describe(permit, permit.pack or ctx.config.pack, today)
@@ -199,7 +183,7 @@ def _show(args, ctx) -> int:
 
 
 def _check(args, ctx) -> int:
-    today = _day(args.today, "--today")
+    today = day(args.today, "--today")
     if args.files:
         from limits.permits import load_permit   # lazy
         out = []
@@ -216,7 +200,7 @@ def _check(args, ctx) -> int:
     if not (args.since and args.until):
         raise InputError("permit check: give permit files to validate, or --since and --until to judge a period")
     from lab.store.period_checks import check_db   # lazy
-    start, end = _moment(args.since, "--since"), _moment(args.until, "--until")
+    start, end = moment(args.since, "--since"), moment(args.until, "--until")
     if end <= start:
         raise InputError("--until must be after --since")
     with ctx.connect("owner") as conn:

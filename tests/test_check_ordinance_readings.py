@@ -8,24 +8,12 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-import pytest
 
 from sewerwatch.cli import main
+from test_limits_cli import check
+from test_limits_cli import write_csv as write
 
-HEADER = "time,site,parameter,value,unit\n"
 CST = timezone(timedelta(hours=-6))          # Chicago in March before the DST change
-
-
-def write(tmp_path, rows, name="readings.csv"):
-    p = tmp_path / name
-    p.write_text(HEADER + "".join(r + "\n" for r in rows), encoding="utf-8")
-    return p
-
-
-def check(capsys, *argv):
-    code = main(["check", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def flow_rows(site, start, values, unit="gpm"):

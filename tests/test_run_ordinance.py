@@ -9,7 +9,6 @@ site (the session broker is shared)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import date
 
@@ -19,8 +18,8 @@ import psycopg
 from foundation import config as sw_config
 from limits.permit_store import import_permit
 from limits.permits import parse_permit
-from sewerwatch.pipeline import Background, Pipeline
 from support import add_site_and_sensors, mqtt_client, publish_all, wait_until
+from test_alerts_e2e import _start
 
 T0_MS = 1_780_000_000_000          # 2026-05-28T20:26:40Z
 
@@ -33,15 +32,6 @@ def _setup(db, sensors):
     cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
                                "alerts": {"console": False, "mqtt": False, "digest_at": False}}, "<test>")
     return site, ids, cfg
-
-
-def _start(cfg, db, services, tmp_path, site):
-    p = Pipeline(cfg, owner_url=db.url, ingest_url=db.urls["ingest"], mqtt_url=services.mqtt_urls["collector"],
-                 notifier_url=None, spool_dir=tmp_path / "spool", client_id=f"test-{site}", tick_s=0.05)
-    bg = Background(p)
-    assert p.ingest.mqtt.wait_connected(10)
-    time.sleep(0.3)  # the subscription
-    return p, bg
 
 
 def _batches(site, sensor, unit, values, start_ms=T0_MS, chunk=120):
