@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-
 from sewerwatch.cli import main
 from test_limits_cli import check
 from test_limits_cli import write_csv as write
