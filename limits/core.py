@@ -321,9 +321,7 @@ def _twa_at(prep: _TwaPrep, time, idx, window, history_start, left: _Left | None
         # i that lie wholly in the window, spread over the whole window, are a lower bound
         # of the average (its covered time is at most the window). A reading not above
         # screen_multiple x that bound cannot be above screen_multiple x the average.
-        n = len(time)
-        span = int(time.max()) - int(time.min()) + 1
-        m = max(1, int(0.5 * window * n / (span * len(seg_first))))
+        m = _lookback(prep, time, window)
         j = idx - m
         ok = j >= seg_first[tseg]
         ok[ok] = time[j[ok]] >= ws[ok]
@@ -357,6 +355,12 @@ def _twa_at(prep: _TwaPrep, time, idx, window, history_start, left: _Left | None
     avg[covered <= 0] = np.nan
     out[sel] = avg
     return out
+
+
+def _lookback(prep: _TwaPrep, time, window) -> int:
+    """How many readings back the screen of :func:`_twa_at` looks: about half a window's."""
+    span = int(time.max()) - int(time.min()) + 1
+    return max(1, int(0.5 * window * len(time) / (span * len(prep.seg_first))))
 
 
 def _after(prep: _TwaPrep, changed, horizon) -> np.ndarray:
@@ -484,13 +488,13 @@ def normal_operation_average(sensor, time, value, window, max_hold, multiple, op
         e = np.empty(0, dtype=bool)
         return np.empty(0), e, e
     prep = _twa_prep(sensor, time, value, window, max_hold)
-    hs = time[prep.seg_first][prep.seg] if history_start is None else np.asarray(history_start)
-    configured = hs > time - window
+    hs = None if history_start is None else np.asarray(history_start)
     if normal is not None:
         normal = np.asarray(normal, dtype=np.float64)
-        configured &= np.isfinite(normal)
+        first = time[prep.seg_first][prep.seg] if hs is None else hs
+        configured = (first > time - window) & np.isfinite(normal)
     else:
-        configured[:] = False
+        configured = np.zeros(n, dtype=bool)
     avg = _twa_at(prep, time, np.arange(n), window, hs, None, multiple)
     if configured.any():
         avg[configured] = normal[configured]
@@ -500,10 +504,18 @@ def normal_operation_average(sensor, time, value, window, max_hold, multiple, op
     changed = np.flatnonzero(above)
     left = np.empty(0, dtype=np.int64)
     horizon = int(window) + int(np.max(max_hold))
+    m = _lookback(prep, time, window)
     while len(changed):
         left = np.setxor1d(left, changed, assume_unique=True)
         targets = _after(prep, changed, horizon)
-        targets = targets[~configured[targets]]
+        # Of those, only readings whose average was computed (the screen did not rule them
+        # out) or whose screen looks back over a changed reading can come out differently:
+        # for the others the screen's bound is what it was, and they stay below the line.
+        count = np.zeros(n + 1, dtype=np.int32)          # changed readings before each index
+        count[changed + 1] = 1
+        np.cumsum(count, out=count)
+        near = count[targets] > count[np.maximum(targets - m, 0)]
+        targets = targets[~configured[targets] & (np.isfinite(avg[targets]) | near)]
         if not len(targets):
             break
         new_avg = _twa_at(prep, time, targets, window, hs, _Left.of(prep, left), multiple)
