@@ -120,7 +120,6 @@ class StreamingEvaluator:
             starts, codes, _ = sensor_segments(s)
             for c, a in zip(codes.tolist(), t[starts].tolist()):
                 self._first.setdefault(c, a)
-            self._learn_intervals(s, t, codes)
         return self._step(s, t, v, final=False, now=now)
 
     def flush(self) -> np.ndarray:
@@ -157,6 +156,10 @@ class StreamingEvaluator:
     # -- internals --------------------------------------------------------------------
 
     def _learn_intervals(self, s, t, codes):
+        """The gap limit of each sensor not seen before: from its nominal interval, else
+        from the median spacing of its readings, once there are two (a first batch that
+        holds one reading of a sensor says nothing about its spacing: learning 0 from it
+        would break every episode into single readings)."""
         unknown = [c for c in codes.tolist() if c not in self._gap]
         if not unknown:
             return
@@ -164,8 +167,10 @@ class StreamingEvaluator:
         med_of = dict(zip(med_codes.tolist(), med.tolist()))
         for c in unknown:
             m = self.meta[c]
-            iv = int(round(m.interval_s * core.US)) if m.interval_s else med_of.get(c, 0)
-            self._gap[c] = int(np.rint(self.gap_multiple * iv))
+            if m.interval_s:
+                self._gap[c] = int(np.rint(self.gap_multiple * int(round(m.interval_s * core.US))))
+            elif med_of.get(c, 0) > 0:
+                self._gap[c] = int(np.rint(self.gap_multiple * med_of[c]))
 
     def _step(self, s, t, v, final: bool, now: int | None = None) -> np.ndarray:
         """One evaluation step: merge the batch, judge the active part rule by rule, keep
@@ -173,6 +178,8 @@ class StreamingEvaluator:
         st = self._merge(s, t, v)
         if len(st.T) == 0:
             return np.empty(0, dtype=core.EPISODE_DTYPE)
+        if len(self._gap) < len(self._first):       # sensors whose spacing is not known yet
+            self._learn_intervals(st.S, st.T, np.unique(st.S))
         lay = self._layout(st)
         act = self._active_part(st, lay)
         emitted, still_open = [], []
@@ -224,7 +231,7 @@ class StreamingEvaluator:
             starts=starts, codes=codes, clist=clist,
             seg=np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n))),
             last_idx=last_idx, latest=st.T[last_idx],
-            gap_seg=np.array([self._gap[c] for c in clist], dtype=np.int64),
+            gap_seg=np.array([self._gap.get(c, 0) for c in clist], dtype=np.int64),   # 0: one reading so far
             params=[self.meta[c].parameter for c in clist],
             fresh=np.flatnonzero(st.is_new),
             first=np.array([self._first[c] for c in clist], dtype=np.int64),

@@ -156,3 +156,17 @@ def test_silent_sensor_closes_its_episode_at_now():
     V = np.array([7.0, 4.0, 7.0, 7.0, 7.0, 7.0, 4.5, 7.0])
     want = batch(PAL, meta, S, T, V, np.zeros(8, dtype=np.int16))
     assert_same(np.concatenate([closed, later]), want)
+
+
+def test_a_sensor_without_a_nominal_interval_learns_it_from_two_readings_not_one():
+    # readings one at a time (as MQTT batches of one reading each may come): the first batch
+    # says nothing about the spacing; learning 0 from it used to end an episode at every
+    # reading. Now the spacing is learnt once two readings are in, and equals the batch's.
+    meta = {0: SensorMeta("ph", None, "candy", "ph")}
+    vals = [7.0, 7.0, 4.0, 4.0, 4.0, 7.0, 7.0]
+    t = T0 + np.arange(len(vals)) * 60 * core.US
+    got, _ = stream(PAL, meta, np.zeros(len(vals), np.int64), t, np.array(vals),
+                    np.zeros(len(vals), np.int16), list(range(len(vals))))
+    want = batch(PAL, meta, np.zeros(len(vals), np.int64), t, np.array(vals), np.zeros(len(vals), np.int16))
+    assert_same(got, want)
+    assert len(got) == 1 and got[0]["n"] == 3 and got[0]["end"] - got[0]["start"] == 3 * 60 * core.US
