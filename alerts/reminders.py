@@ -9,7 +9,8 @@ sewer system without a wastewater discharge permit, if required by the section."
 
 :func:`due` says which permits call for a reminder on a day (pure, from
 :func:`limits.permits.renewal`); :func:`send` opens one ``alerts`` row (kind ``permit``)
-per permit, state and term end -- a reminder is never sent twice -- delivers it to the
+per permit, state and term end -- a reminder is never sent twice, even after its alert was
+resolved -- delivers it to the
 primary contacts' channels (each attempt in ``alert_notifications``, each step in
 ``audit_log``) and resolves the reminders whose permit no longer calls for one (renewed,
 or replaced by a new permit). ``sewerwatch alerts remind`` runs it (daily, from cron or
@@ -76,13 +77,16 @@ def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> d
         channels that delivered it), ``open`` (due and open before) and ``resolved`` (ids).
     """
     sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
-    existing = {d["subject"]: aid for aid, d in conn.execute(
-        "SELECT id, details FROM alerts WHERE kind = 'permit' AND state <> 'resolved'").fetchall()}
+    rows = conn.execute("SELECT id, details, state FROM alerts WHERE kind = 'permit' ORDER BY id").fetchall()
+    existing = {d["subject"]: aid for aid, d, state in rows if state != "resolved"}
+    # a reminder (permit, rule, term end) is sent once, whatever became of its alert since
+    sent_before = {d["subject"] for _aid, d, _state in rows}
     reminders = due(permits, today)
     out = {"opened": [], "open": [], "resolved": []}
     for r in reminders:
-        if r["subject"] in existing:
-            out["open"].append(existing[r["subject"]])
+        if r["subject"] in sent_before:
+            if r["subject"] in existing:
+                out["open"].append(existing[r["subject"]])
             continue
         site_id, site_name = sites.get(r["site"], (None, r["site"]))
         with conn.transaction():
