@@ -155,22 +155,22 @@ class StreamingEvaluator:
 
     # -- internals --------------------------------------------------------------------
 
-    def _learn_intervals(self, s, t, codes):
-        """The gap limit of each sensor not seen before: from its nominal interval, else
-        from the median spacing of its readings, once there are two (a first batch that
-        holds one reading of a sensor says nothing about its spacing: learning 0 from it
-        would break every episode into single readings)."""
-        unknown = [c for c in codes.tolist() if c not in self._gap]
-        if not unknown:
-            return
-        med_codes, med = core.median_interval(s, t)
-        med_of = dict(zip(med_codes.tolist(), med.tolist()))
-        for c in unknown:
+    def _learn_intervals(self, T, starts, ends, clist) -> None:
+        """The gap limit of each sensor in the state not known yet: from its nominal
+        interval, else from the median spacing of its kept readings, once there are two (a
+        first batch that holds one reading of a sensor says nothing about its spacing:
+        learning 0 from it would break every episode into single readings). Only the blocks
+        of such sensors are looked at."""
+        for k, c in enumerate(clist):
+            if c in self._gap:
+                continue
             m = self.meta[c]
             if m.interval_s:
                 self._gap[c] = int(np.rint(self.gap_multiple * int(round(m.interval_s * core.US))))
-            elif med_of.get(c, 0) > 0:
-                self._gap[c] = int(np.rint(self.gap_multiple * med_of[c]))
+            elif ends[k] > starts[k]:
+                block = T[starts[k]:ends[k] + 1]
+                iv = int(core.median_interval(np.zeros(len(block), dtype=np.int64), block)[1][0])
+                self._gap[c] = int(np.rint(self.gap_multiple * iv))
 
     def _step(self, s, t, v, final: bool, now: int | None = None) -> np.ndarray:
         """One evaluation step: merge the batch, judge the active part rule by rule, keep
@@ -178,8 +178,6 @@ class StreamingEvaluator:
         st = self._merge(s, t, v)
         if len(st.T) == 0:
             return np.empty(0, dtype=core.EPISODE_DTYPE)
-        if len(self._gap) < len(self._first):       # sensors whose spacing is not known yet
-            self._learn_intervals(st.S, st.T, np.unique(st.S))
         lay = self._layout(st)
         act = self._active_part(st, lay)
         emitted, still_open = [], []
@@ -227,6 +225,8 @@ class StreamingEvaluator:
         codes = st.S[starts]
         clist = codes.tolist()
         last_idx = np.append(starts[1:], n) - 1           # each sensor's latest reading
+        if any(c not in self._gap for c in clist):        # sensors whose spacing is not known yet
+            self._learn_intervals(st.T, starts, last_idx, clist)
         return _Layout(
             starts=starts, codes=codes, clist=clist,
             seg=np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n))),
