@@ -265,20 +265,6 @@ def reader_connect(conn):
     return connect
 
 
-def _seed_history(ev: StreamingEvaluator, first_reading: dict) -> None:
-    """Tell ``ev`` each sensor's first reading ever, as ``evaluate(history_start=...)`` is told.
-
-    The streaming evaluator takes a sensor's history start from the first usable reading it
-    is given; history is read from one slug window before ``--from``, so a sensor with older
-    readings would look younger than it is. ``StreamingEvaluator`` has no public argument
-    for this yet: its ``_first`` memory is set here (checked by
-    ``tests/test_limits_history.py``).
-    """
-    if not isinstance(getattr(ev, "_first", None), dict):
-        raise RuntimeError("StreamingEvaluator no longer keeps _first: history needs a history_start")
-    ev._first.update(first_reading)
-
-
 # --- checking a range ---------------------------------------------------------------------
 
 
@@ -362,8 +348,8 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
             if gi != current:
                 if evaluator is not None:
                     found.append((groups[current], evaluator.flush()))
-                evaluator = StreamingEvaluator(packs[g.pack], {i: metas[g.pack][i] for i in g.ids}, gm)
-                _seed_history(evaluator, {i: history[i] for i in g.ids if i in history})
+                evaluator = StreamingEvaluator(packs[g.pack], {i: metas[g.pack][i] for i in g.ids}, gm,
+                                               history_start={i: history[i] for i in g.ids if i in history})
                 current = gi
             t0 = _time.monotonic()
             s, t, v, q = fut.result()

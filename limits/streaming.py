@@ -56,10 +56,15 @@ class StreamingEvaluator:
         spacing of its first batch (then fixed; give the interval for exact equivalence).
     gap_multiple : float
         A gap longer than this many sample intervals ends an episode.
+    history_start : mapping of sensor code to int, optional
+        Each sensor's first reading ever [us UTC], as :func:`limits.evaluator.evaluate`'s
+        ``history_start``: a slug needs a full window of history, and readings given from
+        one window before a range's start would otherwise make a sensor look younger
+        than it is. Default: the first usable reading pushed.
     """
 
     def __init__(self, rules: Pack | Sequence[Rule], meta: Mapping[int, SensorMeta],
-                 gap_multiple: float = DEFAULT_GAP_MULTIPLE):
+                 gap_multiple: float = DEFAULT_GAP_MULTIPLE, history_start: Mapping[int, int] | None = None):
         self.rules = tuple(rules.continuous_rules()) if isinstance(rules, Pack) else tuple(rules)
         self.meta = dict(meta)
         self.gap_multiple = gap_multiple
@@ -74,7 +79,7 @@ class StreamingEvaluator:
         self._H = {i: np.empty(0, dtype=np.int64) for i in slugs}
         self._trimmed_size = 0
         self._avg = {i: np.empty(0) for i in slugs}
-        self._first: dict[int, int] = {}
+        self._first: dict[int, int] = dict(history_start or {})
         self._last: dict[int, int] = {}
         self._gap: dict[int, int] = {}
         self._mark: dict[tuple[int, int], int] = {}

@@ -251,13 +251,10 @@ def test_windows_equal_one_batch_evaluation(db):
 
 
 def test_history_start_reaches_the_streaming_evaluator():
-    """history.py tells the streaming evaluator each sensor's first reading ever through its
-    private ``_first`` (it has no public argument for it yet): this fails if that changes."""
-    from limits.history import _seed_history
-
-    ev = StreamingEvaluator(load_pack("palmyra-wi"), {1: SensorMeta("flow", 60)})
-    _seed_history(ev, {1: 0})
+    """history.py tells the streaming evaluator each sensor's first reading ever
+    (``history_start``, as the batch evaluator is told)."""
     day = 24 * 3600 * core.US
+    ev = StreamingEvaluator(load_pack("palmyra-wi"), {1: SensorMeta("flow", 60)}, history_start={1: 0})
     t = day + np.arange(0, 6 * 3600, 60) * core.US        # readings from hour 24 only
     slug = (t >= day + 4 * core.HOUR_US) & (t < day + 4 * core.HOUR_US + 20 * core.MINUTE_US)
     eps = ev.push(np.ones(len(t)), t, np.where(slug, 900.0, 100.0))
