@@ -26,6 +26,13 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     ``ingest/modbus/README.md``). Kept here as data (:attr:`Config.modbus`): the collector
     validates its own options (``ingest.modbus.collector.Options.from_config``), and
     ``sewerwatch config check`` runs that check too.
+``[documents]``
+    optional: the letterhead of printed documents (bills, notices, reports): ``letterhead``
+    (lines under the village's name), ``signed_by`` and ``signer_title`` (who signs
+    notices). Kept here as data (:attr:`Config.documents`); ``lab.documents.pdf`` validates it.
+``[enforcement]``
+    optional settings of enforcement (notices, reports owed, SNC periods, the response
+    guide); kept as data (:attr:`Config.enforcement`), ``enforcement.settings`` validates it.
 ``[mqtt]``
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
     (default ``["sewerwatch/{site}/{sensor}"]``).
@@ -194,6 +201,8 @@ class Config:
     modbus: dict = field(default_factory=dict)   # [modbus] as data; the collector validates it
     mqtt_topics: tuple[str, ...] = ("sewerwatch/{site}/{sensor}",)   # [mqtt] topics
     retention: Retention = field(default_factory=Retention)
+    documents: dict = field(default_factory=dict)   # [documents] as data; lab.documents.pdf validates it
+    enforcement: dict = field(default_factory=dict)  # [enforcement] as data; enforcement.settings validates it
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def site(self, site_id: str) -> Site:
@@ -479,6 +488,8 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "modbus": (_table, {}),
         "mqtt": (lambda s, k, v: v, {}),
         "retention": (lambda s, k, v: v, {}),
+        "documents": (_table, {}),
+        "enforcement": (_table, {}),
     }).values
 
     ret = _Section(path, "retention", top["retention"], {
@@ -611,5 +622,6 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
         modbus=top["modbus"], mqtt_topics=mqtt["topics"], retention=Retention(**ret),
+        documents=top["documents"], enforcement=top["enforcement"],
         raw=data,
     )

@@ -15,6 +15,7 @@ date and the late terms.
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import date, datetime, timedelta, timezone
 
@@ -38,6 +39,16 @@ from limits.permits import Permit
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
 
+#: A metered volume is the quarter's only when the flow readings cover at least this fraction
+#: of it (issue 14: a bill on a meter that was silent for part of the quarter under-bills and
+#: misleads; below it the volume is unknown unless the rates file gives it).
+MIN_COVERAGE = 0.95
+
+
+def percent_floor(fraction: float) -> str:
+    """``94.9 %`` for 0.9499: a coverage rounded down, so that one below the line never reads as on it."""
+    return f"{math.floor(fraction * 1000) / 10:g} %"
+
 
 def quarter_bounds(quarter: str, tz) -> tuple[datetime, datetime]:
     """Start and end (exclusive) of a quarter such as ``2026Q1`` at midnight in ``tz``."""
@@ -50,6 +61,12 @@ def quarter_bounds(quarter: str, tz) -> tuple[datetime, datetime]:
     return start, end
 
 
+def _local_date(t: np.datetime64, tz) -> str:
+    """The local calendar date (ISO) of a UTC ``datetime64``."""
+    epoch = t.astype("datetime64[us]").astype(np.int64) / 1e6
+    return datetime.fromtimestamp(epoch, tz).date().isoformat()
+
+
 def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
               non_detect: str = "zero") -> list[dict]:
     """Loading of each result: mg/l × the day's volume [MG] × 8.34 [lb/day].
@@ -59,12 +76,11 @@ def _loadings(table, daily_gal: dict, volume_mg: float | None, days: int, tz,
     """
     values = substitute(table.value_mg_l, table.non_detect, non_detect)
     out = []
-    avg_day_gal = volume_mg * 1e6 / days if volume_mg else None
+    avg_day_gal = volume_mg * 1e6 / days if volume_mg is not None else None
     for i in range(len(table)):
         if CONCENTRATION.get(str(table.analyte[i])) != "concentration":
             continue  # pH has no loading
-        epoch = table.collected[i].astype("datetime64[us]").astype(np.int64) / 1e6
-        day = datetime.fromtimestamp(epoch, tz).date().isoformat()
+        day = _local_date(table.collected[i], tz)
         vol = daily_gal.get(day, avg_day_gal)
         if vol is None:
             continue
@@ -129,10 +145,16 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
     else:
         volume_mg, volume_source = None, "no flow meter and no volume given"
     notes: list[str] = []
-    if given is None and metered["sensors"] and metered["coverage"] < 0.95:
-        # A meter that was silent for part of the quarter under-bills: the clerk must know.
-        notes.append(f"the flow readings cover {metered['coverage']:.0%} of the quarter: the metered volume "
+    coverage = metered["coverage"] if metered["sensors"] else None
+    volume_missing = None
+    if given is None and metered["sensors"] and coverage < MIN_COVERAGE:
+        # A meter that was silent for part of the quarter under-bills: the volume is unknown.
+        volume_missing = (f"the flow readings cover {percent_floor(coverage)} of the quarter, a bill needs "
+                          f"{MIN_COVERAGE * 100:g} %, and {rates_source} gives no bill.volume_mg.{key}")
+        notes.append(f"the flow readings cover {coverage:.0%} of the quarter: the metered volume "
                      f"is incomplete; check the meter, or give bill.volume_mg.{key} in the rates file")
+    elif given is None and not metered["sensors"]:
+        volume_missing = f"no flow meter, and {rates_source} gives no bill.volume_mg.{key}"
 
     inputs = BillInputs(key, pack, start.year, volume_mg, table, per_lb, rates_source, non_detect, notes)
     lines = []
@@ -171,21 +193,40 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         "site": key, "name": site["name"], "pack": pack, "sic": site.get("sic"), "permit": site.get("permit"),
         "quarter": quarter, "period_start": start.isoformat(), "period_end": end.isoformat(),
         "issued": issued.isoformat(), "volume_mg": volume_mg, "volume_source": volume_source,
-        "volume_coverage": metered["coverage"] if metered["sensors"] else None,
+        "volume_coverage": coverage, "volume_known": volume_missing is None, "volume_missing": volume_missing,
+        "draft": False,
         "charges": lines, "total_dollars": total, "payment": payment,
         "results": [{"sample": str(table.sample[i]), "collected": str(table.collected[i]) + "Z",
+                     "local_date": _local_date(table.collected[i], tz),
                      "analyte": str(table.analyte[i]), "mg_l": float(table.value_mg_l[i]),
                      "non_detect": bool(table.non_detect[i])} for i in range(len(table))],
-        "loadings": _loadings(table, metered["daily_gal"], volume_mg, days, tz, non_detect),
+        # where the quarter's volume is unknown, only the days metered whole have a loading
+        "loadings": _loadings(table, metered["daily_gal"], volume_mg if volume_missing is None else None,
+                              days, tz, non_detect),
         "violations": found, "incomplete": incomplete,
         "days_of_violation": days_of_violation(conn, key, start, end, tz, found),
         "discharge_permit": need, "permit_standing": held, "notes": notes,
     }
 
 
+def unknown_volumes(bills: list[dict]) -> str | None:
+    """What a set of bills lacks to be issued, in words (None when every volume is known)."""
+    missing = [f"{b['site']} ({b['volume_missing']})" for b in bills if not b["volume_known"]]
+    if not missing:
+        return None
+    return "volume unknown for " + "; ".join(missing)
+
+
 def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True,
-                non_detect: str = "zero") -> list[dict]:
-    """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``."""
+                non_detect: str = "zero", draft: bool = False) -> list[dict]:
+    """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``.
+
+    A bill whose volume is unknown (flow readings under :data:`MIN_COVERAGE` of the quarter,
+    or no meter, and no ``bill.volume_mg`` in the rates file) is not issued: an
+    :class:`InputError` names each such site and what is missing, and nothing is stored.
+    With ``draft`` every bill is computed (on the partial metered volume where that is all
+    there is), marked ``draft`` and not stored.
+    """
     per_lb = read_rates(rates_path)
     rates_doc = read_rates_file(rates_path)
     issued = issued or datetime.now(timezone.utc).date()
@@ -194,12 +235,19 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     if not sites:
         raise InputError("no sites in the database (sync the config first: sewerwatch db migrate)")
     permits = current_permits(conn)
-    bills = []
-    with conn.transaction():
-        for s in sites:
-            b = bill_site(conn, s, quarter, per_lb, rates_doc, rates_path, issued, non_detect, permits.get(s["key"]))
-            bills.append(b)
-            if store:
+    bills = [bill_site(conn, s, quarter, per_lb, rates_doc, rates_path, issued, non_detect, permits.get(s["key"]))
+             for s in sites]
+    if draft:
+        for b in bills:
+            b["draft"] = True
+        return bills
+    missing = unknown_volumes(bills)
+    if missing:
+        raise InputError(f"bill {quarter}: not issued, {missing}: give bill.volume_mg.<site> [MG] in "
+                         f"{rates_path}, or run with --draft to print drafts")
+    if store:
+        with conn.transaction():
+            for s, b in zip(sites, bills):
                 conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) "
                              "VALUES (%s, %s, %s, %s, %s, %s)",
                              (s["id"], quarter, b["period_start"], b["period_end"], b["total_dollars"], json.dumps(b)))

@@ -72,14 +72,19 @@ def register(sub) -> None:
         description="Each industrial user's bill for a quarter, from the database: the metered volume "
         "from its flow readings and the quarter's lab results, priced by the charges its village's pack "
         "adopts (e.g. surcharges on high-strength waste, palmyra-wi §13.45(4); sewer rents, webster-ny "
-        "§113-75; residential-equivalent charges, westfield-wi); written as JSON and HTML into --out and "
-        "stored in the bills table.")
+        "§113-75; residential-equivalent charges, westfield-wi); written as JSON, HTML and PDF (letter size) "
+        "into --out and stored in the bills table. A bill whose volume is unknown (the flow readings cover less "
+        "than 95 %% of the quarter and the rates file gives no bill.volume_mg) is not issued (exit 2) unless "
+        "--draft.")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="surcharge rates [$/lb]")
-    p.add_argument("--out", default=".", metavar="DIR", help="where the JSON and HTML bills go (default .)")
+    p.add_argument("--out", default=".", metavar="DIR", help="where the JSON, HTML and PDF bills go (default .)")
     p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
                    help="what a '<' result counts as for billing (default: the rates file's "
                    "non_detect, else zero)")
+    p.add_argument("--draft", action="store_true",
+                   help="print drafts even where a volume is unknown (flow readings under 95 %% of the quarter and no "
+                   "bill.volume_mg in the rates file): every page says DRAFT, nothing is stored")
     p.add_argument("--json", action="store_true", help="also print the bills as JSON")
     p.set_defaults(func=_bill)
 
@@ -237,19 +242,23 @@ def _lab_composites(args: argparse.Namespace, ctx) -> int:
 def _bill(args: argparse.Namespace, ctx) -> int:
     # lazy (see the module docstring): matplotlib alone takes about half a second to import
     from lab.billing import build_bills, quarter_bounds
-    from lab.documents.bill_page import write_bills
+    from lab.documents.bill_page import summary, write_bills
+    from lab.documents.pdf import letterhead
     from lab.readers.rates import read_non_detect_policy, read_rates
 
     quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
     read_rates(args.rates)
+    head = letterhead(ctx.config)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
     with ctx.connect("owner") as conn:
-        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect)
-    paths = write_bills(bills, args.out)
+        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect, draft=args.draft)
+    for b in bills:
+        b["village"] = head.village
+    paths = write_bills(bills, args.out, head)
     if args.json:
         print(json.dumps(bills, indent=2))
     else:
         for b in bills:
-            print(f"{b['site']:<20} {b['quarter']}  ${b['total_dollars']:>12,.2f}")
-        print(f"wrote {len(paths)} files to {args.out}")
+            print(summary(b))
+        print(f"wrote {len(paths)} files to {args.out}" + (" (drafts: nothing issued or stored)" if args.draft else ""))
     return 0

@@ -209,12 +209,22 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     rates = tmp_path / "rates.toml"
     rates.write_text("bod = 0.20\ntss = 0.15\ntkn = 0.90\ntp = 2.50\n[bill.volume_mg]\ndairy = 0.3\n")
     out = tmp_path / "bills"
-    r = subprocess.run([sys.executable, "-m", "sewerwatch", "bill", "--quarter", "2026Q1", "--rates", str(rates),
-                        "--out", str(out), "--json"], capture_output=True, text=True, env=_env(db), cwd=tmp_path,
-                       timeout=180)
+    bill = lambda *a: subprocess.run([sys.executable, "-m", "sewerwatch", "bill", "--quarter", "2026Q1", "--rates",
+                                      str(rates), "--out", str(out), *a], capture_output=True, text=True,
+                                     env=_env(db), cwd=tmp_path, timeout=180)
+    # mill's meter covers 3 of the quarter's 90 days and the rates file gives no volume: its
+    # volume is unknown, so no bill is issued (issue 14: a bill that cannot mislead)
+    r = bill("--json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("sewerwatch: error: bill 2026Q1: not issued, volume unknown for mill (the flow "
+                               "readings cover 3.3 % of the quarter, a bill needs 95 %") and "bill.volume_mg.mill" in r.stderr
+    assert "dairy" not in r.stderr and not out.exists()
+    # --draft: the same computation, marked DRAFT, nothing stored
+    r = bill("--json", "--draft")
     assert r.returncode == 0, r.stderr
     bills = {b["site"]: b for b in json.loads(r.stdout)}
     mill, dairy = bills["mill"], bills["dairy"]
+    assert mill["draft"] and dairy["draft"] and not mill["volume_known"] and dairy["volume_known"]
     assert mill["volume_mg"] == pytest.approx(0.864) and "metered" in mill["volume_source"]
     # 3 days of readings in a 90-day quarter: the clerk is told the metered volume is incomplete
     assert [n for n in mill["notes"] if "the flow readings cover 3% of the quarter" in n]
@@ -235,10 +245,18 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     # dairy has no meter: its day is the quarter's average, 0.3 MG / 90 days; 260 x 0.3/90 x 8.34 = 7.228 lb/day
     [d] = [x for x in dairy["loadings"] if x["analyte"] == "bod5"]
     assert not d["metered_day"] and d["lb_per_day"] == pytest.approx(260 * 0.3 / 90 * 8.34)
-    page = (out / "bill-2026Q1-mill.html").read_text()
+    page = (out / "bill-2026Q1-mill-draft.html").read_text()
     assert "<svg" in page and "$216.17" in page and "§13.45(4)" in page
     assert "A wastewater discharge permit is required" in page and "§13.54(1)(a)" in page
     assert "cyanide-max" in page and "&lt;" not in page.split("<h2>Lab results</h2>")[1].split("</table>")[0]
+    assert json.loads((out / "bill-2026Q1-mill-draft.json").read_text())["total_dollars"] == 216.17
+    with db.connect() as conn:   # a draft is not issued
+        assert conn.execute("SELECT count(*) FROM bills").fetchone()[0] == 0
+    # the metered water use gives mill's volume: the bills are issued and stored
+    rates.write_text("bod = 0.20\ntss = 0.15\ntkn = 0.90\ntp = 2.50\n[bill.volume_mg]\ndairy = 0.3\nmill = 0.864\n")
+    r = bill()
+    assert r.returncode == 0, r.stderr
+    assert "DRAFT" not in r.stdout and "$216.17" in r.stdout and "$5.00" in r.stdout
     assert json.loads((out / "bill-2026Q1-mill.json").read_text())["total_dollars"] == 216.17
     with db.connect() as conn:
         stored = conn.execute("SELECT t.key, b.period, b.total_dollars FROM bills b JOIN sites t ON t.id = b.site_id "

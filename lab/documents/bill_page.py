@@ -1,22 +1,70 @@
-"""A bill as people see it: the printable HTML page (charges with their ordinance, payment
-terms, the surcharge table, the loadings chart, lab results and violations, the permit
-finding), and the files ``bill-<quarter>-<site>.json`` and ``.html``."""
+"""A bill as people see it: the printable page (charges with their ordinance, payment terms,
+the surcharge table, the loadings chart, lab results and violations, the permit finding) in
+the documents' letter-size template (:mod:`lab.documents.pdf`), and the files
+``bill-<quarter>-<site>.json``, ``.html`` and ``.pdf``.
+
+A bill that cannot mislead: a draft says DRAFT on every page and why it is one (the
+coverage of the flow readings); a volume the bill does not know is said in words, never
+printed as $0.00; a charge that could not be computed says so.
+"""
 
 from __future__ import annotations
 
 import html
 import json
+from datetime import date
 from pathlib import Path
 
 from lab.checks.compliance import day_ranges
 from lab.documents.loadings_chart import loadings_svg
+from lab.documents.pdf import Letterhead, document, write_pdf
 
 
-def render_html(bill: dict) -> str:
-    """A printable HTML bill with the loadings chart inline."""
+def money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def summary(bill: dict) -> str:
+    """One line for the clerk: the site, the quarter and the total, or why there is none.
+
+    Never a bare $0.00 for a bill that could not be computed; a draft also gives the
+    coverage of the flow readings.
+    """
+    head = f"{bill['site']:<20} {bill['quarter']}" + ("  DRAFT" if bill.get("draft") else "")
+    if not bill["volume_known"]:
+        if bill["charges"]:
+            return (f"{head}  not a bill: volume unknown ({bill['volume_missing']}); "
+                    f"{money(bill['total_dollars'])} on the partial metered volume")
+        return f"{head}  not computed: volume unknown ({bill['volume_missing']})"
+    if not bill["charges"]:
+        why = "; ".join(bill["notes"]) or "the rates file gives no rates for this village's charges"
+        return f"{head}  no charge computed ({why})"
+    cov = bill.get("volume_coverage")
+    tail = ""
+    if bill.get("draft"):
+        tail = (f"  (flow readings cover {cov * 100:.1f} % of the quarter; volume: {bill['volume_source']})"
+                if cov is not None else f"  (volume: {bill['volume_source']})")
+    return f"{head}  {money(bill['total_dollars']):>12}{tail}"
+
+
+def _coverage_words(bill: dict) -> str:
+    cov = bill.get("volume_coverage")
+    return (f"flow readings cover {cov * 100:.1f} % of the quarter" if cov is not None
+            else "no flow meter")
+
+
+def body_html(bill: dict) -> str:
+    """The bill's body: everything under the letterhead."""
     e = html.escape
-    rows = "".join(f"<tr><td>{e(c['charge'])}</td><td>{e(c['citation'])}</td><td class=n>${c['dollars']:,.2f}</td></tr>"
+    rows = "".join(f"<tr><td>{e(c['charge'])}</td><td>{e(c['citation'])}</td><td class=n>{money(c['dollars'])}</td></tr>"
                    for c in bill["charges"])
+    if bill["charges"]:
+        total_label = "total" if bill["volume_known"] else "total on the partial metered volume (not a bill)"
+        charges = (f"<table><tr><th>charge</th><th>ordinance</th><th class=n>amount</th></tr>{rows}"
+                   f"<tr><th colspan=2>{total_label}</th><th class=n>{money(bill['total_dollars'])}</th></tr></table>")
+    else:
+        why = " ".join(bill["notes"]) or "The rates file gives no rates for this village's charges."
+        charges = f"<p class=note>No charge computed. {e(why)}</p>"
     # the surcharge (EPA Model No. 2) is the charge priced per analyte, whatever its name
     sur = next((c for c in bill["charges"] if "analytes" in c["detail"]), None)
     srows = ""
@@ -24,7 +72,7 @@ def render_html(bill: dict) -> str:
         for a, d in sur["detail"]["analytes"].items():
             srows += (f"<tr><td>{e(a)}</td><td class=n>{d['average_mg_l']:.2f}</td><td class=n>{d['base_mg_l']:.2f}</td>"
                       f"<td class=n>{d['pounds']:.2f}</td><td class=n>${d['rate_per_lb']:.4f}</td>"
-                      f"<td class=n>${d['dollars']:,.2f}</td></tr>")
+                      f"<td class=n>{money(d['dollars'])}</td></tr>")
     viol = "".join(f"<li>{e(v['rule'])} {e(v['parameter'])}: {v['peak']:g} {e(v['unit'])} over {v['limit']:g} "
                    f"({e(v['start'][:10])}; {e(v['citation'])})"
                    + (f"<br><small>{e(v['stricter_of'])}</small>" if v.get("stricter_of") else "") + "</li>"
@@ -45,11 +93,18 @@ def render_html(bill: dict) -> str:
         standing_html = (f"<p>Discharge permit {e(held['permit'])}: {e(words.get(held['state'], held['state']))}"
                          f" (term ends {e(when)}; {e(held['citation'] or '')}).</p>")
     pay = bill["payment"]
-    pay_html = (f"<p>Due {e(pay['due'])}: {e(pay['terms'])} ({e(pay['citation'])}).</p>" if pay else "")
-    vol = f"{bill['volume_mg']:.4f} MG ({e(bill['volume_source'])})" if bill["volume_mg"] is not None else e(bill["volume_source"])
+    pay_html = (f"<p>Due {e(pay['due'])}: {e(pay['terms'])} ({e(pay['citation'])}).</p>"
+                if pay and bill["volume_known"] and not bill.get("draft") else "")
+    if bill["volume_mg"] is not None and bill["volume_known"]:
+        vol = f"{bill['volume_mg']:.4f} MG ({e(bill['volume_source'])})"
+    elif bill["volume_mg"] is not None:
+        vol = f"<b>unknown</b>: {e(bill['volume_missing'])}; the readings give {bill['volume_mg']:.4f} MG"
+    else:
+        vol = f"<b>unknown</b>: {e(bill['volume_missing'] or bill['volume_source'])}"
     notes = "".join(f"<p class=note>{e(n)}</p>" for n in bill["notes"])
-    res = "".join(f"<tr><td>{e(r['collected'][:10])}</td><td>{e(r['sample'])}</td><td>{e(r['analyte'])}</td>"
-                  f"<td class=n>{'&lt;' if r['non_detect'] else ''}{r['mg_l']:g}</td></tr>" for r in bill["results"])
+    res = "".join(f"<tr><td>{e(r.get('local_date') or r['collected'][:10])}</td><td>{e(r['sample'])}</td>"
+                  f"<td>{e(r['analyte'])}</td><td class=n>{'&lt;' if r['non_detect'] else ''}{r['mg_l']:g}</td></tr>"
+                  for r in bill["results"])
     res = ("<table><tr><th>collected</th><th>sample</th><th>analyte</th><th class=n>mg/l</th></tr>" + res + "</table>"
            if res else "<p>No lab results this quarter.</p>")
     permit = bill.get("discharge_permit")
@@ -61,35 +116,45 @@ def render_html(bill: dict) -> str:
         permit_html = "<p>No discharge permit criterion is met this quarter.</p>"
     else:
         permit_html = ""
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Sewer bill {e(bill['quarter'])} {e(bill['name'])}</title>
-<style>body{{font-family:sans-serif;max-width:48em;margin:2em auto}}table{{border-collapse:collapse;width:100%}}
-td,th{{border-bottom:1px solid #ccc;padding:.2em .5em;text-align:left}}.n{{text-align:right}}
-@media print{{body{{margin:0}}}}.note{{color:#a00}}</style></head><body>
-<h1>Sewer bill, {e(bill['quarter'])}</h1>
-<p><b>{e(bill['name'])}</b> ({e(bill['site'])}), pack {e(bill['pack'])}, issued {e(bill['issued'])}<br>
-Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive). Volume: {vol}.</p>
-<h2>Charges</h2><table><tr><th>charge</th><th>ordinance</th><th class=n>amount</th></tr>{rows}
-<tr><th colspan=2>total</th><th class=n>${bill['total_dollars']:,.2f}</th></tr></table>
+    surcharge = ("<h2>Surcharge</h2><table><tr><th>analyte</th><th class=n>average mg/l</th><th class=n>base mg/l</th>"
+                 "<th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>"
+                 if sur else "")
+    kind = "Draft sewer bill" if bill.get("draft") else "Sewer bill"
+    return f"""<h1>{kind}, {e(bill['quarter'])}: {e(bill['name'])}</h1>
+<p><b>{e(bill['name'])}</b> ({e(bill['site'])}){', permit ' + e(bill['permit']) if bill.get('permit') else ''}<br>
+{('Draft of ' + e(bill['issued']) + ', not issued') if bill.get('draft') else 'Issued ' + e(bill['issued'])}. Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive).<br>
+Volume: {vol}.</p>
+<h2>Charges</h2>{charges}
 {pay_html}{notes}
-{"<h2>Surcharge</h2><table><tr><th>analyte</th><th class=n>average mg/l</th><th class=n>base mg/l</th><th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>" if sur else ""}
-<h2>Loadings</h2>{loadings_svg(bill)}
+{surcharge}
+<h2>Loadings</h2><div class="chart">{loadings_svg(bill)}</div>
 <h2>Lab results</h2>{res}
 <h2>Lab violations</h2><ul>{viol}</ul>{incomplete}
 {days_html}
-{standing_html}{permit_html}
-</body></html>
-"""
+{standing_html}{permit_html}"""
 
 
-def write_bills(bills: list[dict], out_dir: str | Path) -> list[Path]:
-    """Write ``bill-<quarter>-<site>.json`` and ``.html`` for each bill."""
+def render_html(bill: dict, head: Letterhead | None = None) -> str:
+    """The printable HTML bill (the loadings chart inline)."""
+    head = head or Letterhead(village=bill.get("village") or "Sewer utility")
+    draft = bool(bill.get("draft"))
+    footer = f"Sewer bill {bill['quarter']}, {bill['name']}" + (f": DRAFT, {_coverage_words(bill)}" if draft else "")
+    return document(f"Sewer bill {bill['quarter']} {bill['name']}", body_html(bill), head,
+                    issued=None if draft else date.fromisoformat(bill["issued"]),
+                    draft="DRAFT: not issued" if draft else None, footer=footer)
+
+
+def write_bills(bills: list[dict], out_dir: str | Path, head: Letterhead | None = None) -> list[Path]:
+    """Write ``bill-<quarter>-<site>.json``, ``.html`` and ``.pdf`` for each bill (a draft's
+    names end in ``-draft``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for b in bills:
-        stem = out / f"bill-{b['quarter']}-{b['site']}"
+        stem = out / f"bill-{b['quarter']}-{b['site']}{'-draft' if b.get('draft') else ''}"
+        page = render_html(b, head)
         stem.with_suffix(".json").write_text(json.dumps(b, indent=2) + "\n", encoding="utf-8")
-        stem.with_suffix(".html").write_text(render_html(b), encoding="utf-8")
-        paths += [stem.with_suffix(".json"), stem.with_suffix(".html")]
+        stem.with_suffix(".html").write_text(page, encoding="utf-8")
+        write_pdf(page, stem.with_suffix(".pdf"), issued=None if b.get("draft") else date.fromisoformat(b["issued"]))
+        paths += [stem.with_suffix(".json"), stem.with_suffix(".html"), stem.with_suffix(".pdf")]
     return paths
