@@ -15,6 +15,7 @@ import sys
 
 import alerts.cli
 import dashboards.cli
+import enforcement.cli
 import ingest.cli
 import lab.cli
 import limits.cli
@@ -35,6 +36,7 @@ COMMAND_MODULES = (
     cli_run,             # run, status
     alerts.cli,          # alerts
     dashboards.cli,      # dashboards
+    enforcement.cli,     # findings, user-reports, milestones, snc, notice, due, report
 )
 
 

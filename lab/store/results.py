@@ -43,6 +43,15 @@ class ImportReport:
                 "complete": not self.bad}
 
 
+def _extra(row: LabRow, *names: str) -> str | None:
+    """An optional column of the lab CSV (``laboratory``, ``method``), or None where empty."""
+    for n in names:
+        v = (row.extra.get(n) or "").strip()
+        if v:
+            return v
+    return None
+
+
 def _sample_kind(row: LabRow, tz) -> tuple[str, datetime | None, datetime | None]:
     """Sample type and window from the optional columns ``sample_type``, ``window_start``, ``window_end``."""
     kind = (row.extra.get("sample_type") or row.extra.get("type") or "grab").strip().lower() or "grab"
@@ -73,7 +82,9 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
     and is counted as ``unchanged`` (importing the same file twice is harmless; a row
     repeated inside one file is a bad row); with another value it is refused unless
     ``correct``, which stores it as a new version and writes who and when to ``audit_log``. Composite samples with a flow
-    meter at their site are linked to the flow readings of their window.
+    meter at their site are linked to the flow readings of their window. The optional
+    columns ``laboratory`` (or ``lab``) and ``method`` are kept with the sample and the
+    result (a notice of violation names the laboratory).
 
     Parameters
     ----------
@@ -122,9 +133,10 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
             sample = existing.get((site_id, row.sample_id))
             if sample is None:
                 sid = conn.execute(
-                    "INSERT INTO lab_samples (sample_key, site_id, collected, sample_type, window_start, window_end) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                    (row.sample_id, site_id, row.collected, kind, wstart, wend)).fetchone()[0]
+                    "INSERT INTO lab_samples (sample_key, site_id, collected, sample_type, window_start, window_end, "
+                    "laboratory) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (row.sample_id, site_id, row.collected, kind, wstart, wend, _extra(row, "laboratory", "lab"))
+                ).fetchone()[0]
                 existing[(site_id, row.sample_id)] = sample = (sid, row.collected, kind)
                 report.samples_created += 1
             elif sample[1] != row.collected:
@@ -153,9 +165,9 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
                 version, reason = pversion + 1, f"correction from {source}"
             conn.execute(
                 "INSERT INTO lab_results (sample_id, analyte, version, value_mg_l, qualifier, raw_value, raw_unit, "
-                "entered_by, reason, source) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "entered_by, reason, source, method) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
-                 actor, reason, source))
+                 actor, reason, source, _extra(row, "method")))
             current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
             if version == 1:
                 report.stored += 1

@@ -1,0 +1,123 @@
+"""The pretreatment program's annual report, and the annual list of users in significant
+noncompliance that 40 CFR 403.8(f)(2)(viii) requires the utility to publish ("at least annual
+public notification in a newspaper(s) of general circulation ... of Industrial Users which, at
+any time during the previous twelve months, were in significant noncompliance").
+
+:func:`annual_report` gathers the year from the database: the users and their permits, the
+samples taken, the violations by kind with their episodes and days of violation, the
+notices and their outcomes, the SNC status of each period ending in the year, and the
+surcharges billed. ``sewerwatch report annual --year Y`` writes it as JSON, HTML and PDF;
+``sewerwatch report snc --year Y`` prints the publication list.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from enforcement import notices as nts
+from enforcement import snc as snc_mod
+from enforcement.findings import sites
+from enforcement.periods import Period, snc_periods_of_year, year_period
+from lab.ordinance import pack_timezone
+
+
+def snc_list(conn, year: int, mode: str) -> dict:
+    """The users in SNC in any period ending in ``year``, with the criteria and periods."""
+    periods = snc_periods_of_year(year, mode)
+    by_site: dict[str, dict] = {}
+    for p in periods:
+        for r in snc_mod.evaluate(conn, p):
+            if not r["snc"]:
+                continue
+            e = by_site.setdefault(r["site"], {"site": r["site"], "name": r["name"], "permit": r["permit"],
+                                               "periods": []})
+            e["periods"].append({"period": p.name, "criteria": [
+                {"criterion": c, "title": r["criteria"][c]["title"], "explanation": r["criteria"][c]["explanation"]}
+                for c in r["criteria_met"]]})
+    return {"year": year, "snc_periods": mode, "periods": [p.as_json() for p in periods],
+            "citation": "40 CFR 403.8(f)(2)(viii)", "users": [by_site[k] for k in sorted(by_site)]}
+
+
+def publication_text(lst: dict, utility: str) -> str:
+    """The list as the newspaper prints it."""
+    lines = [f"{utility}: public notice of industrial users in significant noncompliance",
+             f"Industrial users of the {utility} sewerage system that were in significant noncompliance with "
+             f"pretreatment standards and requirements at any time during {lst['year']} "
+             f"({lst['citation']}):", ""]
+    if not lst["users"]:
+        lines.append("  none")
+    for u in lst["users"]:
+        what = "; ".join(f"{p['period']}: " + ", ".join(f"({c['criterion']}) {c['title']}" for c in p["criteria"])
+                         for p in u["periods"])
+        lines.append(f"  {u['name']}" + (f", permit {u['permit']}" if u.get("permit") else "") + f": {what}")
+    return "\n".join(lines)
+
+
+def _samples(conn, site_key: str, start: datetime, end: datetime) -> dict:
+    row = conn.execute(
+        "SELECT count(DISTINCT ls.id), count(r.*) FROM lab_samples ls JOIN sites s ON s.id = ls.site_id "
+        "LEFT JOIN lab_results_current r ON r.sample_id = ls.id "
+        "WHERE s.key = %s AND ls.collected >= %s AND ls.collected < %s", (site_key, start, end)).fetchone()
+    return {"samples_taken": int(row[0]), "results": int(row[1])}
+
+
+def _violations(conn, site_key: str, start: datetime, end: datetime) -> list[dict]:
+    rows = conn.execute(
+        "SELECT v.rule, v.parameter, v.source, count(*), coalesce(sum(v.days_of_violation), 0), max(v.citation) "
+        "FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = %s AND v.start_time >= %s "
+        "AND v.start_time < %s GROUP BY v.rule, v.parameter, v.source ORDER BY v.rule, v.source",
+        (site_key, start, end)).fetchall()
+    return [{"rule": r, "parameter": p, "source": src, "episodes": int(n), "days_of_violation": int(d),
+             "citation": c} for r, p, src, n, d, c in rows]
+
+
+def _bills(conn, site_key: str, year: int) -> dict:
+    rows = conn.execute(
+        "SELECT DISTINCT ON (b.period) b.period, b.total_dollars, b.detail FROM bills b JOIN sites s ON s.id = b.site_id "
+        "WHERE s.key = %s AND b.period LIKE %s ORDER BY b.period, b.issued_at DESC, b.id DESC",
+        (site_key, f"{year}Q%")).fetchall()
+    quarters = []
+    for period, total, detail in rows:
+        sur = sum(c["dollars"] for c in detail.get("charges", []) if "analytes" in c.get("detail", {}))
+        quarters.append({"quarter": period, "total_dollars": float(total), "surcharge_dollars": round(sur, 2)})
+    return {"quarters": quarters, "total_dollars": round(sum(q["total_dollars"] for q in quarters), 2),
+            "surcharge_dollars": round(sum(q["surcharge_dollars"] for q in quarters), 2)}
+
+
+def annual_report(conn, year: int, mode: str, utility: str) -> dict:
+    """The annual report's data (see the module docstring)."""
+    yp: Period = year_period(year)
+    users = []
+    for key, s in sites(conn).items():
+        start, end = yp.bounds(pack_timezone(s.pack))
+        ns = nts.list_notices(conn, site_key=key)
+        ns = [n for n in ns if n["drafted_on"].year == year or (n["issued_on"] and n["issued_on"].year == year)]
+        users.append({
+            "site": key, "name": s.name, "permit": s.permit, "sic": s.sic, "pack": s.pack,
+            **_samples(conn, key, start, end),
+            "violations": _violations(conn, key, start, end),
+            "notices": [{"number": n["number"], "title": n["document"]["title"], "finding": n["document"]["finding"]["summary"],
+                         "state": n["state"], "drafted_on": n["drafted_on"].isoformat(),
+                         "issued_on": n["issued_on"].isoformat() if n["issued_on"] else None,
+                         "response_due": n["response_due"].isoformat() if n["response_due"] else None,
+                         "response_received_on": n["response_received_on"].isoformat() if n["response_received_on"] else None,
+                         "closed_on": n["closed_on"].isoformat() if n["closed_on"] else None} for n in ns],
+            "billed": _bills(conn, key, year)})
+    lst = snc_list(conn, year, mode)
+    totals = {"samples_taken": sum(u["samples_taken"] for u in users),
+              "violation_episodes": sum(v["episodes"] for u in users for v in u["violations"]),
+              "days_of_violation": sum(v["days_of_violation"] for u in users for v in u["violations"]),
+              "notices": sum(len(u["notices"]) for u in users),
+              "users_in_snc": len(lst["users"]),
+              "billed_dollars": round(sum(u["billed"]["total_dollars"] for u in users), 2),
+              "surcharge_dollars": round(sum(u["billed"]["surcharge_dollars"] for u in users), 2)}
+    outcomes: dict[str, int] = {}
+    for u in users:
+        for n in u["notices"]:
+            outcomes[n["state"]] = outcomes.get(n["state"], 0) + 1
+    return {"utility": utility, "year": year, "period": yp.as_json(), "users": users, "snc": lst,
+            "notice_outcomes": outcomes, "totals": totals}
+
+
+def today_in(tz) -> date:
+    return datetime.now(tz).date()

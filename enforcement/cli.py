@@ -1,0 +1,630 @@
+"""CLI of enforcement: ``sewerwatch findings``, ``user-reports``, ``milestones``, ``snc``,
+``notice``, ``due`` and ``report``.
+
+:func:`register` adds the parsers; each handler is ``func(args, ctx)`` and returns the exit
+code. The shell imports this module at startup (for ``--help`` too), so the work (numpy,
+matplotlib, WeasyPrint, the database) is imported inside each handler.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+from zoneinfo import ZoneInfo
+
+from foundation.errors import InputError
+
+
+def _day(text: str, what: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{what}: expected a date such as 2026-07-31, got {text!r}") from None
+
+
+def register(sub) -> None:
+    p = sub.add_parser("findings", help="violations and enforcement findings: list them, record one",
+                       description="What enforcement acts on: the violation episodes (live, re-evaluated and lab) and "
+                       "the findings sewerwatch computes (failure to monitor, reports more than 45 days late, "
+                       "noncompliance not reported, milestones more than 90 days late) or the superintendent "
+                       "records (pass through, interference, endangerment, designated: 40 CFR 403.8(f)(2)(viii)(C), "
+                       "(D), (H)).")
+    fs = p.add_subparsers(dest="findings_command", metavar="ACTION", required=True)
+    q = fs.add_parser("list", help="violations and findings of a period")
+    q.add_argument("--since", default=None, help="ISO date (default: 1 January of this year)")
+    q.add_argument("--until", default=None, help="ISO date, exclusive (default: tomorrow)")
+    q.add_argument("--site", default=None)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_findings_list)
+    q = fs.add_parser("record", help="record a finding the superintendent makes")
+    q.add_argument("--site", required=True)
+    q.add_argument("--kind", required=True, help="pass-through, interference, endangerment or designated")
+    q.add_argument("--on", required=True, help="the local day it arose (ISO date)")
+    q.add_argument("--summary", required=True, help="what happened, in words")
+    q.add_argument("--violation", type=int, default=None, help="the violation episode behind it")
+    q.add_argument("--days", type=int, default=None, help="days of violation (default 1)")
+    q.add_argument("--by", default=None, help="who records it (default: $USER)")
+    q.set_defaults(func=_findings_record)
+
+    p = sub.add_parser("user-reports", help="reports owed by industrial users: require, receive, list",
+                       description="Reports owed by industrial users. A report received more than 45 days after its "
+                       "due date, or still missing on day 46, is a finding (40 CFR 403.8(f)(2)(viii)(F)). "
+                       "Accidental-discharge reports (e.g. palmyra-wi §13.49) are owed from the alerts that call for "
+                       "them, due [enforcement] accidental_report_hours after the discharge began; one not received "
+                       "by then is a noncompliance not reported ((G)).")
+    rs = p.add_subparsers(dest="reports_command", metavar="ACTION", required=True)
+    q = rs.add_parser("require", help="record a report a user owes")
+    q.add_argument("--site", required=True)
+    q.add_argument("--kind", default="self-monitoring",
+                   help="self-monitoring (default), baseline, 90-day-compliance, compliance-schedule, other")
+    q.add_argument("--due", required=True, help="the local day it is due (ISO date)")
+    q.add_argument("--period", nargs=2, metavar=("START", "END"), default=None,
+                   help="the period it covers (ISO dates, END exclusive)")
+    q.add_argument("--title", default=None)
+    q.add_argument("--citation", default=None, help="the requirement (e.g. 'Permit PAL-IU-2026-02, condition 6')")
+    q.add_argument("--words", default=None, help="the requirement's words")
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_reports_require)
+    q = rs.add_parser("receive", help="record that a report was received")
+    q.add_argument("id", type=int)
+    q.add_argument("--on", required=True, help="the local day it was received (ISO date)")
+    q.add_argument("--by", default=None)
+    q.add_argument("--note", default=None)
+    q.set_defaults(func=_reports_receive)
+    q = rs.add_parser("list", help="the reports owed and where each stands")
+    q.add_argument("--site", default=None)
+    q.add_argument("--open", action="store_true", help="only those not received")
+    q.add_argument("--as-of", default=None, help="judge at the end of this local day (default: now)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_reports_list)
+
+    p = sub.add_parser("milestones", help="compliance schedule milestones: add, met, list",
+                       description="Milestones of compliance schedules; one not met within 90 days after its date is "
+                       "a finding (40 CFR 403.8(f)(2)(viii)(E)).")
+    ms = p.add_subparsers(dest="milestones_command", metavar="ACTION", required=True)
+    q = ms.add_parser("add")
+    q.add_argument("--site", required=True)
+    q.add_argument("--due", required=True, help="ISO date")
+    q.add_argument("--description", required=True)
+    q.add_argument("--source", default=None, help="the order or permit that sets it")
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_milestones_add)
+    q = ms.add_parser("met")
+    q.add_argument("id", type=int)
+    q.add_argument("--on", required=True, help="ISO date")
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_milestones_met)
+    q = ms.add_parser("list")
+    q.add_argument("--site", default=None)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_milestones_list)
+
+    p = sub.add_parser("snc", help="significant noncompliance of each user, criterion by criterion",
+                       description="The whole SNC test of 40 CFR 403.8(f)(2)(viii), criteria (A) to (H), for a "
+                       "six-month period: a calendar half (2026H1, 2026H2) or the six months ending with a quarter "
+                       "(2026Q1 ... 2026Q4), each criterion explained with its evidence.")
+    p.add_argument("--period", required=True, help="2026H1, 2026H2, or 2026Q1 ... 2026Q4 (six months ending with it)")
+    p.add_argument("--site", default=None)
+    p.add_argument("--as-of", default=None, help="judge the reports and milestones at the end of this local day")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_snc)
+
+    p = sub.add_parser("notice", help="notices of violation: draft, issue, response, close, escalate, list, show, pdf",
+                       description="Notices of violation and the orders after them, drafted from a finding as HTML "
+                       "and PDF (the ordinance's words, the evidence, the days of violation, the forfeiture range, "
+                       "the corrective action and report demanded, the response deadline), with their lifecycle "
+                       "and audit trail in the database. The enforcement response guide picks the action.")
+    ns = p.add_subparsers(dest="notice_command", metavar="ACTION", required=True)
+    q = ns.add_parser("draft", help="draft a notice from a violation, a finding, or a user's SNC in a period")
+    g = q.add_mutually_exclusive_group(required=True)
+    g.add_argument("--violation", type=int, help="a violation episode's id (sewerwatch findings list)")
+    g.add_argument("--finding", type=int, help="a finding's id (sewerwatch findings list)")
+    g.add_argument("--snc", metavar="SITE", help="a user in significant noncompliance (with --period)")
+    q.add_argument("--period", default=None, help="the SNC period (with --snc)")
+    q.add_argument("--on", default=None, help="the day of drafting (default: today)")
+    q.add_argument("--out", default=".", metavar="DIR", help="where the HTML and PDF go (default .)")
+    q.add_argument("--by", default=None)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_notice_draft)
+    q = ns.add_parser("issue", help="issue a drafted notice (its response deadline counts from the issue date)")
+    q.add_argument("notice", help="id or number")
+    q.add_argument("--on", default=None, help="the issue date (default: today)")
+    q.add_argument("--out", default=".", metavar="DIR")
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_notice_issue)
+    q = ns.add_parser("response", help="record the user's response")
+    q.add_argument("notice")
+    q.add_argument("--on", required=True, help="the day it was received")
+    q.add_argument("--note", default=None)
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_notice_response)
+    q = ns.add_parser("close", help="close a notice")
+    q.add_argument("notice")
+    q.add_argument("--on", default=None, help="default: today")
+    q.add_argument("--note", default=None)
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_notice_close)
+    q = ns.add_parser("escalate", help="escalate a notice to the guide's next action (drafts it)")
+    q.add_argument("notice")
+    q.add_argument("--on", default=None, help="default: today")
+    q.add_argument("--note", default=None)
+    q.add_argument("--out", default=".", metavar="DIR")
+    q.add_argument("--by", default=None)
+    q.set_defaults(func=_notice_escalate)
+    q = ns.add_parser("list")
+    q.add_argument("--site", default=None)
+    q.add_argument("--state", action="append", default=None)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_notice_list)
+    q = ns.add_parser("show", help="a notice and its audit trail")
+    q.add_argument("notice")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_notice_show)
+    q = ns.add_parser("pdf", help="render a notice again from the database")
+    q.add_argument("notice")
+    q.add_argument("--out", default=".", metavar="DIR")
+    q.set_defaults(func=_notice_pdf)
+
+    p = sub.add_parser("due", help="what is due and overdue: notices awaiting a response, reports owed, milestones",
+                       description="The superintendent's enforcement list: issued notices awaiting a response (an "
+                       "unanswered one with the guide's proposed next action), reports owed (the accidental-discharge "
+                       "reports the alerts call for among them), compliance schedule milestones; the words of the "
+                       "requirement behind each. --alert opens an alert for each overdue item once; --notify also "
+                       "sends it to the config's contacts.")
+    p.add_argument("--as-of", default=None, help="judge at the end of this local day (default: now)")
+    p.add_argument("--alert", action="store_true", help="open an enforcement alert for each overdue item (once)")
+    p.add_argument("--notify", action="store_true", help="with --alert: send the new alerts to the contacts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_due)
+
+    p = sub.add_parser("report", help="the annual SNC publication list and the annual pretreatment report")
+    rp = p.add_subparsers(dest="report_command", metavar="KIND", required=True)
+    q = rp.add_parser("snc", help="users in significant noncompliance during a year, for the newspaper")
+    q.add_argument("--year", required=True)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_report_snc)
+    q = rp.add_parser("annual", help="the pretreatment program's annual report (HTML, PDF, JSON)")
+    q.add_argument("--year", required=True)
+    q.add_argument("--out", default=".", metavar="DIR")
+    q.add_argument("--on", default=None, help="the report's date (default: today)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_report_annual)
+
+
+# --- shared ------------------------------------------------------------------------------
+
+def _tz(ctx):
+    from lab.ordinance import pack_timezone   # lazy: see the module docstring
+
+    cfg = ctx.config
+    return ZoneInfo(cfg.timezone) if cfg.timezone else pack_timezone(cfg.pack)
+
+
+def _now(ctx, as_of: str | None) -> datetime:
+    from enforcement.due import as_of as parse_as_of   # lazy
+
+    now = datetime.now(timezone.utc)
+    if as_of is None:
+        return now
+    t = parse_as_of(_day(as_of, "--as-of").isoformat(), _tz(ctx))
+    if t.date() > now.astimezone(_tz(ctx)).date():
+        raise InputError(f"--as-of {as_of} is in the future: findings that have not arisen would be recorded")
+    return t
+
+
+def _today(ctx, text: str | None, what: str = "--on") -> date:
+    return _day(text, what) if text else datetime.now(_tz(ctx)).date()
+
+
+def _refresh(ctx, conn, now: datetime):
+    """The computed findings, current at ``now``; the settings and the guide."""
+    from enforcement import milestones, reports   # lazy
+    from enforcement.guide import load_guide
+    from enforcement.settings import settings
+
+    st = settings(ctx.config)
+    guide = load_guide(st.guide)
+    reports.check(conn, now, st.accidental_report_hours)
+    milestones.check(conn, now)
+    return st, guide
+
+
+def _json(x) -> str:
+    return json.dumps(x, indent=2, default=lambda o: o.isoformat() if hasattr(o, "isoformat") else str(o))
+
+
+# --- findings ----------------------------------------------------------------------------
+
+def _findings_list(args, ctx) -> int:
+    from enforcement import findings as fnd   # lazy
+
+    tz = _tz(ctx)
+    today = datetime.now(tz).date()
+    since = _day(args.since, "--since") if args.since else date(today.year, 1, 1)
+    until = _day(args.until, "--until") if args.until else date.fromordinal(today.toordinal() + 1)
+    with ctx.connect("owner") as conn:
+        _refresh(ctx, conn, datetime.now(timezone.utc))
+        if args.site:
+            fnd.site(conn, args.site)
+        vs = fnd.violations_between(conn, datetime(since.year, since.month, since.day, tzinfo=tz),
+                                    datetime(until.year, until.month, until.day, tzinfo=tz), args.site)
+        fs = fnd.findings_between(conn, since, until, args.site)
+    if args.json:
+        print(_json({"violations": vs, "findings": fs}))
+        return 0
+    for v in vs:
+        print(f"violation {v['id']:<5} {v['site']:<12} {fnd.violation_kind(v):<14} {v['rule']:<16} "
+              f"{v['start'].astimezone(tz):%Y-%m-%d %H:%M} peak {v['peak']:g} {v['unit'] or ''} ({v['source']})")
+    for f in fs:
+        crit = f" SNC ({f['snc_criterion']})" if f["snc_criterion"] else ""
+        print(f"finding   {f['id']:<5} {f['site']:<12} {f['kind']:<14} {f['occurred'].isoformat()}{crit}  {f['summary']}")
+    if not vs and not fs:
+        print(f"no violations or findings from {since} to {until}")
+    return 0
+
+
+def _findings_record(args, ctx) -> int:
+    from enforcement import findings as fnd   # lazy
+
+    with ctx.connect("owner") as conn:
+        fid = fnd.record(conn, args.site, args.kind, _day(args.on, "--on"), args.summary, by=args.by,
+                         violation_id=args.violation, evidence={"days": args.days} if args.days else None)
+    print(f"finding {fid} recorded: {args.kind} at {args.site} on {args.on} "
+          f"(SNC criterion ({fnd.KINDS[args.kind][1]}))")
+    return 0
+
+
+# --- reports owed ------------------------------------------------------------------------
+
+def _reports_require(args, ctx) -> int:
+    from enforcement import reports   # lazy
+
+    period = (_day(args.period[0], "--period"), _day(args.period[1], "--period")) if args.period else None
+    with ctx.connect("owner") as conn:
+        rid = reports.require(conn, args.site, args.kind, _day(args.due, "--due"), title=args.title, period=period,
+                              citation=args.citation, words=args.words, by=args.by)
+    print(f"report {rid}: {args.site} owes a {args.kind} report due {args.due}")
+    return 0
+
+
+def _reports_receive(args, ctx) -> int:
+    from enforcement import reports   # lazy
+
+    with ctx.connect("owner") as conn:
+        r = reports.receive(conn, args.id, _day(args.on, "--on"), by=args.by, note=args.note)
+        st = reports.status(r, datetime.now(timezone.utc))
+    print(f"report {r['id']} ({r['site']}, {r['title']}): {st['words']}" + (" (a finding: late)" if st["late"] else ""))
+    return 0
+
+
+def _reports_list(args, ctx) -> int:
+    from enforcement import reports   # lazy
+
+    now = _now(ctx, args.as_of)
+    with ctx.connect("owner") as conn:
+        _refresh(ctx, conn, now)
+        rows = reports.list_reports(conn, now, args.site, open_only=args.open)
+    if args.json:
+        print(_json(rows))
+        return 0
+    for r in rows:
+        print(f"{r['id']:<5} {r['site']:<12} {r['kind']:<21} {r['title']}: {r['words']}"
+              + ("  [FINDING: late]" if r["late"] else ""))
+    if not rows:
+        print("no reports owed")
+    return 0
+
+
+# --- milestones --------------------------------------------------------------------------
+
+def _milestones_add(args, ctx) -> int:
+    from enforcement import milestones   # lazy
+
+    with ctx.connect("owner") as conn:
+        mid = milestones.add(conn, args.site, args.description, _day(args.due, "--due"), source=args.source,
+                             by=args.by)
+    print(f"milestone {mid}: {args.site}, '{args.description}' due {args.due}")
+    return 0
+
+
+def _milestones_met(args, ctx) -> int:
+    from enforcement import milestones   # lazy
+
+    with ctx.connect("owner") as conn:
+        milestones.met(conn, args.id, _day(args.on, "--on"), by=args.by)
+    print(f"milestone {args.id} met on {args.on}")
+    return 0
+
+
+def _milestones_list(args, ctx) -> int:
+    from enforcement import milestones   # lazy
+
+    with ctx.connect("owner") as conn:
+        rows = milestones.list_milestones(conn, args.site)
+    if args.json:
+        print(_json(rows))
+        return 0
+    for m in rows:
+        print(f"{m['id']:<5} {m['site']:<12} due {m['due_on']}  {'met ' + m['met_on'].isoformat() if m['met_on'] else 'not met':<14} "
+              f"{m['description']}" + (f" ({m['source']})" if m["source"] else ""))
+    if not rows:
+        print("no milestones")
+    return 0
+
+
+# --- SNC ---------------------------------------------------------------------------------
+
+def _snc(args, ctx) -> int:
+    from enforcement import findings as fnd   # lazy
+    from enforcement import snc
+    from enforcement.periods import snc_period
+
+    period = snc_period(args.period)
+    now = _now(ctx, args.as_of)
+    with ctx.connect("owner") as conn:
+        _refresh(ctx, conn, now)
+        if args.site:
+            fnd.site(conn, args.site)
+        results = snc.evaluate(conn, period, args.site)
+    if args.json:
+        print(_json(results))
+        return 0
+    print(f"Significant noncompliance, {period.name}: {period.start} to {period.last_day} "
+          f"({snc.SNC_CITATION}); "
+          f"as of {now.astimezone(_tz(ctx)):%Y-%m-%d}")
+    for r in results:
+        print()
+        print(snc.explain(r))
+    if not results:
+        print("no industrial users in the database")
+    return 0
+
+
+# --- notices -----------------------------------------------------------------------------
+
+def _guide_and_head(ctx):
+    from enforcement.guide import load_guide   # lazy
+    from enforcement.settings import settings
+    from lab.documents.pdf import letterhead
+
+    return load_guide(settings(ctx.config).guide), letterhead(ctx.config)
+
+
+def _snc_finding(ctx, conn, site_key: str, period_text: str | None, on: date) -> int:
+    """The finding of a user's SNC in a period (stored once), for a notice."""
+    from enforcement import findings as fnd   # lazy
+    from enforcement import snc
+    from enforcement.periods import snc_period
+
+    if not period_text:
+        raise InputError("--snc needs --period (e.g. 2026H1)")
+    period = snc_period(period_text)
+    s = fnd.site(conn, site_key)
+    [r] = snc.evaluate(conn, period, site_key)
+    if not r["snc"]:
+        raise InputError(f"{site_key} is not in significant noncompliance in {period.name} "
+                         f"(sewerwatch snc --period {period.name} --site {site_key} explains)")
+    crit = [{"criterion": c, "title": r["criteria"][c]["title"], "words": r["criteria"][c]["words"],
+             "explanation": r["criteria"][c]["explanation"]} for c in r["criteria_met"]]
+    with conn.transaction():
+        fid = fnd.store_finding(
+            conn, s.id, "snc", on, f"significant noncompliance in {period.name} ({period.start} to {period.last_day}): "
+            + ", ".join(f"({c['criterion']}) {c['title']}" for c in crit),
+            key=f"snc:{site_key}:{period.name}", citation=fnd.SNC_CITATION,
+            words=" ".join(f"({c['criterion']}) {c['words']}" for c in crit),
+            period=(period.start, period.end), evidence={"period": period.name, "criteria": crit})
+    if fid is None:
+        fid = conn.execute("SELECT id FROM findings WHERE key = %s", (f"snc:{site_key}:{period.name}",)).fetchone()[0]
+    return fid
+
+
+def _notice_draft(args, ctx) -> int:
+    from enforcement import notices   # lazy
+    from enforcement.documents.notice_page import write_notice
+
+    guide, head = _guide_and_head(ctx)
+    on = _today(ctx, args.on)
+    with ctx.connect("owner") as conn:
+        _refresh(ctx, conn, datetime.now(timezone.utc))
+        finding_id = args.finding
+        if args.snc:
+            finding_id = _snc_finding(ctx, conn, args.snc, args.period, on)
+        n = notices.draft(conn, guide, head, on, violation_id=args.violation, finding_id=finding_id, by=args.by)
+    html_path, pdf_path, _pdf = write_notice(n["document"], None, args.out)
+    if args.json:
+        print(_json({**n, "html": str(html_path), "pdf": str(pdf_path)}))
+        return 0
+    doc = n["document"]
+    print(f"{n['number']} drafted: {doc['title']} to {doc['site']['name']} for {doc['finding']['ref']} "
+          f"({doc['finding_words']}); respond within {n['respond_within_days']} days of issue")
+    print(f"  requirement: {doc['requirement']['citation']}")
+    print(f"  days of violation: {doc['days_of_violation']['days']}")
+    for f in doc["forfeitures"]:
+        print(f"  {f['citation']}: {f['sentence']}")
+    print(f"wrote {html_path} and {pdf_path}; issue it with: sewerwatch notice issue {n['number']}")
+    return 0
+
+
+def _notice_issue(args, ctx) -> int:
+    from enforcement import notices   # lazy
+    from enforcement.documents.notice_page import write_notice
+
+    on = _today(ctx, args.on)
+    with ctx.connect("owner") as conn:
+        n = notices.notice(conn, args.notice)
+        if n["state"] != "drafted":
+            raise InputError(f"notice {n['number']} is {n['state']}: only a drafted notice is issued")
+        html_path, pdf_path, pdf = write_notice(n["document"], on, args.out)
+        n = notices.issue(conn, n["id"], on, by=args.by, pdf=pdf)
+    print(f"{n['number']} issued {n['issued_on']}: response due {n['response_due']}; wrote {html_path} and {pdf_path}")
+    return 0
+
+
+def _notice_response(args, ctx) -> int:
+    from enforcement import notices   # lazy
+
+    with ctx.connect("owner") as conn:
+        n = notices.respond(conn, args.notice, _day(args.on, "--on"), by=args.by, note=args.note)
+    late = n["response_due"] and n["response_received_on"] > n["response_due"]
+    print(f"{n['number']}: response received {n['response_received_on']}"
+          + (f", after its deadline {n['response_due']}" if late else ""))
+    return 0
+
+
+def _notice_close(args, ctx) -> int:
+    from enforcement import notices   # lazy
+
+    with ctx.connect("owner") as conn:
+        n = notices.close(conn, args.notice, _today(ctx, args.on), by=args.by, note=args.note)
+    print(f"{n['number']}: closed {n['closed_on']}")
+    return 0
+
+
+def _notice_escalate(args, ctx) -> int:
+    from enforcement import notices   # lazy
+    from enforcement.documents.notice_page import write_notice
+
+    guide, head = _guide_and_head(ctx)
+    with ctx.connect("owner") as conn:
+        old, new = notices.escalate(conn, args.notice, _today(ctx, args.on), guide, head, by=args.by, note=args.note)
+    html_path, pdf_path, _pdf = write_notice(new["document"], None, args.out)
+    print(f"{old['number']} escalated: {new['number']} drafted ({new['document']['title']}, respond within "
+          f"{new['respond_within_days']} days of issue); wrote {html_path} and {pdf_path}")
+    return 0
+
+
+def _notice_list(args, ctx) -> int:
+    from enforcement import notices   # lazy
+
+    with ctx.connect("owner") as conn:
+        rows = notices.list_notices(conn, args.site, tuple(args.state) if args.state else None)
+    if args.json:
+        print(_json([{k: v for k, v in n.items() if k != "document"} for n in rows]))
+        return 0
+    for n in rows:
+        print(f"{n['number']:<13} {n['site']:<12} {n['state']:<17} drafted {n['drafted_on']}"
+              + (f" issued {n['issued_on']} due {n['response_due']}" if n["issued_on"] else "")
+              + f"  {n['document']['finding']['summary']}")
+    if not rows:
+        print("no notices")
+    return 0
+
+
+def _notice_show(args, ctx) -> int:
+    from enforcement import notices   # lazy
+
+    with ctx.connect("owner") as conn:
+        n = notices.notice(conn, args.notice)
+        ev = notices.events(conn, n["id"])
+    if args.json:
+        print(_json({**n, "events": ev}))
+        return 0
+    doc = n["document"]
+    print(f"{n['number']}: {doc['title']} to {doc['site']['name']} ({n['state']})")
+    print(f"  finding: {doc['finding']['ref']}: {doc['finding']['summary']}")
+    print(f"  requirement: {doc['requirement']['citation']}")
+    print(f"  action: {doc['action']['title']}, respond within {n['respond_within_days']} days"
+          + (f" (due {n['response_due']})" if n["response_due"] else ""))
+    print("  audit trail:")
+    for e in ev:
+        print(f"    {e['at']:%Y-%m-%d %H:%M} {e['actor']:<14} {e['event']:<18}"
+              + (f" {e['from'] or '-'} -> {e['to']}" if e["to"] else "") + (f"  {e['note']}" if e["note"] else ""))
+    return 0
+
+
+def _notice_pdf(args, ctx) -> int:
+    from enforcement import notices   # lazy
+    from enforcement.documents.notice_page import write_notice
+
+    with ctx.connect("owner") as conn:
+        n = notices.notice(conn, args.notice)
+    html_path, pdf_path, _pdf = write_notice(n["document"], n["issued_on"], args.out)
+    print(f"wrote {html_path} and {pdf_path}")
+    return 0
+
+
+# --- due ---------------------------------------------------------------------------------
+
+def _due(args, ctx) -> int:
+    from enforcement import due   # lazy
+
+    now = _now(ctx, args.as_of)
+    with ctx.connect("owner") as conn:
+        st, guide = _refresh(ctx, conn, now)
+        items = due.due_items(conn, now, st, guide)
+        raised = due.raise_alerts(conn, now, st, guide) if args.alert else []
+    if args.notify and raised:
+        _deliver(ctx, raised)
+    if args.json:
+        print(_json({"items": [i.as_json() for i in items], "alerts_opened": [a[0] for a in raised]}))
+        return 0
+    for i in items:
+        print(f"{'OVERDUE' if i.overdue else 'due':<8} {i.due[:16]:<16} {i.title}")
+        if i.proposal:
+            print(f"         proposed: {i.proposal}")
+    if not items:
+        print("nothing due or overdue")
+    for aid, title, _b, _p in raised:
+        print(f"alert #{aid} opened: {title}")
+    return 0
+
+
+def _deliver(ctx, raised) -> None:
+    """Send new enforcement alerts to the primary contacts (and the console)."""
+    from alerts.channels import build_routes   # lazy
+
+    routes = [r for r in build_routes(ctx.config) if not r.escalation]
+    for _aid, title, body, payload in raised:
+        for r in routes:
+            try:
+                r.channel.send(title, body, payload)
+            except Exception as exc:  # noqa: BLE001 - one failed channel must not hide the others
+                print(f"sewerwatch: warning: alert not delivered via {getattr(r.channel, 'name', r.channel)}: {exc}")
+
+
+# --- reports -----------------------------------------------------------------------------
+
+def _year(text: str) -> int:
+    from enforcement.periods import year_period   # lazy
+
+    return int(year_period(text).name)
+
+
+def _report_snc(args, ctx) -> int:
+    from enforcement.annual import publication_text, snc_list   # lazy
+
+    year = _year(args.year)
+    with ctx.connect("owner") as conn:
+        st, _guide = _refresh(ctx, conn, datetime.now(timezone.utc))
+        lst = snc_list(conn, year, st.snc_periods)
+    if args.json:
+        print(_json(lst))
+    else:
+        print(publication_text(lst, ctx.config.name))
+    return 0
+
+
+def _report_annual(args, ctx) -> int:
+    from enforcement.annual import annual_report   # lazy
+    from enforcement.documents.annual_page import write_report
+    from lab.documents.pdf import letterhead
+
+    year = _year(args.year)
+    head = letterhead(ctx.config)
+    on = _today(ctx, args.on)
+    with ctx.connect("owner") as conn:
+        st, _guide = _refresh(ctx, conn, datetime.now(timezone.utc))
+        rep = annual_report(conn, year, st.snc_periods, head.village)
+    paths = write_report(rep, head, on, args.out)
+    if args.json:
+        print(_json(rep))
+    else:
+        t = rep["totals"]
+        print(f"annual report {year}: {len(rep['users'])} users, {t['samples_taken']} samples, "
+              f"{t['violation_episodes']} violation episodes ({t['days_of_violation']} days), {t['notices']} notices, "
+              f"{t['users_in_snc']} in SNC, surcharges billed ${t['surcharge_dollars']:,.2f}")
+        print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+__all__ = ["register"]

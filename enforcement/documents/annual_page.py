@@ -1,0 +1,93 @@
+"""The pretreatment program's annual report as people read it (HTML and PDF, letter size),
+from the data of :func:`enforcement.annual.annual_report` alone."""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import date
+from pathlib import Path
+
+from lab.documents.pdf import Letterhead, document, write_pdf
+
+e = html.escape
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def body_html(rep: dict, issued_on: date) -> str:
+    t = rep["totals"]
+    users = "".join(
+        f"<tr><td>{e(u['name'])}</td><td>{e(u['site'])}</td><td>{e(u['permit'] or 'none')}</td>"
+        f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u['results']}</td></tr>"
+        for u in rep["users"])
+    viol_rows = "".join(
+        f"<tr><td>{e(u['name'])}</td><td>{e(v['rule'])}</td><td>{e(v['parameter'])}</td><td>{e(v['source'])}</td>"
+        f"<td class=n>{v['episodes']}</td><td class=n>{v['days_of_violation']}</td><td class=small>{e(v['citation'])}</td></tr>"
+        for u in rep["users"] for v in u["violations"])
+    viol = ("<table><tr><th>user</th><th>rule</th><th>parameter</th><th>found by</th><th class=n>episodes</th>"
+            f"<th class=n>days</th><th>citation</th></tr>{viol_rows}</table>" if viol_rows else "<p>No violations.</p>")
+    note_rows = "".join(
+        f"<tr><td>{e(n['number'])}</td><td>{e(u['name'])}</td><td>{e(n['finding'])}</td><td>{e(n['issued_on'] or '-')}</td>"
+        f"<td>{e(n['state'])}</td><td>{e(n['closed_on'] or n['response_received_on'] or '')}</td></tr>"
+        for u in rep["users"] for n in u["notices"])
+    notes = ("<table><tr><th>notice</th><th>user</th><th>finding</th><th>issued</th><th>state</th><th>on</th></tr>"
+             f"{note_rows}</table>" if note_rows else "<p>No notices.</p>")
+    outcomes = ", ".join(f"{k}: {v}" for k, v in sorted(rep["notice_outcomes"].items())) or "none"
+    snc = rep["snc"]
+    snc_rows = "".join(
+        f"<tr><td>{e(u['name'])}</td><td>{e(u['permit'] or '')}</td><td>{e(p['period'])}</td>"
+        f"<td>{e('; '.join('(' + c['criterion'] + ') ' + c['title'] for c in p['criteria']))}</td></tr>"
+        for u in snc["users"] for p in u["periods"])
+    snc_html = ("<table><tr><th>user</th><th>permit</th><th>period</th><th>criteria met</th></tr>"
+                f"{snc_rows}</table>" if snc_rows else "<p>No user was in significant noncompliance.</p>")
+    bill_rows = "".join(
+        f"<tr><td>{e(u['name'])}</td><td>{e(', '.join(q['quarter'] for q in u['billed']['quarters']) or '-')}</td>"
+        f"<td class=n>{_money(u['billed']['surcharge_dollars'])}</td><td class=n>{_money(u['billed']['total_dollars'])}</td></tr>"
+        for u in rep["users"])
+    periods = ", ".join(f"{p['name']} ({p['start']} to {p['end']})" for p in snc["periods"])
+    return f"""<h1>Pretreatment program annual report {rep['year']}</h1>
+<p>{e(rep['utility'])}. Reporting year {e(rep['period']['start'])} to {e(rep['period']['end'])} (exclusive).
+Date of the report: {issued_on.isoformat()}.</p>
+<h2>Summary</h2>
+<table>
+<tr><th>industrial users</th><td class=n>{len(rep['users'])}</td></tr>
+<tr><th>samples taken</th><td class=n>{t['samples_taken']}</td></tr>
+<tr><th>violation episodes</th><td class=n>{t['violation_episodes']}</td></tr>
+<tr><th>days of violation</th><td class=n>{t['days_of_violation']}</td></tr>
+<tr><th>notices and orders</th><td class=n>{t['notices']}</td></tr>
+<tr><th>users in significant noncompliance</th><td class=n>{t['users_in_snc']}</td></tr>
+<tr><th>surcharges billed</th><td class=n>{_money(t['surcharge_dollars'])}</td></tr>
+<tr><th>all charges billed</th><td class=n>{_money(t['billed_dollars'])}</td></tr>
+</table>
+<h2>Industrial users and permits</h2>
+<table><tr><th>user</th><th>id</th><th>permit</th><th>SIC</th><th class=n>samples taken</th><th class=n>results</th></tr>{users}</table>
+<h2>Violations by kind</h2>
+{viol}
+<h2>Notices and their outcomes</h2>
+{notes}
+<p>Outcomes: {e(outcomes)}.</p>
+<h2>Significant noncompliance</h2>
+<p>Periods: {e(periods)} ({e(snc['citation'])}).</p>
+{snc_html}
+<h2>Charges billed</h2>
+<table><tr><th>user</th><th>quarters</th><th class=n>surcharges</th><th class=n>all charges</th></tr>{bill_rows}</table>"""
+
+
+def render_html(rep: dict, head: Letterhead, issued_on: date) -> str:
+    return document(f"Pretreatment program annual report {rep['year']}", body_html(rep, issued_on), head,
+                    issued=issued_on, footer=f"Annual report {rep['year']}, {rep['utility']}")
+
+
+def write_report(rep: dict, head: Letterhead, issued_on: date, out_dir: str | Path) -> list[Path]:
+    """``annual-report-<year>.json``, ``.html`` and ``.pdf``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"annual-report-{rep['year']}"
+    page = render_html(rep, head, issued_on)
+    stem.with_suffix(".json").write_text(json.dumps(rep, indent=2, default=str) + "\n", encoding="utf-8")
+    stem.with_suffix(".html").write_text(page, encoding="utf-8")
+    write_pdf(page, stem.with_suffix(".pdf"), issued=issued_on)
+    return [stem.with_suffix(".json"), stem.with_suffix(".html"), stem.with_suffix(".pdf")]

@@ -1,0 +1,168 @@
+"""A notice of violation (or an order after one) as people read it: HTML and PDF, letter size,
+in the documents' page template (:mod:`lab.documents.pdf`), drawn from the notice's stored
+document alone (:mod:`enforcement.notices`) and its issue date.
+
+The page: the village's letterhead; the notice's title, number and date; the industrial user
+and its permit; what the village finds; the requirement violated in the ordinance's words
+with its citation by the ordinance's title; the evidence (a chart of the episode's readings
+with the limit drawn and their figures, or the lab results with the laboratory and the
+sample ids, or the report or schedule data); the days of violation and the forfeiture range
+the ordinance sets for them; the corrective action and the report demanded; the response
+deadline; who signs. A draft says DRAFT on every page.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from enforcement.documents.episode_chart import episode_svg
+from lab.documents.pdf import Letterhead, document, write_pdf
+
+e = html.escape
+
+
+def _local(iso: str, tz: str) -> str:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _readings_evidence(ev: dict, tz: str) -> str:
+    unit = ev.get("unit") or ""
+    rows = [("Sensor", f"{ev.get('sensor') or ''} ({ev['parameter']})"),
+            ("Episode", f"{_local(ev['start'], tz)} to {_local(ev['end'], tz)}"),
+            ("Most extreme reading", f"{ev['peak']:g} {unit}" + (f" at {_local(ev['peak_time'], tz)}"
+                                                                 if ev.get("peak_time") else "")),
+            ("Limit", f"{ev.get('comparison') or ''} {ev['limit']:g} {unit}".strip())]
+    if ev.get("readings_in_episode"):
+        rows.append(("Readings beyond the limit", f"{ev['readings_in_episode']}"))
+    rows.append(("Readings drawn", f"{len(ev['points'])} from {_local(ev['from'], tz)} to {_local(ev['to'], tz)}"))
+    table = "".join(f"<tr><th>{e(a)}</th><td>{e(b)}</td></tr>" for a, b in rows)
+    return f'<div class="chart">{episode_svg(ev, tz)}</div><table>{table}</table>'
+
+
+def _lab_evidence(ev: dict, tz: str) -> str:
+    head = ("<tr><th>laboratory</th><th>sample id</th><th>collected</th><th>analyte</th><th class=n>mg/l</th>"
+            "<th>method</th><th>record</th></tr>")
+    rows = "".join(
+        f"<tr><td>{e(s['laboratory'] or 'not given')}</td><td>{e(s['sample'])}</td><td>{e(_local(s['collected'], tz))}</td>"
+        f"<td>{e(s['analyte'])}</td><td class=n>{'&lt;' if s['non_detect'] else ''}{s['mg_l']:g}</td>"
+        f"<td>{e(s['method'] or '')}</td><td class=small>{e(s['source'] or '')}"
+        f"{' (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
+        for s in ev["samples"])
+    basis = ""
+    if ev.get("statistic") == "period-average" and ev.get("average_mg_l") is not None:
+        basis = f"<p>The average of these results is {ev['average_mg_l']:g} mg/l; the limit is {ev['limit']:g} mg/l.</p>"
+    elif ev.get("limit") is not None:
+        basis = f"<p>The limit is {ev['limit']:g} {e(ev.get('unit') or 'mg/l')} in any sample.</p>"
+    return f"<table>{head}{rows}</table>{basis}"
+
+
+_SKIP = {"kind", "snc_criterion"}
+
+
+def _facts_evidence(ev: dict) -> str:
+    rows = "".join(f"<tr><th>{e(str(k).replace('_', ' '))}</th><td>{e(_plain(v))}</td></tr>"
+                   for k, v in ev.items() if k not in _SKIP and v is not None and k != "criteria")
+    out = f"<table>{rows}</table>" if rows else ""
+    for c in ev.get("criteria", []):
+        out += (f"<h3>({e(c['criterion'])}) {e(c['title'])}</h3><p class=quote>{e(c['words'])}</p>"
+                + "".join(f"<p class=small>{e(x)}</p>" for x in c["explanation"]))
+    return out
+
+
+def _plain(v) -> str:
+    if isinstance(v, list):
+        return ", ".join(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_plain(x)}" for k, x in v.items())
+    return str(v)
+
+
+def evidence_html(doc: dict) -> str:
+    ev, tz = doc["evidence"], doc["timezone"]
+    if ev.get("kind") == "readings":
+        return _readings_evidence(ev, tz)
+    if ev.get("kind") == "lab":
+        return _lab_evidence(ev, tz)
+    return _facts_evidence(ev)
+
+
+def response_due(doc: dict, issued_on: date | None) -> date | None:
+    return issued_on + timedelta(days=doc["respond_within_days"]) if issued_on else None
+
+
+def body_html(doc: dict, issued_on: date | None) -> str:
+    """The notice's body (under the letterhead)."""
+    site, req = doc["site"], doc["requirement"]
+    due = response_due(doc, issued_on)
+    dated = f"Date of issue: {issued_on.isoformat()}" if issued_on else "Draft: not issued"
+    permit = f"Wastewater discharge permit {e(site['permit'])}" if site.get("permit") else "No discharge permit on file"
+    prev = doc.get("escalated_from")
+    prev_html = ""
+    if prev:
+        prev_html = (f"<p>This {e(doc['title'].lower())} follows {e(prev['title'].lower())} {e(prev['number'])}"
+                     + (f" of {e(prev['issued_on'])}" if prev.get("issued_on") else "")
+                     + (f", to which no adequate response was received by its deadline of {e(prev['response_due'])}"
+                        if prev.get("response_due") else "") + ".</p>")
+    days = doc["days_of_violation"]
+    dates = f" ({', '.join(days['dates'])})" if days.get("dates") else ""
+    forf = "".join(
+        f"<h3>{e(f['citation'])}</h3><p class=quote>&#8220;{'&#8230;' if f['words'][:1].islower() else ''}"
+        f"{e(f['words'])}&#8221;</p><p><b>Range: {e(f['sentence'])}.</b></p>" for f in doc["forfeitures"])
+    if not forf:
+        forf = f"<p>{e(doc.get('forfeiture_note') or '')}</p>"
+    deadline = (f"<p><b>Respond in writing by {due.isoformat()}</b> ({doc['respond_within_days']} days from the date "
+                "of this notice).</p>" if due else
+                f"<p><b>Respond in writing within {doc['respond_within_days']} days of the date of issue.</b></p>")
+    lh = doc["letterhead"]
+    sign = "".join(f"<div>{e(x)}</div>" for x in (lh.get("signed_by"), lh.get("signer_title"), lh["village"]) if x)
+    return f"""<h1>{e(doc['title'])} {e(doc['number'])}</h1>
+<p>{e(dated)}</p>
+<p><b>To:</b> {e(site['name'])} ({e(site['key'])})<br>{permit}{', SIC ' + e(site['sic']) if site.get('sic') else ''}</p>
+<p>{e(doc['action']['words'])}</p>
+{prev_html}
+<h2>Finding</h2>
+<p>{e(doc['finding_words'][:1].upper() + doc['finding_words'][1:])}: {e(doc['finding']['summary'])}
+<span class=small>({e(doc['finding']['ref'])})</span></p>
+<h2>Requirement violated</h2>
+<p><b>{e(req['citation'])}</b></p>
+<p class=quote>&#8220;{e(req['words'])}&#8221;</p>
+<h2>Evidence</h2>
+{evidence_html(doc)}
+<h2>Days of violation</h2>
+<p>{days['days']} day{'s' if days['days'] != 1 else ''} of violation{e(dates)}: {e(days['how'])}.</p>
+<h2>Penalties</h2>
+{forf}
+<h2>Corrective action required</h2>
+<p>{e(doc['corrective_action'])}</p>
+<h2>Report required</h2>
+<p>{e(doc['report_demanded'])}</p>
+<h2>Response</h2>
+{deadline}
+<p class=small>Enforcement response: {e(doc['guide']['name'])}, {e(doc['guide']['row'])}; recurrence {doc['recurrence']}.</p>
+<div style="margin-top:24pt">{sign}</div>"""
+
+
+def head_of(doc: dict) -> Letterhead:
+    lh = doc["letterhead"]
+    return Letterhead(lh["village"], tuple(lh["lines"]), lh.get("signed_by"), lh.get("signer_title"))
+
+
+def render_html(doc: dict, issued_on: date | None) -> str:
+    return document(f"{doc['title']} {doc['number']}", body_html(doc, issued_on), head_of(doc), issued=issued_on,
+                    draft=None if issued_on else "DRAFT: not issued",
+                    footer=f"{doc['number']}, {doc['site']['name']}")
+
+
+def write_notice(doc: dict, issued_on: date | None, out_dir: str | Path) -> tuple[Path, Path, bytes]:
+    """Write ``<number>.html`` and ``.pdf`` (``<number>-draft.*`` before issue); return the
+    paths and the PDF's bytes."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / (doc["number"] + ("" if issued_on else "-draft"))
+    page = render_html(doc, issued_on)
+    stem.with_suffix(".html").write_text(page, encoding="utf-8")
+    pdf = write_pdf(page, stem.with_suffix(".pdf"), issued=issued_on)
+    return stem.with_suffix(".html"), stem.with_suffix(".pdf"), pdf

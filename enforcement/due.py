@@ -1,0 +1,196 @@
+"""What is due and what is overdue: the superintendent's enforcement list, and its alerts.
+
+:func:`due_items` lists, at an instant: issued notices awaiting a response (overdue once the
+deadline has passed, with the guide's proposed next action and its deadline), reports owed by
+industrial users (due, overdue, and the ones late enough to be findings), and compliance
+schedule milestones coming or missed; each item carries the words of the requirement behind
+it. :func:`raise_alerts` opens one alert (``alerts.kind`` ``enforcement``) for each overdue
+item not alerted before and returns their messages, so that whatever delivers alerts (the
+``sewerwatch due --notify`` command, or ``sewerwatch run``'s periodic tick) sends each once.
+
+Wiring into ``sewerwatch run``: call :func:`raise_alerts` on a timer (every few minutes is
+plenty: deadlines are days) with an owner connection, and hand each returned
+``(alert_id, title, body, payload)`` to the alert manager's delivery, as a primary-list event.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timedelta
+
+from enforcement import milestones, notices, reports
+from enforcement.guide import Guide
+from enforcement.periods import local_date
+from enforcement.settings import Settings
+from lab.ordinance import pack_timezone
+
+#: items due within this many days are listed as coming
+HORIZON_DAYS = 14
+
+
+@dataclass
+class Item:
+    """One thing due or overdue.
+
+    Attributes
+    ----------
+    key : str
+        Stable identity (``notice-unanswered:12``): an alert is raised once per key.
+    kind : str
+        ``notice-unanswered``, ``notice-awaiting``, ``report-overdue``, ``report-due``,
+        ``milestone-overdue``, ``milestone-due``.
+    overdue : bool
+    due : str
+        The deadline (ISO date or instant).
+    title : str
+        One line.
+    citation, words : str
+        The requirement behind it, in the ordinance's (or permit's, or regulation's) words.
+    proposal : str or None
+        For an unanswered notice: the guide's next action and its deadline.
+    """
+
+    key: str
+    kind: str
+    site: str
+    site_name: str
+    overdue: bool
+    due: str
+    title: str
+    citation: str = ""
+    words: str = ""
+    proposal: str | None = None
+    ref: dict = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def _notice_items(conn, now: datetime, guide: Guide) -> list[Item]:
+    out = []
+    for n in notices.list_notices(conn, states=("issued",)):
+        doc = n["document"]
+        today = local_date(now, pack_timezone_of(conn, n["site"]))
+        overdue = n["response_due"] is not None and today > n["response_due"]
+        proposal = None
+        if overdue:
+            esc = guide.escalation(n["action"])
+            proposal = (f"{esc.to.title}, response within {esc.respond_within_days} days "
+                        f"(guide {esc.where}): sewerwatch notice escalate {n['number']}"
+                        if esc else "the guide has no further step: refer to the village attorney")
+        elif n["response_due"] is not None and (n["response_due"] - today).days > HORIZON_DAYS:
+            continue
+        out.append(Item(
+            key=f"notice-unanswered:{n['id']}" if overdue else f"notice-awaiting:{n['id']}",
+            kind="notice-unanswered" if overdue else "notice-awaiting", site=n["site"], site_name=n["site_name"],
+            overdue=overdue, due=n["response_due"].isoformat() if n["response_due"] else "",
+            title=(f"{doc['title']} {n['number']} to {n['site_name']}: "
+                   + (f"no response by its deadline {n['response_due'].isoformat()}" if overdue
+                      else f"response due {n['response_due'].isoformat()}")),
+            citation=doc["requirement"]["citation"], words=doc["requirement"]["words"], proposal=proposal,
+            ref={"notice_id": n["id"], "number": n["number"]}))
+    return out
+
+
+def pack_timezone_of(conn, site_key: str):
+    row = conn.execute("SELECT pack FROM sites WHERE key = %s", (site_key,)).fetchone()
+    return pack_timezone(row[0])
+
+
+def _report_items(conn, now: datetime) -> list[Item]:
+    out = []
+    for r in reports.list_reports(conn, now, open_only=True):
+        tz = pack_timezone(r["pack"])
+        if r["state"] == "due" and (r["due_on"] - local_date(now, tz)).days > HORIZON_DAYS:
+            continue
+        overdue = r["state"] == "overdue"
+        out.append(Item(
+            key=f"report-overdue:{r['id']}" if overdue else f"report-due:{r['id']}",
+            kind="report-overdue" if overdue else "report-due", site=r["site"], site_name=r["site_name"],
+            overdue=overdue, due=r["due_at"].isoformat() if r["kind"] == "accidental-discharge" else r["due_on"].isoformat(),
+            title=f"{r['site_name']}: {r['title']}: {r['words']}" + (" (a finding: late)" if r["late"] else ""),
+            citation=r["citation"] or "", words=r["words"] or "",
+            ref={"report_id": r["id"], "days_late": r["days_late"], "late": r["late"]}))
+    return out
+
+
+def _milestone_items(conn, now: datetime) -> list[Item]:
+    out = []
+    for m in milestones.list_milestones(conn):
+        if m["met_on"] is not None:
+            continue
+        today = local_date(now, pack_timezone(m["pack"]))
+        overdue = today > m["due_on"]
+        if not overdue and (m["due_on"] - today).days > HORIZON_DAYS:
+            continue
+        late = milestones.is_late(m["due_on"], None, today)
+        out.append(Item(
+            key=f"milestone-overdue:{m['id']}" if overdue else f"milestone-due:{m['id']}",
+            kind="milestone-overdue" if overdue else "milestone-due", site=m["site"], site_name=m["site"],
+            overdue=overdue, due=m["due_on"].isoformat(),
+            title=f"{m['site']}: compliance schedule milestone '{m['description']}' due {m['due_on'].isoformat()}"
+            + (f", not met {(today - m['due_on']).days} days later" if overdue else "")
+            + (" (a finding: more than 90 days late)" if late else ""),
+            citation=m["source"] or "", ref={"milestone_id": m["id"]}))
+    return out
+
+
+def due_items(conn, now: datetime, settings: Settings, guide: Guide) -> list[Item]:
+    """Everything due within :data:`HORIZON_DAYS` or overdue at ``now``, overdue first.
+
+    Runs the reports' check first (the accidental-discharge reports the alerts call for, and
+    the findings of late reports), so the list is current.
+    """
+    reports.check(conn, now, settings.accidental_report_hours)
+    milestones.check(conn, now)
+    items = _notice_items(conn, now, guide) + _report_items(conn, now) + _milestone_items(conn, now)
+    items.sort(key=lambda i: (not i.overdue, i.due, i.key))
+    return items
+
+
+def message(item: Item, alert_id: int) -> tuple[str, str, dict]:
+    """Title, body and payload of an enforcement alert."""
+    title = f"[sewerwatch] ENFORCEMENT #{alert_id}: {item.title}"
+    lines = [f"Alert #{alert_id}: enforcement", "", f"Site:        {item.site_name} ({item.site})",
+             f"Due:         {item.due}", f"What:        {item.title}"]
+    if item.citation or item.words:
+        lines += [f"Requirement: {item.citation}", f"  \"{item.words}\""]
+    if item.proposal:
+        lines += ["", f"Proposed next action: {item.proposal}"]
+    lines += ["", "See: sewerwatch due", f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"]
+    return title, "\n".join(lines), {"kind": "enforcement", "alert_id": alert_id, **item.as_json()}
+
+
+def raise_alerts(conn, now: datetime, settings: Settings, guide: Guide) -> list[tuple[int, str, str, dict]]:
+    """Open an ``enforcement`` alert for each overdue item not alerted before; return
+    ``(alert_id, title, body, payload)`` of each new one (for delivery)."""
+    new = []
+    items = [i for i in due_items(conn, now, settings, guide) if i.overdue]
+    with conn.transaction():
+        for i in items:
+            if conn.execute("SELECT 1 FROM alerts WHERE kind = 'enforcement' AND details->>'key' = %s",
+                            (i.key,)).fetchone():
+                continue
+            site_id = conn.execute("SELECT id FROM sites WHERE key = %s", (i.site,)).fetchone()[0]
+            aid = conn.execute(
+                "INSERT INTO alerts (kind, site_id, rule, state, summary, details, opened_at) "
+                "VALUES ('enforcement', %s, %s, 'open', %s, %s, %s) RETURNING id",
+                (site_id, i.kind, i.title, json.dumps(i.as_json()), now)).fetchone()[0]
+            conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES ('sewerwatch', 'alert-open', %s, %s)",
+                         (f"alert:{aid}", json.dumps({"kind": "enforcement", "key": i.key})))
+            if "notice_id" in i.ref:
+                notices._event(conn, i.ref["notice_id"], "alerted", None, None, "sewerwatch",
+                               f"alert #{aid}: no response by the deadline", detail={"alert_id": aid,
+                                                                                      "proposal": i.proposal})
+            new.append((aid, *message(i, aid)))
+    return new
+
+
+def as_of(text: str | None, tz) -> datetime:
+    """``--as-of DATE``: the end of that local day (default: now)."""
+    if not text:
+        return reports.utc_now()
+    d = date.fromisoformat(text)
+    nxt = d + timedelta(days=1)
+    return datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz) - timedelta(microseconds=1)

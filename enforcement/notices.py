@@ -1,0 +1,379 @@
+"""Notices of violation and the orders after them: drafted from a finding, issued, answered,
+closed or escalated, every step in the database with its audit trail.
+
+Drafting (:func:`draft`) gathers everything the notice says into one JSON document stored
+with it (``notices.document``): the user and its permit, the finding, the ordinance's words
+and citation, the evidence (the episode's readings for a chart with the limit drawn, or the
+lab results with the laboratory and sample ids, or the report or schedule data), the days
+of violation, the forfeiture range the ordinance sets for them, the action, corrective
+action, report demanded and days to respond from the enforcement response guide
+(:mod:`enforcement.guide`), and the letterhead. The HTML and PDF are drawn from that
+document alone (:mod:`enforcement.documents.notice_page`): the same document and issue date
+give the same bytes.
+
+Lifecycle (``notices.state``; each change a row of ``notice_events`` and ``audit_log``)::
+
+    drafted ──issue──▶ issued ──response──▶ response-received ──close──▶ closed
+                          │  └────────────────close────────────────────▶ closed
+                          └──escalate (unanswered by the deadline, or answered inadequately)──▶ escalated
+                                 └─▶ a new notice, drafted: the guide's next action
+
+A notice's recurrence is 1 + the notices issued to the same user for the same kind of finding
+in the guide's window before it (escalations do not count: they continue a notice).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date, datetime, timedelta, timezone
+
+import numpy as np
+
+from foundation.errors import InputError
+from enforcement import findings as fnd
+from enforcement.forfeitures import forfeitures, is_inhibiting
+from enforcement.guide import Guide
+from enforcement.periods import local_date
+from lab.documents.pdf import Letterhead
+from lab.ordinance import pack_timezone
+from limits.packs import load_pack
+
+STATES = ("drafted", "issued", "response-received", "closed", "escalated")
+#: state -> the states an event may move it to
+TRANSITIONS = {"drafted": ("issued",), "issued": ("response-received", "closed", "escalated"),
+               "response-received": ("closed", "escalated"), "closed": (), "escalated": ()}
+#: what each kind of finding is, in the notice's words
+KIND_WORDS = {"violation": "a discharge limit exceeded, as measured at the control manhole",
+              "lab-violation": "a discharge limit exceeded, as a laboratory measured it",
+              **{k: v[0] for k, v in fnd.KINDS.items()}}
+PARAMETER_NAMES = {"ph": "pH", "temperature": "temperature", "flow": "flow", "fog": "oil and grease",
+                   "cn": "cyanide", "bod5": "BOD", "tss": "suspended solids", "tkn": "TKN", "tp": "total phosphorus"}
+#: the most readings a notice's chart draws (the peak and the limit crossings always among them)
+MAX_CHART_POINTS = 1500
+
+
+# --- the ordinance as documents cite it ------------------------------------------------
+
+def ordinance_title(pack) -> str:
+    """The ordinance by its title (the pack's ``code``, e.g. "Village of Palmyra Code"), else
+    the village's name."""
+    return getattr(pack, "code", "") or pack.name
+
+
+def cite(pack, section: str) -> str:
+    """``Village of Palmyra Code §13.60(1)``."""
+    title = ordinance_title(pack)
+    return f"{title} {section}" if section.startswith("§") else f"{title}, {section}"
+
+
+def cite_rule(pack, rule) -> str:
+    return cite(pack, rule.section)
+
+
+def requirement_of_violation(v: dict) -> dict:
+    """The provision a violation breaks: the pack's rule by title and section with its words,
+    or (a rule not in the pack, e.g. a permit's limit) the violation's own citation."""
+    try:
+        p = load_pack(v["pack"])
+        r = next((x for x in p.rules if x.id == v["rule"]), None)
+    except InputError:
+        p, r = None, None
+    if r is not None:
+        return {"citation": cite_rule(p, r), "words": r.words, "section": r.section, "source": ordinance_title(p)}
+    return {"citation": v["citation"], "words": v["words"] or "", "section": None, "source": None}
+
+
+# --- evidence ------------------------------------------------------------------------
+
+def _readings(conn, v: dict) -> dict:
+    """The episode's readings with an hour either side (at least a quarter of its length),
+    thinned to :data:`MAX_CHART_POINTS` keeping the peak."""
+    start, end = v["start"], v["end"] or v["evidence"].get("last") or v["start"]
+    if isinstance(end, str):
+        end = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    pad = max(timedelta(hours=1), (end - start) / 4)
+    rows = conn.execute("SELECT time, value FROM readings WHERE sensor_id = %s AND time >= %s AND time <= %s "
+                        "AND quality = 0 ORDER BY time", (v["sensor_id"], start - pad, end + pad)).fetchall()
+    t = np.array([r[0].timestamp() for r in rows], dtype=np.float64)
+    y = np.array([r[1] for r in rows], dtype=np.float64)
+    if len(t) > MAX_CHART_POINTS:
+        keep = np.unique(np.concatenate([np.linspace(0, len(t) - 1, MAX_CHART_POINTS).astype(int),
+                                         [int(np.argmax(y)), int(np.argmin(y))]]))
+        t, y = t[keep], y[keep]
+    return {"kind": "readings", "sensor": v["sensor"], "parameter": v["parameter"], "unit": v["unit"],
+            "limit": v["limit"], "comparison": v["evidence"].get("comparison"), "rule": v["rule"],
+            "start": start.isoformat(), "end": end.isoformat(), "peak": v["peak"],
+            "peak_time": v["evidence"].get("peak_time"), "readings_in_episode": v["evidence"].get("readings"),
+            "points": [[datetime.fromtimestamp(a, timezone.utc).isoformat(), float(b)] for a, b in zip(t, y)],
+            "from": (start - pad).isoformat(), "to": (end + pad).isoformat()}
+
+
+def _lab_samples(conn, v: dict) -> dict:
+    """The lab results behind a lab violation: laboratory, sample ids, values, methods, files."""
+    samples = [str(s) for s in v["evidence"].get("samples", [])]
+    rows = conn.execute(
+        "SELECT ls.sample_key, ls.laboratory, ls.collected, ls.sample_type, r.analyte, r.value_mg_l, r.qualifier, "
+        "r.method, r.version, r.source FROM lab_results_current r JOIN lab_samples ls ON ls.id = r.sample_id "
+        "JOIN sites s ON s.id = ls.site_id WHERE s.key = %s AND ls.sample_key = ANY(%s) AND r.analyte = %s "
+        "ORDER BY ls.collected, ls.sample_key", (v["site"], samples, v["parameter"])).fetchall()
+    return {"kind": "lab", "analyte": v["parameter"], "limit": v["limit"], "unit": v["unit"] or "mg/l",
+            "statistic": v["evidence"].get("statistic"), "average_mg_l": v["evidence"].get("average_mg_l"),
+            "samples": [{"sample": k, "laboratory": lab, "collected": c.isoformat(), "sample_type": st,
+                         "analyte": a, "mg_l": val, "non_detect": q == "<", "method": m, "version": ver,
+                         "source": src} for k, lab, c, st, a, val, q, m, ver, src in rows]}
+
+
+def days_of_violation(conn, v: dict, tz) -> dict:
+    """The days of violation of an episode (palmyra-wi §13.60(1): "Each day a condition is
+    allowed to exist ... shall constitute a new violation"), as the evaluator stored them."""
+    d = int(v["days_of_violation"] or 1)
+    return {"days": d, "dates": [], "how": "distinct local days the episode covers, as the evaluator counted them"}
+
+
+# --- the subject of a notice ----------------------------------------------------------
+
+def _subject_of_violation(conn, v: dict) -> dict:
+    tz = pack_timezone(v["pack"])
+    kind = fnd.violation_kind(v)
+    req = requirement_of_violation(v)
+    evidence = _lab_samples(conn, v) if kind == "lab-violation" else _readings(conn, v)
+    unit = v["unit"] or ""
+    cmp_ = v["evidence"].get("comparison") or ""
+    start_l = v["start"].astimezone(tz)
+    name = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    summary = (f"{name} {v['peak']:g} {unit} ({cmp_} {v['limit']:g} {unit}, rule {v['rule']}), "
+               f"{start_l:%Y-%m-%d %H:%M %Z}" + (f" to {v['end'].astimezone(tz):%Y-%m-%d %H:%M %Z}" if v["end"] else ""))
+    return {"ref": f"violation {v['id']}", "kind": kind, "rule": v["rule"], "summary": summary.strip(),
+            "occurred": local_date(v["start"], tz).isoformat(), "requirement": req, "evidence": evidence,
+            "days": days_of_violation(conn, v, tz), "pack": v["pack"], "site_id": None, "violation_id": v["id"],
+            "finding_id": None}
+
+
+def _subject_of_finding(conn, f: dict, pack: str) -> dict:
+    p = load_pack(pack)
+    req = {"citation": f["citation"] or fnd.SNC_CITATION, "words": f["words"] or "", "section": None,
+           "source": ordinance_title(p) if f["citation"] and f["citation"].startswith(ordinance_title(p)) else None}
+    ev = dict(f["evidence"] or {})
+    days = 1
+    if f["kind"] == "late-report" and ev.get("days_late"):
+        days = max(1, int(ev["days_late"]))
+    elif ev.get("days"):
+        days = int(ev["days"])
+    return {"ref": f"finding {f['id']}", "kind": f["kind"], "rule": None, "summary": f["summary"],
+            "occurred": f["occurred"].isoformat(), "requirement": req,
+            "evidence": {"kind": f["kind"], **ev, "snc_criterion": f["snc_criterion"]},
+            "days": {"days": days, "dates": [], "how": "the finding's days"}, "pack": pack, "violation_id": None,
+            "finding_id": f["id"]}
+
+
+def recurrence(conn, site_id: int, kind: str, on: date, window_days: int) -> int:
+    """1 + the notices (not escalations) issued to the user for the same kind of finding in the
+    ``window_days`` before ``on``."""
+    n = conn.execute("SELECT count(*) FROM notices WHERE site_id = %s AND finding_kind = %s AND escalated_from IS NULL "
+                     "AND issued_on IS NOT NULL AND issued_on > %s AND issued_on <= %s",
+                     (site_id, kind, on - timedelta(days=window_days), on)).fetchone()[0]
+    return int(n) + 1
+
+
+def _number(conn, prefix: str, year: int) -> str:
+    like = f"{prefix}-{year}-%"
+    n = conn.execute("SELECT count(*) FROM notices WHERE number LIKE %s", (like,)).fetchone()[0]
+    return f"{prefix}-{year}-{n + 1:03d}"
+
+
+def _event(conn, notice_id: int, event: str, from_state: str | None, to_state: str | None, by: str,
+           note: str | None = None, detail: dict | None = None, at: datetime | None = None) -> None:
+    conn.execute("INSERT INTO notice_events (notice_id, at, actor, event, from_state, to_state, note, detail) "
+                 "VALUES (%s, coalesce(%s, now()), %s, %s, %s, %s, %s, %s)",
+                 (notice_id, at, by, event, from_state, to_state, note, json.dumps(detail or {})))
+    conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
+                 (by, f"notice.{event}", f"notice:{notice_id}",
+                  json.dumps({"from": from_state, "to": to_state, "note": note, **(detail or {})})))
+
+
+def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_id: int | None = None,
+          finding_id: int | None = None, by: str | None = None, escalated_from: dict | None = None) -> dict:
+    """Draft a notice from a violation or a finding; store it (state ``drafted``); return it.
+
+    Parameters
+    ----------
+    guide : Guide
+        Picks the action, days to respond, corrective action and report demanded.
+    head : Letterhead
+        The village, its letterhead and who signs (kept in the document).
+    drafted_on : date
+        The local day of drafting (recurrence counts the notices issued before it).
+    escalated_from : dict, optional
+        The notice this one escalates (its row, :func:`notice`): the guide's escalation of
+        its action applies instead of a response row.
+    """
+    by = fnd.actor(by)
+    if (violation_id is None) == (finding_id is None):
+        raise InputError("give one of --violation ID or --finding ID")
+    if violation_id is not None:
+        v = fnd.violation(conn, violation_id)
+        subject = _subject_of_violation(conn, v)
+        s = fnd.site(conn, v["site"])
+    else:
+        f = fnd.finding(conn, finding_id)
+        s = fnd.site(conn, f["site"])
+        subject = _subject_of_finding(conn, f, s.pack)
+    kind = subject["kind"]
+    if escalated_from is not None:
+        esc = guide.escalation(escalated_from["action"])
+        if esc is None:
+            raise InputError(f"notice {escalated_from['number']} is a {escalated_from['action']}: the guide "
+                             f"({guide.path}) has no step after it")
+        action, days, rec = esc.to, esc.respond_within_days, escalated_from["recurrence"]
+        prev = escalated_from["document"]
+        corrective, report_ = prev["corrective_action"], prev["report_demanded"]
+        guide_row = esc.where
+    else:
+        rec = recurrence(conn, s.id, kind, drafted_on, guide.recurrence_window_days)
+        row = guide.response(kind, rec)
+        action, days, corrective, report_, guide_row = (row.action, row.respond_within_days, row.corrective_action,
+                                                        row.report, row.where)
+    pack = load_pack(s.pack)
+    inhibiting = is_inhibiting(kind, subject["rule"])
+    forf = forfeitures(s.pack, subject["days"]["days"], inhibiting=inhibiting, cite=cite_rule)
+    number = _number(conn, action.prefix, drafted_on.year)
+    doc = {
+        "number": number, "title": action.title,
+        "action": {"id": action.id, "title": action.title, "words": action.words},
+        "letterhead": {"village": head.village, "lines": list(head.lines), "signed_by": head.signed_by,
+                       "signer_title": head.signer_title},
+        "ordinance": ordinance_title(pack),
+        "site": {"key": s.key, "name": s.name, "permit": s.permit, "sic": s.sic},
+        "finding": {k: subject[k] for k in ("ref", "kind", "rule", "summary", "occurred")},
+        "finding_words": KIND_WORDS[kind],
+        "requirement": subject["requirement"],
+        "evidence": subject["evidence"],
+        "days_of_violation": subject["days"],
+        "forfeitures": [x.as_json() for x in forf],
+        "forfeiture_note": None if forf else (f"The pack of {pack.name} states no forfeiture range; "
+                                              "the ordinance's penalty provision applies."),
+        "corrective_action": corrective, "report_demanded": report_, "respond_within_days": days,
+        "recurrence": rec, "guide": {"name": guide.name, "row": guide_row},
+        "timezone": pack.timezone,
+        "escalated_from": ({"number": escalated_from["number"], "title": escalated_from["document"]["title"],
+                            "issued_on": escalated_from["issued_on"].isoformat() if escalated_from["issued_on"] else None,
+                            "response_due": escalated_from["response_due"].isoformat()
+                            if escalated_from["response_due"] else None}
+                           if escalated_from else None),
+    }
+    with conn.transaction():
+        nid = conn.execute(
+            "INSERT INTO notices (number, site_id, violation_id, finding_id, action, finding_kind, recurrence, "
+            "respond_within_days, drafted_on, escalated_from, document) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (number, s.id, subject["violation_id"], subject["finding_id"], action.id, kind, rec, days, drafted_on,
+             escalated_from["id"] if escalated_from else None, json.dumps(doc))).fetchone()[0]
+        _event(conn, nid, "drafted", None, "drafted", by,
+               detail={"number": number, "finding": subject["ref"], "action": action.id, "recurrence": rec})
+    return notice(conn, nid)
+
+
+NOTICE_COLS = ("id", "number", "site", "site_name", "violation_id", "finding_id", "action", "finding_kind",
+               "recurrence", "state", "respond_within_days", "drafted_on", "issued_on", "response_due",
+               "response_received_on", "closed_on", "escalated_from", "escalated_to", "document", "pdf_sha256")
+
+
+def _notice_rows(conn, where: str, params=()) -> list[dict]:
+    rows = conn.execute(
+        "SELECT n.id, n.number, s.key, s.name, n.violation_id, n.finding_id, n.action, n.finding_kind, n.recurrence, "
+        "n.state, n.respond_within_days, n.drafted_on, n.issued_on, n.response_due, n.response_received_on, "
+        "n.closed_on, n.escalated_from, n.escalated_to, n.document, n.pdf_sha256 "
+        f"FROM notices n JOIN sites s ON s.id = n.site_id WHERE {where} ORDER BY n.id", params).fetchall()
+    return [dict(zip(NOTICE_COLS, r)) for r in rows]
+
+
+def notice(conn, ref: int | str) -> dict:
+    """A notice by id or number."""
+    rows = (_notice_rows(conn, "n.id = %s", (int(ref),)) if str(ref).isdigit()
+            else _notice_rows(conn, "n.number = %s", (str(ref),)))
+    if not rows:
+        raise InputError(f"no notice {ref} (sewerwatch notice list shows them)")
+    return rows[0]
+
+
+def list_notices(conn, site_key: str | None = None, states: tuple[str, ...] | None = None) -> list[dict]:
+    return [n for n in _notice_rows(conn, "(%s::text IS NULL OR s.key = %s)", (site_key, site_key))
+            if states is None or n["state"] in states]
+
+
+def events(conn, notice_id: int) -> list[dict]:
+    rows = conn.execute("SELECT at, actor, event, from_state, to_state, note, detail FROM notice_events "
+                        "WHERE notice_id = %s ORDER BY at, id", (notice_id,)).fetchall()
+    return [dict(zip(("at", "actor", "event", "from", "to", "note", "detail"), r)) for r in rows]
+
+
+def _move(n: dict, to: str) -> None:
+    if to not in TRANSITIONS[n["state"]]:
+        allowed = ", ".join(TRANSITIONS[n["state"]]) or "nothing: it is final"
+        raise InputError(f"notice {n['number']} is {n['state']}: it can go to {allowed}, not {to}")
+
+
+def issue(conn, ref, issued_on: date, *, by: str | None = None, pdf: bytes | None = None) -> dict:
+    """Issue a drafted notice on ``issued_on``: its response is due ``respond_within_days`` later."""
+    by = fnd.actor(by)
+    n = notice(conn, ref)
+    _move(n, "issued")
+    due = issued_on + timedelta(days=n["respond_within_days"])
+    with conn.transaction():
+        conn.execute("UPDATE notices SET state = 'issued', issued_on = %s, response_due = %s, pdf_sha256 = %s "
+                     "WHERE id = %s", (issued_on, due, hashlib.sha256(pdf).hexdigest() if pdf else None, n["id"]))
+        _event(conn, n["id"], "issued", n["state"], "issued", by,
+               detail={"issued_on": issued_on.isoformat(), "response_due": due.isoformat(),
+                       "pdf_sha256": hashlib.sha256(pdf).hexdigest() if pdf else None})
+    return notice(conn, n["id"])
+
+
+def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | None = None) -> dict:
+    """Record the user's response to an issued notice."""
+    by = fnd.actor(by)
+    n = notice(conn, ref)
+    _move(n, "response-received")
+    with conn.transaction():
+        conn.execute("UPDATE notices SET state = 'response-received', response_received_on = %s WHERE id = %s",
+                     (received_on, n["id"]))
+        late = n["response_due"] is not None and received_on > n["response_due"]
+        _event(conn, n["id"], "response-received", n["state"], "response-received", by, note,
+               detail={"received_on": received_on.isoformat(), "late": late})
+    return notice(conn, n["id"])
+
+
+def close(conn, ref, closed_on: date, *, by: str | None = None, note: str | None = None) -> dict:
+    """Close a notice (the violation corrected, the response accepted)."""
+    by = fnd.actor(by)
+    n = notice(conn, ref)
+    _move(n, "closed")
+    if n["state"] == "issued" and not note:
+        raise InputError(f"notice {n['number']} has no response recorded: closing it needs --note saying why")
+    with conn.transaction():
+        conn.execute("UPDATE notices SET state = 'closed', closed_on = %s WHERE id = %s", (closed_on, n["id"]))
+        _event(conn, n["id"], "closed", n["state"], "closed", by, note, detail={"closed_on": closed_on.isoformat()})
+    return notice(conn, n["id"])
+
+
+def escalate(conn, ref, on: date, guide: Guide, head: Letterhead, *, by: str | None = None,
+             note: str | None = None) -> tuple[dict, dict]:
+    """Escalate a notice: mark it ``escalated`` and draft the guide's next action; return both."""
+    by = fnd.actor(by)
+    n = notice(conn, ref)
+    _move(n, "escalated")
+    with conn.transaction():
+        new = draft(conn, guide, head, on, violation_id=n["violation_id"], finding_id=n["finding_id"], by=by,
+                    escalated_from=n)
+        conn.execute("UPDATE notices SET state = 'escalated', escalated_to = %s WHERE id = %s", (new["id"], n["id"]))
+        unanswered = n["state"] == "issued" and n["response_due"] is not None and on > n["response_due"]
+        _event(conn, n["id"], "escalated", n["state"], "escalated", by,
+               note or ("unanswered by its deadline" if unanswered else None),
+               detail={"to": new["number"], "action": new["action"], "unanswered": unanswered})
+    return notice(conn, n["id"]), new
+
+
+def unanswered(conn, today: date) -> list[dict]:
+    """Issued notices whose response deadline passed before ``today`` without a response."""
+    return [n for n in list_notices(conn, states=("issued",))
+            if n["response_due"] is not None and today > n["response_due"]]

@@ -1,0 +1,86 @@
+"""The ``[enforcement]`` table of the utility's config, validated.
+
+::
+
+    [enforcement]
+    guide = "guides/palmyra.toml"      # the enforcement response guide (default: the one shipped,
+                                       # enforcement/guides/epa-erp.toml); relative to the config
+    accidental_report_hours = 24       # an accidental-discharge report is due this long after the
+                                       # alert that calls for it (palmyra-wi §13.49: "immediately")
+    snc_periods = "halves"             # or "rolling-quarters": six months ending with each quarter
+
+Every error names the file and the key (``village.toml: enforcement.snc_periods: expected
+one of halves, rolling-quarters, got 'monthly'``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from foundation.errors import ConfigError
+
+#: Where the shipped enforcement response guide is.
+DEFAULT_GUIDE = Path(__file__).resolve().parent / "guides" / "epa-erp.toml"
+
+#: palmyra-wi, 003_44f871d49a02d8f5.txt §13.49: "shall immediately report such discharge to the
+#: Approving Authority". "Immediately" is not a number: the report is due this many hours after
+#: the alert that calls for it unless the config says otherwise (the 24 hours of 40 CFR
+#: 403.12(g)(2), within which a user who finds a violation must notify the Control Authority).
+DEFAULT_ACCIDENTAL_REPORT_HOURS = 24.0
+
+#: How SNC's six-month periods run (40 CFR 403.8(f)(2)(viii)(A), (B): "during a six-month period").
+SNC_PERIODS = ("halves", "rolling-quarters")
+
+KEYS = ("guide", "accidental_report_hours", "snc_periods")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The enforcement settings of a utility.
+
+    Attributes
+    ----------
+    guide : Path
+        The enforcement response guide (a TOML file, :mod:`enforcement.guide`).
+    accidental_report_hours : float
+        Hours after an alert that an accidental-discharge report is due [h].
+    snc_periods : str
+        ``halves`` (January-June, July-December) or ``rolling-quarters`` (the six months
+        ending with each calendar quarter).
+    """
+
+    guide: Path = DEFAULT_GUIDE
+    accidental_report_hours: float = DEFAULT_ACCIDENTAL_REPORT_HOURS
+    snc_periods: str = "halves"
+
+
+def settings(cfg) -> Settings:
+    """The validated ``[enforcement]`` settings of a config (defaults where it has none)."""
+    t = getattr(cfg, "enforcement", {}) or {}
+    path = getattr(cfg, "path", "<config>")
+    for k in t:
+        if k not in KEYS:
+            raise ConfigError(path, f"enforcement.{k}", f"unknown key (expected one of: {', '.join(KEYS)})")
+    out = {}
+    if "guide" in t:
+        g = t["guide"]
+        if not isinstance(g, str) or not g:
+            raise ConfigError(path, "enforcement.guide", f"expected the path of a guide file, got {g!r}")
+        base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
+        p = (base / g).resolve()
+        if not p.is_file():
+            raise ConfigError(path, "enforcement.guide", f"no such file {g!r} (looked for {p})")
+        out["guide"] = p
+    if "accidental_report_hours" in t:
+        h = t["accidental_report_hours"]
+        if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 24 * 30:
+            raise ConfigError(path, "enforcement.accidental_report_hours",
+                              f"expected hours, more than 0 and at most 720, got {h!r}")
+        out["accidental_report_hours"] = float(h)
+    if "snc_periods" in t:
+        if t["snc_periods"] not in SNC_PERIODS:
+            raise ConfigError(path, "enforcement.snc_periods",
+                              f"expected one of {', '.join(SNC_PERIODS)}, got {t['snc_periods']!r}")
+        out["snc_periods"] = t["snc_periods"]
+    return Settings(**out)
