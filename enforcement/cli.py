@@ -293,7 +293,7 @@ def _reports_receive(args, ctx) -> int:
     with ctx.connect("owner") as conn:
         r = reports.receive(conn, args.id, _day(args.on, "--on"), by=args.by, note=args.note)
         st = reports.status(r, datetime.now(timezone.utc))
-    print(f"report {r['id']} ({r['site']}, {r['title']}): {st['words']}" + (" (a finding: late)" if st["late"] else ""))
+    print(f"report {r['id']} ({r['site']}, {r['title']}): {st['standing']}" + (" (a finding: late)" if st["late"] else ""))
     return 0
 
 
@@ -308,7 +308,7 @@ def _reports_list(args, ctx) -> int:
         print(_json(rows))
         return 0
     for r in rows:
-        print(f"{r['id']:<5} {r['site']:<12} {r['kind']:<21} {r['title']}: {r['words']}"
+        print(f"{r['id']:<5} {r['site']:<12} {r['kind']:<21} {r['title']}: {r['standing']}"
               + ("  [FINDING: late]" if r["late"] else ""))
     if not rows:
         print("no reports owed")

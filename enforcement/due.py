@@ -109,7 +109,7 @@ def _report_items(conn, now: datetime) -> list[Item]:
             key=f"report-overdue:{r['id']}" if overdue else f"report-due:{r['id']}",
             kind="report-overdue" if overdue else "report-due", site=r["site"], site_name=r["site_name"],
             overdue=overdue, due=r["due_at"].isoformat() if r["kind"] == "accidental-discharge" else r["due_on"].isoformat(),
-            title=f"{r['site_name']}: {r['title']}: {r['words']}" + (" (a finding: late)" if r["late"] else ""),
+            title=f"{r['site_name']}: {r['title']}: {r['standing']}" + (" (a finding: late)" if r["late"] else ""),
             citation=r["citation"] or "", words=r["words"] or "",
             ref={"report_id": r["id"], "days_late": r["days_late"], "late": r["late"]}))
     return out

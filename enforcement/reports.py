@@ -161,7 +161,8 @@ def report(conn, report_id: int) -> dict:
 
 def status(r: dict, now: datetime) -> dict:
     """Where a report stands at ``now``: ``state`` (``received``, ``due``, ``overdue``),
-    ``days_late`` (periodic: days after the due date), ``late`` (a finding), in words."""
+    ``days_late`` (periodic: days after the due date), ``late`` (a finding) and ``standing``
+    (all that in words)."""
     tz = pack_timezone(r["pack"])
     today = local_date(now, tz)
     if r["kind"] == "accidental-discharge":
@@ -175,7 +176,7 @@ def status(r: dict, now: datetime) -> dict:
             words, state = f"not received; due {r['due_at'].astimezone(tz):%Y-%m-%d %H:%M %Z}", "overdue"
         else:
             words, state = f"due by {r['due_at'].astimezone(tz):%Y-%m-%d %H:%M %Z}", "due"
-        return {"state": state, "late": late, "days_late": None, "words": words}
+        return {"state": state, "late": late, "days_late": None, "standing": words}
     n = days_late(r["due_on"], r["received_on"], today)
     late = is_late(r["due_on"], r["received_on"], today)
     if r["received_on"] is not None:
@@ -185,7 +186,7 @@ def status(r: dict, now: datetime) -> dict:
         state, words = "overdue", f"not received, {n} days after its due date {r['due_on'].isoformat()}"
     else:
         state, words = "due", f"due {r['due_on'].isoformat()}"
-    return {"state": state, "late": late, "days_late": max(n, 0), "words": words}
+    return {"state": state, "late": late, "days_late": max(n, 0), "standing": words}
 
 
 def list_reports(conn, now: datetime, site_key: str | None = None, open_only: bool = False) -> list[dict]:
@@ -215,7 +216,7 @@ def check(conn, now: datetime, accidental_hours: float) -> list[int]:
             if r["kind"] == "accidental-discharge":
                 fid = store_finding(
                     conn, site_id, "unreported-noncompliance", local_date(r["due_at"], tz),
-                    f"{r['title']}: {st['words']}", key=f"unreported:{r['id']}", citation=r["citation"],
+                    f"{r['title']}: {st['standing']}", key=f"unreported:{r['id']}", citation=r["citation"],
                     words=r["words"], violation_id=r["violation_id"],
                     evidence={"report_id": r["id"], "alert_id": r["alert_id"], "due_at": r["due_at"].isoformat(),
                               "received_at": r["received_at"].isoformat() if r["received_at"] else None},
@@ -224,7 +225,7 @@ def check(conn, now: datetime, accidental_hours: float) -> list[int]:
                 # the report was still missing on day 46: the finding arose then, whenever it came
                 fid = store_finding(
                     conn, site_id, "late-report", late_finding_day(r["due_on"]),
-                    f"{r['title']}: {st['words']}", key=f"late-report:{r['id']}", citation=r["citation"],
+                    f"{r['title']}: {st['standing']}", key=f"late-report:{r['id']}", citation=r["citation"],
                     words=r["words"], period=(r["period_start"], r["period_end"]) if r["period_start"] else None,
                     evidence={"report_id": r["id"], "kind": r["kind"], "due_on": r["due_on"].isoformat(),
                               "received_on": r["received_on"].isoformat() if r["received_on"] else None,
