@@ -7,6 +7,8 @@ history evaluator) and the plater (lab results only).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -64,6 +66,7 @@ source = "mqtt"
 LAB_CSV = """sample_id,site,collected,analyte,value,unit,qualifier,method,laboratory
 P-01,plating,2026-01-07,cn,20,ug/l,<,SM 4500-CN E,Rock River Environmental Laboratory
 P-02,plating,2026-02-04,cn,0.62,mg/l,,SM 4500-CN E,Rock River Environmental Laboratory
+P-02,plating,2026-02-04,bod5,400,mg/l,,SM 5210B,Rock River Environmental Laboratory
 P-03,plating,2026-03-03,cn,0.41,mg/l,,SM 4500-CN E,Rock River Environmental Laboratory
 """
 
@@ -76,10 +79,22 @@ def env(db, **extra) -> dict:
     return e
 
 
+RATES_TOML = """bod = 0.20
+tss = 0.15
+tkn = 0.90
+tp = 2.50
+[bill.palmyra-wi]
+use_per_1000_gal = 6.37
+[bill.volume_mg]
+plating = 0.12
+"""
+
+
 def write_village(tmp_path: Path) -> Path:
     cfg = tmp_path / "village.toml"
     cfg.write_text(VILLAGE_TOML, encoding="utf-8")
     (tmp_path / "lab.csv").write_text(LAB_CSV, encoding="utf-8")
+    (tmp_path / "rates.toml").write_text(RATES_TOML, encoding="utf-8")
     return cfg
 
 
@@ -87,6 +102,26 @@ def sw(tmp_path: Path, db, *args, timeout: float = 180) -> subprocess.CompletedP
     """``sewerwatch --config village.toml ARGS`` as the user types it, in ``tmp_path``."""
     return subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(tmp_path / "village.toml"), *args],
                           capture_output=True, text=True, env=env(db), cwd=tmp_path, timeout=timeout)
+
+
+def run(tmp_path: Path, db, *args) -> subprocess.CompletedProcess:
+    """``sewerwatch --config village.toml ARGS`` in this process (the same ``main`` the
+    console script calls; a second faster than a subprocess), in ``tmp_path``."""
+    from sewerwatch.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env(db))
+    os.chdir(tmp_path)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["--config", str(tmp_path / "village.toml"), *args])
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def acid_dump(conn) -> None:
@@ -106,12 +141,12 @@ def acid_dump(conn) -> None:
 def village(tmp_path: Path, db, *, lab: bool = True, dump: bool = True) -> None:
     """Migrate, write the sites, import the lab results, store the acid dump's violation."""
     write_village(tmp_path)
-    r = sw(tmp_path, db, "db", "migrate")
+    r = run(tmp_path, db, "db", "migrate")
     assert r.returncode == 0, r.stderr
     if lab:
-        r = sw(tmp_path, db, "lab", "import", "lab.csv", "--actor", "lab")
+        r = run(tmp_path, db, "lab", "import", "lab.csv", "--actor", "lab")
         assert r.returncode == 0, r.stderr
-        r = sw(tmp_path, db, "lab", "check", "--since", "2026-01-01", "--until", "2026-07-01", "--store")
+        r = run(tmp_path, db, "lab", "check", "--since", "2026-01-01", "--until", "2026-07-01", "--store")
         assert r.returncode == 0, r.stderr
     if dump:
         with db.connect() as conn:

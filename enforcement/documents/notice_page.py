@@ -43,12 +43,13 @@ def _readings_evidence(ev: dict, tz: str) -> str:
 
 
 def _lab_evidence(ev: dict, tz: str) -> str:
-    head = ("<tr><th>laboratory</th><th>sample id</th><th>collected</th><th>analyte</th><th class=n>mg/l</th>"
-            "<th>method</th><th>record</th></tr>")
+    labs = sorted({s["laboratory"] or "not given in the lab's file" for s in ev["samples"]})
+    head = ("<tr><th>sample id</th><th>collected</th><th>analyte</th><th class=n>mg/l</th><th>method</th>"
+            "<th>record</th></tr>")
     rows = "".join(
-        f"<tr><td>{e(s['laboratory'] or 'not given')}</td><td>{e(s['sample'])}</td><td>{e(_local(s['collected'], tz))}</td>"
+        f"<tr><td class=n>{e(s['sample'])}</td><td>{e(_local(s['collected'], tz))}</td>"
         f"<td>{e(s['analyte'])}</td><td class=n>{'&lt;' if s['non_detect'] else ''}{s['mg_l']:g}</td>"
-        f"<td>{e(s['method'] or '')}</td><td class=small>{e(s['source'] or '')}"
+        f"<td style='white-space:nowrap'>{e(s['method'] or '')}</td><td class=small>{e(_record(s['source']))}"
         f"{' (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
         for s in ev["samples"])
     basis = ""
@@ -56,7 +57,16 @@ def _lab_evidence(ev: dict, tz: str) -> str:
         basis = f"<p>The average of these results is {ev['average_mg_l']:g} mg/l; the limit is {ev['limit']:g} mg/l.</p>"
     elif ev.get("limit") is not None:
         basis = f"<p>The limit is {ev['limit']:g} {e(ev.get('unit') or 'mg/l')} in any sample.</p>"
-    return f"<table>{head}{rows}</table>{basis}"
+    return (f"<p>Laborator{'ies' if len(labs) > 1 else 'y'}: {e('; '.join(labs))}</p>"
+            f"<table>{head}{rows}</table>{basis}")
+
+
+def _record(source: str | None) -> str:
+    """``lab.csv:3``: the file (its name) and line a result was imported from."""
+    if not source:
+        return ""
+    path, _, line = source.rpartition(":")
+    return f"{Path(path).name}:{line}" if path else source
 
 
 _SKIP = {"kind", "snc_criterion"}

@@ -205,20 +205,35 @@ def _poppler(tool: str) -> str:
 
 
 def pdf_text(pdf: str | Path | bytes, layout: bool = True) -> str:
-    """The text of a PDF as ``pdftotext`` reads it (pages separated by form feeds)."""
+    """The text of a PDF as ``pdftotext`` reads it (pages separated by form feeds): laid out
+    as on the page (``-layout``), or with ``layout=False`` in the order it was written
+    (``-raw``: a table row stays one line)."""
     with tempfile.TemporaryDirectory(prefix="sewerwatch-pdf-") as tmp:
         src = Path(tmp) / "in.pdf"
         if isinstance(pdf, (bytes, bytearray)):
             src.write_bytes(pdf)
         else:
             src = Path(pdf)
-        args = [_poppler("pdftotext"), "-enc", "UTF-8"] + (["-layout"] if layout else []) + [str(src), "-"]
+        args = [_poppler("pdftotext"), "-enc", "UTF-8"] + (["-layout"] if layout else ["-raw"]) + [str(src), "-"]
         return subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout
 
 
 def page_count(pdf: str | Path | bytes) -> int:
     """How many pages a PDF has (the form feeds ``pdftotext`` puts after each page)."""
     return pdf_text(pdf, layout=False).count("\f")
+
+
+def page_size(pdf: str | Path | bytes) -> str:
+    """The first page's size as ``pdfinfo`` gives it, e.g. ``612 x 792 pts (letter)``."""
+    with tempfile.TemporaryDirectory(prefix="sewerwatch-pdf-") as tmp:
+        src = Path(tmp) / "in.pdf"
+        if isinstance(pdf, (bytes, bytearray)):
+            src.write_bytes(pdf)
+        else:
+            src = Path(pdf)
+        out = subprocess.run([_poppler("pdfinfo"), str(src)], check=True, capture_output=True, text=True,
+                             timeout=60).stdout
+    return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Page size:"))
 
 
 def page_png(pdf: str | Path, png: str | Path, page: int = 1, dpi: int = 70) -> Path:

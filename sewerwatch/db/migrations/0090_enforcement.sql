@@ -128,5 +128,10 @@ ALTER TABLE alerts ADD CONSTRAINT alerts_kind_check
 -- and the analytical method (`method`).
 ALTER TABLE lab_samples ADD COLUMN laboratory text;
 ALTER TABLE lab_results ADD COLUMN method text;
+-- the view's * was expanded when it was made: made again, it shows the new column (and 0030's source)
+CREATE OR REPLACE VIEW lab_results_current AS
+    SELECT DISTINCT ON (sample_id, analyte) *
+    FROM lab_results
+    ORDER BY sample_id, analyte, version DESC;
 
 GRANT SELECT ON findings, user_reports, compliance_milestones, notices, notice_events TO sewerwatch_grafana;
