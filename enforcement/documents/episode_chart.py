@@ -75,6 +75,6 @@ def episode_svg(evidence: dict, tz_name: str) -> str:
     fig = episode_figure(evidence, tz_name)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        fig.savefig(buf, format="svg", metadata={"Date": None}, transparent=True)
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]

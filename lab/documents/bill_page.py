@@ -16,7 +16,7 @@ from datetime import date
 from pathlib import Path
 
 from lab.checks.compliance import day_ranges
-from lab.documents.loadings_chart import loadings_svg
+from lab.documents.loadings_chart import chart_series, loadings_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
 
 
@@ -62,9 +62,10 @@ def body_html(bill: dict) -> str:
         total_label = "total" if bill["volume_known"] else "total on the partial metered volume (not a bill)"
         charges = (f"<table><tr><th>charge</th><th>ordinance</th><th class=n>amount</th></tr>{rows}"
                    f"<tr><th colspan=2>{total_label}</th><th class=n>{money(bill['total_dollars'])}</th></tr></table>")
+    elif not bill["volume_known"]:
+        charges = "<p class=note>No charge computed: the quarter's volume is unknown.</p>"
     else:
-        why = " ".join(bill["notes"]) or "The rates file gives no rates for this village's charges."
-        charges = f"<p class=note>No charge computed. {e(why)}</p>"
+        charges = "<p class=note>No charge computed: the rates file gives no rates for this village's charges.</p>"
     # the surcharge (EPA Model No. 2) is the charge priced per analyte, whatever its name
     sur = next((c for c in bill["charges"] if "analytes" in c["detail"]), None)
     srows = ""
@@ -120,6 +121,8 @@ def body_html(bill: dict) -> str:
                  "<th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>"
                  if sur else "")
     kind = "Draft sewer bill" if bill.get("draft") else "Sewer bill"
+    note = chart_series(bill)["note"]
+    chart_note = f"<p class=note>{e(note[:1].upper() + note[1:])}.</p>" if note else ""
     return f"""<h1>{kind}, {e(bill['quarter'])}: {e(bill['name'])}</h1>
 <p><b>{e(bill['name'])}</b> ({e(bill['site'])}){', permit ' + e(bill['permit']) if bill.get('permit') else ''}<br>
 {('Draft of ' + e(bill['issued']) + ', not issued') if bill.get('draft') else 'Issued ' + e(bill['issued'])}. Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive).<br>
@@ -127,7 +130,7 @@ Volume: {vol}.</p>
 <h2>Charges</h2>{charges}
 {pay_html}{notes}
 {surcharge}
-<h2>Loadings</h2><div class="chart">{loadings_svg(bill)}</div>
+<h2>Loadings</h2><div class="chart">{loadings_svg(bill)}</div>{chart_note}
 <h2>Lab results</h2>{res}
 <h2>Lab violations</h2><ul>{viol}</ul>{incomplete}
 {days_html}

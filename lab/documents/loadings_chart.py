@@ -43,7 +43,8 @@ def chart_series(bill: dict) -> dict:
 
 
 def loadings_figure(bill: dict) -> Figure:
-    """The chart as a matplotlib figure (:func:`loadings_svg` draws it as SVG).
+    """The chart as a matplotlib figure (:func:`loadings_svg` draws it as SVG; the page prints
+    :func:`chart_series`'s ``note`` under it).
 
     Parameters
     ----------
@@ -79,8 +80,6 @@ def loadings_figure(bill: dict) -> Figure:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8, frameon=False)
     else:
         ax.text(0.5, 0.5, "no lab results this quarter", ha="center", va="center", transform=ax.transAxes)
-    if what["note"]:
-        ax.text(0.0, -0.32, what["note"], transform=ax.transAxes, fontsize=7.5, color="#a00000", va="top")
     fig.autofmt_xdate()
     fig.tight_layout()
     return fig
@@ -91,6 +90,6 @@ def loadings_svg(bill: dict) -> str:
     fig = loadings_figure(bill)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        fig.savefig(buf, format="svg", metadata={"Date": None}, transparent=True)
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]
