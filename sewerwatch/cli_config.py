@@ -17,10 +17,22 @@ def register(sub) -> None:
 def _check(args, ctx) -> int:
     cfg = config.load(args.file) if args.file else ctx.require_config("config check", "a file to check")
     ModbusOptions.from_config(cfg)   # the collector validates its own [modbus] settings
+    # lazy: the documents' and enforcement's checks import WeasyPrint's caller and the guide
+    from enforcement.guide import load_guide
+    from enforcement.settings import settings
+    from lab.documents.pdf import letterhead
+
+    head = letterhead(cfg)           # [documents]
+    st = settings(cfg)               # [enforcement]
+    guide = load_guide(st.guide)
     print(f"{cfg.path}: {cfg.name}, pack {cfg.pack}")
     print(f"  {len(cfg.sites)} sites, {len(cfg.devices)} Modbus devices, {len(cfg.sensors)} sensors, "
           f"{len(cfg.contacts)} alert contacts")
     for s in cfg.sites:
         n = sum(1 for x in cfg.sensors if x.site == s.id)
         print(f"  {s.id:16} {s.name} (SIC {s.sic or '-'}, permit {s.permit or '-'}, pack {s.pack}): {n} sensors")
+    print(f"  documents: {head.village}" + (f", {len(head.lines)} letterhead lines" if head.lines else "")
+          + (f", signed by {head.signed_by}" if head.signed_by else ""))
+    print(f"  enforcement: {guide.name} ({st.guide}), accidental-discharge reports due in "
+          f"{st.accidental_report_hours:g} h, SNC periods {st.snc_periods}")
     return 0
