@@ -118,6 +118,7 @@ def register(sub) -> None:
     q = ns.add_parser("draft", help="draft a notice from a violation, a finding, or a user's SNC in a period")
     g = q.add_mutually_exclusive_group(required=True)
     g.add_argument("--violation", type=int, help="a violation episode's id (sewerwatch findings list)")
+    g.add_argument("--alert", type=int, help="a violation alert's id: every episode it covers (sewerwatch alerts list)")
     g.add_argument("--finding", type=int, help="a finding's id (sewerwatch findings list)")
     g.add_argument("--snc", metavar="SITE", help="a user in significant noncompliance (with --period)")
     q.add_argument("--period", default=None, help="the SNC period (with --snc)")
@@ -254,7 +255,8 @@ def _findings_list(args, ctx) -> int:
         return 0
     for v in vs:
         print(f"violation {v['id']:<5} {v['site']:<12} {fnd.violation_kind(v):<14} {v['rule']:<16} "
-              f"{v['start'].astimezone(tz):%Y-%m-%d %H:%M} peak {v['peak']:g} {v['unit'] or ''} ({v['source']})")
+              f"{v['start'].astimezone(tz):%Y-%m-%d %H:%M} peak {v['peak']:g} {v['unit'] or ''} ({v['source']}"
+              + (f", alert #{v['alert_id']}" if v["alert_id"] else "") + ")")
     for f in fs:
         crit = f" SNC ({f['snc_criterion']})" if f["snc_criterion"] else ""
         print(f"finding   {f['id']:<5} {f['site']:<12} {f['kind']:<14} {f['occurred'].isoformat()}{crit}  {f['summary']}")
@@ -429,7 +431,8 @@ def _notice_draft(args, ctx) -> int:
         finding_id = args.finding
         if args.snc:
             finding_id = _snc_finding(ctx, conn, args.snc, args.period, on)
-        n = notices.draft(conn, guide, head, on, violation_id=args.violation, finding_id=finding_id, by=args.by)
+        n = notices.draft(conn, guide, head, on, violation_id=args.violation, finding_id=finding_id,
+                          alert_id=args.alert, by=args.by)
     html_path, pdf_path, _pdf = write_notice(n["document"], None, args.out)
     if args.json:
         print(_json({**n, "html": str(html_path), "pdf": str(pdf_path)}))

@@ -155,13 +155,14 @@ def findings_between(conn, first: date, end: date, site_key: str | None = None) 
 
 
 VIOLATION_COLS = ("id", "site", "site_name", "pack", "sensor_id", "sensor", "parameter", "rule", "citation", "words",
-                  "start", "end", "peak", "limit", "unit", "days_of_violation", "evidence", "source")
+                  "start", "end", "peak", "limit", "unit", "days_of_violation", "evidence", "source", "alert_id")
 
 
 def _violation_rows(conn, where: str, params) -> list[dict]:
     rows = conn.execute(
         "SELECT v.id, s.key, s.name, v.pack, v.sensor_id, se.name, v.parameter, v.rule, v.citation, v.words, "
-        "v.start_time, v.end_time, v.peak, v.limit_value, v.unit, v.days_of_violation, v.evidence, v.source "
+        "v.start_time, v.end_time, v.peak, v.limit_value, v.unit, v.days_of_violation, v.evidence, v.source, "
+        "(SELECT min(a.id) FROM alerts a WHERE a.violation_id = v.id) "
         "FROM violations v JOIN sites s ON s.id = v.site_id LEFT JOIN sensors se ON se.id = v.sensor_id "
         f"WHERE {where} ORDER BY v.start_time, v.id", params).fetchall()
     return [dict(zip(VIOLATION_COLS, r)) for r in rows]

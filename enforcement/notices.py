@@ -88,10 +88,8 @@ def requirement_of_violation(v: dict) -> dict:
 
 def _readings(conn, v: dict) -> dict:
     """The episode's readings with an hour either side (at least a quarter of its length),
-    thinned to :data:`MAX_CHART_POINTS` keeping the peak."""
-    start, end = v["start"], v["end"] or v["evidence"].get("last") or v["start"]
-    if isinstance(end, str):
-        end = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    thinned to :data:`MAX_CHART_POINTS` keeping the extremes."""
+    start, end = v["start"], v["end"]
     pad = max(timedelta(hours=1), (end - start) / 4)
     rows = conn.execute("SELECT time, value FROM readings WHERE sensor_id = %s AND time >= %s AND time <= %s "
                         "AND quality = 0 ORDER BY time", (v["sensor_id"], start - pad, end + pad)).fetchall()
@@ -105,8 +103,33 @@ def _readings(conn, v: dict) -> dict:
             "limit": v["limit"], "comparison": v["evidence"].get("comparison"), "rule": v["rule"],
             "start": start.isoformat(), "end": end.isoformat(), "peak": v["peak"],
             "peak_time": v["evidence"].get("peak_time"), "readings_in_episode": v["evidence"].get("readings"),
+            "episodes": v.get("episodes", 1),
             "points": [[datetime.fromtimestamp(a, timezone.utc).isoformat(), float(b)] for a, b in zip(t, y)],
             "from": (start - pad).isoformat(), "to": (end + pad).isoformat()}
+
+
+def _last(v: dict) -> datetime:
+    """An episode's last instant: its end, else its last exceeding reading, else its start."""
+    if v["end"] is not None:
+        return v["end"]
+    last = v["evidence"].get("last")
+    return datetime.fromisoformat(last.replace("Z", "+00:00")) if last else v["start"]
+
+
+def combine(vs: list[dict]) -> dict:
+    """The episodes of one alert (one sensor and rule) as one record: from the first start to
+    the last end, the most extreme peak, the readings beyond the limit summed."""
+    vs = sorted(vs, key=lambda v: v["start"])
+    if len(vs) == 1:
+        return {**vs[0], "end": _last(vs[0]), "episodes": 1, "violation_ids": [vs[0]["id"]]}
+    cmp_ = vs[0]["evidence"].get("comparison") or ""
+    lower = cmp_.startswith(("lower", "less", "below"))
+    best = (min if lower else max)(vs, key=lambda v: v["peak"])
+    readings = [v["evidence"].get("readings") for v in vs]
+    evidence = {**vs[0]["evidence"], "peak_time": best["evidence"].get("peak_time"),
+                "readings": sum(readings) if all(r is not None for r in readings) else None}
+    return {**vs[0], "end": max(_last(v) for v in vs), "peak": best["peak"], "evidence": evidence,
+            "episodes": len(vs), "violation_ids": [v["id"] for v in vs]}
 
 
 def _lab_samples(conn, v: dict) -> dict:
@@ -124,30 +147,80 @@ def _lab_samples(conn, v: dict) -> dict:
                          "source": src} for k, lab, c, st, a, val, q, m, ver, src in rows]}
 
 
-def days_of_violation(conn, v: dict, tz) -> dict:
-    """The days of violation of an episode (palmyra-wi §13.60(1): "Each day a condition is
-    allowed to exist ... shall constitute a new violation"), as the evaluator stored them."""
-    d = int(v["days_of_violation"] or 1)
-    return {"days": d, "dates": [], "how": "distinct local days the episode covers, as the evaluator counted them"}
+def days_of_violation(vs: list[dict], tz) -> dict:
+    """The days of violation of episodes (palmyra-wi §13.60(1): "Each day a condition is
+    allowed to exist which is contrary to all or any part of this subchapter shall constitute a
+    new violation"): the distinct local days they cover."""
+    # interim, until the ordinance work's limits.days lands on main (issue 16): then its
+    # by_site_and_rule counts these
+    days = set()
+    for v in vs:
+        d, last = local_date(v["start"], tz), local_date(_last(v), tz)
+        while d <= last:
+            days.add(d)
+            d += timedelta(days=1)
+    return {"days": len(days), "dates": [d.isoformat() for d in sorted(days)],
+            "how": "the distinct local days the episodes cover"}
 
 
 # --- the subject of a notice ----------------------------------------------------------
 
-def _subject_of_violation(conn, v: dict) -> dict:
+def _subject_of_violations(conn, vs: list[dict], alert_id: int | None = None) -> dict:
+    v = combine(vs)
     tz = pack_timezone(v["pack"])
     kind = fnd.violation_kind(v)
     req = requirement_of_violation(v)
     evidence = _lab_samples(conn, v) if kind == "lab-violation" else _readings(conn, v)
     unit = v["unit"] or ""
     cmp_ = v["evidence"].get("comparison") or ""
-    start_l = v["start"].astimezone(tz)
     name = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    start_l, end_l = v["start"].astimezone(tz), v["end"].astimezone(tz)
     summary = (f"{name} {v['peak']:g} {unit} ({cmp_} {v['limit']:g} {unit}, rule {v['rule']}), "
-               f"{start_l:%Y-%m-%d %H:%M %Z}" + (f" to {v['end'].astimezone(tz):%Y-%m-%d %H:%M %Z}" if v["end"] else ""))
-    return {"ref": f"violation {v['id']}", "kind": kind, "rule": v["rule"], "summary": summary.strip(),
+               f"{start_l:%Y-%m-%d %H:%M %Z}" + (f" to {end_l:%Y-%m-%d %H:%M %Z}" if end_l != start_l else ""))
+    ids = v["violation_ids"]
+    ref = (f"alert {alert_id}: violation{'s' if len(ids) > 1 else ''} {_ranges(ids)}" if alert_id
+           else f"violation {v['id']}")
+    return {"ref": ref, "kind": kind, "rule": v["rule"], "summary": summary.strip(),
             "occurred": local_date(v["start"], tz).isoformat(), "requirement": req, "evidence": evidence,
-            "days": days_of_violation(conn, v, tz), "pack": v["pack"], "site_id": None, "violation_id": v["id"],
-            "finding_id": None}
+            "days": days_of_violation(vs, tz), "pack": v["pack"], "violation_id": ids[0], "finding_id": None,
+            "violation_ids": ids, "alert_id": alert_id}
+
+
+def _ranges(ids: list[int]) -> str:
+    """``2-32, 40`` for ids 2, 3, ..., 32, 40."""
+    out, run = [], []
+    for i in sorted(ids):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [i]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def alert_violations(conn, alert_id: int) -> list[dict]:
+    """The violation episodes a violation alert covers: the one that opened it, those it
+    continued (``audit_log`` ``alert-episode-continued``), and every episode of its sensor and
+    rule from the first one's start to the last end the alert saw (``alert-episode-ended``)."""
+    row = conn.execute("SELECT a.kind, a.violation_id, v.sensor_id, v.rule, v.start_time FROM alerts a "
+                       "LEFT JOIN violations v ON v.id = a.violation_id WHERE a.id = %s", (alert_id,)).fetchone()
+    if row is None:
+        raise InputError(f"no alert {alert_id} (sewerwatch alerts list --all shows them)")
+    if row[0] != "violation" or row[1] is None:
+        raise InputError(f"alert {alert_id} is a {row[0]} alert: a notice is drafted from a violation alert")
+    obj = f"alert:{alert_id}"
+    ids = [row[1]] + [int(x) for (x,) in conn.execute(
+        "SELECT detail->>'violation_id' FROM audit_log WHERE action = 'alert-episode-continued' AND object = %s "
+        "AND detail ? 'violation_id' ORDER BY id", (obj,)).fetchall()]
+    ids += [x for (x,) in conn.execute(
+        "SELECT v.id FROM violations v WHERE v.sensor_id = %s AND v.rule = %s AND v.start_time >= %s "
+        "AND v.start_time <= (SELECT max((detail->>'end')::timestamptz) FROM audit_log "
+        "                     WHERE action = 'alert-episode-ended' AND object = %s) ORDER BY v.start_time",
+        (row[2], row[3], row[4], obj)).fetchall()]
+    return [fnd.violation(conn, i) for i in dict.fromkeys(ids)]
 
 
 def _subject_of_finding(conn, f: dict, pack: str) -> dict:
@@ -161,6 +234,7 @@ def _subject_of_finding(conn, f: dict, pack: str) -> dict:
     elif ev.get("days"):
         days = int(ev["days"])
     return {"ref": f"finding {f['id']}", "kind": f["kind"], "rule": None, "summary": f["summary"],
+            "violation_ids": [f["violation_id"]] if f["violation_id"] else [], "alert_id": None,
             "occurred": f["occurred"].isoformat(), "requirement": req,
             "evidence": {"kind": f["kind"], **ev, "snc_criterion": f["snc_criterion"]},
             "days": {"days": days, "dates": [], "how": "the finding's days"}, "pack": pack, "violation_id": None,
@@ -193,8 +267,10 @@ def _event(conn, notice_id: int, event: str, from_state: str | None, to_state: s
 
 
 def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_id: int | None = None,
-          finding_id: int | None = None, by: str | None = None, escalated_from: dict | None = None) -> dict:
-    """Draft a notice from a violation or a finding; store it (state ``drafted``); return it.
+          finding_id: int | None = None, alert_id: int | None = None, by: str | None = None,
+          escalated_from: dict | None = None) -> dict:
+    """Draft a notice from a violation, a violation alert (all the episodes it covers) or a
+    finding; store it (state ``drafted``); return it.
 
     Parameters
     ----------
@@ -209,11 +285,17 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         its action applies instead of a response row.
     """
     by = fnd.actor(by)
-    if (violation_id is None) == (finding_id is None):
-        raise InputError("give one of --violation ID or --finding ID")
-    if violation_id is not None:
+    if sum(x is not None for x in (violation_id, finding_id, alert_id)) != 1:
+        raise InputError("give one of --violation ID, --alert ID or --finding ID")
+    if escalated_from is not None and escalated_from["document"]["finding"].get("alert_id"):
+        alert_id, violation_id = escalated_from["document"]["finding"]["alert_id"], None
+    if alert_id is not None:
+        vs = alert_violations(conn, alert_id)
+        subject = _subject_of_violations(conn, vs, alert_id)
+        s = fnd.site(conn, vs[0]["site"])
+    elif violation_id is not None:
         v = fnd.violation(conn, violation_id)
-        subject = _subject_of_violation(conn, v)
+        subject = _subject_of_violations(conn, [v])
         s = fnd.site(conn, v["site"])
     else:
         f = fnd.finding(conn, finding_id)
@@ -245,7 +327,8 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
                        "signer_title": head.signer_title},
         "ordinance": ordinance_title(pack),
         "site": {"key": s.key, "name": s.name, "permit": s.permit, "sic": s.sic},
-        "finding": {k: subject[k] for k in ("ref", "kind", "rule", "summary", "occurred")},
+        "finding": {k: subject.get(k) for k in ("ref", "kind", "rule", "summary", "occurred", "violation_ids",
+                                                 "alert_id")},
         "finding_words": KIND_WORDS[kind],
         "requirement": subject["requirement"],
         "evidence": subject["evidence"],

@@ -264,3 +264,41 @@ def test_recurrence_counts_the_notices_issued_in_the_guides_window(db):
             (2, "administrative-order", 10, "AO-2026-001")
         assert notices.recurrence(conn, conn.execute("SELECT id FROM sites").fetchone()[0], "late-report",
                                   date(2027, 3, 21), 365) == 1   # a year and a day later: a first again
+
+
+def test_a_notice_from_an_alert_covers_its_episodes_and_counts_their_days(db):
+    """An alert whose episodes run across local midnight: two days of violation, so the
+    §13.60(1) range is 2 x $100 to 2 x $2,500."""
+    with db.connect() as conn:
+        ids = add_sites(conn, "gale")
+        first = at(date(2026, 5, 1), 23) + timedelta(minutes=50)              # 23:50 CDT
+        vid, aid = ph_violation_with_alert(conn, ids["gale"], first)          # to 00:20 CDT, May 2
+        sensor = conn.execute("SELECT sensor_id FROM violations WHERE id = %s", (vid,)).fetchone()[0]
+        second = conn.execute(
+            "INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time, end_time, "
+            "peak, limit_value, unit, days_of_violation, evidence, source) VALUES (%s, %s, 'ph', 'ph-min', 'palmyra-wi', "
+            "'x', 'y', %s, %s, 2.9, 6.0, 'pH', 1, '{\"comparison\": \"lower than\", \"readings\": 4}', 'stream') "
+            "RETURNING id", (ids["gale"], sensor, first + timedelta(minutes=40), first + timedelta(minutes=44))).fetchone()[0]
+        # a later episode of the same sensor the alert never saw
+        conn.execute(
+            "INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time, end_time, "
+            "peak, limit_value, unit, evidence, source) VALUES (%s, %s, 'ph', 'ph-min', 'palmyra-wi', 'x', 'y', %s, %s, "
+            "4.0, 6.0, 'pH', '{}', 'stream')", (ids["gale"], sensor, first + timedelta(days=3), first + timedelta(days=3, minutes=5)))
+        conn.execute("INSERT INTO audit_log (action, object, detail) VALUES ('alert-episode-ended', %s, %s)",
+                     (f"alert:{aid}", f'{{"end": "{(first + timedelta(minutes=44)).isoformat()}"}}'))
+        assert [v["id"] for v in notices.alert_violations(conn, aid)] == [vid, second]
+        n = notices.draft(conn, GUIDE, HEAD, date(2026, 5, 4), alert_id=aid)
+        doc = n["document"]
+        assert doc["finding"]["ref"] == f"alert {aid}: violations {vid}-{second}"
+        assert doc["days_of_violation"]["days"] == 2
+        assert doc["days_of_violation"]["dates"] == ["2026-05-01", "2026-05-02"]
+        [f] = doc["forfeitures"]
+        assert (f["total_min"], f["total_max"]) == (200.0, 5000.0)
+        ev = doc["evidence"]
+        assert (ev["peak"], ev["episodes"]) == (2.9, 2)
+        assert (datetime.fromisoformat(ev["start"]), datetime.fromisoformat(ev["end"])) == \
+            (first, first + timedelta(minutes=44))
+        with pytest.raises(Exception, match="is a sensor-health alert"):
+            hid = conn.execute("INSERT INTO alerts (kind, site_id, rule, summary) VALUES ('sensor-health', %s, "
+                               "'no-data', 'x') RETURNING id", (ids["gale"],)).fetchone()[0]
+            notices.draft(conn, GUIDE, HEAD, date(2026, 5, 4), alert_id=hid)

@@ -31,10 +31,13 @@ def _local(iso: str, tz: str) -> str:
 def _readings_evidence(ev: dict, tz: str) -> str:
     unit = ev.get("unit") or ""
     rows = [("Sensor", f"{ev.get('sensor') or ''} ({ev['parameter']})"),
-            ("Episode", f"{_local(ev['start'], tz)} to {_local(ev['end'], tz)}"),
+            ("Episode" if ev.get("episodes", 1) == 1 else "From the first episode to the last",
+             f"{_local(ev['start'], tz)} to {_local(ev['end'], tz)}"),
             ("Most extreme reading", f"{ev['peak']:g} {unit}" + (f" at {_local(ev['peak_time'], tz)}"
                                                                  if ev.get("peak_time") else "")),
             ("Limit", f"{ev.get('comparison') or ''} {ev['limit']:g} {unit}".strip())]
+    if ev.get("episodes", 1) > 1:
+        rows.append(("Episodes", f"{ev['episodes']} (the readings returned within the limit between them)"))
     if ev.get("readings_in_episode"):
         rows.append(("Readings beyond the limit", f"{ev['readings_in_episode']}"))
     rows.append(("Readings drawn", f"{len(ev['points'])} from {_local(ev['from'], tz)} to {_local(ev['to'], tz)}"))
