@@ -88,11 +88,17 @@ def requirement_of_violation(v: dict) -> dict:
 
 def _readings(conn, v: dict) -> dict:
     """The episode's readings with an hour either side (at least a quarter of its length),
-    thinned to :data:`MAX_CHART_POINTS` keeping the extremes."""
+    thinned to :data:`MAX_CHART_POINTS` keeping the extremes; from ``readings`` or, once
+    retention removed them, ``readings_evidence`` (which keeps an hour either side of each
+    episode for the records period)."""
     start, end = v["start"], v["end"]
     pad = max(timedelta(hours=1), (end - start) / 4)
-    rows = conn.execute("SELECT time, value FROM readings WHERE sensor_id = %s AND time >= %s AND time <= %s "
-                        "AND quality = 0 ORDER BY time", (v["sensor_id"], start - pad, end + pad)).fetchall()
+    # the raw readings, and those kept as evidence after retention removed the raw ones (0071)
+    rows = conn.execute("SELECT time, value FROM (SELECT time, value, quality FROM readings WHERE sensor_id = %(s)s "
+                        "AND time >= %(a)s AND time <= %(b)s UNION SELECT time, value, quality FROM readings_evidence "
+                        "WHERE sensor_id = %(s)s AND time >= %(a)s AND time <= %(b)s) r WHERE quality = 0 "
+                        "AND value IS NOT NULL ORDER BY time",
+                        {"s": v["sensor_id"], "a": start - pad, "b": end + pad}).fetchall()
     t = np.array([r[0].timestamp() for r in rows], dtype=np.float64)
     y = np.array([r[1] for r in rows], dtype=np.float64)
     if len(t) > MAX_CHART_POINTS:
