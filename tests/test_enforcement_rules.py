@@ -156,3 +156,33 @@ def test_enforcement_settings_from_the_config(tmp_path):
                            ({"respond_days": 3}, "enforcement.respond_days: unknown key")]:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
             settings(config.from_dict({"enforcement": table}, "v.toml"))
+
+
+# --- sampling schedules ---------------------------------------------------------------------
+
+def test_a_missing_quarterly_sample_is_found_on_the_first_day_after_the_quarter():
+    from enforcement.schedules import Requirement, judge
+
+    req = Requirement("webster-wi:§240-8", "dairy", ("bod5", "tss"), 1, "quarter", "§240-8")
+    # Q1: BOD and TSS sampled on Feb 10; Q2: only BOD, on May 5
+    samples = [(date(2026, 2, 10), "S1", "bod5"), (date(2026, 2, 10), "S1", "tss"), (date(2026, 5, 5), "S2", "bod5")]
+    on_june_30 = judge(req, samples, date(2026, 1, 1), date(2027, 1, 1), today=date(2026, 6, 30))
+    assert [(s.period.name, s.state) for s in on_june_30] == \
+        [("2026Q1", "taken"), ("2026Q2", "due"), ("2026Q3", "due"), ("2026Q4", "due")]
+    on_july_1 = judge(req, samples, date(2026, 1, 1), date(2027, 1, 1), today=date(2026, 7, 1))
+    q2 = on_july_1[1]
+    assert (q2.state, q2.counts, q2.short) == ("missing", {"bod5": 1, "tss": 0}, {"tss": 1})
+    assert q2.words() == "MISSING: bod5 1/1, tss 0/1"
+
+
+def test_a_monthly_requirement_counts_samples_per_parameter_and_skips_a_partial_first_period():
+    from enforcement.schedules import Requirement, judge
+
+    req = Requirement("PAL-IU-2026-02:5(a)", "plating", ("cu",), 2, "month", "Permit PAL-IU-2026-02, condition 5(a)",
+                      start=date(2026, 2, 15))
+    samples = [(date(2026, 3, 2), "A", "cu"), (date(2026, 3, 2), "A", "cu"), (date(2026, 3, 20), "B", "cu"),
+               (date(2026, 4, 9), "C", "cu")]
+    got = judge(req, samples, date(2026, 1, 1), date(2026, 5, 1), today=date(2026, 5, 1))
+    # February: in effect from the 15th only: not required; March: A and B; April: only C
+    assert [(s.period.name, s.state, s.counts["cu"]) for s in got] == \
+        [("2026-02", "not-required", 0), ("2026-03", "taken", 2), ("2026-04", "missing", 1)]

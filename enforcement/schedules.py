@@ -1,0 +1,162 @@
+"""Sampling schedules: the samples each user owes per period, taken or missing.
+
+A requirement says which parameters must be sampled how many times per period (a day, week,
+month, quarter or year), from when to when, and where it comes from: a discharge permit's
+monitoring condition (``[[monitoring]]`` of a permit, :mod:`limits.permits`; palmyra-wi
+003_44f871d49a02d8f5.txt §13.53(3): "Samples shall be taken at intervals to be established
+by contractual agreement under §13.54") or the ordinance where it sets one (webster-wi
+000_68bc5aa0322c9423.txt §240-8: "A minimum of at least quarterly sampling shall be necessary
+to determine sewer service charges").
+
+Each period the requirement covers whole (a permit effective mid-quarter owes nothing for
+that quarter) is, at an instant:
+
+* ``due``: not over yet, samples still owed;
+* ``taken``: every parameter has its samples (a lab sample with a result for it, collected
+  in the period, local days);
+* ``missing``: over, and a parameter short of its samples: a failure to monitor, a finding
+  (kind ``failure-to-monitor``) that arises on the first day after the period.
+
+Continuous requirements (pH and flow at the control manhole) are listed but not judged here:
+the sensor-health alerts watch those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from enforcement.findings import store_finding
+from enforcement.periods import SAMPLING_PERIODS, Period, local_date, sampling_periods
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """Samples a user owes.
+
+    Attributes
+    ----------
+    id : str
+        Stable: ``PAL-IU-2026-02:5(a)`` (permit and condition) or ``webster-wi:§240-8``.
+    site : str
+    parameters : tuple of str
+        Lab analytes (or continuous parameters, with ``per`` ``continuous``).
+    times : int or None
+        Samples of each parameter per period.
+    per : str
+        One of :data:`enforcement.periods.SAMPLING_PERIODS`, or ``continuous``.
+    start, end : date or None
+        In effect from ``start`` to ``end`` (exclusive); None: no bound.
+    citation, words : str
+        Where it comes from and its words.
+    """
+
+    id: str
+    site: str
+    parameters: tuple[str, ...]
+    times: int | None
+    per: str
+    citation: str
+    words: str = ""
+    start: date | None = None
+    end: date | None = None
+    sample_type: str | None = None
+
+    @property
+    def continuous(self) -> bool:
+        return self.per == "continuous"
+
+
+@dataclass
+class PeriodStatus:
+    requirement: Requirement
+    period: Period
+    state: str                                  # due, taken, missing, not-required
+    counts: dict = field(default_factory=dict)  # parameter -> samples taken
+    samples: dict = field(default_factory=dict)  # parameter -> [sample ids]
+
+    @property
+    def short(self) -> dict:
+        """parameter -> samples still owed."""
+        t = self.requirement.times or 0
+        return {p: t - n for p, n in self.counts.items() if n < t}
+
+    def words(self) -> str:
+        r = self.requirement
+        got = ", ".join(f"{p} {self.counts.get(p, 0)}/{r.times}" for p in r.parameters)
+        return {"due": f"due: {got}", "taken": f"taken: {got}", "missing": f"MISSING: {got}",
+                "not-required": "not required (the requirement covers only part of the period)"}[self.state] \
+            if not r.continuous else "continuous: watched by the sensor-health alerts"
+
+    def as_json(self) -> dict:
+        r = self.requirement
+        return {"requirement": r.id, "site": r.site, "citation": r.citation, "parameters": list(r.parameters),
+                "times": r.times, "per": r.per, "period": self.period.as_json(), "state": self.state,
+                "counts": self.counts, "samples": self.samples, "short": self.short, "words": self.words()}
+
+
+def judge(req: Requirement, samples: list[tuple[date, str, str]], first: date, end: date,
+          today: date) -> list[PeriodStatus]:
+    """The periods of ``req`` overlapping ``[first, end)`` and where each stands ``today``.
+
+    Parameters
+    ----------
+    samples : list of (date, sample id, analyte)
+        The site's lab results: the local day each was collected.
+    today : date
+        The local day of judging: a period is over once ``today >= period.end`` (so a sample
+        missing from a quarter is found on the first day after the quarter).
+    """
+    if req.continuous or req.per not in SAMPLING_PERIODS:
+        return []
+    lo = max(first, req.start) if req.start else first
+    hi = min(end, req.end) if req.end else end
+    out = []
+    for p in sampling_periods(req.per, lo, hi) if lo < hi else []:
+        whole = (req.start is None or req.start <= p.start) and (req.end is None or p.end <= req.end)
+        counts, ids = {}, {}
+        for prm in req.parameters:
+            got = sorted({s for d, s, a in samples if a == prm and p.contains(d)})
+            counts[prm], ids[prm] = len(got), got
+        if not whole:
+            state = "not-required"
+        elif all(n >= req.times for n in counts.values()):
+            state = "taken"
+        elif today >= p.end:
+            state = "missing"
+        else:
+            state = "due"
+        out.append(PeriodStatus(req, p, state, counts, ids))
+    return out
+
+
+def site_samples(conn, site_key: str, tz) -> list[tuple[date, str, str]]:
+    """Every current lab result of a site as (local day collected, sample id, analyte)."""
+    rows = conn.execute("SELECT ls.collected, ls.sample_key, r.analyte FROM lab_results_current r "
+                        "JOIN lab_samples ls ON ls.id = r.sample_id JOIN sites s ON s.id = ls.site_id "
+                        "WHERE s.key = %s", (site_key,)).fetchall()
+    return [(local_date(t, tz), k, a) for t, k, a in rows]
+
+
+def store_missing(conn, site_id: int, statuses: list[PeriodStatus]) -> list[int]:
+    """A ``failure-to-monitor`` finding for each missing period (once; it arises on the first
+    day after the period)."""
+    new = []
+    for st in statuses:
+        if st.state != "missing":
+            continue
+        r, p = st.requirement, st.period
+        short = ", ".join(f"{prm}: {r.times - n} of {r.times}" for prm, n in st.counts.items() if n < r.times)
+        fid = store_finding(
+            conn, site_id, "failure-to-monitor", p.end,
+            f"samples missing for {p.name} ({p.start} to {p.last_day}) under {r.citation}: {short} not taken",
+            key=f"monitor:{r.id}:{p.name}", citation=r.citation, words=r.words, period=(p.start, p.end),
+            evidence={"requirement": r.id, "period": p.name, "times": r.times, "per": r.per,
+                      "counts": st.counts, "samples": st.samples}, by="sewerwatch")
+        if fid:
+            new.append(fid)
+    return new
+
+
+def today_at(now: datetime, tz) -> date:
+    return local_date(now, tz)
