@@ -16,7 +16,7 @@ from datetime import date, datetime
 
 from enforcement import notices as nts
 from enforcement import snc as snc_mod
-from enforcement.findings import sites
+from enforcement.findings import sites, violations_between
 from enforcement.periods import Period, snc_periods_of_year, year_period
 from lab.ordinance import pack_timezone
 
@@ -61,14 +61,20 @@ def _samples(conn, site_key: str, start: datetime, end: datetime) -> dict:
     return {"samples_taken": int(row[0]), "results": int(row[1])}
 
 
-def _violations(conn, site_key: str, start: datetime, end: datetime) -> list[dict]:
-    rows = conn.execute(
-        "SELECT v.rule, v.parameter, v.source, count(*), coalesce(sum(v.days_of_violation), 0), max(v.citation) "
-        "FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = %s AND v.start_time >= %s "
-        "AND v.start_time < %s GROUP BY v.rule, v.parameter, v.source ORDER BY v.rule, v.source",
-        (site_key, start, end)).fetchall()
-    return [{"rule": r, "parameter": p, "source": src, "episodes": int(n), "days_of_violation": int(d),
-             "citation": c} for r, p, src, n, d, c in rows]
+def _violations(conn, site_key: str, start: datetime, end: datetime, tz) -> list[dict]:
+    """The year's violation episodes of a site by rule: their number, who found them (live,
+    re-evaluated, lab), their days of violation (distinct local days,
+    :func:`enforcement.notices.days_of_violation`) and the rule cited by the ordinance's title."""
+    groups: dict[str, list[dict]] = {}
+    for v in violations_between(conn, start, end, site_key):
+        groups.setdefault(v["rule"], []).append(v)
+    out = []
+    for rule, vs in sorted(groups.items()):
+        req = nts.requirement_of_violation(vs[0])
+        source = ", ".join(sorted({v["source"] for v in vs}))
+        out.append({"rule": rule, "parameter": vs[0]["parameter"], "source": source, "episodes": len(vs),
+                    "days_of_violation": nts.days_of_violation(vs, tz)["days"], "citation": req["citation"]})
+    return out
 
 
 def _bills(conn, site_key: str, year: int) -> dict:
@@ -95,7 +101,7 @@ def annual_report(conn, year: int, mode: str, utility: str) -> dict:
         users.append({
             "site": key, "name": s.name, "permit": s.permit, "sic": s.sic, "pack": s.pack,
             **_samples(conn, key, start, end),
-            "violations": _violations(conn, key, start, end),
+            "violations": _violations(conn, key, start, end, pack_timezone(s.pack)),
             "notices": [{"number": n["number"], "title": n["document"]["title"], "finding": n["document"]["finding"]["summary"],
                          "state": n["state"], "drafted_on": n["drafted_on"].isoformat(),
                          "issued_on": n["issued_on"].isoformat() if n["issued_on"] else None,

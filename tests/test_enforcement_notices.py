@@ -159,7 +159,9 @@ def test_snc_explained_and_the_annual_list_and_report(db, tmp_path):
     rep = json.loads(r.stdout)
     with db.connect() as conn:
         episodes = conn.execute("SELECT count(*) FROM violations").fetchone()[0]
-        days = conn.execute("SELECT sum(days_of_violation) FROM violations").fetchone()[0]
+        # days of violation: distinct local days per site and rule (each episode here is within a day)
+        days = conn.execute("SELECT count(DISTINCT (site_id, rule, (start_time AT TIME ZONE "
+                            "'America/Chicago')::date)) FROM violations").fetchone()[0]
         samples = conn.execute("SELECT count(*) FROM lab_samples").fetchone()[0]
         billed = conn.execute("SELECT sum(total_dollars) FROM bills").fetchone()[0]
     t = rep["totals"]

@@ -24,7 +24,8 @@ def body_html(rep: dict, issued_on: date) -> str:
         f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u['results']}</td></tr>"
         for u in rep["users"])
     viol_rows = "".join(
-        f"<tr><td>{e(u['name'])}</td><td>{e(v['rule'])}</td><td>{e(v['parameter'])}</td><td>{e(v['source'])}</td>"
+        f"<tr><td>{e(u['name'])}</td><td style='white-space:nowrap'>{e(v['rule'])}</td><td>{e(v['parameter'])}</td>"
+        f"<td>{e(v['source'])}</td>"
         f"<td class=n>{v['episodes']}</td><td class=n>{v['days_of_violation']}</td><td class=small>{e(v['citation'])}</td></tr>"
         for u in rep["users"] for v in u["violations"])
     viol = ("<table><tr><th>user</th><th>rule</th><th>parameter</th><th>found by</th><th class=n>episodes</th>"
