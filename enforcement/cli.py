@@ -127,31 +127,13 @@ def register(sub) -> None:
     q.add_argument("--by", default=None)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_notice_draft)
-    q = ns.add_parser("issue", help="issue a drafted notice (its response deadline counts from the issue date)")
-    q.add_argument("notice", help="id or number")
-    q.add_argument("--on", default=None, help="the issue date (default: today)")
-    q.add_argument("--out", default=".", metavar="DIR")
-    q.add_argument("--by", default=None)
-    q.set_defaults(func=_notice_issue)
-    q = ns.add_parser("response", help="record the user's response")
-    q.add_argument("notice")
-    q.add_argument("--on", required=True, help="the day it was received")
-    q.add_argument("--note", default=None)
-    q.add_argument("--by", default=None)
-    q.set_defaults(func=_notice_response)
-    q = ns.add_parser("close", help="close a notice")
-    q.add_argument("notice")
-    q.add_argument("--on", default=None, help="default: today")
-    q.add_argument("--note", default=None)
-    q.add_argument("--by", default=None)
-    q.set_defaults(func=_notice_close)
-    q = ns.add_parser("escalate", help="escalate a notice to the guide's next action (drafts it)")
-    q.add_argument("notice")
-    q.add_argument("--on", default=None, help="default: today")
-    q.add_argument("--note", default=None)
-    q.add_argument("--out", default=".", metavar="DIR")
-    q.add_argument("--by", default=None)
-    q.set_defaults(func=_notice_escalate)
+    _step(ns, "issue", "issue a drafted notice (its response deadline counts from the issue date)", _notice_issue,
+          on="the issue date (default: today)", out=True)
+    _step(ns, "response", "record the user's response", _notice_response, on="the day it was received",
+          on_required=True, note=True)
+    _step(ns, "close", "close a notice", _notice_close, on="default: today", note=True)
+    _step(ns, "escalate", "escalate a notice to the guide's next action (drafts it)", _notice_escalate,
+          on="default: today", note=True, out=True)
     q = ns.add_parser("list")
     q.add_argument("--site", default=None)
     q.add_argument("--state", action="append", default=None)
@@ -190,6 +172,20 @@ def register(sub) -> None:
     q.add_argument("--on", default=None, help="the report's date (default: today)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_report_annual)
+
+
+def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False, note: bool = False,
+          out: bool = False) -> None:
+    """A step of a notice's lifecycle: ``sewerwatch notice NAME NOTICE --on DATE [--note] [--out] [--by]``."""
+    q = ns.add_parser(name, help=help_)
+    q.add_argument("notice", help="id or number")
+    q.add_argument("--on", required=on_required, default=None, help=on)
+    if note:
+        q.add_argument("--note", default=None)
+    if out:
+        q.add_argument("--out", default=".", metavar="DIR")
+    q.add_argument("--by", default=None, help="who (default: $USER)")
+    q.set_defaults(func=func)
 
 
 # --- shared ------------------------------------------------------------------------------

@@ -101,6 +101,12 @@ def _keys(path, where: str, t, allowed, required):
             _fail(path, f"{where}.{k}", "missing (required)")
 
 
+def _array(path, data: dict, key: str) -> list:
+    if not isinstance(data[key], list):
+        _fail(path, key, f"expected an array of tables ([[{key}]])")
+    return data[key]
+
+
 def _text(path, where: str, v) -> str:
     if not isinstance(v, str) or not v.strip():
         _fail(path, where, f"expected text, got {v!r}")
@@ -134,10 +140,8 @@ def parse_guide(data: dict, path: str = "<guide>") -> Guide:
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         _fail(path, "recurrence_window_days", f"expected a whole number of days, got {window!r}")
     responses = []
-    if not isinstance(data["responses"], list):
-        _fail(path, "responses", "expected an array of tables ([[responses]])")
     seen = {}
-    for i, t in enumerate(data["responses"]):
+    for i, t in enumerate(_array(path, data, "responses")):
         where = f"responses[{i}]"
         _keys(path, where, t, RESPONSE_KEYS, RESPONSE_KEYS[:-1])
         if t["finding"] not in FINDING_KINDS:
@@ -156,10 +160,8 @@ def parse_guide(data: dict, path: str = "<guide>") -> Guide:
     if missing:
         _fail(path, "responses", f"no row with recurrence = 1 for: {', '.join(missing)}")
     escalations = []
-    if not isinstance(data["escalations"], list):
-        _fail(path, "escalations", "expected an array of tables ([[escalations]])")
     sources = {}
-    for i, t in enumerate(data["escalations"]):
+    for i, t in enumerate(_array(path, data, "escalations")):
         where = f"escalations[{i}]"
         _keys(path, where, t, ESCALATION_KEYS, ESCALATION_KEYS)
         src, to = action(f"{where}.from", t["from"]), action(f"{where}.to", t["to"])

@@ -17,33 +17,35 @@ def _money(x: float) -> str:
     return f"${x:,.2f}"
 
 
+def _table(heads: tuple[str, ...], rows: list[tuple], empty: str) -> str:
+    """An HTML table (numbers right-aligned), or ``empty`` as a paragraph when there are no rows."""
+    if not rows:
+        return f"<p>{e(empty)}</p>"
+    num = [all(isinstance(r[i], (int, float)) for r in rows) for i in range(len(heads))]
+    head = "".join(f"<th{' class=n' if n else ''}>{e(h)}</th>" for h, n in zip(heads, num))
+    body = "".join("<tr>" + "".join(f"<td{' class=n' if n else ''}>{e(str(x))}</td>" for x, n in zip(r, num)) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
 def body_html(rep: dict, issued_on: date) -> str:
     t = rep["totals"]
     users = "".join(
         f"<tr><td>{e(u['name'])}</td><td>{e(u['site'])}</td><td>{e(u['permit'] or 'none')}</td>"
         f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u['results']}</td></tr>"
         for u in rep["users"])
-    viol_rows = "".join(
-        f"<tr><td>{e(u['name'])}</td><td style='white-space:nowrap'>{e(v['rule'])}</td><td>{e(v['parameter'])}</td>"
-        f"<td>{e(v['source'])}</td>"
-        f"<td class=n>{v['episodes']}</td><td class=n>{v['days_of_violation']}</td><td class=small>{e(v['citation'])}</td></tr>"
-        for u in rep["users"] for v in u["violations"])
-    viol = ("<table><tr><th>user</th><th>rule</th><th>parameter</th><th>found by</th><th class=n>episodes</th>"
-            f"<th class=n>days</th><th>citation</th></tr>{viol_rows}</table>" if viol_rows else "<p>No violations.</p>")
-    note_rows = "".join(
-        f"<tr><td>{e(n['number'])}</td><td>{e(u['name'])}</td><td>{e(n['finding'])}</td><td>{e(n['issued_on'] or '-')}</td>"
-        f"<td>{e(n['state'])}</td><td>{e(n['closed_on'] or n['response_received_on'] or '')}</td></tr>"
-        for u in rep["users"] for n in u["notices"])
-    notes = ("<table><tr><th>notice</th><th>user</th><th>finding</th><th>issued</th><th>state</th><th>on</th></tr>"
-             f"{note_rows}</table>" if note_rows else "<p>No notices.</p>")
+    viol = _table(("user", "rule", "parameter", "found by", "episodes", "days", "citation"), [
+        (u["name"], v["rule"], v["parameter"], v["source"], v["episodes"], v["days_of_violation"], v["citation"])
+        for u in rep["users"] for v in u["violations"]], "No violations.")
+    notes = _table(("notice", "user", "finding", "issued", "state", "on"), [
+        (n["number"], u["name"], n["finding"], n["issued_on"] or "-", n["state"],
+         n["closed_on"] or n["response_received_on"] or "") for u in rep["users"] for n in u["notices"]],
+        "No notices.")
     outcomes = ", ".join(f"{k}: {v}" for k, v in sorted(rep["notice_outcomes"].items())) or "none"
     snc = rep["snc"]
-    snc_rows = "".join(
-        f"<tr><td>{e(u['name'])}</td><td>{e(u['permit'] or '')}</td><td>{e(p['period'])}</td>"
-        f"<td>{e('; '.join('(' + c['criterion'] + ') ' + c['title'] for c in p['criteria']))}</td></tr>"
-        for u in snc["users"] for p in u["periods"])
-    snc_html = ("<table><tr><th>user</th><th>permit</th><th>period</th><th>criteria met</th></tr>"
-                f"{snc_rows}</table>" if snc_rows else "<p>No user was in significant noncompliance.</p>")
+    snc_html = _table(("user", "permit", "period", "criteria met"), [
+        (u["name"], u["permit"] or "", p["period"], "; ".join(f"({c['criterion']}) {c['title']}" for c in p["criteria"]))
+        for u in snc["users"] for p in u["periods"]], "No user was in significant noncompliance.")
     bill_rows = "".join(
         f"<tr><td>{e(u['name'])}</td><td>{e(', '.join(q['quarter'] for q in u['billed']['quarters']) or '-')}</td>"
         f"<td class=n>{_money(u['billed']['surcharge_dollars'])}</td><td class=n>{_money(u['billed']['total_dollars'])}</td></tr>"

@@ -19,6 +19,7 @@ Reading a PDF back as people see it: :func:`pdf_text` (poppler's ``pdftotext``) 
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import shutil
@@ -204,18 +205,30 @@ def _poppler(tool: str) -> str:
     return exe
 
 
+@contextlib.contextmanager
+def _as_file(pdf: str | Path | bytes):
+    """A PDF given as a path or as bytes, as a path (a temporary file for bytes)."""
+    if not isinstance(pdf, (bytes, bytearray)):
+        yield Path(pdf)
+        return
+    with tempfile.TemporaryDirectory(prefix="sewerwatch-pdf-") as tmp:
+        src = Path(tmp) / "in.pdf"
+        src.write_bytes(pdf)
+        yield src
+
+
+def _poppler_out(tool: str, pdf: str | Path | bytes, *args: str) -> str:
+    """What a poppler tool prints for a PDF."""
+    with _as_file(pdf) as src:
+        return subprocess.run([_poppler(tool), *args, str(src), *(["-"] if tool == "pdftotext" else [])],
+                              check=True, capture_output=True, text=True, timeout=60).stdout
+
+
 def pdf_text(pdf: str | Path | bytes, layout: bool = True) -> str:
     """The text of a PDF as ``pdftotext`` reads it (pages separated by form feeds): laid out
     as on the page (``-layout``), or with ``layout=False`` in the order it was written
     (``-raw``: a table row stays one line)."""
-    with tempfile.TemporaryDirectory(prefix="sewerwatch-pdf-") as tmp:
-        src = Path(tmp) / "in.pdf"
-        if isinstance(pdf, (bytes, bytearray)):
-            src.write_bytes(pdf)
-        else:
-            src = Path(pdf)
-        args = [_poppler("pdftotext"), "-enc", "UTF-8"] + (["-layout"] if layout else ["-raw"]) + [str(src), "-"]
-        return subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout
+    return _poppler_out("pdftotext", pdf, "-enc", "UTF-8", "-layout" if layout else "-raw")
 
 
 def page_count(pdf: str | Path | bytes) -> int:
@@ -225,14 +238,7 @@ def page_count(pdf: str | Path | bytes) -> int:
 
 def page_size(pdf: str | Path | bytes) -> str:
     """The first page's size as ``pdfinfo`` gives it, e.g. ``612 x 792 pts (letter)``."""
-    with tempfile.TemporaryDirectory(prefix="sewerwatch-pdf-") as tmp:
-        src = Path(tmp) / "in.pdf"
-        if isinstance(pdf, (bytes, bytearray)):
-            src.write_bytes(pdf)
-        else:
-            src = Path(pdf)
-        out = subprocess.run([_poppler("pdfinfo"), str(src)], check=True, capture_output=True, text=True,
-                             timeout=60).stdout
+    out = _poppler_out("pdfinfo", pdf)
     return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Page size:"))
 
 
