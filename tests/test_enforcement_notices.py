@@ -177,3 +177,46 @@ def test_snc_explained_and_the_annual_list_and_report(db, tmp_path):
     assert f"all charges billed ${float(billed):,.2f}" in text
     assert "AO-2026-001 Lakeside Plating" in text and "Lakeside Plating PAL-IU-2026-02 2026H1 (B)" in text
     assert page_size(pdf) == "612 x 792 pts (letter)"
+
+
+def test_reports_owed_milestones_findings_and_due_as_typed(db, tmp_path):
+    village(tmp_path, db, lab=False, dump=False)
+    r = run(tmp_path, db, "user-reports", "require", "--site", "plating", "--due", "2026-04-30",
+            "--period", "2026-01-01", "2026-04-01", "--by", "clerk")
+    assert r.returncode == 0 and r.stdout.startswith("report 1: plating owes a self-monitoring report due 2026-04-30")
+    # judged as of day 45 and day 46 after the due date
+    r = run(tmp_path, db, "user-reports", "list", "--as-of", "2026-06-14")
+    assert r.returncode == 0 and "not received, 45 days after its due date 2026-04-30" in r.stdout
+    assert "FINDING" not in r.stdout
+    r = run(tmp_path, db, "user-reports", "list", "--as-of", "2026-06-15")
+    assert "not received, 46 days after its due date 2026-04-30  [FINDING: late]" in r.stdout
+    r = run(tmp_path, db, "user-reports", "list", "--as-of", "2099-01-01")
+    assert r.returncode == 2 and "--as-of 2099-01-01 is in the future" in r.stderr
+    r = run(tmp_path, db, "user-reports", "receive", "1", "--on", "2026-06-20", "--note", "mailed")
+    assert r.returncode == 0 and "received 2026-06-20, 51 days after its due date (a finding: late)" in r.stdout
+
+    r = run(tmp_path, db, "milestones", "add", "--site", "candy", "--due", "2026-03-01",
+            "--description", "equalisation tank in service", "--source", "AO-2025-004")
+    assert r.returncode == 0 and r.stdout.startswith("milestone 1: candy")
+    r = run(tmp_path, db, "findings", "record", "--site", "candy", "--kind", "interference", "--on", "2026-03-10",
+            "--summary", "nitrification upset", "--by", "supt")
+    assert r.returncode == 0 and "(SNC criterion (C))" in r.stdout
+    r = run(tmp_path, db, "findings", "record", "--site", "candy", "--kind", "late-report", "--on", "2026-03-10",
+            "--summary", "x")
+    assert r.returncode == 2 and "a finding to record is one of pass-through, interference" in r.stderr
+
+    r = run(tmp_path, db, "findings", "list", "--since", "2026-01-01", "--until", "2026-12-31")
+    assert r.returncode == 0, r.stderr
+    kinds = [line.split()[3] for line in r.stdout.splitlines() if line.startswith("finding")]
+    assert kinds == ["interference", "compliance-schedule", "late-report"]  # Mar 10, May 31 (day 91), Jun 15 (day 46)
+    r = run(tmp_path, db, "snc", "--period", "2026H1", "--site", "candy", "--json")
+    assert json.loads(r.stdout)[0]["criteria_met"] == ["C", "E"]
+
+    r = run(tmp_path, db, "due", "--alert", "--notify")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "OVERDUE" in out and "compliance schedule milestone 'equalisation tank in service' due 2026-03-01" in out
+    assert "alert #1 opened: [sewerwatch] ENFORCEMENT #1" in out
+    assert "Alert #1: enforcement" in out                       # the console channel delivered it
+    r = run(tmp_path, db, "due", "--alert")
+    assert "opened" not in r.stdout                              # once

@@ -73,6 +73,7 @@ def test_the_first_hour_in_the_wrong_order(user):
         ("status",), ("alerts", "list"), ("check", "--from", "2026-06-01", "--to", "2026-06-02"),
         ("lab", "import", "lab.csv"), ("bill", "--quarter", "2026Q1", "--rates", "rates.toml"),
         ("dashboards", "preview", "previews"), ("collect",), ("run",),
+        ("snc", "--period", "2026H1"), ("due",), ("notice", "list"), ("report", "snc", "--year", "2026"),
     ]
     for argv in wrong_order:
         line = one_line(user(*argv), 2, "has no sewerwatch schema yet", "run 'sewerwatch db migrate' first")
