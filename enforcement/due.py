@@ -8,25 +8,34 @@ it. :func:`raise_alerts` opens one alert (``alerts.kind`` ``enforcement``) for e
 item not alerted before and returns their messages, so that whatever delivers alerts (the
 ``sewerwatch due --notify`` command, or ``sewerwatch run``'s periodic tick) sends each once.
 
-Wiring into ``sewerwatch run``: call :func:`raise_alerts` on a timer (every few minutes is
-plenty: deadlines are days) with an owner connection, and hand each returned
-``(alert_id, title, body, payload)`` to the alert manager's delivery, as a primary-list event.
+Wiring into ``sewerwatch run``: :func:`run_periodically` is the hook, started like the
+storage maintenance: ``asyncio.create_task(enforcement.due.run_periodically(owner_url, cfg,
+deliver))``, ``deliver(alert_id, title, body, payload)`` an ``async`` function handing the
+message to the alert manager's channels (the primary contacts).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta
 
+import psycopg
+
 from enforcement import milestones, notices, reports
-from enforcement.guide import Guide
+from enforcement.guide import Guide, load_guide
 from enforcement.periods import local_date
-from enforcement.settings import Settings
+from enforcement.settings import Settings, settings
 from lab.ordinance import pack_timezone
 
 #: items due within this many days are listed as coming
 HORIZON_DAYS = 14
+#: how often the running service looks for what fell overdue [s] (deadlines are days)
+EVERY_S = 300.0
+
+log = logging.getLogger("sewerwatch.enforcement")
 
 
 @dataclass
@@ -194,3 +203,40 @@ def as_of(text: str | None, tz) -> datetime:
     d = date.fromisoformat(text)
     nxt = d + timedelta(days=1)
     return datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz) - timedelta(microseconds=1)
+
+
+async def run_periodically(owner_url: str, cfg, deliver, every_s: float = EVERY_S, first_delay_s: float = 30.0,
+                           clock=None) -> None:
+    """Every ``every_s``: open the alerts of what fell overdue (:func:`raise_alerts`, in a
+    worker thread) and ``await deliver(alert_id, title, body, payload)`` for each new one;
+    until cancelled. A failed round is logged and tried again next time.
+
+    Parameters
+    ----------
+    owner_url : str
+        The database (owner role).
+    cfg : foundation.config.Config
+        Its ``[enforcement]`` settings and guide.
+    deliver : async callable
+        Sends one alert to the primary contacts.
+    clock : callable, optional
+        ``clock() -> datetime`` (aware); default now.
+    """
+    st = settings(cfg)
+    guide = load_guide(st.guide)
+    loop = asyncio.get_running_loop()
+
+    def once():
+        with psycopg.connect(owner_url) as conn:
+            return raise_alerts(conn, clock() if clock else reports.utc_now(), st, guide)
+
+    await asyncio.sleep(first_delay_s)
+    while True:
+        try:
+            for aid, title, body, payload in await loop.run_in_executor(None, once):
+                await deliver(aid, title, body, payload)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the live pipeline must keep running
+            log.exception("enforcement alerts failed; trying again in %.0f s", every_s)
+        await asyncio.sleep(every_s)

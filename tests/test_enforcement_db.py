@@ -302,3 +302,31 @@ def test_a_notice_from_an_alert_covers_its_episodes_and_counts_their_days(db):
             hid = conn.execute("INSERT INTO alerts (kind, site_id, rule, summary) VALUES ('sensor-health', %s, "
                                "'no-data', 'x') RETURNING id", (ids["gale"],)).fetchone()[0]
             notices.draft(conn, GUIDE, HEAD, date(2026, 5, 4), alert_id=hid)
+
+
+def test_the_periodic_hook_alerts_what_fell_overdue_once(db):
+    """What ``sewerwatch run`` starts: every round opens the alerts of what fell overdue and
+    hands each new one to the deliverer, once."""
+    import asyncio
+
+    from foundation import config
+
+    with db.connect() as conn:
+        add_sites(conn, "fisk")
+        reports.require(conn, "fisk", "self-monitoring", date(2026, 4, 30))
+        conn.commit()
+    got = []
+
+    async def deliver(aid, title, body, payload):
+        got.append((aid, payload["kind"], payload["key"]))
+
+    async def main():
+        task = asyncio.create_task(due.run_periodically(db.url, config.from_dict({}, "<test>"), deliver, every_s=0.05,
+                                                        first_delay_s=0, clock=lambda: at(date(2026, 6, 1))))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert [(k, key) for _aid, k, key in got] == [("report-overdue", "report-overdue:1")]
