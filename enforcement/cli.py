@@ -406,7 +406,7 @@ def _snc_finding(ctx, conn, site_key: str, period_text: str | None, on: date) ->
              "explanation": r["criteria"][c]["explanation"]} for c in r["criteria_met"]]
     with conn.transaction():
         fid = fnd.store_finding(
-            conn, s.id, "snc", on, f"significant noncompliance in {period.name} ({period.start} to {period.last_day}): "
+            conn, s.id, "snc", on, f"in {period.name} ({period.start} to {period.last_day}): "
             + ", ".join(f"({c['criterion']}) {c['title']}" for c in crit),
             key=f"snc:{site_key}:{period.name}", citation=fnd.SNC_CITATION,
             words=" ".join(f"({c['criterion']}) {c['words']}" for c in crit),

@@ -234,16 +234,25 @@ def _subject_of_finding(conn, f: dict, pack: str) -> dict:
     req = {"citation": f["citation"] or fnd.SNC_CITATION, "words": f["words"] or "", "section": None,
            "source": ordinance_title(p) if f["citation"] and f["citation"].startswith(ordinance_title(p)) else None}
     ev = dict(f["evidence"] or {})
-    days = 1
+    days = {"days": 1, "dates": [], "how": "one violation, the finding"}
     if f["kind"] == "late-report" and ev.get("days_late"):
-        days = max(1, int(ev["days_late"]))
+        days = {"days": max(1, int(ev["days_late"])), "dates": [],
+                "how": "each day the report was overdue, from its due date"}
     elif ev.get("days"):
-        days = int(ev["days"])
+        days = {"days": int(ev["days"]), "dates": [], "how": "as the superintendent recorded them"}
+    elif f["kind"] == "snc" and f["period_start"]:
+        tz = pack_timezone(pack)
+        vs = fnd.violations_between(conn, datetime(f["period_start"].year, f["period_start"].month,
+                                                   f["period_start"].day, tzinfo=tz),
+                                    datetime(f["period_end"].year, f["period_end"].month, f["period_end"].day,
+                                             tzinfo=tz), f["site"])
+        if vs:
+            days = {**days_of_violation(vs, tz), "how": "the distinct local days of the period's violation episodes"}
     return {"ref": f"finding {f['id']}", "kind": f["kind"], "rule": None, "summary": f["summary"],
             "violation_ids": [f["violation_id"]] if f["violation_id"] else [], "alert_id": None,
             "occurred": f["occurred"].isoformat(), "requirement": req,
             "evidence": {"kind": f["kind"], **ev, "snc_criterion": f["snc_criterion"]},
-            "days": {"days": days, "dates": [], "how": "the finding's days"}, "pack": pack, "violation_id": None,
+            "days": days, "pack": pack, "violation_id": None,
             "finding_id": f["id"]}
 
 
