@@ -12,9 +12,10 @@ surcharges billed. ``sewerwatch report annual --year Y`` writes it as JSON, HTML
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 
 from enforcement import notices as nts
+from enforcement import schedules
 from enforcement import snc as snc_mod
 from enforcement.findings import sites, violations_between
 from enforcement.periods import Period, snc_periods_of_year, year_period
@@ -51,6 +52,21 @@ def publication_text(lst: dict, utility: str) -> str:
                          for p in u["periods"])
         lines.append(f"  {u['name']}" + (f", permit {u['permit']}" if u.get("permit") else "") + f": {what}")
     return "\n".join(lines)
+
+
+def _required(statuses) -> list[dict]:
+    """Per requirement: the periods of the year it required samples in (whole periods, over or
+    in progress), those with every sample taken, those missing them."""
+    out: dict[str, dict] = {}
+    for st in statuses:
+        r = st.requirement
+        if r.continuous or st.state == "not-required":
+            continue
+        e = out.setdefault(r.id, {"requirement": r.id, "citation": r.citation, "parameters": list(r.parameters),
+                                  "times": r.times, "per": r.per, "periods": 0, "taken": 0, "missing": 0, "due": 0})
+        e["periods"] += 1
+        e[{"taken": "taken", "missing": "missing", "due": "due"}[st.state]] += 1
+    return list(out.values())
 
 
 def _samples(conn, site_key: str, start: datetime, end: datetime) -> dict:
@@ -93,6 +109,7 @@ def _bills(conn, site_key: str, year: int) -> dict:
 def annual_report(conn, year: int, mode: str, utility: str) -> dict:
     """The annual report's data (see the module docstring)."""
     yp: Period = year_period(year)
+    statuses = schedules.schedule(conn, datetime.now(timezone.utc), yp.start, yp.end)
     users = []
     for key, s in sites(conn).items():
         start, end = yp.bounds(pack_timezone(s.pack))
@@ -101,6 +118,7 @@ def annual_report(conn, year: int, mode: str, utility: str) -> dict:
         users.append({
             "site": key, "name": s.name, "permit": s.permit, "sic": s.sic, "pack": s.pack,
             **_samples(conn, key, start, end),
+            "sampling": _required(st for st in statuses if st.requirement.site == key and st.period.start < date.today()),
             "violations": _violations(conn, key, start, end, pack_timezone(s.pack)),
             "notices": [{"number": n["number"], "title": n["document"]["title"], "finding": n["document"]["finding"]["summary"],
                          "state": n["state"], "drafted_on": n["drafted_on"].isoformat(),
@@ -111,6 +129,8 @@ def annual_report(conn, year: int, mode: str, utility: str) -> dict:
             "billed": _bills(conn, key, year)})
     lst = snc_list(conn, year, mode)
     totals = {"samples_taken": sum(u["samples_taken"] for u in users),
+              "sampling_periods_required": sum(x["periods"] for u in users for x in u["sampling"]),
+              "sampling_periods_missing": sum(x["missing"] for u in users for x in u["sampling"]),
               "violation_episodes": sum(v["episodes"] for u in users for v in u["violations"]),
               "days_of_violation": sum(v["days_of_violation"] for u in users for v in u["violations"]),
               "notices": sum(len(u["notices"]) for u in users),

@@ -46,6 +46,17 @@ def register(sub) -> None:
     q.add_argument("--by", default=None, help="who records it (default: $USER)")
     q.set_defaults(func=_findings_record)
 
+    p = sub.add_parser("schedule", help="sampling schedules: what is due, taken and missing per period",
+                       description="The samples each industrial user owes per period, from its permit's monitoring "
+                       "conditions and the ordinance where it sets a frequency (e.g. webster-wi §240-8: at least "
+                       "quarterly): due, taken, or missing. A period that ends without its samples is a failure "
+                       "to monitor, a finding on the first day after it.")
+    p.add_argument("--site", default=None)
+    p.add_argument("--year", default=None, help="the periods of this year (default: this year, to now)")
+    p.add_argument("--as-of", default=None, help="judge at the end of this local day (default: now)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_schedule)
+
     p = sub.add_parser("user-reports", help="reports owed by industrial users: require, receive, list",
                        description="Reports owed by industrial users. A report received more than 45 days after its "
                        "due date, or still missing on day 46, is a finding (40 CFR 403.8(f)(2)(viii)(F)). "
@@ -215,7 +226,7 @@ def _today(ctx, text: str | None, what: str = "--on") -> date:
 
 def _refresh(ctx, conn, now: datetime):
     """The computed findings, current at ``now``; the settings and the guide."""
-    from enforcement import milestones, reports   # lazy
+    from enforcement import milestones, reports, schedules   # lazy
     from enforcement.guide import load_guide
     from enforcement.settings import settings
 
@@ -223,6 +234,7 @@ def _refresh(ctx, conn, now: datetime):
     guide = load_guide(st.guide)
     reports.check(conn, now, st.accidental_report_hours)
     milestones.check(conn, now)
+    schedules.check(conn, now)
     return st, guide
 
 
@@ -269,6 +281,40 @@ def _findings_record(args, ctx) -> int:
                          violation_id=args.violation, evidence={"days": args.days} if args.days else None)
     print(f"finding {fid} recorded: {args.kind} at {args.site} on {args.on} "
           f"(SNC criterion ({fnd.KINDS[args.kind][1]}))")
+    return 0
+
+
+# --- schedules ---------------------------------------------------------------------------
+
+def _schedule(args, ctx) -> int:
+    from enforcement import findings as fnd   # lazy
+    from enforcement import schedules
+    from enforcement.periods import year_period
+
+    now = _now(ctx, args.as_of)
+    first = end = None
+    if args.year:
+        y = year_period(args.year)
+        first, end = y.start, y.end
+    with ctx.connect("owner") as conn:
+        _refresh(ctx, conn, now)
+        if args.site:
+            fnd.site(conn, args.site)
+        rows = schedules.schedule(conn, now, first, end, args.site)
+    if args.json:
+        print(_json([r.as_json() for r in rows]))
+        return 0
+    last = None
+    for r in rows:
+        req = r.requirement
+        if (req.site, req.id) != last:
+            last = (req.site, req.id)
+            what = "continuous" if req.continuous else f"{req.times} a {req.per}"
+            print(f"{req.site}: {req.citation}: {', '.join(req.parameters)}, {what}")
+        if not req.continuous:
+            print(f"  {r.period.name:<9} {r.period.start} to {r.period.last_day}  {r.words()}")
+    if not rows:
+        print("no sampling requirements: no permit with monitoring conditions, and no ordinance frequency")
     return 0
 
 

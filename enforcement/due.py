@@ -2,8 +2,8 @@
 
 :func:`due_items` lists, at an instant: issued notices awaiting a response (overdue once the
 deadline has passed, with the guide's proposed next action and its deadline), reports owed by
-industrial users (due, overdue, and the ones late enough to be findings), and compliance
-schedule milestones coming or missed; each item carries the words of the requirement behind
+industrial users (due, overdue, and the ones late enough to be findings), compliance
+schedule milestones coming or missed, and samples owed in a period about to end; each item carries the words of the requirement behind
 it. :func:`raise_alerts` opens one alert (``alerts.kind`` ``enforcement``) for each overdue
 item not alerted before and returns their messages, so that whatever delivers alerts (the
 ``sewerwatch due --notify`` command, or ``sewerwatch run``'s periodic tick) sends each once.
@@ -24,7 +24,7 @@ from datetime import date, datetime, timedelta
 
 import psycopg
 
-from enforcement import milestones, notices, reports
+from enforcement import milestones, notices, reports, schedules
 from enforcement.guide import Guide, load_guide
 from enforcement.periods import local_date
 from enforcement.settings import Settings, settings
@@ -48,7 +48,7 @@ class Item:
         Stable identity (``notice-unanswered:12``): an alert is raised once per key.
     kind : str
         ``notice-unanswered``, ``notice-awaiting``, ``report-overdue``, ``report-due``,
-        ``milestone-overdue``, ``milestone-due``.
+        ``milestone-overdue``, ``milestone-due``, ``samples-due``.
     overdue : bool
     due : str
         The deadline (ISO date or instant).
@@ -145,6 +145,24 @@ def _milestone_items(conn, now: datetime) -> list[Item]:
     return out
 
 
+def _sample_items(conn, now: datetime) -> list[Item]:
+    """Samples still owed in a period ending within :data:`HORIZON_DAYS`."""
+    out = []
+    for st in schedules.schedule(conn, now):
+        if st.state != "due":
+            continue
+        r, p = st.requirement, st.period
+        tz = pack_timezone_of(conn, r.site)
+        if (p.last_day - local_date(now, tz)).days > HORIZON_DAYS:
+            continue
+        short = ", ".join(f"{prm} {n}" for prm, n in st.short.items())
+        out.append(Item(key=f"samples-due:{r.id}:{p.name}", kind="samples-due", site=r.site, site_name=r.site,
+                        overdue=False, due=p.last_day.isoformat(),
+                        title=f"{r.site}: samples owed for {p.name} by {p.last_day} under {r.citation}: {short}",
+                        citation=r.citation, words=r.words, ref={"requirement": r.id, "period": p.name}))
+    return out
+
+
 def due_items(conn, now: datetime, settings: Settings, guide: Guide) -> list[Item]:
     """Everything due within :data:`HORIZON_DAYS` or overdue at ``now``, overdue first.
 
@@ -153,7 +171,9 @@ def due_items(conn, now: datetime, settings: Settings, guide: Guide) -> list[Ite
     """
     reports.check(conn, now, settings.accidental_report_hours)
     milestones.check(conn, now)
-    items = _notice_items(conn, now, guide) + _report_items(conn, now) + _milestone_items(conn, now)
+    schedules.check(conn, now)
+    items = (_notice_items(conn, now, guide) + _report_items(conn, now) + _milestone_items(conn, now)
+             + _sample_items(conn, now))
     items.sort(key=lambda i: (not i.overdue, i.due, i.key))
     return items
 

@@ -37,7 +37,9 @@ from enforcement.guide import Guide
 from enforcement.periods import local_date
 from lab.documents.pdf import Letterhead
 from lab.ordinance import pack_timezone
-from limits.packs import load_pack
+from limits.days import by_site_and_rule
+from limits.permit_store import current_permits
+from limits.packs import cite as cite_code, load_pack
 
 STATES = ("drafted", "issued", "response-received", "closed", "escalated")
 #: state -> the states an event may move it to
@@ -62,9 +64,8 @@ def ordinance_title(pack) -> str:
 
 
 def cite(pack, section: str) -> str:
-    """``Village of Palmyra Code §13.60(1)``."""
-    title = ordinance_title(pack)
-    return f"{title} {section}" if section.startswith("§") else f"{title}, {section}"
+    """``Village of Palmyra Code §13.60(1)`` (:func:`limits.packs.cite`)."""
+    return cite_code(ordinance_title(pack), section)
 
 
 def cite_rule(pack, rule) -> str:
@@ -156,16 +157,13 @@ def _lab_samples(conn, v: dict) -> dict:
 def days_of_violation(vs: list[dict], tz) -> dict:
     """The days of violation of episodes (palmyra-wi §13.60(1): "Each day a condition is
     allowed to exist which is contrary to all or any part of this subchapter shall constitute a
-    new violation"): the distinct local days they cover."""
-    # interim, until the ordinance work's limits.days lands on main (issue 16): then its
-    # by_site_and_rule counts these
-    days = set()
-    for v in vs:
-        d, last = local_date(v["start"], tz), local_date(_last(v), tz)
-        while d <= last:
-            days.add(d)
-            d += timedelta(days=1)
-    return {"days": len(days), "dates": [d.isoformat() for d in sorted(days)],
+    new violation"): the distinct local days they cover, per rule, counted by
+    :func:`limits.days.by_site_and_rule` (two episodes on one day are one day; an episode
+    across midnight two)."""
+    recs = [{"site": v["site"], "rule": v["rule"], "start": v["start"], "last": _last(v)} for v in vs]
+    per = by_site_and_rule(recs, tz)
+    dates = sorted({d for r in per for d in r["dates"]})
+    return {"days": sum(r["days"] for r in per), "dates": dates,
             "how": "the distinct local days the episodes cover"}
 
 
@@ -332,6 +330,7 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         action, days, corrective, report_, guide_row = (row.action, row.respond_within_days, row.corrective_action,
                                                         row.report, row.where)
     pack = load_pack(s.pack)
+    permit = current_permits(conn).get(s.key)
     inhibiting = is_inhibiting(kind, subject["rule"])
     forf = forfeitures(s.pack, subject["days"]["days"], inhibiting=inhibiting, cite=cite_rule)
     number = _number(conn, action.prefix, drafted_on.year)
@@ -341,7 +340,7 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         "letterhead": {"village": head.village, "lines": list(head.lines), "signed_by": head.signed_by,
                        "signer_title": head.signer_title},
         "ordinance": ordinance_title(pack),
-        "site": {"key": s.key, "name": s.name, "permit": s.permit, "sic": s.sic},
+        "site": {"key": s.key, "name": s.name, "permit": permit.number if permit else s.permit, "sic": s.sic},
         "finding": {k: subject.get(k) for k in ("ref", "kind", "rule", "summary", "occurred", "violation_ids",
                                                  "alert_id")},
         "finding_words": KIND_WORDS[kind],

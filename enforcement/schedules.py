@@ -24,10 +24,14 @@ the sensor-health alerts watch those.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
-from enforcement.findings import store_finding
+from enforcement.findings import sites, store_finding
 from enforcement.periods import SAMPLING_PERIODS, Period, local_date, sampling_periods
+from lab.ordinance import pack_timezone
+from limits.packs import load_pack
+from limits.permit_store import current_permits
+from limits.permits import renewal
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class Requirement:
 class PeriodStatus:
     requirement: Requirement
     period: Period
-    state: str                                  # due, taken, missing, not-required
+    state: str                                  # due, taken, missing, not-required, continuous
     counts: dict = field(default_factory=dict)  # parameter -> samples taken
     samples: dict = field(default_factory=dict)  # parameter -> [sample ids]
 
@@ -84,9 +88,10 @@ class PeriodStatus:
     def words(self) -> str:
         r = self.requirement
         got = ", ".join(f"{p} {self.counts.get(p, 0)}/{r.times}" for p in r.parameters)
+        if r.continuous:
+            return "continuous: watched by the sensor-health alerts"
         return {"due": f"due: {got}", "taken": f"taken: {got}", "missing": f"MISSING: {got}",
-                "not-required": "not required (the requirement covers only part of the period)"}[self.state] \
-            if not r.continuous else "continuous: watched by the sensor-health alerts"
+                "not-required": "not required (the requirement covers only part of the period)"}[self.state]
 
     def as_json(self) -> dict:
         r = self.requirement
@@ -158,5 +163,61 @@ def store_missing(conn, site_id: int, statuses: list[PeriodStatus]) -> list[int]
     return new
 
 
-def today_at(now: datetime, tz) -> date:
-    return local_date(now, tz)
+def requirements(conn, today: date) -> dict[str, list[Requirement]]:
+    """Every user's sampling requirements: its pack's ``[[monitoring]]`` (the ordinance's,
+    for every user) and its current permit's ``[[monitoring]]`` conditions, in force from the
+    permit's effective date to the end of its last term (:func:`limits.permits.renewal`)."""
+    permits = current_permits(conn)
+    out: dict[str, list[Requirement]] = {}
+    for key, s in sites(conn).items():
+        pack = load_pack(s.pack)
+        reqs = [Requirement(f"{pack.id}:{m.section}", key, m.parameters, m.times, m.per, m.citation, m.words)
+                for m in pack.monitoring]
+        p = permits.get(key)
+        if p is not None:
+            ends = renewal(p, today).ends
+            for m in p.monitoring:
+                words = m.words or (f"{', '.join(m.parameters)}: " + (
+                    "measured continuously" if m.per == "continuous"
+                    else f"{m.times} {m.sample_type} sample{'s' if m.times != 1 else ''} a {m.per}"))
+                reqs.append(Requirement(f"{p.number}:{m.condition}", key, m.parameters, m.times, m.per,
+                                        p.cite(m.condition), words, start=p.effective,
+                                        end=ends + timedelta(days=1) if ends else None, sample_type=m.sample_type))
+        out[key] = reqs
+    return out
+
+
+def schedule(conn, now: datetime, first: date | None = None, end: date | None = None,
+             site_key: str | None = None) -> list[PeriodStatus]:
+    """Where every requirement of every user (or one) stands at ``now``, period by period,
+    over ``[first, end)`` (default: from January 1 of this year to the current period);
+    continuous requirements listed once."""
+    out = []
+    reqs = requirements(conn, now.date())
+    for key, s in sites(conn).items():
+        if site_key is not None and key != site_key:
+            continue
+        tz = pack_timezone(s.pack)
+        today = local_date(now, tz)
+        lo = first or date(today.year, 1, 1)
+        hi = end or today + timedelta(days=1)
+        samples = site_samples(conn, key, tz)
+        for r in reqs[key]:
+            if r.continuous:
+                out.append(PeriodStatus(r, Period(r.start or lo, r.end or hi, "continuous"), "continuous"))
+                continue
+            # periods that have begun by the end of the range (the current one, still due, included)
+            out.extend(judge(r, samples, lo, hi, today))
+    return out
+
+
+def check(conn, now: datetime) -> list[int]:
+    """A failure-to-monitor finding for each period of this year missing its samples at
+    ``now`` (once; earlier years: ``sewerwatch schedule --year Y`` shows them)."""
+    new = []
+    with conn.transaction():
+        ids = {k: s.id for k, s in sites(conn).items()}
+        statuses = schedule(conn, now)
+        for key, site_id in ids.items():
+            new += store_missing(conn, site_id, [st for st in statuses if st.requirement.site == key])
+    return new

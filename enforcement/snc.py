@@ -33,6 +33,7 @@ from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.ordinance import pack_timezone
 from lab.results_table import iso
 from lab.store.results import load_results
+from limits.permit_store import current_permits
 
 CRITERIA = ("A", "B", "C", "D", "E", "F", "G", "H")
 TITLES = {"A": "chronic violations", "B": "technical review criteria (TRC) violations",
@@ -56,16 +57,17 @@ WORDS = {
 def _limit_words(limit) -> str:
     if isinstance(limit, (int, float)):
         return f"{limit:g} mg/l"
-    return f"outside {limit.low:g} to {limit.high:g}"     # a range (pH)
+    return f"the range {limit.low:g} to {limit.high:g}"     # pH: outside it exceeds
 
 
-def measured(conn, site, period: Period, non_detect: str = DEFAULT_COMPLIANCE) -> dict:
-    """Criteria (A) and (B) of one user over one period: per parameter with a limit, the
-    counts and every measurement (sample, local date, value, non-detect, exceeds, TRC)."""
+def measured(conn, site, period: Period, permit=None, non_detect: str = DEFAULT_COMPLIANCE) -> dict:
+    """Criteria (A) and (B) of one user over one period: per parameter with a limit (the
+    ordinance's and the user's permit's, the stricter applying: :func:`lab.checks.snc.pack_limits`),
+    the counts and every measurement (sample, local date, value, non-detect, exceeds, TRC)."""
     tz = pack_timezone(site.pack)
     start, end = period.bounds(tz)
     table = load_results(conn, start, end, [site.key])
-    limits = pack_limits(site.pack)
+    limits = pack_limits(site.pack, permit)
     values = substitute(table.value_mg_l, table.non_detect, non_detect) if len(table) else np.empty(0)
     out = {}
     for parameter, limit in sorted(limits.items()):
@@ -91,11 +93,11 @@ def _pct(n: int, d: int) -> str:
     return f"{100.0 * n / d:.1f} %" if d else "-"
 
 
-def evaluate_site(conn, site, period: Period, findings: list[dict]) -> dict:
+def evaluate_site(conn, site, period: Period, findings: list[dict], permit=None) -> dict:
     """Every criterion for one user and period: ``met``, ``explanation`` (lines of words) and
     ``evidence``; ``snc`` is whether any is met."""
     crit: dict[str, dict] = {}
-    lab = measured(conn, site, period)
+    lab = measured(conn, site, period, permit)
     a_lines, b_lines = [], []
     for p, r in lab.items():
         exceed = [f"{x['sample']} {x['date']} {'<' if x['non_detect'] else ''}{x['mg_l']:g}"
@@ -143,11 +145,12 @@ def evaluate(conn, period: Period, site_key: str | None = None) -> list[dict]:
     """The SNC status of every user (or one) for ``period``; the computed findings are
     taken as stored (run :func:`enforcement.service.refresh` first)."""
     out = []
+    permits = current_permits(conn)
     for key, s in sites(conn).items():
         if site_key is not None and key != site_key:
             continue
         fs = findings_between(conn, period.start, period.end, key)
-        out.append(evaluate_site(conn, s, period, fs))
+        out.append(evaluate_site(conn, s, period, fs, permits.get(key)))
     return out
 
 

@@ -63,6 +63,11 @@ a discharger (``lab/`` and ``alerts/`` read these; the formulas themselves are c
 ``[residential_equivalents]``
     how a user's residential equivalents are counted: ``formula``, ``section``, ``words``,
     ``note``, ``params``.
+``[[monitoring]]``
+    sampling the ordinance requires of every industrial user, where it sets a frequency:
+    ``section``, ``words``, ``parameters`` (analytes), ``times`` and ``per`` (one of
+    :data:`SAMPLING_PERIODS`), optional ``note`` (enforcement/ schedules it beside the
+    permits' monitoring conditions).
 ``[report_duty]``
     the discharger's duty to report a slug or an accidental discharge: ``section``,
     ``words``, ``rules`` (the ids of the rules whose episodes call for the report) and the
@@ -162,7 +167,9 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 COMMON_KEYS = ("id", "kind", "section", "words", "note")
 PACK_KEYS = ("id", "name", "code", "timezone", "seed", "rules")
 #: optional sections of a pack (see the module docstring)
-SECTION_KEYS = ("charges", "late_charge", "residential_equivalents", "report_duty")
+SECTION_KEYS = ("charges", "late_charge", "residential_equivalents", "report_duty", "monitoring")
+#: the periods a sampling frequency of ``[[monitoring]]`` counts in
+SAMPLING_PERIODS = ("day", "week", "month", "quarter", "year")
 #: keys of an entry that names its own formula, and of one that applies a model pack's
 PROVISION_KEYS = ("formula", "section", "words", "note", "params", "rates")
 #: the values of ``formula_from``: where the formula of a charge the ordinance sets none for is stated
@@ -371,6 +378,34 @@ class ReportField:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """Sampling the ordinance requires of every industrial user (``[[monitoring]]``), e.g.
+    webster-wi §240-8: "A minimum of at least quarterly sampling shall be necessary to
+    determine sewer service charges."
+
+    Attributes
+    ----------
+    section, words, citation : str
+        Where the ordinance says it, its words, and the two as documents cite them.
+    parameters : tuple of str
+        The analytes each sample is analysed for.
+    times : int
+        Samples per ``per``.
+    per : str
+        One of :data:`SAMPLING_PERIODS`.
+    note : str or None
+    """
+
+    section: str
+    words: str
+    citation: str
+    parameters: tuple[str, ...]
+    times: int
+    per: str
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class ReportDuty:
     """The discharger's duty to report a slug or an accidental discharge.
 
@@ -414,6 +449,7 @@ class Pack:
     late_charge: Provision | None = None
     residential_equivalents: Provision | None = None
     report_duty: ReportDuty | None = None
+    monitoring: tuple[Sampling, ...] = ()
 
     @property
     def tz(self) -> ZoneInfo:
@@ -729,7 +765,30 @@ def _sections(path, data: dict, pack: Pack, resolve: bool) -> Pack:
             f[key] = _provision(path, key, data[key], pack, rules, False, key, resolve)
     if "report_duty" in data:
         f["report_duty"] = _report_duty(path, data["report_duty"], pack, rules, resolve)
+    monitoring = data.get("monitoring", [])
+    if not isinstance(monitoring, list):
+        _fail(path, "monitoring", "expected an array of tables ([[monitoring]])")
+    f["monitoring"] = tuple(_sampling(path, f"monitoring[{i}]", t, pack) for i, t in enumerate(monitoring))
     return replace(pack, **f)
+
+
+def _sampling(path, where: str, t, own: "Pack") -> Sampling:
+    _keys(path, where, t, ("section", "words", "parameters", "times", "per", "note"),
+          ("section", "words", "parameters", "times", "per"))
+    ps = t["parameters"]
+    if not isinstance(ps, list) or not ps or not all(isinstance(p, str) for p in ps):
+        _fail(path, f"{where}.parameters", f"expected a non-empty list of analytes, got {ps!r}")
+    for p in ps:
+        if p not in ANALYTES:
+            _fail(path, f"{where}.parameters", f"unknown analyte {p!r} (known: {', '.join(ANALYTES)})")
+    times = t["times"]
+    if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+        _fail(path, f"{where}.times", f"expected a whole number >= 1, got {times!r}")
+    if t["per"] not in SAMPLING_PERIODS:
+        _fail(path, f"{where}.per", f"expected one of {', '.join(SAMPLING_PERIODS)}, got {t['per']!r}")
+    section = _text(path, where, "section", t["section"])
+    return Sampling(section, _text(path, where, "words", t["words"]), cite(own.code, section), tuple(ps), times,
+                    t["per"], _text(path, where, "note", t["note"]) if "note" in t else None)
 
 
 def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None, resolve: bool = True) -> Pack:

@@ -36,7 +36,7 @@ COMMAND_MODULES = (
     cli_run,             # run, status
     alerts.cli,          # alerts
     dashboards.cli,      # dashboards
-    enforcement.cli,     # findings, user-reports, milestones, snc, notice, due, report
+    enforcement.cli,     # schedule, findings, user-reports, milestones, snc, notice, due, report
 )
 
 

@@ -330,3 +330,56 @@ def test_the_periodic_hook_alerts_what_fell_overdue_once(db):
 
     asyncio.run(main())
     assert [(k, key) for _aid, k, key in got] == [("report-overdue", "report-overdue:1")]
+
+
+# --- sampling schedules from the ordinance and a permit ------------------------------------------
+
+def test_schedules_of_the_ordinance_and_a_permit_and_failure_to_monitor_findings(db):
+    from limits.packs import load_pack
+    from limits.permit_store import import_permit
+    from limits.permits import parse_permit
+
+    from enforcement import schedules
+
+    with db.connect() as conn:
+        ids = add_sites(conn, "dairy", "plating")
+        conn.execute("UPDATE sites SET pack = 'webster-wi' WHERE key = 'dairy'")   # §240-8: at least quarterly
+        for key, d, analytes in (("Q1", date(2026, 2, 10), ("bod5", "tss")), ("Q2", date(2026, 5, 5), ("bod5",))):
+            sid = conn.execute("INSERT INTO lab_samples (sample_key, site_id, collected) VALUES (%s, %s, %s) "
+                               "RETURNING id", (key, ids["dairy"], at(d, 9))).fetchone()[0]
+            for a in analytes:
+                conn.execute("INSERT INTO lab_results (sample_id, analyte, value_mg_l) VALUES (%s, %s, 100)", (sid, a))
+        # the plater's permit: one copper sample a month from February 1 (its effective date)
+        permit = parse_permit({"number": "PAL-IU-2026-02", "site": "plating", "pack": "palmyra-wi",
+                               "issued": date(2026, 1, 15), "effective": date(2026, 2, 1), "expires": date(2027, 1, 31),
+                               "monitoring": [{"condition": "5(a)", "parameters": ["cu"], "sample_type": "composite-24h-flow",
+                                               "frequency": {"times": 1, "per": "month"}}]},
+                              "plating.toml", load_pack("palmyra-wi"))
+        import_permit(conn, permit, actor="supt")
+        add_lab(conn, ids["plating"], "cu", [(date(2026, 3, 2), 0.4)], "C")
+
+        st = {(s.requirement.id, s.period.name): s.state for s in schedules.schedule(conn, at(date(2026, 6, 30), 23))}
+        assert st[("webster-wi:§240-8", "2026Q1")] == "taken"
+        assert st[("webster-wi:§240-8", "2026Q2")] == "due"                  # the quarter is not over yet
+        assert [st[("PAL-IU-2026-02:5(a)", m)] for m in ("2026-02", "2026-03", "2026-04", "2026-05", "2026-06")] == \
+            ["missing", "taken", "missing", "missing", "due"]
+        assert ("PAL-IU-2026-02:5(a)", "2026-01") not in st                    # before the permit
+        new = schedules.check(conn, at(date(2026, 6, 30), 23))
+        got = sorted((findings.finding(conn, i)["site"], findings.finding(conn, i)["occurred"]) for i in new)
+        assert got == [("plating", date(2026, 3, 1)), ("plating", date(2026, 5, 1)), ("plating", date(2026, 6, 1))]
+        # July 1, the first day after the quarter: the dairy's missing TSS sample is found
+        new = schedules.check(conn, at(date(2026, 7, 1), 0))
+        fs = {findings.finding(conn, i)["site"]: findings.finding(conn, i) for i in new}
+        assert set(fs) == {"dairy", "plating"}
+        d = fs["dairy"]
+        assert (d["kind"], d["occurred"], d["period_start"], d["period_end"]) == \
+            ("failure-to-monitor", date(2026, 7, 1), date(2026, 4, 1), date(2026, 7, 1))
+        assert d["citation"] == "Village of Webster (WI) Code §240-8" and d["evidence"]["counts"] == {"bod5": 1, "tss": 0}
+        assert "tss: 1 of 1 not taken" in d["summary"]
+        assert fs["plating"]["citation"] == "Permit PAL-IU-2026-02, condition 5(a)"
+        assert schedules.check(conn, at(date(2026, 7, 2))) == []              # found once
+        # a failure to monitor is a finding a notice is drafted from, citing the requirement
+        n = notices.draft(conn, GUIDE, HEAD, date(2026, 7, 2), finding_id=d["id"])
+        assert (n["action"], n["document"]["requirement"]["citation"]) == ("notice-of-violation",
+                                                                            "Village of Webster (WI) Code §240-8")
+        assert "A minimum of at least quarterly sampling" in n["document"]["requirement"]["words"]

@@ -41,6 +41,10 @@ def body_html(rep: dict, issued_on: date) -> str:
         (n["number"], u["name"], n["finding"], n["issued_on"] or "-", n["state"],
          n["closed_on"] or n["response_received_on"] or "") for u in rep["users"] for n in u["notices"]],
         "No notices.")
+    sampling = _table(("user", "requirement", "parameters", "frequency", "periods", "taken", "missing", "in progress"), [
+        (u["name"], x["citation"], ", ".join(x["parameters"]), f"{x['times']} a {x['per']}", x["periods"], x["taken"],
+         x["missing"], x["due"]) for u in rep["users"] for x in u["sampling"]],
+        "No sampling requirement: no permit with monitoring conditions and no ordinance frequency.")
     outcomes = ", ".join(f"{k}: {v}" for k, v in sorted(rep["notice_outcomes"].items())) or "none"
     snc = rep["snc"]
     snc_html = _table(("user", "permit", "period", "criteria met"), [
@@ -58,6 +62,8 @@ Date of the report: {issued_on.isoformat()}.</p>
 <table>
 <tr><th>industrial users</th><td class=n>{len(rep['users'])}</td></tr>
 <tr><th>samples taken</th><td class=n>{t['samples_taken']}</td></tr>
+<tr><th>sampling periods required</th><td class=n>{t['sampling_periods_required']}</td></tr>
+<tr><th>sampling periods missing samples</th><td class=n>{t['sampling_periods_missing']}</td></tr>
 <tr><th>violation episodes</th><td class=n>{t['violation_episodes']}</td></tr>
 <tr><th>days of violation</th><td class=n>{t['days_of_violation']}</td></tr>
 <tr><th>notices and orders</th><td class=n>{t['notices']}</td></tr>
@@ -67,6 +73,10 @@ Date of the report: {issued_on.isoformat()}.</p>
 </table>
 <h2>Industrial users and permits</h2>
 <table><tr><th>user</th><th>id</th><th>permit</th><th>SIC</th><th class=n>samples taken</th><th class=n>results</th></tr>{users}</table>
+<h2>Samples required and taken</h2>
+<p>Periods in which a permit's monitoring condition or the ordinance required samples, and whether they were taken
+(a period missing them is a failure to monitor).</p>
+{sampling}
 <h2>Violations by kind</h2>
 {viol}
 <h2>Notices and their outcomes</h2>
