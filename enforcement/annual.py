@@ -20,6 +20,7 @@ from enforcement import snc as snc_mod
 from enforcement.findings import sites, violations_between
 from enforcement.periods import Period, snc_periods_of_year, year_period
 from lab.ordinance import pack_timezone
+from limits.permit_store import current_permits
 
 
 def snc_list(conn, year: int, mode: str) -> dict:
@@ -110,13 +111,17 @@ def annual_report(conn, year: int, mode: str, utility: str) -> dict:
     """The annual report's data (see the module docstring)."""
     yp: Period = year_period(year)
     statuses = schedules.schedule(conn, datetime.now(timezone.utc), yp.start, yp.end)
+    permits = current_permits(conn)
     users = []
     for key, s in sites(conn).items():
+        permit = permits.get(key)
         start, end = yp.bounds(pack_timezone(s.pack))
         ns = nts.list_notices(conn, site_key=key)
         ns = [n for n in ns if n["drafted_on"].year == year or (n["issued_on"] and n["issued_on"].year == year)]
         users.append({
-            "site": key, "name": s.name, "permit": s.permit, "sic": s.sic, "pack": s.pack,
+            "site": key, "name": s.name, "permit": permit.number if permit else s.permit, "sic": s.sic, "pack": s.pack,
+            "permit_effective": permit.effective.isoformat() if permit else None,
+            "permit_expires": permit.expires.isoformat() if permit else None,
             **_samples(conn, key, start, end),
             "sampling": _required(st for st in statuses if st.requirement.site == key and st.period.start < date.today()),
             "violations": _violations(conn, key, start, end, pack_timezone(s.pack)),

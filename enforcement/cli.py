@@ -666,7 +666,8 @@ def _report_annual(args, ctx) -> int:
     else:
         t = rep["totals"]
         print(f"annual report {year}: {len(rep['users'])} users, {t['samples_taken']} samples, "
-              f"{t['violation_episodes']} violation episodes ({t['days_of_violation']} days), {t['notices']} notices, "
+              f"{t['violation_episodes']} violation episodes ({t['days_of_violation']} days of violation), "
+              f"{t['notices']} notice{'s' if t['notices'] != 1 else ''}, "
               f"{t['users_in_snc']} in SNC, surcharges billed ${t['surcharge_dollars']:,.2f}")
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -31,7 +31,8 @@ def _table(heads: tuple[str, ...], rows: list[tuple], empty: str) -> str:
 def body_html(rep: dict, issued_on: date) -> str:
     t = rep["totals"]
     users = "".join(
-        f"<tr><td>{e(u['name'])}</td><td>{e(u['site'])}</td><td>{e(u['permit'] or 'none')}</td>"
+        f"<tr><td>{e(u['name'])}</td><td>{e(u['site'])}</td><td>{e(u['permit'] or 'none')}"
+        f"{'<br><span class=small>' + e(u['permit_effective']) + ' to ' + e(u['permit_expires']) + '</span>' if u.get('permit_expires') else ''}</td>"
         f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u['results']}</td></tr>"
         for u in rep["users"])
     viol = _table(("user", "rule", "parameter", "found by", "episodes", "days", "citation"), [
