@@ -19,7 +19,10 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
 ``[[sensors]]``
     ``site``, ``name``, ``parameter`` (``ph``, ``temperature``, ``flow``, ``level``), ``unit``,
     ``source`` (``modbus`` or ``mqtt``); a Modbus sensor names its ``device`` and the profile
-    ``field``; an MQTT sensor may give its ``topic`` (default ``sewerwatch/<site>/<name>``).
+    ``field``; an MQTT sensor may give its ``topic`` (default ``sewerwatch/<site>/<name>``)
+    and its nominal ``interval_s`` (a Modbus sensor's is its device's); optional
+    ``full_scale`` (in the sensor's unit): the instrument's upper limit, above which a
+    reading is implausible (flow, level).
 ``[modbus]``
     optional settings of the Modbus collector (``timeout_s``, ``backoff_min_s``,
     ``backoff_max_s``, ``max_fill``, ``flush_s``, ``health_s``, ``late_fraction``; see
@@ -36,6 +39,11 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
 ``[mqtt]``
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
     (default ``["sewerwatch/{site}/{sensor}"]``).
+``[ingest]``
+    bounds on what the collectors accept (:class:`IngestOptions`): ``max_payload_bytes``
+    (default 1 MiB) and ``max_nesting`` (16) checked before a payload is parsed,
+    ``max_future_s`` (300) and ``max_past_days`` (400) around the collector's clock,
+    ``spool_max_bytes`` (1 GiB) the writer's spool cap.
 ``[alerts]``
     ``hold_off_s``, ``escalate_after_min``, and ``[[alerts.contacts]]`` with ``name``, ``urls``
     (apprise URLs) and ``escalation`` (true for the second contact list); ``console`` and
@@ -75,7 +83,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
-from foundation.units import CONVERSIONS
+from foundation.units import CONVERSIONS, to_canonical
 
 DEFAULT_PG_PORT = 55432
 DEFAULT_MQTT_PORT = 51883
@@ -112,11 +120,20 @@ class Sensor:
     device: str | None = None
     field: str | None = None
     topic: str | None = None
+    interval_s: float | None = None     # nominal sample interval [s] (a Modbus sensor: its device's)
+    full_scale: float | None = None     # the instrument's full scale [the sensor's unit]
 
     @property
     def key(self) -> str:
         """``<site>/<name>``, unique in the utility."""
         return f"{self.site}/{self.name}"
+
+    @property
+    def full_scale_canonical(self) -> float | None:
+        """:attr:`full_scale` in the parameter's canonical unit, or None."""
+        if self.full_scale is None:
+            return None
+        return float(to_canonical(self.parameter, self.unit, self.full_scale))
 
     @property
     def address(self) -> str:
@@ -175,6 +192,38 @@ class Retention:
 
 
 @dataclass(frozen=True)
+class IngestOptions:
+    """The ``[ingest]`` table: what a collector accepts (issue 12, "No message can stop
+    ingest" and "Time sanity") and how much disk the writer's spool may take.
+
+    Attributes
+    ----------
+    max_payload_bytes : int
+        A message longer than this [bytes] is a dead letter, unparsed (default 1 MiB: a
+        batch of 1,000 readings is about 30 kB).
+    max_nesting : int
+        Deepest nesting of JSON arrays and objects a payload may have (checked before
+        parsing; the wire format needs 2).
+    max_future_s : float
+        A reading stamped more than this ahead of the collector's clock [s] is a dead
+        letter "time out of range" (default 5 minutes: clock drift, not the future).
+    max_past_days : float
+        A reading older than this [days] is a dead letter "time out of range" (default
+        400: a year of a device's own backlog, and more).
+    spool_max_bytes : int
+        The writer's spool may grow to this [bytes] during a database outage (default
+        1 GiB); beyond it the collectors stop acknowledging and the broker keeps the
+        messages.
+    """
+
+    max_payload_bytes: int = 1 << 20
+    max_nesting: int = 16
+    max_future_s: float = 300.0
+    max_past_days: float = 400.0
+    spool_max_bytes: int = 1 << 30
+
+
+@dataclass(frozen=True)
 class Services:
     db_url: str | None
     mqtt_url: str | None
@@ -203,6 +252,7 @@ class Config:
     retention: Retention = field(default_factory=Retention)
     documents: dict = field(default_factory=dict)   # [documents] as data; lab.documents.pdf validates it
     enforcement: dict = field(default_factory=dict)  # [enforcement] as data; enforcement.settings validates it
+    ingest: IngestOptions = field(default_factory=IngestOptions)      # [ingest]
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def site(self, site_id: str) -> Site:
@@ -490,6 +540,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "retention": (lambda s, k, v: v, {}),
         "documents": (_table, {}),
         "enforcement": (_table, {}),
+        "ingest": (lambda s, k, v: v, {}),
     }).values
 
     ret = _Section(path, "retention", top["retention"], {
@@ -499,6 +550,14 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "compress_after_days": (_positive, 7.0),
         "aggregate_lookback_h": (_positive, 24.0),
         "maintain_every_s": (_positive, 900.0),
+    }).values
+
+    ing = _Section(path, "ingest", top["ingest"], {
+        "max_payload_bytes": (_int_range(256, 1 << 30), IngestOptions.max_payload_bytes),
+        "max_nesting": (_int_range(2, 1000), IngestOptions.max_nesting),
+        "max_future_s": (_positive, IngestOptions.max_future_s),
+        "max_past_days": (_positive, IngestOptions.max_past_days),
+        "spool_max_bytes": (_int_range(1024, 1 << 50), IngestOptions.spool_max_bytes),
     }).values
 
     mqtt = _Section(path, "mqtt", top["mqtt"], {
@@ -576,6 +635,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
             "parameter": (_one_of(*CONVERSIONS), _REQUIRED), "unit": (_str, _REQUIRED),
             "source": (_one_of("modbus", "mqtt"), _REQUIRED), "device": (_str, None),
             "field": (_slug, None), "topic": (_str, None),
+            "interval_s": (_positive, None), "full_scale": (_positive, None),
         }).values
         if v["unit"] not in CONVERSIONS[v["parameter"]]:
             raise ConfigError(path, f"{where}.unit", f"unknown unit {v['unit']!r} for {v['parameter']} "
@@ -588,7 +648,11 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
                                   f"(devices: {', '.join(sorted(device_ids)) or 'none'})")
             if v["topic"] is not None:
                 raise ConfigError(path, f"{where}.topic", "only an mqtt sensor has a topic")
+            if v["interval_s"] is not None:
+                raise ConfigError(path, f"{where}.interval_s", "a modbus sensor is read at its device's "
+                                  "interval_s; give it there")
             v["field"] = v["field"] or v["parameter"]
+            v["interval_s"] = next(d.interval_s for d in devices if d.id == v["device"])
         else:
             for k in ("device", "field"):
                 if v[k] is not None:
@@ -622,6 +686,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
         modbus=top["modbus"], mqtt_topics=mqtt["topics"], retention=Retention(**ret),
+        ingest=IngestOptions(**ing),
         documents=top["documents"], enforcement=top["enforcement"],
         raw=data,
     )

@@ -48,6 +48,19 @@ CONVERSIONS: dict[str, dict[str, tuple[float, float]]] = {
 
 PARAMETERS = tuple(CONVERSIONS)
 
+#: parameter -> (lowest, highest) physically plausible value [canonical unit] (issue 12,
+#: "Plausibility"). A reading outside it is kept with quality 1 (out of range) and never
+#: judged as a violation: a probe reading pH 15 is broken or mis-wired, not evidence of a
+#: caustic discharge. Flow and level have no upper bound of their own: a sensor's
+#: configured full scale (``[[sensors]] full_scale``) is theirs.
+PHYSICAL_RANGE: dict[str, tuple[float, float]] = {
+    "ph": (0.0, 14.0),                # the pH scale of aqueous solutions
+    "temperature": (-40.0, 250.0),    # [degF]: from frozen brine to superheated condensate
+    "flow": (0.0, float("inf")),      # [gpm]; a negative flow is a meter fault
+    "level": (0.0, float("inf")),     # [ft]
+    "concentration": (0.0, float("inf")),   # [mg/l]
+}
+
 
 def check_unit(parameter: str, unit: str) -> None:
     """Raise :class:`InputError` unless ``unit`` is known for ``parameter``."""

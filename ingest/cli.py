@@ -35,12 +35,16 @@ def _collect(args, ctx) -> int:
 
     def report(i):
         w = i.writer.stats
+        problems = i.supervisor.problems()
         print(f"collect: accepted {i.sink.accepted} readings, inserted {w.readings_inserted}, "
               f"spooled {w.readings_spooled}, dead letters {w.dead_letters}, "
-              f"database {'up' if w.db_up else 'DOWN (spooling)'}", file=sys.stderr, flush=True)
+              f"database {'up' if w.db_up else 'DOWN (spooling)'}"
+              + ("".join(f"; DEGRADED {k}: {v}" for k, v in problems.items())), file=sys.stderr, flush=True)
 
     print(f"collect: running (spool {spool}); SIGTERM or Ctrl-C stops after writing everything",
           file=sys.stderr, flush=True)
-    service.run_until_signalled(ing, report, args.report_every)
+    cfg.services.state_dir.mkdir(parents=True, exist_ok=True)
+    service.run_until_signalled(ing, report, args.report_every,
+                                status_path=cfg.services.state_dir / service.COLLECT_STATUS_FILE)
     report(ing)
     return 0

@@ -1,16 +1,20 @@
-"""The collectors and the writer wired together from the utility's config.
+"""The collectors and the writer wired together from the utility's config, supervised.
 
 ``sewerwatch collect`` runs this alone; ``sewerwatch run`` adds the streaming evaluator
-and the alerts on top (it subscribes to the same sink).
+and the alerts on top (it subscribes to the same sink and hands its own
+:class:`~ingest.supervise.Supervisor`, so every thread of both is watched in one place).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import signal
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from foundation import db
@@ -18,37 +22,70 @@ from foundation.config import Config
 from ingest.modbus.collector import ModbusCollector
 from ingest.modbus.options import Options
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
+from ingest.mqtt.payload import Bounds
 from ingest.mqtt.topics import TopicMap
 from ingest.sink import Sink
+from ingest.supervise import Component, Supervisor
 from ingest.writer import Writer
 
 log = logging.getLogger("sewerwatch.ingest")
 
+#: ``sewerwatch collect``'s status file in the state folder (``sewerwatch status`` reads it).
+COLLECT_STATUS_FILE = "collect-status.json"
+
 
 @dataclass
 class Ingest:
-    """The running collectors and writer."""
+    """The running collectors and writer, and their supervisor."""
 
     sink: Sink
     writer: Writer
+    supervisor: Supervisor
     mqtt: MqttCollector | None = None
-    modbus: object | None = None
+    modbus: ModbusCollector | None = None
     threads: list = field(default_factory=list)
+    own_supervisor: bool = True
 
     def stop(self) -> None:
         """Stop the collectors, then let the writer write (or spool) everything it holds."""
         if self.modbus is not None:
+            comp = self.supervisor.components.get("modbus")
+            if comp is not None:
+                comp.finished = True
             self.modbus.stop()
-        for t in self.threads:
-            t.join(10)
+            if comp is not None and comp.thread is not None:
+                comp.thread.join(10)
         if self.mqtt is not None:
             self.mqtt.stop()
         self.writer.stop()
+        if self.own_supervisor:
+            self.supervisor.stop()
+
+    def status(self) -> dict:
+        """Components (alive, healthy, restarts, problem), counts, ages, queues and dead
+        letters, for ``sewerwatch status`` (never healthy where a component is not)."""
+        comps = self.supervisor.snapshot()
+        if self.mqtt is not None:
+            comps["mqtt-network"].update(self.mqtt.status())
+            comps["mqtt-flusher"]["buffered_readings"] = comps["mqtt-network"]["buffered_readings"]
+        if self.modbus is not None and "modbus" in comps:
+            last = self.modbus.last_reading_at
+            down = sorted(d for d, h in self.modbus.health().items() if h.state == "down")
+            comps["modbus"].update({"devices": len(self.modbus.devices), "devices_down": down,
+                                    "last_reading_age_s": None if last is None else round(time.time() - last, 3)})
+        comps["writer"].update(self.writer.status())
+        last_put = self.sink.last_put_at
+        return {"components": comps,
+                "readings": {"accepted": self.sink.accepted, "inserted": self.writer.stats.readings_inserted,
+                             "spooled": self.writer.stats.readings_spooled,
+                             "last_reading_age_s": None if last_put is None else round(time.time() - last_put, 3)},
+                "queues": {"sink_readings": self.sink.pending(), "writer_held_readings": self.writer.stats.held_readings},
+                "dead_letters": {**self.sink.recent_dead_letters(), "total": self.writer.stats.dead_letters}}
 
 
 def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path,
           client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1,
-          listeners=()) -> Ingest:
+          listeners=(), supervisor: Supervisor | None = None, refs=None) -> Ingest:
     """Start the writer and the collectors the config describes.
 
     Parameters
@@ -64,40 +101,80 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         they see every batch, the first ones of a backlog included.
     spool_dir : path-like
         The writer's spool folder.
+    supervisor : ingest.supervise.Supervisor, optional
+        Watches every thread (default: one of the ingest's own, started here).
+    refs : tuple of (list, list), optional
+        The MQTT and Modbus sensors (``SensorRef``) when the caller already has them
+        (``sewerwatch run`` keeps a copy for when the database is down at start);
+        default: read from the database.
     """
-    with db.connect(db_url=ingest_url) as conn:
-        refs = sensor_refs_from_db(conn, "mqtt")
-        modbus_refs = sensor_refs_from_db(conn, "modbus")
+    if refs is None:
+        with db.connect(db_url=ingest_url) as conn:
+            refs = (sensor_refs_from_db(conn, "mqtt"), sensor_refs_from_db(conn, "modbus"))
+    scale = {s.key: s.full_scale_canonical for s in cfg.sensors if s.full_scale is not None}
+    mqtt_refs = [replace(r, full_scale=scale.get(r.key)) for r in refs[0]]
+    modbus_refs = refs[1]
+    own = supervisor is None
+    sup = supervisor or Supervisor()
     sink = Sink()
     for listener in listeners:
         sink.subscribe(listener)
-    writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay).start()
-    ing = Ingest(sink=sink, writer=writer)
+    writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay,
+                    spool_max_bytes=cfg.ingest.spool_max_bytes).start(sup)
+    ing = Ingest(sink=sink, writer=writer, supervisor=sup, own_supervisor=own)
     explicit = {s.topic: s.key for s in cfg.sensors if s.source == "mqtt" and s.topic}
     if mqtt_url:
-        topics = TopicMap(refs, explicit, patterns or cfg.mqtt_topics)
-        ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id).start()
+        topics = TopicMap(mqtt_refs, explicit, patterns or cfg.mqtt_topics)
+        ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id,
+                                 bounds=Bounds.from_options(cfg.ingest)).start(sup)
     modbus_sensors = [s for s in cfg.sensors if s.source == "modbus"]
     if cfg.devices and modbus_sensors:
-        ing.modbus = _start_modbus(cfg, modbus_refs, sink, ing)
+        ing.modbus = _start_modbus(cfg, modbus_refs, sink, sup, scale)
+    if own:
+        sup.start()
     return ing
 
 
-def _start_modbus(cfg: Config, refs, sink: Sink, ing: Ingest):
+def _start_modbus(cfg: Config, refs, sink: Sink, sup: Supervisor, scale: dict) -> ModbusCollector:
     ids = {r.key: r.id for r in refs}
     sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors if s.source == "modbus" and s.key in ids}
-    collector = ModbusCollector(list(cfg.devices), sensor_map, sink, Options.from_config(cfg))
-    t = threading.Thread(target=lambda: asyncio.run(collector.run()), name="sewerwatch-modbus", daemon=True)
-    t.start()
-    ing.threads.append(t)
+    full_scale = {ids[k]: v for k, v in scale.items() if k in ids}
+    collector = ModbusCollector(list(cfg.devices), sensor_map, sink, Options.from_config(cfg), full_scale=full_scale)
+
+    def body(comp: Component) -> None:
+        asyncio.run(collector.run(comp))
+
+    sup.add("modbus", body, stall_after=60.0)
     return collector
 
 
-def run_until_signalled(ing: Ingest, report=lambda ing: None, every: float = 10.0) -> None:
-    """Block until SIGTERM or SIGINT, reporting every ``every`` seconds, then stop cleanly."""
+def write_status(path: Path, status: dict) -> None:
+    """Write ``status`` to ``path`` atomically (a full disk leaves the last one in place)."""
+    try:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(status, indent=1, default=str))
+        tmp.replace(path)
+    except OSError as exc:
+        log.warning("could not write the status file %s: %s", path, exc.strerror or exc)
+
+
+def run_until_signalled(ing: Ingest, report=lambda ing: None, every: float = 10.0,
+                        status_path: Path | None = None) -> None:
+    """Block until SIGTERM or SIGINT, reporting every ``every`` seconds and writing the
+    status file every two, then stop cleanly."""
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    while not done.wait(every):
-        report(ing)
+    started = time.time()
+    last_report = time.monotonic()
+    while not done.wait(2.0):
+        if status_path is not None:
+            write_status(status_path, {"pid": os.getpid(), "started": started, "updated": time.time(),
+                                       "running": True, **ing.status()})
+        if time.monotonic() - last_report >= every:
+            last_report = time.monotonic()
+            report(ing)
     ing.stop()
+    if status_path is not None:
+        write_status(status_path, {"pid": os.getpid(), "started": started, "updated": time.time(),
+                                   "running": False, **ing.status()})

@@ -8,7 +8,13 @@ the spool: an MQTT collector acknowledges its QoS 1 messages only then, so a cra
 moment loses nothing.
 
 Memory is bounded: :meth:`put` blocks while more than ``max_readings`` wait (the writer
-spools to disk when the database is down, so the sink drains whatever the backlog).
+spools to disk when the database is down, so the sink drains whatever the backlog; when
+the spool cannot be written either, the sink stays full, the collectors stop taking
+messages and the broker keeps them).
+
+The sink also remembers, for ``sewerwatch status``, when readings were last put and the
+dead letters of the last hour with their reasons (:meth:`recent_dead_letters`), in
+memory, so status is truthful while the database is down.
 """
 
 from __future__ import annotations
@@ -21,6 +27,11 @@ from typing import Callable
 
 from ingest.batch import Readings
 
+#: How long the sink remembers dead letters for ``sewerwatch status`` [s].
+DEAD_LOG_S = 3600.0
+#: The raw bytes of a dead letter are kept up to this length; the rest is cut and said so.
+DEAD_PAYLOAD_MAX = 64 * 1024
+
 
 @dataclass
 class DeadLetter:
@@ -32,6 +43,11 @@ class DeadLetter:
     reason: str
     detail: dict = field(default_factory=dict)
     received_at_us: int = 0
+
+    def __post_init__(self):
+        if self.payload is not None and len(self.payload) > DEAD_PAYLOAD_MAX:
+            self.detail = {**self.detail, "size": len(self.payload), "kept_bytes": DEAD_PAYLOAD_MAX}
+            self.payload = bytes(self.payload[:DEAD_PAYLOAD_MAX])
 
 
 @dataclass
@@ -64,6 +80,8 @@ class Sink:
         self._closed = False
         self._listeners: list[Callable[[Readings], None]] = []
         self.accepted = 0  # readings accepted so far
+        self.last_put_at: float | None = None       # [epoch s] when readings were last put
+        self._dead_log: deque = deque()             # (epoch s, reason) of the last hour
 
     def subscribe(self, listener: Callable[[Readings], None]) -> None:
         """Call ``listener`` with every batch as it is put (the streaming evaluator's tap)."""
@@ -89,6 +107,7 @@ class Sink:
             self._items.append(("r", readings, on_durable))
             self._waiting += n
             self.accepted += n
+            self.last_put_at = time.time()
             self._cond.notify_all()
         for listener in self._listeners:
             listener(readings)
@@ -98,9 +117,22 @@ class Sink:
         """Hand over a payload that could not be used."""
         if not letter.received_at_us:
             letter.received_at_us = time.time_ns() // 1000
+        now = time.time()
         with self._cond:
             self._items.append(("d", letter, on_durable))
+            self._dead_log.append((now, letter.reason))
+            while self._dead_log and (now - self._dead_log[0][0] > DEAD_LOG_S or len(self._dead_log) > 100_000):
+                self._dead_log.popleft()
             self._cond.notify_all()
+
+    def recent_dead_letters(self, window_s: float = DEAD_LOG_S, latest: int = 5) -> dict:
+        """Dead letters handed over in the last ``window_s`` seconds: ``{"count", "latest":
+        [{"at", "reason"}, ...]}`` (the newest first)."""
+        now = time.time()
+        with self._cond:
+            items = [x for x in self._dead_log if now - x[0] <= window_s]
+        return {"count": len(items), "window_s": window_s,
+                "latest": [{"at": at, "reason": reason[:300]} for at, reason in reversed(items[-latest:])]}
 
     def health(self, record: dict) -> None:
         """Hand over a device health record (see ``ingest/writer.py`` for its keys)."""

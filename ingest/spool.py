@@ -13,13 +13,25 @@ Record layout (little-endian)::
 ``kind`` ``R`` holds readings: count (uint32), then the arrays time_us int64, sensor_id
 int32, value float64, quality int16. ``D`` (dead letter) and ``H`` (health record) hold
 JSON.
+
+A full or broken spool is loud, never fatal (issue 12): an append that would take the
+file over its cap (``[ingest] spool_max_bytes``), or that the disk refuses (full,
+read-only, gone), raises :class:`SpoolUnwritable` with the reason and leaves the file as
+it was (a partly written record is cut again). The bookkeeping cannot wedge it either:
+``spool.offset`` is one small record rewritten in place (no new file, no rename, so a full
+disk can still take it), and when even that fails the offset is kept in memory; a crash
+then replays records the database already has, and their duplicates are dropped by the
+unique index.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import json
+import logging
 import os
+import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -29,6 +41,8 @@ import numpy as np
 
 from ingest.batch import Readings
 from ingest.sink import Chunk, DeadLetter
+
+log = logging.getLogger("sewerwatch.spool")
 
 MAGIC = b"SWSP"
 HEADER = struct.Struct("<4scII")
@@ -50,6 +64,15 @@ def _readings_from(payload: bytes) -> Readings:
     return Readings(*arrays)
 
 
+class SpoolUnwritable(Exception):
+    """The spool could not take a chunk; ``str(exc)`` says why (``reason``: ``cap``, ``full``,
+    ``read-only`` or ``error``)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 class Spool:
     """An append-only spool file in ``directory``.
 
@@ -58,14 +81,23 @@ class Spool:
     directory : path-like
         Created if missing. Holds ``spool.bin`` and ``spool.offset`` (how far a replay
         has been committed, so an interrupted replay resumes rather than repeats).
+    max_bytes : int
+        The cap on ``spool.bin`` [bytes].
     """
 
-    def __init__(self, directory):
+    def __init__(self, directory, max_bytes: int = 1 << 30):
         self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = int(max_bytes)
         self.path = self.dir / "spool.bin"
         self.offset_path = self.dir / "spool.offset"
         self.torn_tails = 0
+        self.error: str | None = None          # why the last append failed; None: it worked
+        self._mem_offset: int | None = None    # the committed offset, when newer than the file's
+        self._dirty = False                    # a failed append may have left a partial record
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.error = f"cannot create the spool folder {self.dir}: {exc.strerror or exc}"
 
     def recover(self) -> int:
         """Cut a torn or corrupt tail left by a crash, so appends follow whole records.
@@ -74,8 +106,14 @@ class Spool:
         -------
         int
             Bytes cut (0 for a clean file).
+
+        Raises
+        ------
+        OSError
+            When the file cannot be read or cut.
         """
         if not self.path.exists():
+            self._dirty = False
             return 0
         good = 0
         with open(self.path, "r+b") as f:
@@ -93,18 +131,41 @@ class Spool:
                 f.truncate(good)
                 os.fsync(f.fileno())
                 self.torn_tails += 1
+        self._dirty = False
         return size - good
+
+    def size(self) -> int:
+        """Bytes in ``spool.bin``."""
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
 
     def __len__(self) -> int:
         """Bytes waiting to be replayed."""
-        size = self.path.stat().st_size if self.path.exists() else 0
-        return max(0, size - self._committed_offset())
+        return max(0, self.size() - self._committed_offset())
 
     def empty(self) -> bool:
         return len(self) == 0
 
+    def status(self) -> dict:
+        """For ``sewerwatch status``: size, cap, free space, whether it can be written and why not."""
+        try:
+            free = shutil.disk_usage(self.dir).free
+        except OSError:
+            free = None
+        return {"path": str(self.path), "bytes": self.size(), "pending_bytes": len(self), "max_bytes": self.max_bytes,
+                "free_bytes": free, "writable": self.error is None, "error": self.error}
+
     def append(self, chunk: Chunk) -> None:
-        """Append ``chunk`` and fsync: when this returns, the chunk survives a crash."""
+        """Append ``chunk`` and fsync: when this returns, the chunk survives a crash.
+
+        Raises
+        ------
+        SpoolUnwritable
+            Over the cap, disk full, read-only or another write error; the file is left as
+            it was before.
+        """
         records = []
         if len(chunk.readings):
             records.append((b"R", _readings_payload(chunk.readings)))
@@ -118,22 +179,72 @@ class Spool:
         if not records:
             return
         blob = b"".join(HEADER.pack(MAGIC, kind, len(p), zlib.crc32(p)) + p for kind, p in records)
-        with open(self.path, "ab") as f:
-            f.write(blob)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            if self._dirty:
+                self.recover()
+            if self.empty() and self.size():
+                self.clear()                   # all replayed: start the file again
+            before = self.size()
+            if before + len(blob) > self.max_bytes:
+                raise SpoolUnwritable("cap", f"the spool would exceed its cap of {self.max_bytes:,} bytes "
+                                             f"([ingest] spool_max_bytes; {before:,} bytes held)")
+            self._write(blob, before)
+        except SpoolUnwritable as exc:
+            self.error = str(exc)
+            raise
+        except OSError as exc:
+            reason = {errno.ENOSPC: "full", errno.EDQUOT: "full", errno.EROFS: "read-only"}.get(exc.errno, "error")
+            self.error = f"cannot write the spool {self.path}: {exc.strerror or exc}"
+            raise SpoolUnwritable(reason, self.error) from None
+        self.error = None
+
+    def _write(self, blob: bytes, before: int) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(blob)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError:
+            # cut the partial record again, or remember to do it before the next append
+            try:
+                os.ftruncate(fd, before)
+            except OSError:
+                self._dirty = True
+            raise
+        finally:
+            os.close(fd)
 
     def _committed_offset(self) -> int:
+        if self._mem_offset is not None:
+            return self._mem_offset
         try:
-            return int(self.offset_path.read_text())
+            off = int(self.offset_path.read_text().strip() or 0)
         except (OSError, ValueError):
             return 0
+        return off if 0 <= off <= self.size() else 0
+
+    def _write_offset(self, offset: int) -> bool:
+        """Rewrite ``spool.offset`` in place (20 digits); False when the disk refuses."""
+        try:
+            fd = os.open(self.offset_path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, f"{offset:>20d}\n".encode(), 0)
+            finally:
+                os.close(fd)
+            return True
+        except OSError as exc:
+            log.warning("spool: could not record the replay offset in %s (%s); kept in memory (a restart "
+                        "replays records already stored, and the database drops their duplicates)",
+                        self.offset_path, exc.strerror or exc)
+            return False
 
     def commit(self, offset: int) -> None:
         """Record that everything before ``offset`` is in the database."""
-        tmp = self.offset_path.with_suffix(".tmp")
-        tmp.write_text(str(offset))
-        os.replace(tmp, self.offset_path)
+        self._mem_offset = offset
+        if self._write_offset(offset):
+            self._mem_offset = None
 
     def replay(self, max_readings: int = 200_000) -> Iterator[tuple[Chunk, int]]:
         """Yield ``(chunk, end_offset)`` in order from the first uncommitted record.
@@ -175,6 +286,21 @@ class Spool:
                 yield Chunk(Readings.concat(parts), letters, health, []), f.tell()
 
     def clear(self) -> None:
-        """Remove the spool once every record is replayed."""
-        self.path.unlink(missing_ok=True)
-        self.offset_path.unlink(missing_ok=True)
+        """Empty the spool once every record is replayed.
+
+        The offset goes back to 0 first: a crash between the two steps replays records the
+        database already has (harmless), never skips new ones. When the offset cannot be
+        written the records stay, marked replayed in memory.
+        """
+        if self._write_offset(0):
+            self._mem_offset = None
+            try:
+                os.truncate(self.path, 0)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                self._mem_offset = self.size()
+                log.warning("spool: could not empty %s (%s); a restart replays its records again "
+                            "(the database drops the duplicates)", self.path, exc.strerror or exc)
+        else:
+            self._mem_offset = self.size()

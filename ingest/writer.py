@@ -14,13 +14,19 @@ While the database is unreachable every chunk is appended to the spool (fsynced)
 and the writer tries to reconnect with backoff; once back, it replays the spool in order,
 then writes directly again. Only when a chunk is committed or fsynced are the collectors'
 ``on_durable`` callbacks run (an MQTT collector acknowledges its messages then).
+
+When neither works (the database is down and the spool is full, over its cap, read-only),
+the writer holds the chunk and tries again every second; it takes nothing more from the
+sink meanwhile, so the sink fills, the collectors stop taking messages and the broker
+keeps them. Everything resumes by itself when the database or the disk space returns.
+The writer is a supervised thread (:mod:`ingest.supervise`): a chunk it held when it died
+is held again by the restarted thread.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,7 +37,8 @@ import psycopg
 
 from ingest.batch import Readings
 from ingest.sink import Chunk, Sink
-from ingest.spool import Spool
+from ingest.spool import Spool, SpoolUnwritable
+from ingest.supervise import Component, Supervisor
 
 log = logging.getLogger("sewerwatch.writer")
 
@@ -76,7 +83,12 @@ class WriterStats:
     staged_chunks: int = 0          # chunks that held duplicates and went through staging
     outages: int = 0
     db_up: bool = False
+    db_down_since: float | None = None   # [epoch s]
     last_error: str | None = None
+    last_commit_at: float | None = None  # [epoch s]
+    spool_failures: int = 0              # appends the spool refused
+    held_readings: int = 0               # readings held: neither the database nor the spool took them
+    held_since: float | None = None      # [epoch s]
     errors: list = field(default_factory=list)
 
 
@@ -98,39 +110,66 @@ class Writer:
     """
 
     def __init__(self, db_url: str, sink: Sink, spool_dir, max_rows: int = 50_000,
-                 max_delay: float = 0.1, backoff_max: float = 5.0):
+                 max_delay: float = 0.1, backoff_max: float = 5.0, spool_max_bytes: int = 1 << 30):
         self.db_url = db_url
         self.sink = sink
-        self.spool = Spool(spool_dir)
+        self.spool = Spool(spool_dir, spool_max_bytes)
         self.max_rows = max_rows
         self.max_delay = max_delay
         self.backoff_max = backoff_max
         self.stats = WriterStats()
         self._conn: psycopg.Connection | None = None
-        self._thread: threading.Thread | None = None
         self._next_try = 0.0
         self._backoff = 0.25
+        self._held: Chunk | None = None      # taken from the sink, not yet durable
+        self.supervisor: Supervisor | None = None
+        self.component: Component | None = None
+        self._own_supervisor = False
 
     # --- lifecycle ------------------------------------------------------------------
 
-    def start(self) -> "Writer":
-        cut = self.spool.recover()
-        if cut:
-            log.warning("spool: cut a torn tail of %d bytes left by a crash (never acknowledged)", cut)
-        self._thread = threading.Thread(target=self._run, name="sewerwatch-writer", daemon=True)
-        self._thread.start()
+    def start(self, supervisor: Supervisor | None = None) -> "Writer":
+        """Run the writer as a supervised thread (under ``supervisor``, else its own)."""
+        try:
+            cut = self.spool.recover()
+            if cut:
+                log.warning("spool: cut a torn tail of %d bytes left by a crash (never acknowledged)", cut)
+        except OSError as exc:
+            log.error("spool: cannot check %s (%s); it is checked again before the next append",
+                      self.spool.path, exc.strerror or exc)
+            self.spool._dirty = True
+        self._own_supervisor = supervisor is None
+        self.supervisor = supervisor or Supervisor()
+        self.component = self.supervisor.add("writer", self._run, stall_after=120.0, check=self.problem)
+        if self._own_supervisor:
+            self.supervisor.start()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
         """Close the sink, write (or spool) everything in it, and stop."""
+        if self.component is not None:
+            self.component.finished = True
         self.sink.close()
-        if self._thread:
-            self._thread.join(timeout)
+        if self.component is not None and self.component.thread is not None:
+            self.component.thread.join(timeout)
+            if self.component.thread.is_alive():
+                log.error("writer: stopped with %d readings neither stored nor spooled (not acknowledged: "
+                          "the broker sends them again)", self.stats.held_readings)
+        if self._own_supervisor and self.supervisor is not None:
+            self.supervisor.stop()
         if self._conn is not None:
-            self._conn.close()
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
 
-    def _run(self) -> None:
+    def _run(self, comp: Component) -> None:
         while True:
+            comp.beat()
+            if self._held is not None:
+                self._wait(comp, 1.0)
+                self.handle(self._held)
+                continue
             chunk = self.sink.take(self.max_rows, self.max_delay)
             if chunk is None:
                 break
@@ -140,23 +179,77 @@ class Writer:
             self._next_try = 0.0
             self._replay()
 
+    @staticmethod
+    def _wait(comp: Component, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            comp.beat()
+            time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+
+    def problem(self) -> str | None:
+        """Why the writer is not storing readings as it should, or None (its health check)."""
+        now = time.time()
+        if self._held is not None:
+            return (f"cannot store {self.stats.held_readings:,} readings for {now - (self.stats.held_since or now):.0f} s: "
+                    f"database unreachable ({(self.stats.last_error or '').splitlines()[0][:120] if self.stats.last_error else 'down'}) "
+                    f"and the spool cannot be written ({self.spool.error}); the collectors are not acknowledging, "
+                    f"the broker keeps the messages")
+        if not self.stats.db_up and self.stats.outages:
+            since = self.stats.db_down_since
+            return (f"database unreachable" + (f" for {now - since:.0f} s" if since else "") +
+                    f"; readings spooled ({len(self.spool):,} bytes waiting)")
+        return None
+
+    def status(self) -> dict:
+        """For ``sewerwatch status``: the database, the spool, what is waiting."""
+        st = self.stats
+        now = time.time()
+        return {"db_up": st.db_up, "db_down_for_s": None if st.db_down_since is None else round(now - st.db_down_since, 1),
+                "last_error": st.last_error, "sink_pending_readings": self.sink.pending(),
+                "held_readings": st.held_readings, "readings_inserted": st.readings_inserted,
+                "readings_spooled": st.readings_spooled, "dead_letters": st.dead_letters,
+                "last_commit_age_s": None if st.last_commit_at is None else round(now - st.last_commit_at, 3),
+                "spool": self.spool.status()}
+
     # --- the work -------------------------------------------------------------------
 
-    def handle(self, chunk: Chunk) -> None:
-        """Make ``chunk`` durable (database, else spool), then run its callbacks."""
+    def handle(self, chunk: Chunk) -> bool:
+        """Make ``chunk`` durable (database, else spool), then run its callbacks.
+
+        Returns
+        -------
+        bool
+            False when neither the database nor the spool took it: the writer holds it
+            (:meth:`_run` tries again) and its callbacks have not run.
+        """
+        self._held = chunk
         if not self.spool.empty():
             self._replay()
         if len(chunk):
             if self.spool.empty() and self._write(chunk):
                 pass
             else:
-                self.spool.append(chunk)
+                try:
+                    self.spool.append(chunk)
+                except SpoolUnwritable as exc:
+                    if self.stats.held_since is None:
+                        self.stats.spool_failures += 1
+                        self.stats.held_since = time.time()
+                        log.error("STORING STOPPED: database unreachable and %s; %d readings held, the collectors "
+                                  "stop acknowledging and the broker keeps the messages", exc, len(chunk.readings))
+                    self.stats.held_readings = len(chunk.readings)
+                    return False
                 self.stats.readings_spooled += len(chunk.readings)
+        if self.stats.held_since is not None:
+            log.warning("storing again after %.0f s", time.time() - self.stats.held_since)
+            self.stats.held_since, self.stats.held_readings = None, 0
+        self._held = None
         for cb in chunk.callbacks:
             try:
                 cb()
             except Exception:  # a collector's ack failing must not stop the writer
                 log.exception("on_durable callback failed")
+        return True
 
     def _connection(self) -> psycopg.Connection | None:
         if self._conn is not None and not self._conn.closed:
@@ -170,6 +263,7 @@ class Writer:
             if not self.stats.db_up:
                 log.info("database reachable")
             self.stats.db_up = True
+            self.stats.db_down_since = None
             self._backoff = 0.25
             return self._conn
         except psycopg.Error as exc:
@@ -182,6 +276,7 @@ class Writer:
             log.warning("database unreachable, spooling to %s: %s", self.spool.path,
                         str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         self.stats.db_up = False
+        self.stats.db_down_since = self.stats.db_down_since or time.time()
         self.stats.last_error = str(exc).strip()[:500]
         if self._conn is not None:
             try:
@@ -200,6 +295,7 @@ class Writer:
             with conn.transaction():
                 self._write_in(conn, chunk)
             self.stats.chunks += 1
+            self.stats.last_commit_at = time.time()
             return True
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             self._down(exc)
@@ -274,6 +370,8 @@ class Writer:
 
     def _replay(self) -> None:
         """Write the spool's records in order; clear it when all are in."""
+        if self._connection() is None:
+            return
         for chunk, end in self.spool.replay(self.max_rows * 4):
             if not self._write(chunk):
                 return

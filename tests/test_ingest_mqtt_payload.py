@@ -1,16 +1,27 @@
-"""The MQTT wire format parser: every usable form, and a one-line reason for every unusable one."""
+"""The MQTT wire format parser: every usable form, and a one-line reason for every unusable one,
+whatever the bytes (size and nesting bounded before parsing, numbers that fit no float64 or
+no 64-bit time, times out of range in both forms)."""
 
 from __future__ import annotations
 
+import functools
+import json
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingest.batch import GOOD, OUT_OF_RANGE
-from ingest.mqtt.payload import Unusable, parse
+from ingest.mqtt import payload as payload_mod
+from ingest.mqtt.payload import Bounds, Unusable
 from ingest.mqtt.topics import SensorRef, TopicMap
 from foundation.errors import InputError
 
 MS = 1_772_366_400_000  # 2026-03-01T12:00:00Z
+#: the collector's clock in these tests: the readings above are 'now'
+NOW_US = MS * 1000 + 60_000_000
+parse = functools.partial(payload_mod.parse, now_us=NOW_US)
 
 
 def test_single_reading_with_iso_time_and_offset():
@@ -33,7 +44,8 @@ def test_batch_with_arrays_of_equal_length():
 def test_batch_keeps_usable_readings_and_names_the_bad_positions():
     p = parse(b'{"u": "pH", "t": [%d, %d, "noon", %d], "v": [7.0, NaN, 7.2, "x"]}' % (MS, MS + 1, MS + 3), "ph")
     assert list(p.value) == [7.0]
-    assert p.bad == "3 of 4 readings unusable (positions 1, 2, 3); the rest were stored"
+    assert p.bad == ("3 of 4 readings unusable (positions 1, 2, 3; t[2]: time 'noon' is not ISO-8601); "
+                     "the rest were stored")
 
 
 def test_impossible_values_are_kept_and_flagged():
@@ -52,7 +64,7 @@ def test_impossible_values_are_kept_and_flagged():
     (b'{"t": %d, "v": 7.1, "u": "gpm"}' % MS, "unit 'gpm' is not a ph unit (known: pH)"),
     (b'{"t": "2026-03-01T12:00:00", "v": 7.1, "u": "pH"}', "has no UTC offset"),
     (b'{"t": "yesterday", "v": 7.1, "u": "pH"}', "is not ISO-8601"),
-    (b'{"t": 5, "v": 7.1, "u": "pH"}', "out of range (years 2000-2100)"),
+    (b'{"t": 5, "v": 7.1, "u": "pH"}', "time out of range: t = 5 ms (1970-01-01T00:00:00.005000Z) is older"),
     (b'{"t": [1, 2], "v": [7], "u": "pH"}', "batch arrays differ in length: 2 times, 1 values"),
     (b'{"t": [], "v": [], "u": "pH"}', "empty batch"),
     (b'{"t": [%d], "v": [null], "u": "pH"}' % MS, "no usable reading in the batch of 1"),
@@ -75,3 +87,73 @@ def test_topic_map_patterns_and_explicit_topics():
     assert tm.resolve("sewerwatch/candy/ph/status") is None
     with pytest.raises(InputError, match="exactly one"):
         TopicMap(refs, {}, ("sewerwatch/+/{sensor}",))
+
+
+# --- issue 12: whatever bytes arrive, a reason, never an exception ----------------------
+
+@pytest.mark.parametrize("payload, reason", [
+    (b"[" * 1100 + b"]" * 1100, "JSON nested more than 16 deep"),
+    (b'{"t": %d, "v": [' % MS + b"[" * 1100 + b"]" * 1100 + b'], "u": "pH"}', "JSON nested more than 16 deep"),
+    (b'{"t": %d, "v": 1%s, "u": "pH"}' % (MS, b"0" * 399), "value with 400 digits does not fit a float64"),
+    (b'{"t": %d, "v": -1%s, "u": "pH"}' % (MS, b"0" * 4400), "not JSON"),
+    (b'{"t": %d, "v": 1e999, "u": "pH"}' % MS, "value inf is not a finite number"),
+    (b'{"t": 123456789012345678901234567890, "v": 7.0, "u": "pH"}', "do not fit a 64-bit time"),
+    (b'{"t": [123456789012345678901234567890], "v": [7.0], "u": "pH"}', "do not fit a 64-bit time"),
+    (b'{"t": [%d], "v": [1%s], "u": "pH"}' % (MS, b"0" * 399), "does not fit a float64"),
+    (b'{"t": "' + b"9" * 30 + b'", "v": 7.0, "u": "pH"}', "is not ISO-8601"),
+    (b'{"t": %d, "v": 7.0, "u": "pH", "x": "%s"}' % (MS, b"a" * (5 << 20)), "over the limit of 1,048,576 bytes"),
+])
+def test_hostile_payloads_are_unusable_with_a_reason(payload, reason):
+    with pytest.raises(Unusable) as err:
+        parse(payload, "ph")
+    assert reason in str(err.value) and "\n" not in str(err.value)
+
+
+def test_nesting_is_counted_outside_strings_only():
+    # brackets inside a string are text, not nesting
+    p = parse(b'{"t": %d, "v": 7.0, "u": "pH", "note": "%s"}' % (MS, b"[{" * 50), "ph")
+    assert list(p.value) == [7.0]
+    assert "nested more than 3" in str(pytest.raises(Unusable, parse, b'{"a": [[[1]]], "t": 1, "v": 1, "u": "pH"}',
+                                                     "ph", bounds=Bounds(max_nesting=3)).value)
+
+
+@pytest.mark.parametrize("year", ["0001", "1900", "2099", "9999"])
+def test_years_far_from_now_are_time_out_of_range_in_both_forms(year):
+    iso = f"{year}-06-01T00:00:00+00:00"
+    us = payload_mod._time_us(iso, "t", -(2**62), 2**62)
+    for t in (json.dumps(iso), str(us // 1000)):
+        with pytest.raises(Unusable, match="^time out of range: t = "):
+            parse(b'{"t": %s, "v": 7.0, "u": "pH"}' % t.encode(), "ph")
+    bad = parse(b'{"t": [%d, %s], "v": [7.0, 7.1], "u": "pH"}' % (MS, str(us // 1000).encode()), "ph")
+    assert list(bad.time_us) == [MS * 1000] and "time out of range" in bad.bad
+
+
+def test_the_time_window_follows_the_collector_clock_and_the_bounds():
+    b = Bounds(max_future_us=300_000_000, max_past_us=400 * 86_400_000_000)
+    ok = b'{"t": %d, "v": 7.0, "u": "pH"}'
+    assert list(payload_mod.parse(ok % (MS + 299_000), "ph", b, MS * 1000).time_us) == [(MS + 299_000) * 1000]
+    with pytest.raises(Unusable, match="ahead of the collector's clock by more than"):
+        payload_mod.parse(ok % (MS + 301_000), "ph", b, MS * 1000)
+    with pytest.raises(Unusable, match="older than"):
+        payload_mod.parse(ok % (MS - 401 * 86_400_000), "ph", b, MS * 1000)
+    # a backlog of 399 days is still a reading
+    assert len(payload_mod.parse(ok % (MS - 399 * 86_400_000), "ph", b, MS * 1000).value) == 1
+
+
+def test_full_scale_flags_flow_above_it():
+    p = parse(b'{"u": "gpm", "t": [%d, %d], "v": [500.0, 1500.0]}' % (MS, MS + 1000), "flow", full_scale=1000.0)
+    assert list(p.quality) == [GOOD, OUT_OF_RANGE]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.binary(max_size=300) | st.builds(lambda d: json.dumps(d).encode(), st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["t", "v", "u", "x"]), kids, max_size=4),
+    max_leaves=20)))
+def test_any_bytes_give_readings_or_unusable(raw):
+    try:
+        p = parse(raw, "ph")
+    except Unusable as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert len(p.time_us) == len(p.value) == len(p.quality) >= 1

@@ -65,7 +65,7 @@ EXCEPTION_NAMES = {1: "illegal function", 2: "illegal data address", 3: "illegal
 class _Group:
     """The devices sharing one profile: their plan, sensor ids and the polls not yet decoded."""
 
-    def __init__(self, profile, devices: list, sensor_map: dict, max_fill: int):
+    def __init__(self, profile, devices: list, sensor_map: dict, max_fill: int, full_scale: dict | None = None):
         self.profile = profile
         self.plan = make_plan(profile, max_fill)
         self.spans = {t: profile.span(t) for t in profile.tables()}
@@ -74,10 +74,12 @@ class _Group:
                       and next(r for r in self.plan if r.table == t).count == c
                       for t, (_, c) in self.spans.items()}
         self.sensor_ids = {}
+        self.full_scale = {}          # field -> full scale of each device's sensor [canonical] (NaN: none)
         for f in profile.fields:
             ids = np.array([sensor_map.get((d.id, f.name), -1) for d in devices], dtype=np.int64)
             if (ids >= 0).any():
                 self.sensor_ids[f.name] = ids
+                self.full_scale[f.name] = np.array([(full_scale or {}).get(int(i), np.nan) for i in ids])
         self.reset()
 
     def reset(self):
@@ -103,7 +105,7 @@ class _Group:
             sid = ids[idx]
             m = sid >= 0
             canon = to_canonical(f.parameter, f.unit, values[f.name][m])
-            quality = flag_out_of_range(f.parameter, canon)
+            quality = flag_out_of_range(f.parameter, canon, self.full_scale[f.name][idx][m])
             if f.name in faults:
                 quality[faults[f.name][m]] = DEVICE_FAULT
             parts.append(Readings(times[m], sid[m], canon, quality))
@@ -133,9 +135,13 @@ class ModbusCollector:
         read (they share the request) but not stored.
     sink : ingest.sink.Sink
     options : Options, optional
+    full_scale : dict of int -> float, optional
+        ``sensors.id`` -> the sensor's full scale [canonical unit]; a reading above it is
+        out of range.
     """
 
-    def __init__(self, devices, sensor_map: dict, sink, options: Options | None = None):
+    def __init__(self, devices, sensor_map: dict, sink, options: Options | None = None,
+                 full_scale: dict | None = None):
         self.sink = sink
         self.options = options or Options()
         devices = list(devices)
@@ -151,7 +157,7 @@ class ModbusCollector:
         n = len(devices)
         order = {d.id: i for i, d in enumerate(devices)}
         for name, members in by_profile.items():
-            group = _Group(profiles_mod.load(name), members, sensor_map, self.options.max_fill)
+            group = _Group(profiles_mod.load(name), members, sensor_map, self.options.max_fill, full_scale)
             self.groups[name] = group
             for row, d in enumerate(members):
                 # stagger: device i of n starts i/n of its interval into the schedule
@@ -159,38 +165,67 @@ class ModbusCollector:
                 self.devices.append(_Device(d, group, row, phase))
         self.devices.sort(key=lambda s: order[s.device.id])
         _check_sensor_map(sensor_map, {d.id: self.groups[d.profile].profile for d in devices})
-        self._stop = asyncio.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested = False
         self._tasks: list[asyncio.Task] = []
         self._running = False
         self.puts = 0
+        self.last_reading_at: float | None = None     # [epoch s] when readings last went to the sink
 
     # --- public ------------------------------------------------------------------------
     def health(self) -> dict:
         """``{device id: DeviceHealth}``."""
         return {s.device.id: s.health for s in self.devices}
 
-    async def run(self) -> None:
-        """Poll until :meth:`stop`; flushes what was read before returning."""
+    async def run(self, component=None) -> None:
+        """Poll until :meth:`stop`; flushes what was read before returning.
+
+        Parameters
+        ----------
+        component : ingest.supervise.Component, optional
+            Beaten every second while the loop runs (the supervisor's proof of life); a
+            fault injected into it ends :meth:`run` with that exception.
+        """
         loop = asyncio.get_running_loop()
+        self._loop, self._stop = loop, asyncio.Event()
+        if self._stop_requested:
+            return
         self._running = True
         t0 = loop.time() + 0.05
         self._tasks = [loop.create_task(self._device_loop(s, t0), name=f"modbus {s.device.id}")
                        for s in self.devices]
         flusher = loop.create_task(self._periodic(self.options.flush_s, self.flush), name="modbus flush")
         reporter = loop.create_task(self._periodic(self.options.health_s, self._report), name="modbus health")
+        waiter = loop.create_task(self._stop.wait(), name="modbus stop")
+        heart = loop.create_task(self._heartbeat(component), name="modbus heartbeat")
         try:
-            await self._stop.wait()
+            done, _ = await asyncio.wait({waiter, heart}, return_when=asyncio.FIRST_COMPLETED)
+            if heart in done:
+                heart.result()                 # an injected fault (or a bug) ends the loop here
         finally:
             self._running = False
-            await _cancel_all(self._tasks + [flusher, reporter])
+            await _cancel_all(self._tasks + [flusher, reporter, waiter, heart])
             for s in self.devices:
                 self._close(s)
             await self.flush()
             await self._report()
 
+    @staticmethod
+    async def _heartbeat(component) -> None:
+        while True:
+            if component is not None:
+                component.beat()
+            await asyncio.sleep(1.0)
+
     def stop(self) -> None:
-        """Ask :meth:`run` to return (call from the loop's thread)."""
-        self._stop.set()
+        """Ask :meth:`run` to return (from any thread)."""
+        self._stop_requested = True
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:   # the loop has just closed: run() has returned
+                pass
 
     async def flush(self) -> int:
         """Decode every pending poll and hand the readings to the sink; returns their number."""
@@ -200,6 +235,7 @@ class ModbusCollector:
             if not self.sink.put(batch, timeout=0):
                 await asyncio.get_running_loop().run_in_executor(None, self.sink.put, batch)
             self.puts += 1
+            self.last_reading_at = time.time()
         return len(batch)
 
     # --- internals ---------------------------------------------------------------------

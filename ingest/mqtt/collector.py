@@ -9,24 +9,39 @@ nothing: unacknowledged messages are delivered again and the writer drops the du
 Readings of many messages are gathered and handed to the sink as one numpy batch every
 ``flush_interval`` seconds (or ``flush_rows`` readings). Payloads that cannot be used go
 to the dead letters with their raw bytes, topic and reason, and the collector goes on.
+
+No message can stop it (issue 12): whatever happens while a message is handled, it ends
+as readings or as a dead letter, an unexpected exception as "internal error: <type>:
+<message>" (its traceback logged once per kind). The network loop and the flusher are two
+supervised threads (:mod:`ingest.supervise`): a dead one is restarted, and a restarted
+network loop reconnects, so whatever was in flight is delivered again. While the writer
+cannot make readings durable (database down and spool full), the sink stays full, the
+flusher waits, the collector stops reading from the broker once ``max_buffered_rows``
+readings wait, and the broker keeps the rest.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import traceback
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
-from ingest.mqtt.payload import Parsed, Unusable, parse_message
+from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
 from ingest.mqtt.topics import SensorRef, TopicMap
 from ingest.normalise import normalise
 from ingest.sink import DeadLetter, Sink
+from ingest.supervise import Component, Supervisor
 
 log = logging.getLogger("sewerwatch.mqtt")
+
+#: Reconnect backoff [s]: from the first to the last, doubling.
+RECONNECT_MIN_S, RECONNECT_MAX_S = 1.0, 30.0
 
 
 class MqttCollector:
@@ -44,16 +59,23 @@ class MqttCollector:
         Fixed, so the broker keeps the session across restarts.
     flush_interval : float
         Longest a reading waits in the collector before it goes to the sink [s].
+    bounds : ingest.mqtt.payload.Bounds
+        Payload size, nesting and the accepted time window.
+    max_buffered_rows : int
+        Readings gathered but not yet taken by the sink, beyond which the network loop
+        waits (the broker keeps what is not read).
     """
 
     def __init__(self, url: str, topics: TopicMap, sink: Sink, client_id: str = "sewerwatch-collector",
-                 qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000):
+                 qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000,
+                 bounds: Bounds = DEFAULT_BOUNDS, max_buffered_rows: int = 200_000):
         u = urlsplit(url)
         if u.scheme not in ("mqtt", "mqtts") or not u.hostname:
             raise ValueError(f"not an MQTT URL: {url!r}")
         self.host, self.port = u.hostname, u.port or (8883 if u.scheme == "mqtts" else 1883)
         self.topics, self.sink, self.qos = topics, sink, qos
         self.flush_interval, self.flush_rows = flush_interval, flush_rows
+        self.bounds, self.max_buffered_rows = bounds, max_buffered_rows
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
                                   protocol=mqtt.MQTTv311, manual_ack=True)
         if u.username:
@@ -61,11 +83,13 @@ class MqttCollector:
         if u.scheme == "mqtts":
             self.client.tls_set()
         self.client.max_queued_messages_set(0)
-        self.client.reconnect_delay_set(min_delay=1, max_delay=30)
+        # our callbacks catch everything; should one ever raise, paho logs it and goes on
+        self.client.suppress_exceptions = True
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)     # signalled when the flusher takes the buffer
         self._buf: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []  # batches, converted
         self._single: tuple[list, list, list, list] = ([], [], [], [])  # time_us, sensor, raw value, unit code
         self._units: dict[tuple[str, str], int] = {}  # (parameter, unit) -> code
@@ -74,19 +98,41 @@ class MqttCollector:
         self._generation = 0
         self._connected = threading.Event()
         self._stop = threading.Event()
-        self._flusher: threading.Thread | None = None
+        self._flush_now = threading.Event()
+        self._need_connect = True
+        self._reconnect_backoff = RECONNECT_MIN_S
+        self._logged_kinds: set = set()
+        top = max((r.id for r in topics.by_key.values()), default=0) + 1
+        self._full_scale = np.full(top, np.nan)          # sensor id -> full scale [canonical]
+        for r in topics.by_key.values():
+            if r.full_scale is not None:
+                self._full_scale[r.id] = r.full_scale
+        self.supervisor: Supervisor | None = None
+        self._own_supervisor = False
+        self.network: Component | None = None
+        self.flusher: Component | None = None
         self.messages = 0
         self.readings = 0
         self.dead = 0
+        self.internal_errors = 0
         self.connects = 0
+        self.last_message_at: float | None = None       # [epoch s]
+        self.last_reading_at: float | None = None
+        self.disconnected_since: float | None = time.time()
 
     # --- lifecycle ------------------------------------------------------------------
 
-    def start(self) -> "MqttCollector":
+    def start(self, supervisor: Supervisor | None = None) -> "MqttCollector":
+        """Connect and run the network loop and the flusher as supervised threads (under
+        ``supervisor``, else one of the collector's own)."""
         self.client.connect_async(self.host, self.port, keepalive=30)
-        self.client.loop_start()
-        self._flusher = threading.Thread(target=self._flush_loop, name="sewerwatch-mqtt-flush", daemon=True)
-        self._flusher.start()
+        self._own_supervisor = supervisor is None
+        self.supervisor = supervisor or Supervisor()
+        self.network = self.supervisor.add("mqtt-network", self._network_loop, stall_after=60.0,
+                                           check=self._network_problem)
+        self.flusher = self.supervisor.add("mqtt-flusher", self._flush_loop, stall_after=120.0)
+        if self._own_supervisor:
+            self.supervisor.start()
         return self
 
     def wait_connected(self, timeout: float = 10.0) -> bool:
@@ -94,17 +140,72 @@ class MqttCollector:
 
     @property
     def connected(self) -> bool:
-        """Whether the broker accepted the connection and has not dropped it since."""
-        return self._connected.is_set()
+        """Whether the broker accepted the connection, has not dropped it since, and the
+        network loop runs."""
+        return self._connected.is_set() and (self.network is None or self.network.alive)
 
     def stop(self) -> None:
         """Flush what was received, then disconnect (unflushed acks are simply not sent)."""
         self._stop.set()
-        if self._flusher:
-            self._flusher.join(5)
+        with self._room:
+            self._room.notify_all()
+        self._flush_now.set()
+        if self.flusher is not None and self.flusher.thread is not None:
+            self.flusher.finished = True
+            self.flusher.thread.join(5)
         self.flush()
+        if self.network is not None:
+            self.network.finished = True
         self.client.disconnect()
-        self.client.loop_stop()
+        if self.network is not None and self.network.thread is not None:
+            self.network.thread.join(5)
+        if self._own_supervisor and self.supervisor is not None:
+            self.supervisor.stop()
+
+    def _network_problem(self) -> str | None:
+        if self._connected.is_set():
+            return None
+        since = self.disconnected_since
+        return "not connected to the broker" + (f" for {time.time() - since:.0f} s" if since else "")
+
+    # --- the network loop (a supervised thread) ---------------------------------------
+
+    def _network_loop(self, comp: Component) -> None:
+        """paho's ``loop()`` with our own reconnects, so the supervisor sees it beat.
+
+        A restarted loop (after a death) reconnects: whatever was in flight then is
+        delivered again by the broker."""
+        if comp.restarts:
+            self._need_connect = True
+        while not self._stop.is_set():
+            comp.beat()
+            if self._need_connect:
+                if not self._connect(comp):
+                    continue
+            rc = self.client.loop(timeout=0.5)
+            if rc != mqtt.MQTT_ERR_SUCCESS and not self._stop.is_set():
+                self._connected.clear()
+                self._need_connect = True
+                self._wait_backoff(comp)
+
+    def _connect(self, comp: Component) -> bool:
+        try:
+            self.client.reconnect()
+            self._need_connect = False
+            return True
+        except (OSError, ValueError) as exc:
+            if self._reconnect_backoff == RECONNECT_MIN_S:
+                log.warning("cannot reach the broker at %s:%d (%s); retrying with backoff", self.host, self.port,
+                            exc)
+            self._wait_backoff(comp)
+            return False
+
+    def _wait_backoff(self, comp: Component) -> None:
+        end = time.monotonic() + self._reconnect_backoff
+        self._reconnect_backoff = min(self._reconnect_backoff * 2, RECONNECT_MAX_S)
+        while not self._stop.is_set() and time.monotonic() < end:
+            comp.beat()
+            self._stop.wait(min(0.5, max(0.0, end - time.monotonic())))
 
     # --- paho callbacks -------------------------------------------------------------
 
@@ -115,6 +216,8 @@ class MqttCollector:
         with self._lock:
             self._generation += 1
         self.connects += 1
+        self._reconnect_backoff = RECONNECT_MIN_S
+        self.disconnected_since = None
         subs = self.topics.subscriptions()
         client.subscribe([(s, self.qos) for s in subs])
         log.info("connected to %s:%d (session present: %s), subscribed to %s",
@@ -123,17 +226,26 @@ class MqttCollector:
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
         self._connected.clear()
+        self.disconnected_since = self.disconnected_since or time.time()
         if not self._stop.is_set():
             log.warning("disconnected from the broker (%s); reconnecting", reason_code)
 
     def _on_message(self, client, userdata, msg):
+        """Every message ends as readings or as a dead letter, whatever happens."""
         self.messages += 1
+        self.last_message_at = time.time()
+        try:
+            self._handle(msg)
+        except Exception as exc:  # noqa: BLE001 - no message may stop ingest
+            self._internal_error(msg, exc)
+
+    def _handle(self, msg) -> None:
         ref = self.topics.resolve(msg.topic)
         if ref is None:
             self._dead(msg, "unknown sensor: no sensor is configured for this topic")
             return
         try:
-            parsed = parse_message(msg.payload, ref.parameter)
+            parsed = parse_message(msg.payload, ref.parameter, self.bounds, None, ref.full_scale)
         except Unusable as exc:
             self._dead(msg, str(exc))
             return
@@ -159,49 +271,90 @@ class MqttCollector:
             if msg.qos > 0:  # QoS 0 messages carry no packet id and are never acknowledged
                 self._mids.append(msg.mid)
             full = self._buf_rows >= self.flush_rows
+            if self._buf_rows >= self.max_buffered_rows:
+                self._wait_for_room()
         self.readings += n
+        self.last_reading_at = self.last_message_at
         if full:
-            self.flush()
+            self._flush_now.set()
+
+    def _wait_for_room(self) -> None:
+        """Called holding the lock: wait until the flusher takes the buffer (the sink is full,
+        the writer cannot store). Reading from the broker pauses meanwhile."""
+        self._flush_now.set()
+        while self._buf_rows >= self.max_buffered_rows and not self._stop.is_set():
+            if self.network is not None:
+                self.network.last_beat = time.monotonic()   # paused on purpose, not stuck
+            self._room.wait(0.5)
+
+    def _internal_error(self, msg, exc: Exception) -> None:
+        self.internal_errors += 1
+        tb = traceback.extract_tb(exc.__traceback__)
+        kind = (type(exc).__name__, tb[-1].filename if tb else "", tb[-1].lineno if tb else 0)
+        if kind not in self._logged_kinds:
+            self._logged_kinds.add(kind)
+            log.error("internal error handling a message on %r (traceback logged once for this kind):\n%s",
+                      _topic(msg), "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
+        else:
+            log.error("internal error handling a message on %r: %s: %s", _topic(msg), type(exc).__name__, exc)
+        try:
+            self._dead(msg, f"internal error: {type(exc).__name__}: {str(exc)[:300]}")
+        except Exception:  # noqa: BLE001 - not even a dead letter: leave it unacknowledged
+            log.exception("could not dead-letter a message on %r", _topic(msg))
 
     def _dead(self, msg, reason: str, ack: bool = True) -> None:
         self.dead += 1
         gen = self._generation
         cb = (lambda: self._ack([msg.mid], gen)) if ack and msg.qos > 0 else None
-        self.sink.dead_letter(DeadLetter("mqtt", msg.topic, bytes(msg.payload), reason,
+        self.sink.dead_letter(DeadLetter("mqtt", _topic(msg), bytes(msg.payload), reason,
                                          {"qos": msg.qos, "retain": bool(msg.retain)}), on_durable=cb)
 
     # --- batching and acknowledgement -----------------------------------------------
 
-    def _flush_loop(self) -> None:
-        while not self._stop.wait(self.flush_interval):
-            self.flush()
+    def _flush_loop(self, comp: Component) -> None:
+        while not self._stop.is_set():
+            comp.beat()
+            self._flush_now.wait(self.flush_interval)
+            self._flush_now.clear()
+            self.flush(comp)
 
-    def flush(self) -> None:
+    def flush(self, comp: Component | None = None) -> None:
         """Hand the gathered readings to the sink as one batch."""
         with self._lock:
             if not self._buf and not self._single[0]:
                 return
             buf, single, mids, gen = self._buf, self._single, self._mids, self._generation
             self._buf, self._single, self._mids, self._buf_rows = [], ([], [], [], []), [], 0
-        if single[0]:
-            buf.append(self._convert_singles(*single))
-        times = np.concatenate([b[0] for b in buf])
-        sensors = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int32) if np.isscalar(b[1]) else b[1]
-                                  for b in buf])
-        values = np.concatenate([b[2] for b in buf])
-        quality = np.concatenate([b[3] for b in buf])
-        self.sink.put(Readings(times, sensors, values, quality), on_durable=lambda: self._ack(mids, gen))
+            self._room.notify_all()
+        try:
+            if single[0]:
+                buf.append(self._convert_singles(*single))
+            times = np.concatenate([b[0] for b in buf])
+            sensors = np.concatenate([np.full(len(b[0]), b[1], dtype=np.int32) if np.isscalar(b[1]) else b[1]
+                                      for b in buf])
+            values = np.concatenate([b[2] for b in buf])
+            quality = np.concatenate([b[3] for b in buf])
+            batch = Readings(times, sensors, values, quality)
+        except Exception:
+            # the readings are lost here, never acknowledged: reconnect so the broker sends them again
+            self._need_connect = True
+            raise
+        on_durable = lambda: self._ack(mids, gen)  # noqa: E731
+        while not self.sink.put(batch, on_durable=on_durable, timeout=0.5):
+            if comp is not None:
+                comp.beat()                    # waiting for the writer on purpose, not stuck
 
     def _convert_singles(self, times, sensors, raw, codes):
         """Single readings gathered as plain lists -> canonical arrays, one numpy pass per unit."""
         values = np.asarray(raw, dtype=np.float64)
         quality = np.zeros(len(values), dtype=np.int16)
         code_arr = np.asarray(codes, dtype=np.int32)
+        sensor_arr = np.asarray(sensors, dtype=np.int32)
         for (parameter, unit), code in list(self._units.items()):
             sel = code_arr == code
             if sel.any():
-                values[sel], quality[sel] = normalise(parameter, unit, values[sel])
-        return (np.asarray(times, dtype=np.int64), np.asarray(sensors, dtype=np.int32), values, quality)
+                values[sel], quality[sel] = normalise(parameter, unit, values[sel], self._full_scale[sensor_arr[sel]])
+        return (np.asarray(times, dtype=np.int64), sensor_arr, values, quality)
 
     def _ack(self, mids: list[int], generation: int) -> None:
         # An acknowledgement belongs to the connection that received the message; after a
@@ -211,6 +364,27 @@ class MqttCollector:
         for mid in mids:
             self.client.ack(mid, self.qos)
 
+    def status(self) -> dict:
+        """Counts and ages for ``sewerwatch status``."""
+        now = time.time()
+        with self._lock:
+            buffered = self._buf_rows
+        return {"connected": self.connected, "messages": self.messages, "readings": self.readings,
+                "dead_letters": self.dead, "internal_errors": self.internal_errors, "connects": self.connects,
+                "buffered_readings": buffered,
+                "last_message_age_s": None if self.last_message_at is None else round(now - self.last_message_at, 3),
+                "last_reading_age_s": None if self.last_reading_at is None else round(now - self.last_reading_at, 3),
+                "disconnected_for_s": None if self.disconnected_since is None
+                else round(now - self.disconnected_since, 1)}
+
+
+def _topic(msg) -> str:
+    """A message's topic as text, even when its bytes are not UTF-8."""
+    try:
+        return msg.topic
+    except UnicodeDecodeError:
+        return bytes(msg._topic).decode("utf-8", "replace")
+
 
 def sensor_refs_from_db(conn, source: str = "mqtt") -> list:
     """The sensors of ``source`` in the ``sensors`` table as :class:`~ingest.mqtt.topics.SensorRef`.
@@ -219,8 +393,6 @@ def sensor_refs_from_db(conn, source: str = "mqtt") -> list:
     Modbus collector, and a message on its topic goes to the dead letters as an unknown
     sensor rather than being taken as one of its readings.
     """
-
     rows = conn.execute("SELECT se.id, si.key || '/' || se.name, se.parameter FROM sensors se "
                         "JOIN sites si ON si.id = se.site_id WHERE se.source = %s", (source,)).fetchall()
     return [SensorRef(i, k, p) for i, k, p in rows]
-

@@ -22,6 +22,7 @@ class SensorRef:
     id: int
     key: str        # <site>/<name>
     parameter: str
+    full_scale: float | None = None   # the instrument's full scale [canonical unit], if configured
 
 
 class TopicMap:

@@ -1,6 +1,7 @@
 """Write the config's sites and sensors into the ``sites`` and ``sensors`` tables.
 
-Idempotent: rows are matched by site key and (site, sensor name) and updated in place;
+Idempotent: rows are matched by site key and (site, sensor name) and updated in place (a
+sensor's ``interval_s`` learned by ``sewerwatch run`` is kept unless the config gives one);
 sites or sensors removed from the config stay in the database (their readings are
 evidence) and are reported.
 """
@@ -20,7 +21,6 @@ def sync(conn: psycopg.Connection, cfg: Config) -> dict:
     dict
         ``{"sites": n, "sensors": n, "stale_sites": [...], "stale_sensors": [...]}``.
     """
-    intervals = {d.id: d.interval_s for d in cfg.devices}
     with conn.transaction():
         for s in cfg.sites:
             conn.execute(
@@ -34,9 +34,8 @@ def sync(conn: psycopg.Connection, cfg: Config) -> dict:
                    SELECT id, %s, %s, %s, %s, %s, %s FROM sites WHERE key = %s
                    ON CONFLICT (site_id, name) DO UPDATE SET parameter = EXCLUDED.parameter,
                    unit = EXCLUDED.unit, source = EXCLUDED.source, address = EXCLUDED.address,
-                   interval_s = EXCLUDED.interval_s""",
-                (s.name, s.parameter, s.unit, s.source, s.address,
-                 intervals.get(s.device) if s.device else None, s.site))
+                   interval_s = COALESCE(EXCLUDED.interval_s, sensors.interval_s)""",
+                (s.name, s.parameter, s.unit, s.source, s.address, s.interval_s, s.site))
         site_keys = {s.id for s in cfg.sites}
         sensor_keys = {s.key for s in cfg.sensors}
         stale_sites = [k for (k,) in conn.execute("SELECT key FROM sites ORDER BY key") if k not in site_keys]
