@@ -23,7 +23,20 @@ PARAMETER_NAMES = {"ph": "pH", "temperature": "Temperature", "flow": "Flow", "le
 
 EVENT_WORDS = {"open": "VIOLATION", "escalate": "ESCALATED (unacknowledged)", "resolve": "RESOLVED",
                "continue": "VIOLATION CONTINUES"}
-HEALTH_WORDS = {"no-data": "no data", "flatline": "flatline", "device-unreachable": "device unreachable"}
+HEALTH_WORDS = {"no-data": "no data", "flatline": "flatline", "device-unreachable": "device unreachable",
+                "sensor-fault": "sensor fault (readings outside the physically possible range or flagged)"}
+
+
+def _label(alert_id) -> str:
+    """``#12``; ``#pending`` while the database has not numbered the alert (it is down)."""
+    return f"#{alert_id}" if alert_id is not None else "#pending"
+
+
+def _ack_line(alert_id) -> str:
+    if alert_id is None:
+        return ("Acknowledge: the database is unreachable, so this alert has no number yet; "
+                "'sewerwatch alerts list' shows it once the database is back")
+    return f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"
 
 
 def local_time(iso_or_dt, tz: str) -> str:
@@ -66,14 +79,14 @@ def readings_hint(v: dict, options=None) -> str:
     return cmd
 
 
-def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz: str, options=None,
+def violation_message(alert_id: int | None, event: str, v: dict, *, site_name: str, tz: str, options=None,
                       ack: dict | None = None) -> tuple[str, str]:
     """Title and body of a violation alert's notification.
 
     Parameters
     ----------
-    alert_id : int
-        ``alerts.id``.
+    alert_id : int or None
+        ``alerts.id``; None while the database is unreachable (the message says so).
     event : str
         ``open``, ``escalate``, ``resolve`` or ``continue``.
     v : dict
@@ -88,10 +101,10 @@ def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz:
     param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
     unit = v.get("unit") or ""
     cmp_ = v.get("comparison") or ""
-    title = (f"[sewerwatch] {EVENT_WORDS.get(event, event.upper())} #{alert_id}: {site_name} — {param} "
+    title = (f"[sewerwatch] {EVENT_WORDS.get(event, event.upper())} {_label(alert_id)}: {site_name} — {param} "
              f"{with_unit(v['peak'], unit)} ({cmp_} {with_unit(v['limit'], unit)}, {v['rule']})")
     lines = [
-        f"Alert #{alert_id} — {EVENT_WORDS.get(event, event)}",
+        f"Alert {_label(alert_id)} — {EVENT_WORDS.get(event, event)}",
         "",
         f"Site:        {site_name} ({v['site']})",
         f"Sensor:      {v['site']}/{v.get('sensor', '')} ({param})",
@@ -119,7 +132,7 @@ def violation_message(alert_id: int, event: str, v: dict, *, site_name: str, tz:
         "",
         "See the readings:",
         f"  {readings_hint(v, options)}",
-        f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]",
+        _ack_line(alert_id),
     ]
     if ack:
         lines.insert(2, f"Acknowledged by {ack.get('by')} at {ack.get('at')}" +
@@ -180,14 +193,14 @@ def permit_summary(r: dict, site_name: str) -> str:
     return f"{site_name}: permit {r['permit']} term ends {r['term_end']} (in {r['days_left']} days)"
 
 
-def permit_message(alert_id: int, event: str, r: dict, *, site_name: str, tz: str) -> tuple[str, str]:
+def permit_message(alert_id: int | None, event: str, r: dict, *, site_name: str, tz: str) -> tuple[str, str]:
     """Title and body of a permit reminder: the term ending (palmyra-wi, 003_44f871d49a02d8f5.txt
     §13.54(4): renewed year to year "unless the person is notified by the Village within 60
     days prior to the expiration"), or the permit expired."""
     head = {"permit-renewal": "PERMIT RENEWAL", "permit-ends": "PERMIT ENDS", "permit-expired": "PERMIT EXPIRED"}
     what = "RESOLVED" if event == "resolve" else head.get(r["rule"], "PERMIT")
-    title = f"[sewerwatch] {what} #{alert_id}: {permit_summary(r, site_name)}"
-    lines = [f"Alert #{alert_id} — {PERMIT_WORDS.get(r['rule'], r['rule'])}", "",
+    title = f"[sewerwatch] {what} {_label(alert_id)}: {permit_summary(r, site_name)}"
+    lines = [f"Alert {_label(alert_id)} — {PERMIT_WORDS.get(r['rule'], r['rule'])}", "",
              f"Site:        {site_name} ({r['site']})", f"Permit:      {r['permit']}"]
     if r["rule"] == "permit-renewal":
         lines += [f"Term ends:   {r['term_end']} (in {r['days_left']} days)",
@@ -202,20 +215,20 @@ def permit_message(alert_id: int, event: str, r: dict, *, site_name: str, tz: st
                   "Discharging without a permit where one is required is a violation each day it goes on."]
     if r.get("citation"):
         lines += [f"Ordinance:   {r['citation']}", f"  \"{r.get('words', '')}\""]
-    lines += ["", f"See the permit: sewerwatch permit show {r['permit']}",
-              f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"]
+    lines += ["", f"See the permit: sewerwatch permit show {r['permit']}", _ack_line(alert_id)]
     return title, "\n".join(lines)
 
 
-def health_message(alert_id: int, event: str, h: dict, *, site_name: str, tz: str) -> tuple[str, str]:
+def health_message(alert_id: int | None, event: str, h: dict, *, site_name: str, tz: str) -> tuple[str, str]:
     """Title and body of a sensor-health alert (``h``: rule, site, sensor or device, since, detail)."""
     if h.get("kind") == "permit":   # a permit reminder tracked by the manager as a non-violation alert
         return permit_message(alert_id, event, h, site_name=site_name, tz=tz)
     what = HEALTH_WORDS.get(h["rule"], h["rule"])
     subject = h.get("device") or f"{h.get('site', '')}/{h.get('sensor', '')}"
-    title = f"[sewerwatch] SENSOR HEALTH {EVENT_WORDS.get(event, event.upper())} #{alert_id}: {site_name} {subject}: {what}"
+    title = (f"[sewerwatch] SENSOR HEALTH {EVENT_WORDS.get(event, event.upper())} {_label(alert_id)}: {site_name} "
+             f"{subject}: {what}")
     lines = [
-        f"Alert #{alert_id} — sensor health: {what}" + (" (resolved)" if event == "resolve" else ""),
+        f"Alert {_label(alert_id)} — sensor health: {what}" + (" (resolved)" if event == "resolve" else ""),
         "",
         f"Site:        {site_name} ({h.get('site', '')})",
         f"{'Device' if h.get('device') else 'Sensor'}:      {subject}",
@@ -224,8 +237,27 @@ def health_message(alert_id: int, event: str, h: dict, *, site_name: str, tz: st
         lines.append(f"Since:       {local_time(h['since'], tz)}")
     if h.get("detail"):
         lines.append(f"Detail:      {h['detail']}")
-    lines += ["", "Readings from it cannot show a violation while this lasts.",
-              f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"]
+    lines += ["", "Readings from it cannot show a violation while this lasts.", _ack_line(alert_id)]
+    return title, "\n".join(lines)
+
+
+def system_message(event: str, rec: dict, *, utility: str, tz: str) -> tuple[str, str]:
+    """Title and body of a "sewerwatch degraded" alert (``rec``: component, problem, since):
+    sewerwatch itself cannot fully watch the manholes, and says which part and why."""
+    component = rec.get("component", "?")
+    if event == "resolve":
+        title = f"[sewerwatch] RECOVERED: {utility}: {component} is working again"
+        head = f"{component} is working again (degraded since {local_time(rec['since'], tz)})."
+    else:
+        title = f"[sewerwatch] DEGRADED: {utility}: {component}: {rec.get('problem', '')}"[:300]
+        head = f"sewerwatch is degraded: {component} cannot do all its work."
+    lines = [head, "",
+             f"Component:   {component}",
+             f"Problem:     {rec.get('problem', '')}",
+             f"Since:       {local_time(rec['since'], tz)}" if rec.get("since") else "Since:       unknown",
+             "",
+             "Until this is resolved, silence from sewerwatch does not mean compliance.",
+             "See: sewerwatch status"]
     return title, "\n".join(lines)
 
 

@@ -33,6 +33,9 @@ class SensorInfo:
     permit: object = None        # the site's current discharge permit (limits.permits.Permit) or None
 
 
+#: Readings of a sensor without a nominal interval held back to learn it (5 spacings).
+LEARN_READINGS = 6
+
 SENSORS_SQL = """SELECT se.id, si.id, si.key, se.name, se.parameter, se.interval_s, si.pack
                  FROM sensors se JOIN sites si ON si.id = se.site_id ORDER BY se.id"""
 
@@ -70,6 +73,8 @@ class LiveEpisodes:
             self.pack_of[s.id] = sets.index((s.pack, s.permit.number if s.permit else ""))
         self._open: list[set] = [set() for _ in sets]
         self.ignored = 0
+        self._learning = {s.id: [] for s in sensors if not s.interval_s}   # sensor -> held batches
+        self.learned: dict[int, float] = {}    # sensor -> interval [s] learned, not yet stored
 
     def push(self, sensor, time_us, value, quality) -> tuple[list[dict], list[dict]]:
         """Evaluate a batch; return the violation records that opened and that closed.
@@ -78,6 +83,9 @@ class LiveEpisodes:
         ``site_id`` added.
         """
         sensor = np.asarray(sensor, dtype=np.int64)
+        time_us, value, quality = np.asarray(time_us), np.asarray(value), np.asarray(quality)
+        if self._learning:
+            sensor, time_us, value, quality = self._learn(sensor, time_us, value, quality)
         known = (sensor >= 0) & (sensor < len(self.pack_of))
         pk = np.full(len(sensor), -1, dtype=np.int32)
         pk[known] = self.pack_of[sensor[known]]
@@ -87,7 +95,7 @@ class LiveEpisodes:
             m = pk == k
             if not m.any():
                 continue
-            done = ev.push(sensor[m], np.asarray(time_us)[m], np.asarray(value)[m], np.asarray(quality)[m])
+            done = ev.push(sensor[m], time_us[m], value[m], quality[m])
             still = ev.open_episodes()
             keys_now = {(int(e["sensor"]), int(e["rule"]), int(e["start"])) for e in still}
             new_open = [i for i, e in enumerate(still)
@@ -102,6 +110,57 @@ class LiveEpisodes:
                 closed += self._records(k, done)
             self._open[k] = keys_now
         return opened, closed
+
+    def _learn(self, sensor, time_us, value, quality):
+        """Hold back the readings of sensors still learning their interval; release a
+        sensor's readings (with this batch's) once it has enough to know it."""
+        learning = np.isin(sensor, list(self._learning))
+        if not learning.any():
+            return sensor, time_us, value, quality
+        released = []
+        for c in np.unique(sensor[learning]).tolist():
+            m = sensor == c
+            held = self._learning[c]
+            held.append((time_us[m], value[m], quality[m]))
+            times = np.unique(np.concatenate([h[0] for h in held]))
+            if len(times) < LEARN_READINGS:
+                continue
+            interval_us = int(np.median(np.diff(times)))
+            interval_s = round(interval_us / 1000) / 1000          # whole milliseconds
+            if interval_s <= 0:
+                continue
+            self._set_interval(c, interval_s)
+            del self._learning[c]
+            released.append((c, held))
+        keep = ~learning
+        parts = [(sensor[keep], time_us[keep], value[keep], quality[keep])]
+        for c, held in released:
+            t = np.concatenate([h[0] for h in held])
+            parts.append((np.full(len(t), c, dtype=np.int64), t, np.concatenate([h[1] for h in held]),
+                          np.concatenate([h[2] for h in held])))
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
+
+    def _set_interval(self, c: int, interval_s: float) -> None:
+        s = self.sensors[c]
+        k = self.pack_of[c]
+        meta = SensorMeta(s.parameter, interval_s, s.site, s.name)
+        self.meta[k][c] = meta
+        self.evaluators[k].meta[c] = meta
+        self.learned[c] = interval_s
+
+    @property
+    def learning(self) -> list[int]:
+        """Sensors whose readings are held back until their interval is known."""
+        return sorted(self._learning)
+
+    def open_records(self) -> list[dict]:
+        """Every episode still open, as records (its latest peak and last reading)."""
+        out = []
+        for k, ev in enumerate(self.evaluators):
+            still = ev.open_episodes()
+            if len(still):
+                out += self._records(k, still)
+        return out
 
     def _records(self, k: int, eps) -> list[dict]:
         recs = violations(eps, self.rules[k], self.packs[k], self.meta[k])

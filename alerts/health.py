@@ -1,10 +1,15 @@
-"""Sensor health from the readings stream: no data for too long, a flat line for too long.
+"""Sensor health from the readings stream: no data for too long, a flat line for too long,
+a sensor fault.
 
 :class:`HealthWatch` is fed every batch the collectors put (numpy arrays, one pass per
 batch, per-sensor work only over the sensors present) and answers which sensors are
-silent or flat. Silence is judged on the wall clock (when readings last *arrived*), a
-flat line on the readings' own times (the value has not changed for longer than the
-limit, whatever the speed of a replay).
+silent, flat or faulty. Silence is judged on the wall clock (when readings last *arrived*),
+a flat line on the readings' own times (the value has not changed for longer than the
+limit, whatever the speed of a replay). A sensor whose latest reading is implausible
+(outside the physically possible range or the sensor's full scale, quality 1) or flagged
+by its device (quality 2) has a *sensor fault* from the first reading of that run until a
+good reading arrives: one condition, so one alert, per episode (issue 12,
+"Plausibility"); such readings are stored but never judged as violations.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class HealthWatch:
         self.last_time: dict[int, int] = {}
         self.last_value: dict[int, float] = {}
         self.changed_at: dict[int, int] = {}
+        self.fault_seen: dict[int, int] = {}     # latest reading time looked at for faults [us]
+        self.faults: dict[int, dict] = {}        # sensor -> {"since" [us], "value", "quality"}
 
     def observe(self, sensor, time_us, value, quality, now: float) -> None:
         """Add a batch (any order) that arrived at wall time ``now`` [epoch s]."""
@@ -45,10 +52,12 @@ class HealthWatch:
             return
         time_us = np.asarray(time_us, dtype=np.int64)
         value = np.asarray(value, dtype=np.float64)
-        ok = np.isfinite(value) & (np.asarray(quality) == 0)
+        quality = np.asarray(quality)
+        ok = np.isfinite(value) & (quality == 0)
         codes = np.unique(sensor)
         for c in codes.tolist():
             self.arrived[c] = now
+        self._faults(sensor, time_us, value, quality, ok)
         s, t, v = sensor[ok], time_us[ok], value[ok]
         if len(s) == 0:
             return
@@ -76,10 +85,35 @@ class HealthWatch:
                 self.last_time[c] = int(t[ends[k]])
                 self.last_value[c] = float(v[ends[k]])
 
+    def _faults(self, sensor, time_us, value, quality, ok) -> None:
+        """Per sensor in the batch: is its latest reading faulty, and since when (the first
+        reading of the faulty run that ends it)?"""
+        order = np.lexsort((time_us, sensor))
+        s, t, v, q, good = sensor[order], time_us[order], value[order], quality[order], ok[order]
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        ends = np.r_[starts[1:], len(s)] - 1
+        last_good = np.maximum.reduceat(np.where(good, np.arange(len(s)), -1), starts)
+        run_start = np.maximum(last_good + 1, starts)
+        for c, e, r in zip(s[starts].tolist(), ends.tolist(), run_start.tolist()):
+            te = int(t[e])
+            if te <= self.fault_seen.get(c, -1):
+                continue                               # an older batch arriving late
+            self.fault_seen[c] = te
+            if good[e]:
+                self.faults.pop(c, None)
+            elif c in self.faults:
+                self.faults[c].update(value=float(v[e]), quality=int(q[e]))
+            else:
+                self.faults[c] = {"since": int(t[r]), "value": float(v[e]), "quality": int(q[e])}
+
     def problems(self, now: float) -> dict[tuple[str, int], dict]:
         """Current conditions: ``{(rule, sensor): {"since": epoch s, "detail": text}}`` with
-        rule ``no-data`` or ``flatline``."""
+        rule ``no-data``, ``flatline`` or ``sensor-fault``."""
         out = {}
+        for c, f in self.faults.items():
+            what = (f"reading {f['value']:g} is outside the physically possible range (or the sensor's full scale)"
+                    if f["quality"] == 1 else "the device flags a fault or sends no number")
+            out[("sensor-fault", c)] = {"since": f["since"] / US, "detail": f"{what}; stored, not judged"}
         for c, a in self.arrived.items():
             if now - a > self.no_data_after_s:
                 out[("no-data", c)] = {"since": a, "detail": f"no reading for {now - a:.0f} s "

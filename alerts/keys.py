@@ -1,7 +1,8 @@
 """What one alert is about: its key.
 
 An alert is opened for a violation rule on a sensor, for a health condition of a sensor
-(no data, flat line), or for an unreachable device. At most one alert is active per key:
+(no data, flat line, sensor fault), for an unreachable device, or for sewerwatch itself
+being degraded (kept in memory and the audit log, not in ``alerts``). At most one alert is active per key:
 a new episode of the same key within the hold-off continues the alert instead of opening
 another.
 """
@@ -20,7 +21,8 @@ class AlertKey(NamedTuple):
     Attributes
     ----------
     kind : str
-        ``violation``, ``sensor-health`` or ``device``.
+        ``violation``, ``sensor-health``, ``device`` or ``system`` (sewerwatch itself is
+        degraded: a component died, stalled or cannot do its work).
     rule : str
         The pack's rule id (``ph-min``, ``slug``, ...) or the health condition
         (``no-data``, ``flatline``, ``device-unreachable``).
@@ -43,6 +45,11 @@ class AlertKey(NamedTuple):
         if rule == DEVICE_UNREACHABLE:
             return cls("device", rule, str(subject))
         return cls("sensor-health", rule, int(subject))
+
+    @classmethod
+    def system(cls, component: str) -> "AlertKey":
+        """The key of a "sewerwatch degraded" condition of ``component`` (``writer``, ...)."""
+        return cls("system", "degraded", str(component))
 
     @classmethod
     def of_row(cls, kind: str, rule: str, sensor_id: int | None, device: str | None) -> "AlertKey":

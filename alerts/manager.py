@@ -1,11 +1,12 @@
 """The alert manager: one alert per violation episode, its lifecycle, and its notifications.
 
 It reacts to episode openings and closings from the streaming evaluator (never to single
-readings) and to sensor-health conditions:
+readings), to sensor-health conditions, and to sewerwatch's own degraded conditions:
 
 * an episode opens -> an ``alerts`` row (state ``open``) and a ``violations`` row
   (``end_time`` NULL, ``source`` 'stream'); the primary contacts are notified and the
   alert becomes ``notified`` once any channel delivered it;
+* while it grows -> its ``violations`` row is brought up to date (:meth:`on_growing`);
 * the episode closes -> the violation gets its end; the alert waits ``hold_off_s``: a new
   episode of the same sensor and rule within it continues the same alert (a value
   hovering at the limit does not flap), otherwise the alert is ``resolved`` and the
@@ -17,6 +18,17 @@ readings) and to sensor-health conditions:
   ``alert_notifications``; a failed delivery is retried with exponential backoff up to
   ``retry_attempts`` times, the final failure logged at ERROR level and audited.
 
+Alerts never wait for the database (issue 12): the manager decides and notifies from
+memory. Its database writes go through the outbox (:mod:`alerts.outbox`), journalled on
+local disk and applied in order, each once, when the database takes them; with the
+database up, an opening waits up to ``open_wait_s`` for its row so the message carries the
+alert's number. What the manager knows (the alerts not resolved, the episodes already
+alerted) is also kept in ``<state dir>/alerts-state.json``, so a restart while the database
+is down neither alerts an episode twice nor loses an alert.
+
+"sewerwatch degraded" alerts (:meth:`on_system`) need no database at all: they go to the
+primary contacts and are recorded in the audit log when it can be written.
+
 Time comes from an injectable ``clock`` (epoch seconds) so tests run escalation and the
 hold-off in seconds. Deliveries run in a thread pool, never on the event loop.
 """
@@ -24,11 +36,15 @@ hold-off in seconds. Deliveries run in a thread pool, never on the event loop.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import psycopg
@@ -36,17 +52,27 @@ import psycopg
 from alerts import content
 from alerts.channels import Route
 from alerts.keys import DEVICE_UNREACHABLE, AlertKey
+from alerts.outbox import Outbox
 from alerts.store import AlertStore, ts
 from limits.packs import load_pack
 
 log = logging.getLogger("sewerwatch.alerts")
+
+#: The manager's memory and its journal of pending writes, in the state folder.
+STATE_FILE = "alerts-state.json"
+OUTBOX_FILE = "alerts-outbox.jsonl"
+#: Episodes remembered as alerted (for "seen again" after a restart), newest kept.
+ALERTED_KEEP = 20_000
+#: A growing episode's violations row is brought up to date at most this often [s].
+GROW_EVERY_S = 5.0
 
 
 @dataclass
 class Active:
     """An alert not yet resolved, as the manager tracks it."""
 
-    id: int
+    uid: str                      # the manager's name for it (before the database gives an id)
+    id: int | None                # alerts.id; None while its row waits for the database
     kind: str
     key: AlertKey
     rule: str
@@ -60,8 +86,14 @@ class Active:
     ack: dict | None = None
     ended: float | None = None    # episode over at [epoch s]; resolved after the hold-off
     episodes: int = 1
-    violation_ids: list = field(default_factory=list)
+    starts: list = field(default_factory=list)   # the episode starts this alert covers
     summary: str = ""
+    grown_at: float = 0.0         # [monotonic s] the violations row was last brought up to date
+
+    @property
+    def label(self) -> str:
+        """``#12``, or ``#pending`` while the database has not numbered it."""
+        return f"#{self.id}" if self.id is not None else "#pending"
 
 
 class AlertManager:
@@ -79,10 +111,16 @@ class AlertManager:
         Site key -> (site id, site name).
     clock : callable
         Returns the time [epoch s].
+    state_dir : path-like, optional
+        Where the manager keeps its memory and journal; None: in memory only (tests).
+    open_wait_s : float
+        With the database up, how long an opening waits for its row (and number) before
+        it is notified anyway [s].
     """
 
     def __init__(self, cfg, db_url: str, routes: list[Route], sites: dict, *, clock=time.time,
-                 timezone_name: str | None = None, workers: int = 4):
+                 timezone_name: str | None = None, workers: int = 4, state_dir: Path | None = None,
+                 open_wait_s: float = 1.0):
         self.cfg = cfg
         self.db_url = db_url
         self.routes = routes
@@ -90,30 +128,53 @@ class AlertManager:
         self.clock = clock
         self.tz = timezone_name or cfg.timezone or load_pack(cfg.pack).timezone
         self.opts = cfg.alert_options
+        self.open_wait_s = open_wait_s
         self.active: dict[AlertKey, Active] = {}
+        self.alerted: dict[tuple, str] = {}     # (sensor id, rule, start) -> uid of the alert that covered it
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sewerwatch-notify")
         self.store = AlertStore(db_url)
+        state_dir = Path(state_dir) if state_dir is not None else None
+        self.state_path = state_dir / STATE_FILE if state_dir is not None else None
+        self.outbox = Outbox(self.store, state_dir / OUTBOX_FILE if state_dir is not None else None,
+                             on_db_up=self._catch_up)
+        self._outbox_task: asyncio.Task | None = None
         self._deliveries: set[asyncio.Task] = set()
         self._last_ack_poll = 0.0
-        self._retry: list[tuple[str, dict]] = []
         self._last_digest_check = 0.0
-        self._seen_again: set[int] = set()  # violations alerted before, seen again in this run
+        self._seen_again: set = set()  # episodes alerted before, seen again in this run
+        self._db_loaded = False
+        self._dirty = False
+        self._state_error: str | None = None
         self.stats = {"opened": 0, "resolved": 0, "escalated": 0, "sent": 0, "failed": 0, "lost": 0}
 
     # -- life -------------------------------------------------------------------------
 
     async def start(self) -> "AlertManager":
-        await self.store.open()
-        await self._load()
+        """Restore the memory of an earlier run, queue its unapplied writes, and start the
+        outbox; the database need not be reachable."""
+        self._restore()
+        self.outbox.load()
+        self._outbox_task = asyncio.get_running_loop().create_task(self.outbox.run(), name="alert outbox")
+        await self.outbox.probe()
         return self
 
     async def close(self, timeout: float = 30.0) -> None:
-        """Wait (up to ``timeout`` s) for deliveries in flight, then close."""
+        """Wait (up to ``timeout`` s) for deliveries in flight and for the database writes,
+        then close (writes still waiting stay in the journal for the next start)."""
         if self._deliveries:
             done, pending = await asyncio.wait(set(self._deliveries), timeout=timeout)
             for t in pending:
                 t.cancel()
                 log.error("alert delivery still retrying at shutdown; abandoned (recorded as failed attempts)")
+        if self.outbox.db_up and not await self.outbox.flush(timeout):
+            log.error("%d alert writes not applied at shutdown; kept in the journal", len(self.outbox))
+        self._save()
+        if self._outbox_task is not None:
+            self._outbox_task.cancel()
+            try:
+                await self._outbox_task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - it is being stopped
+                pass
         self._pool.shutdown(wait=False, cancel_futures=True)
         for r in self.routes:
             close = getattr(r.channel, "close", None)
@@ -122,109 +183,242 @@ class AlertManager:
         await self.store.close()
 
     async def idle(self, timeout: float = 30.0) -> None:
-        """Wait until no delivery is in flight (tests, shutdown)."""
+        """Wait until no delivery is in flight and, with the database up, every write is
+        applied (tests, shutdown)."""
         end = time.monotonic() + timeout
         while self._deliveries and time.monotonic() < end:
             await asyncio.wait(set(self._deliveries), timeout=max(0.0, end - time.monotonic()))
+        if self.outbox.db_up:
+            await self.outbox.flush(max(0.0, end - time.monotonic()))
 
-    async def _load(self) -> None:
-        """Alerts left unresolved by an earlier run: tracked again. Their episodes' state
-        was lost with the evaluator's, so each waits out the hold-off from now: a
-        violation still going reopens its episode within it and continues the alert."""
+    def problem(self) -> str | None:
+        """Why the manager is not doing all its work, or None (the pipeline's health check)."""
+        if self._outbox_task is not None and self._outbox_task.done():
+            return "the alert outbox stopped; restarting it"
+        if self.outbox.db_up is False and len(self.outbox):
+            return (f"alert database unreachable ({self.outbox.last_error}); {len(self.outbox)} writes wait, "
+                    "notifications go on")
+        return None
+
+    def status(self) -> dict:
+        return {"active": len(self.active), **self.stats, "outbox": self.outbox.status(),
+                "state_error": self._state_error}
+
+    # -- memory across restarts ---------------------------------------------------------
+
+    def _restore(self) -> None:
+        if self.state_path is None or not self.state_path.is_file():
+            return
+        try:
+            data = json.loads(self.state_path.read_text())
+        except (OSError, ValueError) as exc:
+            log.error("alerts: cannot read %s (%s); starting without it", self.state_path, exc)
+            return
         now = self.clock()
+        for d in data.get("active", []):
+            key = AlertKey(*d.pop("key"))
+            a = Active(key=key, **{k: v for k, v in d.items() if k in Active.__dataclass_fields__})
+            # the episodes' state was lost with the evaluator's: each waits out the hold-off
+            # from now, and a violation still going reopens its episode within it
+            a.ended = now
+            self.active[key] = a
+        for sensor_id, rule, start, uid in data.get("alerted", []):
+            self.alerted[(sensor_id, rule, start)] = uid
+        log.info("alerts: %d alerts not resolved and %d alerted episodes remembered from %s",
+                 len(self.active), len(self.alerted), self.state_path)
+
+    def _save(self) -> None:
+        """Write the memory (atomically; a full disk leaves the last one and says so once)."""
+        self._dirty = False
+        if self.state_path is None:
+            return
+        while len(self.alerted) > ALERTED_KEEP:
+            self.alerted.pop(next(iter(self.alerted)))
+        data = {"active": [{**asdict(a), "key": list(a.key)} for a in self.active.values() if a.kind != "system"],
+                "alerted": [[*k, uid] for k, uid in self.alerted.items()]}
+        tmp = self.state_path.with_suffix(".tmp")
+        try:
+            with open(tmp, "w") as f:
+                json.dump(data, f, default=str)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.state_path)
+            self._state_error = None
+        except OSError as exc:
+            if self._state_error is None:
+                log.error("alerts: cannot save %s (%s); a restart may alert an episode again",
+                          self.state_path, exc.strerror or exc)
+            self._state_error = str(exc)
+
+    async def _catch_up(self) -> None:
+        """The database is reachable (again): take up what it knows that memory does not."""
+        if self._db_loaded:
+            return
+        self._db_loaded = True
+        now = self.clock()
+        by_id = {a.id: a for a in self.active.values() if a.id is not None}
+        by_uid = {a.uid: a for a in self.active.values()}
         for r in await self.store.unresolved():
-            key = AlertKey.of_row(r["kind"], r["rule"], r["sensor_id"], r["device"])
+            local = by_id.get(r["id"]) or next((by_uid[u] for u in r["uids"] or () if u in by_uid), None)
             acked = r["acknowledged_at"]
+            ack = {"by": r["acknowledged_by"], "at": str(acked), "note": r["ack_note"]} if acked else None
+            if local is not None:
+                local.id = r["id"]
+                if acked and not local.acknowledged:
+                    local.acknowledged, local.ack, local.state = True, ack, r["state"]
+                continue
+            key = AlertKey.of_row(r["kind"], r["rule"], r["sensor_id"], r["device"])
+            if key in self.active:
+                continue
+            # left by an earlier run: tracked again, and it waits out the hold-off from now
             self.active[key] = Active(
-                id=r["id"], kind=r["kind"], key=key, rule=r["rule"], site=r["site"] or "",
+                uid=f"alert-{r['id']}", id=r["id"], kind=r["kind"], key=key, rule=r["rule"], site=r["site"] or "",
                 site_name=r["site_name"] or "", record=r["details"] or {}, opened=r["opened_at"].timestamp(),
                 state=r["state"], escalated=r["escalated_at"] is not None, acknowledged=acked is not None,
-                ack={"by": r["acknowledged_by"], "at": str(acked), "note": r["ack_note"]} if acked else None,
-                ended=now, episodes=r["episodes"], summary=r["summary"])
+                ack=ack, ended=now, episodes=r["episodes"], summary=r["summary"])
+        known = [a.id for a in self.active.values() if a.id is not None]
+        if known:
+            for aid in await self.store.alerts_resolved(known):
+                for key, a in list(self.active.items()):
+                    if a.id == aid:
+                        del self.active[key]
+        self._save()
 
-    # -- database -----------------------------------------------------------------------
+    # -- writes (through the outbox) -------------------------------------------------------
 
-    async def _audit(self, action: str, alert_id: int | None, detail: dict) -> None:
-        await self.store.audit(action, alert_id, detail, self.clock())
+    def _op(self, op: dict) -> asyncio.Future:
+        return self.outbox.put(op)
 
-    async def _set_state(self, a: Active, state: str, column: str | None = None, only_from=None) -> bool:
-        if not await self.store.set_state(a.id, state, column, self.clock(), only_from):
+    def _audit(self, action: str, a: Active | None, detail: dict, object_: str | None = None,
+               violation_of: tuple | None = None) -> None:
+        """An audit row; ``violation_of`` (sensor id, rule, start) puts the episode's
+        ``violation_id`` into the detail once the row is written."""
+        self._op({"op": "audit", "uid": a.uid if a is not None else None, "action": action, "detail": detail,
+                  "at": self.clock(), "object": object_, "violation_of": list(violation_of) if violation_of else None})
+
+    def _set_state(self, a: Active, state: str, column: str | None = None, only_from=None) -> bool:
+        if only_from and a.state not in only_from:
             return False
         old, a.state = a.state, state
-        await self._audit(f"alert-{state}", a.id, {"from": old, "to": state, "rule": a.rule, "site": a.site})
+        self._op({"op": "state", "uid": a.uid, "state": state, "column": column, "at": self.clock(),
+                  "only_from": list(only_from) if only_from else None})
+        self._audit(f"alert-{state}", a, {"from": old, "to": state, "rule": a.rule, "site": a.site})
+        self._dirty = True
         return True
+
+    async def _opened_row(self, a: Active, fut: asyncio.Future) -> bool:
+        """Wait (briefly, only with the database up) for an opening's row. False when the
+        database knew the episode as alerted before (no second alert)."""
+        fut.add_done_callback(lambda f: self._numbered(a, f))
+        if not self.outbox.db_up or len(self.outbox) > 50:
+            return True
+        try:
+            res = await asyncio.wait_for(asyncio.shield(fut), self.open_wait_s)
+        except (asyncio.TimeoutError, psycopg.Error):
+            return True
+        return not res.get("seen")
+
+    def _numbered(self, a: Active, fut: asyncio.Future) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        res = fut.result()
+        if res and res.get("alert_id") is not None and a.id is None:
+            a.id = res["alert_id"]
+            self._dirty = True
 
     # -- violation episodes ---------------------------------------------------------------
 
     async def on_episodes(self, opened: list[dict], closed: list[dict]) -> None:
         """React to episodes the evaluator saw open or closed (records as
         :func:`limits.evaluator.violations` plus ``sensor_id`` and ``site_id``)."""
-        for what, v in [("open", v) for v in opened] + [("close", v) for v in closed]:
-            try:
-                await (self._episode_opened(v) if what == "open" else self._episode_closed(v))
-            except psycopg.Error as exc:
-                # kept and retried every tick until the database takes it: never dropped
-                log.error("ALERT NOT YET RECORDED (database: %s): %s episode of %s/%s %s from %s; retrying",
-                          str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-                          what, v.get("site"), v.get("sensor"), v.get("rule"), v.get("start"))
-                self._retry.append((what, v))
+        for v in opened:
+            await self._episode_opened(v)
+        for v in closed:
+            await self._episode_closed(v)
+        if self._dirty:
+            self._save()
 
-    async def _retry_episodes(self) -> None:
-        todo, self._retry = self._retry, []
-        for what, v in todo:
-            try:
-                await (self._episode_opened(v) if what == "open" else self._episode_closed(v))
-            except psycopg.Error:
-                self._retry.append((what, v))
+    async def on_growing(self, records: list[dict]) -> None:
+        """Episodes still open (records as for :meth:`on_episodes`): their ``violations``
+        rows are brought up to date as they grow, at most every :data:`GROW_EVERY_S`."""
+        now = time.monotonic()
+        for v in records:
+            a = self.active.get(AlertKey.violation(v["sensor_id"], v["rule"]))
+            if a is None or v["start"] not in a.starts or now - a.grown_at < GROW_EVERY_S:
+                continue
+            if a.record.get("last") == v.get("last") and a.record.get("peak") == v.get("peak"):
+                continue
+            a.grown_at = now
+            a.record = {**v, "end": None, "start": a.record.get("start", v["start"]),
+                        "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
+            self._op({"op": "violation", "v": v, "end": None})
 
     async def _episode_opened(self, v: dict) -> None:
         key = AlertKey.violation(v["sensor_id"], v["rule"])
+        episode = (int(v["sensor_id"]), v["rule"], v["start"])
         rec = {**v, "end": None}
-        vid = await self.store.upsert_violation(v, None)
         a = self.active.get(key)
         if a is not None:
             # within the hold-off (or still open): the same alert goes on
             was_ended = a.ended is not None
             a.ended = None
-            a.violation_ids.append(vid)
+            self._op({"op": "violation", "v": v, "end": None})
+            if v["start"] in a.starts:           # the same episode seen again: no new episode
+                return
+            a.starts.append(v["start"])
+            self.alerted[episode] = a.uid
+            self._dirty = True
             if was_ended:
                 a.episodes += 1
                 a.record = {**rec, "start": a.record.get("start", rec["start"])}
-                await self.store.episode_continued(a.id, a.episodes, a.record)
-                await self._audit("alert-episode-continued", a.id, {"violation_id": vid, "start": v["start"]})
+                self._op({"op": "episode-continued", "uid": a.uid, "episodes": a.episodes, "details": a.record})
+                self._audit("alert-episode-continued", a, {"start": v["start"]}, violation_of=episode)
             return
         # The same episode seen again (readings redelivered after a restart, or replayed) was
         # alerted already: one alert per episode, never a second round of notifications.
-        seen = await self.store.alerted_before(vid)
-        if seen is not None:
-            if vid not in self._seen_again:
-                self._seen_again.add(vid)
-                await self._audit("alert-episode-seen-again", seen, {"violation_id": vid, "start": v["start"]})
+        if episode in self.alerted:
+            self._op({"op": "violation", "v": v, "end": None})
+            self._seen(episode, self.alerted[episode], v)
             return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
         summary = content.summary(v, site_name)
-        alert_id = await self.store.open_violation_alert(vid, v, summary, rec, self.clock())
-        a = Active(id=alert_id, kind="violation", key=key, rule=v["rule"], site=v["site"], site_name=site_name,
-                   record=rec, opened=self.clock(), violation_ids=[vid], summary=summary)
+        a = Active(uid=uuid.uuid4().hex, id=None, kind="violation", key=key, rule=v["rule"], site=v["site"],
+                   site_name=site_name, record=rec, opened=self.clock(), starts=[v["start"]], summary=summary)
         self.active[key] = a
+        self.alerted[episode] = a.uid
+        self._dirty = True
+        fut = self._op({"op": "open-violation", "uid": a.uid, "v": v, "summary": summary, "details": rec,
+                        "at": a.opened})
+        if not await self._opened_row(a, fut):
+            # the database knew this episode as alerted (an earlier run): no second alert
+            if self.active.get(key) is a:
+                del self.active[key]
+            self._seen(episode, a.uid, v)
+            return
         self.stats["opened"] += 1
-        await self._audit("alert-open", a.id, {"violation_id": vid, "summary": summary})
+        self._audit("alert-open", a, {"summary": summary}, violation_of=episode)
         self._notify(a, "open")
+
+    def _seen(self, episode: tuple, uid: str, v: dict) -> None:
+        if episode not in self._seen_again:
+            self._seen_again.add(episode)
+            self._audit("alert-episode-seen-again", None, {"start": v["start"]}, violation_of=episode,
+                        object_=f"alert:{uid[6:]}" if uid.startswith("alert-") else None)
 
     async def _episode_closed(self, v: dict) -> None:
         key = AlertKey.violation(v["sensor_id"], v["rule"])
-        if key not in self.active:
+        if key not in self.active and (int(v["sensor_id"]), v["rule"], v["start"]) not in self.alerted:
             await self._episode_opened(v)
+        self._op({"op": "violation", "v": v, "end": v["end"]})
         a = self.active.get(key)
-        if a is None:  # an episode alerted before (see _episode_opened): keep its record current
-            await self.store.upsert_violation(v, v["end"])
-            return
-        await self.store.upsert_violation(v, v["end"])
+        if a is None or v["start"] not in a.starts:
+            return          # an episode alerted before (see _episode_opened): its record is kept current
         a.record = {**v, "start": a.record.get("start", v["start"]),
                     "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
         a.ended = self.clock()
-        await self.store.episode_ended(a.id, a.ended, a.record)
-        await self._audit("alert-episode-ended", a.id, {"end": v["end"], "hold_off_s": self.cfg.hold_off_s})
+        self._dirty = True
+        self._op({"op": "episode-ended", "uid": a.uid, "at": a.ended, "details": a.record})
+        self._audit("alert-episode-ended", a, {"end": v["end"], "hold_off_s": self.cfg.hold_off_s})
 
     # -- sensor health --------------------------------------------------------------------
 
@@ -239,8 +433,9 @@ class AlertManager:
             if a is not None:
                 if a.ended is not None:
                     a.ended = None
-                    await self.store.episode_resumed(a.id)
-                    await self._audit("alert-episode-continued", a.id, {"rule": rule})
+                    self._dirty = True
+                    self._op({"op": "episode-resumed", "uid": a.uid})
+                    self._audit("alert-episode-continued", a, {"rule": rule})
                 continue
             if rule == DEVICE_UNREACHABLE:
                 site = info.get("site") or ""
@@ -255,48 +450,92 @@ class AlertManager:
                 h["since"] = ts(h["since"]).isoformat()
             site_id, site_name = self.sites.get(site, (None, site))
             summary = f"{site_name}: {h.get('device') or h.get('sensor')} {content.HEALTH_WORDS.get(rule, rule)}"
-            alert_id = await self.store.open_health_alert(site_id, sensor_id, device, rule, summary, h, now)
-            a = Active(id=alert_id, kind="sensor-health", key=key, rule=rule, site=site, site_name=site_name,
-                       record=h, opened=now, summary=summary)
+            a = Active(uid=uuid.uuid4().hex, id=None, kind="sensor-health", key=key, rule=rule, site=site,
+                       site_name=site_name, record=h, opened=now, summary=summary)
             self.active[key] = a
+            self._dirty = True
+            fut = self._op({"op": "open-health", "uid": a.uid, "site_id": site_id, "sensor_id": sensor_id,
+                            "device": device, "rule": rule, "summary": summary, "details": h, "at": now})
+            await self._opened_row(a, fut)
             self.stats["opened"] += 1
-            await self._audit("alert-open", a.id, {"summary": summary})
+            self._audit("alert-open", a, {"summary": summary})
             self._notify(a, "open")
         current = {AlertKey.health(r, o) for r, o in problems}
         for key, a in list(self.active.items()):
             if a.kind == "sensor-health" and key not in current and a.ended is None:
                 a.ended = now
-                await self.store.episode_ended(a.id, now)
-                await self._audit("alert-episode-ended", a.id, {"rule": a.rule})
+                self._dirty = True
+                self._op({"op": "episode-ended", "uid": a.uid, "at": now, "details": None})
+                self._audit("alert-episode-ended", a, {"rule": a.rule})
+        if self._dirty:
+            self._save()
+
+    # -- sewerwatch itself -------------------------------------------------------------------
+
+    async def on_system(self, problems: dict[str, str]) -> None:
+        """Current degraded conditions of sewerwatch itself, ``{component: problem}``: a new
+        one is a "sewerwatch degraded" alert to the primary contacts at once (no database
+        needed); one gone ends, and after the hold-off a recovery notice follows."""
+        now = self.clock()
+        for component, problem in problems.items():
+            key = AlertKey.system(component)
+            a = self.active.get(key)
+            if a is not None:
+                a.ended = None
+                a.record["problem"] = problem
+                continue
+            a = Active(uid=uuid.uuid4().hex, id=None, kind="system", key=key, rule="degraded", site="",
+                       site_name=self.cfg.name, opened=now,
+                       record={"component": component, "problem": problem, "since": ts(now).isoformat()},
+                       summary=f"sewerwatch degraded: {component}: {problem}")
+            self.active[key] = a
+            self.stats["opened"] += 1
+            log.error("SEWERWATCH DEGRADED: %s: %s", component, problem)
+            self._audit("system-degraded", None, a.record, object_=f"system:{component}")
+            self._notify(a, "open")
+        for key, a in list(self.active.items()):
+            if a.kind == "system" and key.subject not in problems and a.ended is None:
+                a.ended = now
 
     # -- timers -----------------------------------------------------------------------------
 
     async def tick(self) -> None:
         """Acknowledgements, escalations, resolutions after the hold-off, the daily digest."""
         now = self.clock()
-        if self._retry:
-            await self._retry_episodes()
-        if now - self._last_ack_poll >= 1.0 or now < self._last_ack_poll:
-            await self._poll_acks()
+        if self._outbox_task is not None and self._outbox_task.done():
+            if not self._outbox_task.cancelled() and self._outbox_task.exception() is not None:
+                log.error("alert outbox stopped (%s); restarting it", self._outbox_task.exception())
+            self._outbox_task = asyncio.get_running_loop().create_task(self.outbox.run(), name="alert outbox")
+        if self.outbox.db_up and (now - self._last_ack_poll >= 1.0 or now < self._last_ack_poll):
+            try:
+                await self._poll_acks()
+            except psycopg.Error as exc:
+                log.warning("could not read acknowledgements: %s", str(exc).strip().splitlines()[0] if str(exc).strip()
+                            else type(exc).__name__)
             self._last_ack_poll = now
         esc_after = self.cfg.escalate_after_min * 60.0
         for key, a in list(self.active.items()):
             if a.ended is not None and now - a.ended >= self.cfg.hold_off_s:
-                await self._resolve(a)
+                self._resolve(a)
                 continue
-            if not a.acknowledged and not a.escalated and now - a.opened >= esc_after:
+            if a.kind != "system" and not a.acknowledged and not a.escalated and now - a.opened >= esc_after:
                 a.escalated = True
                 self.stats["escalated"] += 1
-                await self._set_state(a, "escalated", "escalated_at")
+                self._set_state(a, "escalated", "escalated_at")
                 if not any(r.escalation for r in self.routes):
-                    log.warning("alert #%d is unacknowledged but no escalation contact is configured", a.id)
+                    log.warning("alert %s is unacknowledged but no escalation contact is configured", a.label)
                 self._notify(a, "escalate")
-        if self.opts.digest_at and now - self._last_digest_check >= 30.0:
+        if self.opts.digest_at and self.outbox.db_up and now - self._last_digest_check >= 30.0:
             self._last_digest_check = now
-            await self._maybe_digest(now)
+            try:
+                await self._maybe_digest(now)
+            except psycopg.Error as exc:
+                log.warning("could not prepare the daily digest: %s", exc)
+        if self._dirty:
+            self._save()
 
     async def _poll_acks(self) -> None:
-        ids = [a.id for a in self.active.values() if not a.acknowledged]
+        ids = [a.id for a in self.active.values() if not a.acknowledged and a.id is not None]
         if not ids:
             return
         rows = await self.store.acknowledged(ids)
@@ -305,12 +544,17 @@ class AlertManager:
             a = by_id[aid]
             a.acknowledged, a.state = True, "acknowledged"
             a.ack = {"by": by, "at": content.local_time(at, self.tz), "note": note}
+            self._dirty = True
             log.info("alert #%d acknowledged by %s", aid, by)
 
-    async def _resolve(self, a: Active) -> None:
+    def _resolve(self, a: Active) -> None:
         self.active.pop(a.key, None)
         self.stats["resolved"] += 1
-        await self._set_state(a, "resolved", "resolved_at")
+        self._dirty = True
+        if a.kind == "system":
+            self._audit("system-recovered", None, a.record, object_=f"system:{a.key.subject}")
+        else:
+            self._set_state(a, "resolved", "resolved_at")
         self._notify(a, "resolve")
 
     # -- notifications ------------------------------------------------------------------------
@@ -320,12 +564,14 @@ class AlertManager:
             if a.kind == "violation":
                 title, body = content.violation_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz,
                                                         options=self.opts, ack=a.ack)
+            elif a.kind == "system":
+                title, body = content.system_message(event, a.record, utility=self.cfg.name, tz=self.tz)
             else:
                 title, body = content.health_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz)
         except (KeyError, TypeError, ValueError):
             # an alert from elsewhere (or an older run) without a full record: its summary
-            title = f"[sewerwatch] {content.EVENT_WORDS.get(event, event.upper())} #{a.id}: {a.summary or a.rule}"
-            body = (f"Alert #{a.id} ({a.kind}, {a.rule}): {a.summary}\n"
+            title = f"[sewerwatch] {content.EVENT_WORDS.get(event, event.upper())} {a.label}: {a.summary or a.rule}"
+            body = (f"Alert {a.label} ({a.kind}, {a.rule}): {a.summary}\n"
                     f"Details: sewerwatch alerts show {a.id}\n"
                     f"Acknowledge: sewerwatch alerts ack {a.id} --by NAME [--note TEXT]")
         payload = {"alert_id": a.id, "event": event, "kind": a.kind, "rule": a.rule, "site": a.site,
@@ -351,44 +597,37 @@ class AlertManager:
         ch = route.channel
         loop = asyncio.get_running_loop()
         attempts = self.opts.retry_attempts
-        aid = a.id if a is not None else None
+        uid = a.uid if a is not None and a.kind != "system" else None
+        label = a.label if a is not None else subject
+        if a is not None and a.kind == "system":
+            subject = f"system:{a.key.subject}"
         for attempt in range(1, attempts + 1):
             try:
                 await loop.run_in_executor(self._pool, ch.send, title, body, payload)
                 error = None
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
                 error = f"{type(exc).__name__}: {exc}"[:2000]
-            try:
-                await self.store.record_attempt(aid, event, ch.name, ch.contact, attempt, error, self.clock(),
-                                                subject)
-            except psycopg.Error as exc:
-                log.error("could not record alert #%s %s via %s attempt %d (%s): %s", aid, event, ch.name, attempt,
-                          "failed: " + error if error else "sent", exc)
+            self._op({"op": "attempt", "uid": uid, "event": event, "channel": ch.name, "contact": ch.contact,
+                      "attempt": attempt, "error": error, "at": self.clock(), "subject": subject})
             if error is None:
                 self.stats["sent"] += 1
-                try:
-                    await self._audit("notification-sent", aid, {"event": event, "channel": ch.name,
-                                                                 "contact": ch.contact, "attempt": attempt,
-                                                                 "subject": subject})
-                    if a is not None and event == "open" and a.state == "open":
-                        await self._set_state(a, "notified", "notified_at", only_from=("open",))
-                except psycopg.Error as exc:
-                    log.error("could not record the delivery of alert #%s: %s", aid, exc)
+                self._audit("notification-sent", a if uid else None,
+                            {"event": event, "channel": ch.name, "contact": ch.contact, "attempt": attempt,
+                             "subject": subject})
+                if a is not None and event == "open" and a.kind != "system":
+                    self._set_state(a, "notified", "notified_at", only_from=("open",))
                 return True
             self.stats["failed"] += 1
             if attempt < attempts:
                 delay = min(self.opts.retry_backoff_s * 2 ** (attempt - 1), 300.0)
-                log.warning("alert #%s %s via %s failed (attempt %d/%d, retry in %.1f s): %s",
-                            aid, event, ch.name, attempt, attempts, delay, error)
+                log.warning("alert %s %s via %s failed (attempt %d/%d, retry in %.1f s): %s",
+                            label, event, ch.name, attempt, attempts, delay, error)
                 await asyncio.sleep(delay)
         self.stats["lost"] += 1
-        log.error("ALERT NOT DELIVERED: alert #%s %s via %s to %s failed %d times; last error: %s",
-                  aid, event, ch.name, ch.contact, attempts, error)
-        try:
-            await self._audit("notification-failed", aid, {"event": event, "channel": ch.name,
-                                                           "contact": ch.contact, "attempts": attempts, "error": error})
-        except psycopg.Error as exc:
-            log.error("could not audit the failed delivery of alert #%s: %s", aid, exc)
+        log.error("ALERT NOT DELIVERED: alert %s %s via %s to %s failed %d times; last error: %s",
+                  label, event, ch.name, ch.contact, attempts, error)
+        self._audit("notification-failed", a if uid else None,
+                    {"event": event, "channel": ch.name, "contact": ch.contact, "attempts": attempts, "error": error})
         return False
 
     # -- digest ------------------------------------------------------------------------------
@@ -410,7 +649,8 @@ class AlertManager:
         rows = await self.store.digest_rows(day, self.tz)
         title, body = content.digest_message(day, rows, self.tz, self.cfg.name)
         subject = f"digest:{day}"
-        await self.store.audit("digest-sent", None, {"alerts": len(rows)}, self.clock(), object_=subject)
+        self._audit("digest-sent", None, {"alerts": len(rows)}, object_=subject)
+        await self.outbox.flush(5.0)      # recorded before it goes, so a second tick does not send it again
         payload = {"kind": "digest", "day": day, "alerts": [r["id"] for r in rows]}
         for r in self.routes:
             if not r.escalation:

@@ -8,6 +8,12 @@ Tables (``sewerwatch/db/migrations/0040_alerts.sql``): ``alerts`` (one row per a
 its state and timestamps), ``alert_notifications`` (every delivery attempt),
 ``violations`` (one row per episode, ``source`` 'stream' for the live ones) and
 ``audit_log`` (every state change).
+
+The manager's writes go through its outbox (:mod:`alerts.outbox`) as *ops*: plain dicts,
+journalled on local disk, applied here by :meth:`AlertStore.apply`, each in one
+transaction and at most once (``alert_ops``, ``0045_alert_outbox.sql``). An alert is
+named by the manager's ``uid`` before the database has given it an id (``alert_uids``);
+an alert loaded from the database without one is ``alert-<id>``.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ log = logging.getLogger("sewerwatch.alerts")
 ACTOR = "sewerwatch-run"
 
 UNRESOLVED_COLS = ("id", "kind", "rule", "sensor_id", "device", "state", "details", "opened_at", "escalated_at",
-                   "acknowledged_at", "acknowledged_by", "ack_note", "episodes", "site", "site_name", "summary")
+                   "acknowledged_at", "acknowledged_by", "ack_note", "episodes", "site", "site_name", "summary",
+                   "uids")
 
 
 def ts(epoch_s: float) -> datetime:
@@ -50,144 +57,94 @@ class AlertStore:
         self._lock = asyncio.Lock()
 
     async def open(self) -> "AlertStore":
-        self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True)
+        self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True, connect_timeout=3)
         return self
 
     async def close(self) -> None:
         if self._conn is not None:
-            await self._conn.close()
+            try:
+                await self._conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
 
-    async def _exec(self, sql: str, params=(), fetch: bool = False, all_rows: bool = False):
-        """Run one statement; a dropped connection is reopened and the statement tried once more."""
+    async def reset(self) -> None:
+        """Drop the connection (after a timeout): the next statement opens a new one."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - it is being replaced anyway
+                pass
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is None or self._conn.closed:
+            self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True, connect_timeout=3)
+        return self._conn
+
+    async def _twice(self, work):
+        """``await work(conn)`` on the connection, one task at a time; a dropped connection is
+        reopened and the work tried once more."""
         async with self._lock:
             for attempt in (1, 2):
                 try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = await psycopg.AsyncConnection.connect(self.db_url, autocommit=True)
-                    cur = await self._conn.execute(sql, params)
-                    if all_rows:
-                        return await cur.fetchall()
-                    return await cur.fetchone() if fetch else None
+                    return await work(await self._connection())
                 except psycopg.OperationalError:
                     if attempt == 2:
                         raise
                     log.warning("the alert database connection was lost; reconnecting")
-                    try:
-                        await self._conn.close()
-                    except Exception:  # noqa: BLE001 - it is being replaced anyway
-                        pass
-                    self._conn = None
+                    await self.reset()
+
+    async def apply(self, op: dict):
+        """Apply one outbox op (see :data:`OPS`) in a transaction, at most once.
+
+        Returns
+        -------
+        The op's result (an open op: ``{"alert_id", "seen", ...}``), also when the op was
+        applied before (then from what the first application wrote).
+        """
+        async def work(conn):
+            async with conn.transaction():
+                cur = await conn.execute("INSERT INTO alert_ops (op_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                                         (op["op_id"],))
+                return await OPS[op["op"]](conn, op, cur.rowcount == 1)
+
+        return await self._twice(work)
+
+    async def _exec(self, sql: str, params=(), fetch: bool = False, all_rows: bool = False):
+        """Run one statement (see :meth:`_twice`)."""
+        async def work(conn):
+            cur = await conn.execute(sql, params)
+            if all_rows:
+                return await cur.fetchall()
+            return await cur.fetchone() if fetch else None
+
+        return await self._twice(work)
 
     # -- alerts ---------------------------------------------------------------------------
 
     async def unresolved(self) -> list[dict]:
-        """Every alert not resolved, with its site's key and name (:data:`UNRESOLVED_COLS`)."""
+        """Every alert not resolved, with its site's key and name and the manager's uids
+        for it (:data:`UNRESOLVED_COLS`)."""
         rows = await self._exec(
             """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
                       a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
-                      s.key, s.name, a.summary
+                      s.key, s.name, a.summary,
+                      ARRAY(SELECT u.uid FROM alert_uids u WHERE u.alert_id = a.id)
                FROM alerts a LEFT JOIN sites s ON s.id = a.site_id WHERE a.state <> 'resolved'""", all_rows=True)
         return [dict(zip(UNRESOLVED_COLS, r)) for r in rows]
 
-    async def open_violation_alert(self, violation_id: int, v: dict, summary: str, details: dict,
-                                   at: float) -> int:
-        """A new ``violation`` alert (state ``open``) for the episode stored as ``violation_id``."""
-        row = await self._exec(
-            """INSERT INTO alerts (kind, violation_id, site_id, sensor_id, rule, state, summary, details, opened_at)
-               VALUES ('violation', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
-            (violation_id, v["site_id"], v["sensor_id"], v["rule"], summary, json.dumps(details, default=str),
-             ts(at)), fetch=True)
-        return row[0]
-
-    async def open_health_alert(self, site_id, sensor_id, device, rule: str, summary: str, details: dict,
-                                at: float) -> int:
-        """A new ``sensor-health`` alert (state ``open``)."""
-        row = await self._exec(
-            """INSERT INTO alerts (kind, site_id, sensor_id, device, rule, state, summary, details, opened_at)
-               VALUES ('sensor-health', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
-            (site_id, sensor_id, device, rule, summary, json.dumps(details, default=str), ts(at)), fetch=True)
-        return row[0]
-
-    async def set_state(self, alert_id: int, state: str, column: str | None, at: float,
-                        only_from: tuple[str, ...] | None = None) -> bool:
-        """``state`` (and the timestamp ``column`` = ``at``); False when ``only_from`` did not match."""
-        sets = "state = %s" + (f", {column} = %s" if column else "")
-        params = [state] + ([ts(at)] if column else []) + [alert_id]
-        where = "id = %s"
-        if only_from:
-            where += " AND state = ANY(%s)"
-            params.append(list(only_from))
-        row = await self._exec(f"UPDATE alerts SET {sets} WHERE {where} RETURNING id", params, fetch=True)
-        return row is not None
-
-    async def episode_continued(self, alert_id: int, episodes: int, details: dict) -> None:
-        """A new episode within the hold-off: the alert goes on with one episode more."""
-        await self._exec("UPDATE alerts SET episode_ended_at = NULL, episodes = %s, details = %s WHERE id = %s",
-                         (episodes, json.dumps(details, default=str), alert_id))
-
-    async def episode_ended(self, alert_id: int, at: float, details: dict | None = None) -> None:
-        """The alert's episode is over at ``at``; it resolves after the hold-off."""
-        if details is None:
-            await self._exec("UPDATE alerts SET episode_ended_at = %s WHERE id = %s", (ts(at), alert_id))
-        else:
-            await self._exec("UPDATE alerts SET episode_ended_at = %s, details = %s WHERE id = %s",
-                             (ts(at), json.dumps(details, default=str), alert_id))
-
-    async def episode_resumed(self, alert_id: int) -> None:
-        """A health condition is back within the hold-off."""
-        await self._exec("UPDATE alerts SET episode_ended_at = NULL WHERE id = %s", (alert_id,))
+    async def alerts_resolved(self, alert_ids: list[int]) -> list[int]:
+        """The alerts among ``alert_ids`` that are resolved in the database."""
+        rows = await self._exec("SELECT id FROM alerts WHERE id = ANY(%s) AND state = 'resolved'", (alert_ids,),
+                                all_rows=True)
+        return [r[0] for r in rows]
 
     async def acknowledged(self, alert_ids: list[int]) -> list[tuple]:
         """``(id, by, at, note)`` of the alerts among ``alert_ids`` acknowledged since."""
         return await self._exec("SELECT id, acknowledged_by, acknowledged_at, ack_note FROM alerts "
                                 "WHERE id = ANY(%s) AND acknowledged_at IS NOT NULL", (alert_ids,), all_rows=True)
 
-    # -- violations ----------------------------------------------------------------------
-
-    async def upsert_violation(self, v: dict, end: str | None) -> int:
-        """The episode's ``violations`` row (source 'stream'), inserted or brought up to date."""
-        row = await self._exec(
-            """INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time,
-                   end_time, peak, limit_value, unit, days_of_violation, evidence, source)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'stream')
-               ON CONFLICT (sensor_id, rule, start_time) DO UPDATE SET end_time = EXCLUDED.end_time,
-                   peak = EXCLUDED.peak, limit_value = EXCLUDED.limit_value,
-                   days_of_violation = EXCLUDED.days_of_violation, evidence = EXCLUDED.evidence
-               RETURNING id""",
-            (v["site_id"], v["sensor_id"], v["parameter"], v["rule"], v["pack"], v["citation"], v["words"],
-             v["start"], end, v["peak"], v["limit"], v["unit"], v.get("days_of_violation"),
-             json.dumps({k: v.get(k) for k in ("last", "peak_time", "duration_s", "readings", "average",
-                                                 "multiple", "comparison")})), fetch=True)
-        return row[0]
-
-    async def alerted_before(self, violation_id: int) -> int | None:
-        """The alert that already covered the episode ``violation_id`` (opened by it, or
-        continued by it), or None."""
-        row = await self._exec(
-            """SELECT id FROM alerts WHERE violation_id = %s
-               UNION ALL
-               SELECT substr(object, 7)::bigint FROM audit_log
-               WHERE action = 'alert-episode-continued' AND (detail->>'violation_id')::bigint = %s
-               LIMIT 1""",
-            (violation_id, violation_id), fetch=True)
-        return None if row is None else row[0]
-
-    # -- notifications, audit, digest ----------------------------------------------------
-
-    async def record_attempt(self, alert_id: int | None, event: str, channel: str, contact: str, attempt: int,
-                             error: str | None, at: float, subject: str | None = None) -> None:
-        """One delivery attempt, sent (``error`` None) or failed."""
-        await self._exec(
-            "INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, error, at, "
-            "subject) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (alert_id, event, channel, contact, attempt, "failed" if error else "sent", error, ts(at), subject))
-
-    async def audit(self, action: str, alert_id: int | None, detail: dict, at: float, *,
-                    object_: str | None = None) -> None:
-        """An ``audit_log`` row on ``alert:<id>`` (or ``object_``)."""
-        obj = object_ or (f"alert:{alert_id}" if alert_id else None)
-        await self._exec("INSERT INTO audit_log (at, actor, action, object, detail) VALUES (%s, %s, %s, %s, %s)",
-                         (ts(at), ACTOR, action, obj, json.dumps(detail, default=str)))
+    # -- digest ------------------------------------------------------------------------
 
     async def digest_sent(self, subject: str) -> bool:
         """Whether the digest ``subject`` (``digest:<day>``) went out already."""
@@ -199,6 +156,154 @@ class AlertStore:
         """The alerts of local day ``day`` (:mod:`alerts.digest`)."""
         a, b = digest.day_bounds(day, tz)
         return [dict(zip(digest.COLS, r)) for r in await self._exec(digest.SQL, (b, a), all_rows=True)]
+
+
+# -- the outbox's ops (AlertStore.apply): each (conn, op, fresh) -> result -----------------
+# ``fresh`` is False when the op was applied before (a replay from the journal): nothing is
+# written again, and an op with a result reads it back.
+
+VIOLATION_UPSERT = """INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time,
+        end_time, peak, limit_value, unit, days_of_violation, evidence, source)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'stream')
+    ON CONFLICT (sensor_id, rule, start_time) DO UPDATE SET end_time = EXCLUDED.end_time,
+        peak = EXCLUDED.peak, limit_value = EXCLUDED.limit_value,
+        days_of_violation = EXCLUDED.days_of_violation, evidence = EXCLUDED.evidence
+    RETURNING id"""
+
+ALERTED_BEFORE = """SELECT id FROM alerts WHERE violation_id = %s
+    UNION ALL
+    SELECT substr(object, 7)::bigint FROM audit_log
+    WHERE action = 'alert-episode-continued' AND (detail->>'violation_id')::bigint = %s
+    LIMIT 1"""
+
+
+def _violation_params(v: dict, end):
+    return (v["site_id"], v["sensor_id"], v["parameter"], v["rule"], v["pack"], v["citation"], v["words"],
+            v["start"], end, v["peak"], v["limit"], v["unit"], v.get("days_of_violation"),
+            json.dumps({k: v.get(k) for k in ("last", "peak_time", "duration_s", "readings", "average",
+                                                "multiple", "comparison")}))
+
+
+async def _alert_id(conn, uid: str | None) -> int | None:
+    """The ``alerts.id`` the manager's ``uid`` names (``alert-<id>``: that id)."""
+    if uid is None:
+        return None
+    if uid.startswith("alert-"):
+        return int(uid[6:])
+    cur = await conn.execute("SELECT alert_id FROM alert_uids WHERE uid = %s", (uid,))
+    row = await cur.fetchone()
+    return None if row is None else row[0]
+
+
+async def _op_violation(conn, op, fresh):
+    cur = await conn.execute(VIOLATION_UPSERT, _violation_params(op["v"], op.get("end")))
+    return (await cur.fetchone())[0]
+
+
+async def _op_open_violation(conn, op, fresh):
+    if not fresh:
+        return {"alert_id": await _alert_id(conn, op["uid"]), "seen": False}
+    v = op["v"]
+    vid = (await (await conn.execute(VIOLATION_UPSERT, _violation_params(v, None))).fetchone())[0]
+    seen = await (await conn.execute(ALERTED_BEFORE, (vid, vid))).fetchone()
+    if seen is not None:
+        alert_id = seen[0]
+    else:
+        cur = await conn.execute(
+            """INSERT INTO alerts (kind, violation_id, site_id, sensor_id, rule, state, summary, details, opened_at)
+               VALUES ('violation', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
+            (vid, v["site_id"], v["sensor_id"], v["rule"], op["summary"], json.dumps(op["details"], default=str),
+             ts(op["at"])))
+        alert_id = (await cur.fetchone())[0]
+    await conn.execute("INSERT INTO alert_uids (uid, alert_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                       (op["uid"], alert_id))
+    return {"alert_id": alert_id, "seen": seen is not None, "violation_id": vid}
+
+
+async def _op_open_health(conn, op, fresh):
+    if not fresh:
+        return {"alert_id": await _alert_id(conn, op["uid"]), "seen": False}
+    cur = await conn.execute(
+        """INSERT INTO alerts (kind, site_id, sensor_id, device, rule, state, summary, details, opened_at)
+           VALUES ('sensor-health', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
+        (op["site_id"], op["sensor_id"], op["device"], op["rule"], op["summary"],
+         json.dumps(op["details"], default=str), ts(op["at"])))
+    alert_id = (await cur.fetchone())[0]
+    await conn.execute("INSERT INTO alert_uids (uid, alert_id) VALUES (%s, %s)", (op["uid"], alert_id))
+    return {"alert_id": alert_id, "seen": False}
+
+
+async def _op_state(conn, op, fresh):
+    if not fresh:
+        return True
+    column = op.get("column")
+    if column not in (None, "notified_at", "escalated_at", "resolved_at"):
+        raise ValueError(f"not a state timestamp column: {column!r}")
+    sets = "state = %s" + (f", {column} = %s" if column else "")
+    params = [op["state"]] + ([ts(op["at"])] if column else []) + [await _alert_id(conn, op["uid"])]
+    where = "id = %s"
+    if op.get("only_from"):
+        where += " AND state = ANY(%s)"
+        params.append(list(op["only_from"]))
+    cur = await conn.execute(f"UPDATE alerts SET {sets} WHERE {where} RETURNING id", params)
+    return (await cur.fetchone()) is not None
+
+
+async def _op_episode(conn, op, fresh):
+    """``episode-continued``, ``episode-ended``, ``episode-resumed``."""
+    if not fresh:
+        return None
+    aid = await _alert_id(conn, op["uid"])
+    details = None if op.get("details") is None else json.dumps(op["details"], default=str)
+    if op["op"] == "episode-continued":
+        await conn.execute("UPDATE alerts SET episode_ended_at = NULL, episodes = %s, details = %s WHERE id = %s",
+                           (op["episodes"], details, aid))
+    elif op["op"] == "episode-ended":
+        await conn.execute("UPDATE alerts SET episode_ended_at = %s, details = COALESCE(%s::jsonb, details) "
+                           "WHERE id = %s", (ts(op["at"]), details, aid))
+    else:
+        await conn.execute("UPDATE alerts SET episode_ended_at = NULL WHERE id = %s", (aid,))
+    return None
+
+
+async def _op_attempt(conn, op, fresh):
+    if fresh:
+        await conn.execute(
+            "INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, error, at, "
+            "subject) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (await _alert_id(conn, op.get("uid")), op["event"], op["channel"], op["contact"], op["attempt"],
+             "failed" if op.get("error") else "sent", op.get("error"), ts(op["at"]), op.get("subject")))
+    return None
+
+
+async def _op_audit(conn, op, fresh):
+    if fresh:
+        aid = await _alert_id(conn, op.get("uid"))
+        obj = op.get("object") or (f"alert:{aid}" if aid else None)
+        detail = dict(op["detail"])
+        if op.get("violation_of"):
+            cur = await conn.execute("SELECT id FROM violations WHERE sensor_id = %s AND rule = %s AND start_time = %s",
+                                     tuple(op["violation_of"]))
+            row = await cur.fetchone()
+            if row is not None:
+                detail = {"violation_id": row[0], **detail}
+        await conn.execute("INSERT INTO audit_log (at, actor, action, object, detail) VALUES (%s, %s, %s, %s, %s)",
+                           (ts(op["at"]), ACTOR, op["action"], obj, json.dumps(detail, default=str)))
+    return None
+
+
+async def _op_interval(conn, op, fresh):
+    """A sensor's nominal interval learned from its readings, where none is configured, so
+    ``sewerwatch check --from --to`` judges with the same one."""
+    await conn.execute("UPDATE sensors SET interval_s = %s WHERE id = %s AND interval_s IS NULL",
+                       (op["interval_s"], op["sensor_id"]))
+    return None
+
+
+#: op name -> how it is applied
+OPS = {"violation": _op_violation, "open-violation": _op_open_violation, "open-health": _op_open_health,
+       "state": _op_state, "episode-continued": _op_episode, "episode-ended": _op_episode,
+       "episode-resumed": _op_episode, "attempt": _op_attempt, "audit": _op_audit, "interval": _op_interval}
 
 
 # -- the CLI's statements (a synchronous connection from the command's context) -------------

@@ -30,3 +30,5 @@ PROFILES_DIR = PROJECT_ROOT / "ingest" / "profiles"
 #: The running pipeline's status in the state folder, rewritten every few seconds by
 #: ``sewerwatch run`` and read by ``sewerwatch status``.
 RUN_STATUS_FILE = "run-status.json"
+#: ``sewerwatch collect``'s status in the state folder, rewritten every two seconds.
+COLLECT_STATUS_FILE = "collect-status.json"

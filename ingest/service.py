@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from foundation import db
+from foundation import db, paths
 from foundation.config import Config
 from ingest.modbus.collector import ModbusCollector
 from ingest.modbus.options import Options
@@ -31,7 +31,7 @@ from ingest.writer import Writer
 log = logging.getLogger("sewerwatch.ingest")
 
 #: ``sewerwatch collect``'s status file in the state folder (``sewerwatch status`` reads it).
-COLLECT_STATUS_FILE = "collect-status.json"
+COLLECT_STATUS_FILE = paths.COLLECT_STATUS_FILE
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from foundation.errors import InputError, SchemaMissing, SewerwatchError
+from foundation.paths import COLLECT_STATUS_FILE
 from foundation.paths import RUN_STATUS_FILE as STATUS_FILE
 from sewerwatch import services
 
@@ -51,7 +52,7 @@ def _run(args, ctx) -> int:
     spool = Path(args.spool_dir) if args.spool_dir else state / "spool"
     p = Pipeline(cfg, owner_url=ep.db("owner"), ingest_url=ep.db("ingest"),
                  mqtt_url=None if args.no_mqtt else ep.mqtt("collector"), notifier_url=ep.mqtt("notifier"),
-                 spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id)
+                 spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id, state_dir=state)
     print("run: collectors, writer, evaluator and alerts running; SIGTERM or Ctrl-C stops after "
           "writing everything", file=sys.stderr, flush=True)
     run_until_signalled(p)
@@ -63,23 +64,42 @@ def _run(args, ctx) -> int:
     return 0
 
 
+#: A status file older than this [s] means the process is stuck (or gone).
+STALE_AFTER_S = 10.0
+
+
+def _read_status(path: Path) -> dict | None:
+    """A status file, judged: ``running`` only when its process lives and it is fresh; a
+    live process with a stale file is ``unresponsive`` (and nothing in it is healthy)."""
+    if not path.is_file():
+        return None
+    try:
+        st = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    age = time.time() - st.get("updated", 0)
+    alive = bool(st.get("running")) and _pid_alive(st.get("pid"))
+    st["running"] = alive and age < STALE_AFTER_S
+    if alive and age >= STALE_AFTER_S:
+        st["state"] = "unresponsive"
+        st["problems"] = {"status": f"the process (pid {st.get('pid')}) has not updated its status for {age:.0f} s"}
+        for c in st.get("components", {}).values():
+            c["healthy"] = False
+            c["problem"] = "unknown: the process is not updating its status"
+    return st
+
+
 def gather_status(ctx) -> dict:
-    """Services, the running pipeline (its status file), device health and open alerts."""
+    """Services, the running pipeline (its status file), ``collect`` if it runs, device
+    health and open alerts."""
     cfg = ctx.config
     out: dict = {"services": services.status(cfg)}
     out["services"].pop("db_urls", None)
     out["services"].pop("mqtt_urls", None)
-    path = cfg.services.state_dir / STATUS_FILE
-    run = None
-    if path.is_file():
-        try:
-            run = json.loads(path.read_text())
-        except ValueError:
-            run = None
-    if run is not None:
-        alive = run.get("running") and _pid_alive(run.get("pid")) and time.time() - run.get("updated", 0) < 30
-        run["running"] = bool(alive)
-    out["run"] = run or {"running": False}
+    out["run"] = _read_status(cfg.services.state_dir / STATUS_FILE) or {"running": False}
+    collect = _read_status(cfg.services.state_dir / COLLECT_STATUS_FILE)
+    if collect is not None and (collect["running"] or collect.get("state") == "unresponsive"):
+        out["collect"] = collect
     try:
         with ctx.connect("owner") as conn:
             out["devices"] = [dict(zip(("device", "site", "state", "last_good_at", "last_error", "polls",
@@ -114,14 +134,12 @@ def _status(args, ctx) -> int:
     s = st["services"]
     print(f"services: timescaledb {_svc(s['timescaledb'])}, mosquitto {_svc(s['mosquitto'])}")
     r = st["run"]
-    if r.get("running"):
-        c, rd, al = r["collectors"], r["readings"], r["alerts"]
-        print(f"run: running (pid {r['pid']}); collectors: mqtt {'connected' if c.get('mqtt_connected') else 'off' if not c.get('mqtt') else 'DISCONNECTED'}, "
-              f"modbus {'on' if c.get('modbus') else 'off'}; readings accepted {rd['accepted']}, evaluated "
-              f"{rd['evaluated']}, inserted {rd['inserted']}, spooled {rd['spooled']}; database {r['database']}; "
-              f"alerts sent {al.get('sent', 0)}, failed attempts {al.get('failed', 0)}, undelivered {al.get('lost', 0)}")
+    if r.get("running") or r.get("state") == "unresponsive":
+        _print_process("run", r)
     else:
         print("run: not running (start it with 'sewerwatch run')")
+    if "collect" in st:
+        _print_process("collect", st["collect"])
     if "database_error" in st:
         print(f"database: {st['database_error']}")
         return 0
@@ -133,6 +151,60 @@ def _status(args, ctx) -> int:
     for a in st["open_alerts"]:
         print(f"  #{a['id']:<5} {a['state']:<12} {a['kind']:<13} {a['summary']}")
     return 0
+
+
+def _age(x) -> str:
+    return "never" if x is None else f"{x:.1f} s ago"
+
+
+def _print_process(name: str, r: dict) -> None:
+    """One process's status: its state and problems, every component, queues, dead letters."""
+    state = (r.get("state") or "ok").upper()
+    print(f"{name}: {'running' if r.get('running') else 'NOT RESPONDING'} (pid {r.get('pid')}), "
+          f"{'all components healthy' if state == 'OK' else state}")
+    for comp, problem in (r.get("problems") or {}).items():
+        print(f"  ! {comp}: {problem}")
+    for cname, c in (r.get("components") or {}).items():
+        extra = []
+        if "connected" in c:
+            extra.append(f"{'connected' if c['connected'] else 'DISCONNECTED'}, last message "
+                         f"{_age(c.get('last_message_age_s'))}, last reading {_age(c.get('last_reading_age_s'))}")
+        if "buffered_readings" in c and cname == "mqtt-flusher":
+            extra.append(f"buffered {c['buffered_readings']}")
+        if "devices" in c:
+            extra.append(f"{c['devices']} devices, {len(c.get('devices_down', []))} down, last reading "
+                         f"{_age(c.get('last_reading_age_s'))}")
+        if "spool" in c:
+            sp = c["spool"]
+            free = sp.get("free_bytes")
+            extra.append(f"database {'up' if c.get('db_up') else 'DOWN'}, sink {c.get('sink_pending_readings', 0)}, "
+                         f"held {c.get('held_readings', 0)}, spool {sp['bytes']:,} of {sp['max_bytes']:,} bytes "
+                         f"(free {'?' if free is None else f'{free:,}'})"
+                         + ("" if sp.get("writable") else f", UNWRITABLE: {sp.get('error')}"))
+        if "queue_batches" in c:
+            extra.append(f"queue {c['queue_batches']} batches, last judged {_age(c.get('last_evaluated_age_s'))}")
+        if "outbox" in c:
+            extra.append(f"alert writes waiting {c['outbox'].get('pending_ops', 0)}")
+        health = "healthy" if c.get("healthy") else f"PROBLEM: {c.get('problem')}"
+        print(f"  {cname:<13} {'alive' if c.get('alive') else 'DEAD':<5} restarts {c.get('restarts', 0):<3} {health}"
+              + (f"; {'; '.join(extra)}" if extra else ""))
+    rd = r.get("readings") or {}
+    if rd:
+        print(f"  readings: accepted {rd.get('accepted')}, evaluated {rd.get('evaluated', '-')}, inserted "
+              f"{rd.get('inserted')}, spooled {rd.get('spooled')}; last reading {_age(rd.get('last_reading_age_s'))}"
+              + (f"; database {r['database']}" if r.get("database") else ""))
+    q = r.get("queues") or {}
+    if q:
+        print("  queues: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in q.items()))
+    dl = r.get("dead_letters") or {}
+    if dl:
+        print(f"  dead letters in the last hour: {dl.get('count', 0)}")
+        for d in dl.get("latest", []):
+            print(f"    {time.strftime('%H:%M:%S', time.localtime(d['at']))}  {d['reason'][:160]}")
+    al = r.get("alerts")
+    if al:
+        print(f"  alerts: active {al.get('active', 0)}, sent {al.get('sent', 0)}, failed attempts "
+              f"{al.get('failed', 0)}, undelivered {al.get('lost', 0)}")
 
 
 def _svc(s: dict) -> str:

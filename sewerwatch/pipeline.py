@@ -2,16 +2,26 @@
 
 ::
 
-    collectors (paho thread, Modbus thread) -> Sink -> writer -> TimescaleDB
+    collectors (MQTT network + flusher threads, Modbus thread) -> Sink -> writer thread -> TimescaleDB
                                                  \\-> tap (call_soon_threadsafe) -> queue
     queue -> evaluator task (numpy, in one worker thread) -> AlertManager -> channels
-    ticker task: acknowledgements, escalation, hold-off, sensor health, digest, status file
+    ticker task: acknowledgements, escalation, hold-off, sensor health, degraded, digest
+    status thread: <state dir>/run-status.json every two seconds
 
 The evaluator sees each batch as the collector puts it, before the database write, so an
-alert does not wait for the writer. SIGTERM / Ctrl-C: the collectors stop, the writer
-writes (or spools) everything it holds, deliveries in flight finish, then the process
-exits. While running, ``<state dir>/run-status.json`` is rewritten every few seconds
-(``sewerwatch status`` reads it).
+alert does not wait for the writer; the alert manager notifies from memory and writes its
+rows behind (:mod:`alerts.outbox`), so an alert does not wait for the database either.
+
+Never blind, never lying (issue 12): every thread and task is a component of one
+:class:`ingest.supervise.Supervisor`; a dead one is restarted with backoff, and any
+component that is dead, stalled or failing its check (broker disconnected, database
+unreachable, spool full, alert writes waiting) is a "sewerwatch degraded" alert to the
+primary contacts through channels that need no database, after ``DEGRADED_AFTER_S``
+(a death at once), and is shown in ``sewerwatch status``. The run can start with the
+database down: the sensors then come from the copy the last start kept in the state folder.
+
+SIGTERM / Ctrl-C: the collectors stop, the writer writes (or spools) everything it holds,
+deliveries in flight finish, then the process exits.
 """
 
 from __future__ import annotations
@@ -23,23 +33,35 @@ import os
 import signal
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
 import psycopg
 
 from alerts.channels import build_routes
-from alerts.episodes import LiveEpisodes, sensors_from_db
+from alerts.episodes import LiveEpisodes, SensorInfo, sensors_from_db
 from alerts.health import HealthWatch
 from alerts.manager import AlertManager
 from foundation.paths import RUN_STATUS_FILE
 from ingest import service
 from ingest.batch import Readings
+from ingest.mqtt.collector import sensor_refs_from_db
+from ingest.mqtt.topics import SensorRef
+from ingest.supervise import Component, Supervisor, supervise_task
 from sewerwatch.db.maintain import run_periodically as storage_maintenance
 
 log = logging.getLogger("sewerwatch.run")
 
 STATUS_FILE = RUN_STATUS_FILE
+#: The sensors and sites as the last start read them, for a start while the database is down.
+SENSOR_CACHE_FILE = "sensors-cache.json"
+#: A condition must last this long before it is a "sewerwatch degraded" alert [s] (a
+#: component that died is one at once).
+DEGRADED_AFTER_S = 5.0
+#: A component that died stays "degraded" this long after its restart [s].
+RESTART_REPORTED_S = 60.0
 
 
 class Pipeline:
@@ -58,6 +80,9 @@ class Pipeline:
         The writer's spool.
     status_path : Path or None
         Where to write the status JSON.
+    state_dir : Path, optional
+        Where the alert manager keeps its memory and the sensor copy (default: the spool
+        folder's parent).
     clock : callable
         Time [epoch s] for the alert timers (tests pass a faster one).
     tick_s : float
@@ -67,36 +92,84 @@ class Pipeline:
     def __init__(self, cfg, *, owner_url: str, ingest_url: str, mqtt_url: str | None,
                  notifier_url: str | None, spool_dir: Path, status_path: Path | None = None,
                  client_id: str = "sewerwatch-run", clock=time.time, tick_s: float = 0.2,
-                 console_stream=None, routes=None, max_delay: float = 0.1):
+                 console_stream=None, routes=None, max_delay: float = 0.1, state_dir: Path | None = None,
+                 degraded_after_s: float = DEGRADED_AFTER_S):
         self.cfg = cfg
         self.owner_url, self.ingest_url = owner_url, ingest_url
         self.mqtt_url, self.notifier_url = mqtt_url, notifier_url
-        self.spool_dir, self.status_path = spool_dir, status_path
+        self.spool_dir, self.status_path = Path(spool_dir), status_path
+        self.state_dir = Path(state_dir) if state_dir is not None else self.spool_dir.parent
         self.client_id, self.clock, self.tick_s = client_id, clock, tick_s
         self.console_stream, self._routes, self.max_delay = console_stream, routes, max_delay
+        self.degraded_after_s = degraded_after_s
         self.ingest = None
         self.manager: AlertManager | None = None
         self.episodes: LiveEpisodes | None = None
         self.health: HealthWatch | None = None
+        self.supervisor = Supervisor(on_event=self._on_event)
         self.started = time.time()
         self.evaluated = 0
+        self.eval_errors = 0
+        self.last_evaluated_at: float | None = None
+        self.sensors_from = "database"
         self.ready = threading.Event()
         self._queue: asyncio.Queue | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._eval_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sewerwatch-eval")
+        self._inflight: Readings | None = None
+        self._problem_since: dict[str, float] = {}
+        self._restarted: dict[str, tuple[float, str]] = {}    # component -> (monotonic, what)
+        self._eval_error: tuple[float, str] | None = None
+        self._logged_kinds: set = set()
+        self._final = False
 
     # -- setup -------------------------------------------------------------------------
 
-    def _load(self):
-        with psycopg.connect(self.owner_url) as conn:
-            sensors = sensors_from_db(conn)
-            sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
-        return sensors, sites, {}
+    def _load(self) -> tuple[list[SensorInfo], dict, tuple]:
+        """Sensors, sites and the collectors' sensor refs: from the database, kept in the
+        state folder; from that copy when the database is unreachable."""
+        cache = self.state_dir / SENSOR_CACHE_FILE
+        try:
+            with psycopg.connect(self.owner_url, connect_timeout=5) as conn:
+                sensors = sensors_from_db(conn)
+                sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
+                refs = (sensor_refs_from_db(conn, "mqtt"), sensor_refs_from_db(conn, "modbus"))
+        except psycopg.OperationalError as exc:
+            if not cache.is_file():
+                raise
+            data = json.loads(cache.read_text())
+            log.error("database unreachable at start (%s); using the sensors kept in %s",
+                      str(exc).strip().splitlines()[0] if str(exc).strip() else exc, cache)
+            self.sensors_from = f"{cache} (database unreachable at start)"
+            return ([SensorInfo(*s) for s in data["sensors"]], {k: tuple(v) for k, v in data["sites"].items()},
+                    tuple([SensorRef(*r) for r in data[src]] for src in ("mqtt", "modbus")))
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            service.write_status(cache, {"sensors": [list(asdict(s).values()) for s in sensors], "sites": sites,
+                                         "mqtt": [[r.id, r.key, r.parameter] for r in refs[0]],
+                                         "modbus": [[r.id, r.key, r.parameter] for r in refs[1]]})
+        except OSError as exc:
+            log.warning("could not keep the sensors in %s: %s", cache, exc)
+        return sensors, sites, refs
+
+    async def _load_waiting(self) -> tuple:
+        """:meth:`_load`, waiting for the database when it is down and no copy exists."""
+        loop = asyncio.get_running_loop()
+        delay = 1.0
+        while True:
+            try:
+                return await loop.run_in_executor(None, self._load)
+            except psycopg.OperationalError as exc:
+                log.error("database unreachable and no copy of the sensors in %s yet (%s); retrying in %.0f s",
+                          self.state_dir, str(exc).strip().splitlines()[0] if str(exc).strip() else exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then shut down cleanly."""
-
-        loop = asyncio.get_running_loop()
-        sensors, sites, _ = await loop.run_in_executor(None, self._load)
+        loop = self._loop = asyncio.get_running_loop()
+        self.supervisor.start()
+        sensors, sites, refs = await self._load_waiting()
         self.sensor_names = {s.id: (s.site, s.name, s.site_id) for s in sensors}
         self.device_sites = {d.id: d.site for d in self.cfg.devices}
         self.episodes = LiveEpisodes(sensors)
@@ -108,7 +181,8 @@ class Pipeline:
         self.health = HealthWatch(watched, opts.no_data_after_s, opts.flatline_after_s, self.clock())
         routes = self._routes if self._routes is not None else build_routes(
             self.cfg, self.notifier_url, self.console_stream, client_id=f"{self.client_id}-notifier")
-        self.manager = await AlertManager(self.cfg, self.owner_url, routes, sites, clock=self.clock).start()
+        self.manager = await AlertManager(self.cfg, self.owner_url, routes, sites, clock=self.clock,
+                                          state_dir=self.state_dir).start()
         self._queue = asyncio.Queue()
 
         def tap(readings: Readings) -> None:   # called in the collector's thread
@@ -116,9 +190,18 @@ class Pipeline:
 
         self.ingest = await loop.run_in_executor(None, lambda: service.start(
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
-            client_id=self.client_id, max_delay=self.max_delay, listeners=[tap]))
-        tasks = [asyncio.create_task(self._evaluate()), asyncio.create_task(self._tick())]
-        maintenance = asyncio.create_task(storage_maintenance(self.owner_url, self.cfg.retention))  # issue 15
+            client_id=self.client_id, max_delay=self.max_delay, listeners=[tap], supervisor=self.supervisor,
+            refs=refs))
+        stopping = asyncio.Event()
+        evaluator = self.supervisor.add("evaluator", stall_after=60.0, check=self._evaluator_problem)
+        ticker = self.supervisor.add("alerts", stall_after=60.0, check=self.manager.problem)
+        storage = self.supervisor.add("storage")      # issue 15: it sleeps between runs, so no stall check
+        tasks = [loop.create_task(supervise_task(evaluator, self._evaluate, stopping), name="evaluator"),
+                 loop.create_task(supervise_task(ticker, self._tick, stopping), name="alerts")]
+        maintenance = loop.create_task(supervise_task(
+            storage, lambda comp: storage_maintenance(self.owner_url, self.cfg.retention, stop=stopping), stopping),
+            name="storage")
+        self.supervisor.add("status", self._status_loop, stall_after=30.0)
         self.ready.set()
         log.info("running: %d sensors, %d channels", len(sensors), len(routes))
         try:
@@ -126,16 +209,62 @@ class Pipeline:
         finally:
             maintenance.cancel()
             await loop.run_in_executor(None, self.ingest.stop)   # collectors, then writer flush
+            stopping.set()
             self._queue.put_nowait(None)
-            await tasks[0]
+            try:
+                await asyncio.wait_for(tasks[0], 60)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - stopping anyway
+                log.exception("the evaluator did not finish cleanly")
             tasks[1].cancel()
             try:
                 await tasks[1]
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping anyway
                 pass
             await self.manager.close()
+            self.supervisor.stop()
+            self._final = True
             self._write_status(final=True)
             self._eval_pool.shutdown(wait=True)
+
+    # -- supervision --------------------------------------------------------------------
+
+    def _on_event(self, event: str, comp: Component, detail: str) -> None:
+        """From the watchdog (or a dying) thread: remember deaths so they are reported."""
+        if event in ("died", "restarted"):
+            self._restarted[comp.name] = (time.monotonic(), detail)
+
+    def problems(self) -> dict[str, str]:
+        """Everything degraded now, ``{component: problem}``: unhealthy components, deaths
+        in the last :data:`RESTART_REPORTED_S`, evaluation errors."""
+        out = self.supervisor.problems()
+        now = time.monotonic()
+        for name, (at, detail) in list(self._restarted.items()):
+            if now - at <= RESTART_REPORTED_S:
+                out.setdefault(name, f"{detail} (restarted)" if "restarted" not in detail else detail)
+            else:
+                self._restarted.pop(name, None)
+        return out
+
+    def _evaluator_problem(self) -> str | None:
+        if self._eval_error is not None and time.monotonic() - self._eval_error[0] <= RESTART_REPORTED_S:
+            return self._eval_error[1]
+        if self._queue is not None and self._queue.qsize() > 1000:
+            return f"{self._queue.qsize()} batches waiting to be judged"
+        return None
+
+    def _degraded_now(self) -> dict[str, str]:
+        """:meth:`problems` that have lasted :attr:`degraded_after_s` (a death at once)."""
+        probs = self.problems()
+        now = time.monotonic()
+        for name in list(self._problem_since):
+            if name not in probs:
+                del self._problem_since[name]
+        out = {}
+        for name, text in probs.items():
+            since = self._problem_since.setdefault(name, now)
+            if name in self._restarted or now - since >= self.degraded_after_s:
+                out[name] = text
+        return out
 
     # -- tasks --------------------------------------------------------------------------
 
@@ -143,53 +272,82 @@ class Pipeline:
         self.health.observe(r.sensor_id, r.time_us, r.value, r.quality, now)
         return self.episodes.push(r.sensor_id, r.time_us, r.value, r.quality)
 
-    async def _evaluate(self) -> None:
+    async def _evaluate(self, comp: Component) -> None:
         loop = asyncio.get_running_loop()
-        done = False
-        while not done:
-            parts = [await self._queue.get()]
-            while not self._queue.empty():
-                parts.append(self._queue.get_nowait())
-            if parts[-1] is None or None in parts:
-                done = True
+        while True:
+            comp.beat()
+            if self._inflight is None:
+                try:
+                    first = await asyncio.wait_for(self._queue.get(), 1.0)
+                except asyncio.TimeoutError:
+                    continue
+                parts = [first]
+                while not self._queue.empty():
+                    parts.append(self._queue.get_nowait())
+                done = None in parts
                 parts = [p for p in parts if p is not None]
-            if not parts:
-                continue
-            batch = Readings.concat(parts)
+                if not parts:
+                    if done:
+                        return
+                    continue
+                # kept until judged: a restarted evaluator takes it up again
+                self._inflight = Readings.concat(parts)
+            else:
+                done = False
+            batch = self._inflight
             try:
                 opened, closed = await loop.run_in_executor(self._eval_pool, self._evaluate_batch, batch,
                                                             self.clock())
                 self.evaluated += len(batch)
-                if opened or closed:
-                    await self.manager.on_episodes(opened, closed)
-            except Exception:  # noqa: BLE001 - the pipeline must keep running
-                log.exception("evaluating a batch of %d readings failed", len(batch))
+                self.last_evaluated_at = time.time()
+            except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the judging of the rest
+                self._evaluation_failed(batch, exc)
+                opened, closed = [], []
+            self._inflight = None
+            if opened or closed:
+                await self.manager.on_episodes(opened, closed)
+            if done:
+                return
 
-    async def _tick(self) -> None:
-        last_status = last_devices = 0.0
+    def _evaluation_failed(self, batch: Readings, exc: Exception) -> None:
+        self.eval_errors += 1
+        text = f"judging a batch of {len(batch)} readings failed: {type(exc).__name__}: {exc}"[:300]
+        self._eval_error = (time.monotonic(), text)
+        tb = traceback.extract_tb(exc.__traceback__)
+        kind = (type(exc).__name__, tb[-1].filename if tb else "", tb[-1].lineno if tb else 0)
+        if kind not in self._logged_kinds:
+            self._logged_kinds.add(kind)
+            log.exception("%s (traceback logged once for this kind)", text)
+        else:
+            log.error("%s", text)
+
+    async def _tick(self, comp: Component) -> None:
+        last_devices = 0.0
         devices: dict = {}
         while True:
+            comp.beat()
             await asyncio.sleep(self.tick_s)
-            try:
-                now = time.monotonic()
-                if self.cfg.devices and now - last_devices >= 2.0:
-                    devices = await self._devices_down()
-                    last_devices = now
-                problems = dict(self.health.problems(self.clock()))
-                problems.update(devices)
-                await self.manager.on_health(problems, self.sensor_names)
-                await self.manager.tick()
-                if now - last_status >= 2.0:
-                    self._write_status()
-                    last_status = now
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001
-                log.exception("alert timers failed; retrying")
+            now = time.monotonic()
+            if self.cfg.devices and now - last_devices >= 2.0:
+                devices = await self._devices_down()
+                last_devices = now
+            problems = dict(self.health.problems(self.clock()))
+            problems.update(devices)
+            await self.manager.on_health(problems, self.sensor_names)
+            await self.manager.on_system(self._degraded_now())
+            await self.manager.on_growing(self.episodes.open_records())
+            while self.episodes.learned:
+                sensor_id, interval_s = self.episodes.learned.popitem()
+                log.info("sensor %d: nominal interval %.3f s learned from its readings", sensor_id, interval_s)
+                self.manager.outbox.put({"op": "interval", "sensor_id": sensor_id, "interval_s": interval_s})
+            await self.manager.tick()
 
     async def _devices_down(self) -> dict:
+        if not self.ingest.writer.stats.db_up:
+            return {}
+
         def q():
-            with psycopg.connect(self.owner_url) as conn:
+            with psycopg.connect(self.owner_url, connect_timeout=3) as conn:
                 return conn.execute("SELECT device, site_key, last_good_at, last_error FROM device_health "
                                     "WHERE state = 'down'").fetchall()
         try:
@@ -203,31 +361,64 @@ class Pipeline:
     # -- status -------------------------------------------------------------------------
 
     def status(self) -> dict:
-        """What the pipeline is doing: collectors, counts, the database, alerts."""
+        """What the pipeline is doing: every component (alive, healthy, restarts, problem,
+        ages), queues, dead letters of the last hour, the database, the spool, alerts."""
         ing, man = self.ingest, self.manager
+        base = ing.status() if ing else {"components": self.supervisor.snapshot(), "readings": {}, "queues": {},
+                                         "dead_letters": {}}
         w = ing.writer.stats if ing else None
+        comps = base["components"]
+        if "evaluator" in comps:
+            comps["evaluator"].update({
+                "queue_batches": self._queue.qsize() if self._queue else 0, "evaluated": self.evaluated,
+                "errors": self.eval_errors, "learning_interval": self.episodes.learning if self.episodes else [],
+                "last_evaluated_age_s": None if self.last_evaluated_at is None
+                else round(time.time() - self.last_evaluated_at, 3)})
+        if "alerts" in comps and man is not None:
+            comps["alerts"].update(man.status())
+        problems = self.problems()
+        if w is None:
+            database = "unknown (starting)"
+        elif ing.writer._held is not None:
+            database = "down; spool full or unwritable: NOT STORING (broker keeps the messages)"
+        else:
+            database = "up" if w.db_up else "down (spooling)"
         return {
             "pid": os.getpid(), "started": self.started, "updated": time.time(),
+            "state": "degraded" if problems else "ok", "problems": problems,
+            "components": comps,
             "collectors": {"mqtt": bool(ing and ing.mqtt), "modbus": bool(ing and ing.modbus),
                            "mqtt_connected": ing.mqtt.connected if ing and ing.mqtt else None},
-            "readings": {"accepted": ing.sink.accepted if ing else 0,
-                         "evaluated": self.evaluated,
-                         "inserted": w.readings_inserted if w else None,
-                         "spooled": w.readings_spooled if w else None,
-                         "dead_letters": w.dead_letters if w else None,
+            "readings": {**base["readings"], "evaluated": self.evaluated,
                          "late_dropped": self.episodes.dropped_late if self.episodes else 0},
-            "database": "up" if (w is None or w.db_up) else "down (spooling)",
+            "queues": {**base["queues"], "evaluator_batches": self._queue.qsize() if self._queue else 0,
+                       "alert_writes": len(man.outbox) if man else 0},
+            "dead_letters": base["dead_letters"],
+            "database": database, "sensors_from": self.sensors_from,
+            "spool": ing.writer.spool.status() if ing else None,
             "alerts": {"active": len(man.active) if man else 0, **(man.stats if man else {})},
         }
+
+    def _status_loop(self, comp: Component) -> None:
+        """The status file, from a thread of its own: it stays truthful when the loop is stuck
+        (the stuck components show as stalled)."""
+        while not comp.stopping and not self._final:
+            self._write_status()
+            if comp.sleep(2.0):
+                return
 
     def _write_status(self, final: bool = False) -> None:
         if not self.status_path:
             return
-        st = self.status()
+        for attempt in (1, 2, 3):
+            try:
+                st = self.status()
+                break
+            except RuntimeError:        # a dict changed size while read from this thread: read again
+                if attempt == 3:
+                    raise
         st["running"] = not final
-        tmp = self.status_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(st, indent=1))
-        tmp.replace(self.status_path)
+        service.write_status(self.status_path, st)
 
 
 def run_until_signalled(pipeline: Pipeline) -> None:
