@@ -14,9 +14,16 @@ single
     the database. Peer: a bare paho subscriber (auto acknowledgement, no parsing, no
     database) draining the same queue.
 
+broker-durability
+    What the broker's prompt persistence costs (issue 12: the generated config saves the
+    queued messages of offline sessions every second instead of every five): the batched
+    messages queued for an offline session and drained by a bare paho subscriber, timed
+    from the first publish to the last message received, on the generated config. Peer: the
+    same on the same broker restarted with the old setting (``autosave_interval 5``).
+
 Queueing first, then draining, measures the receiving side alone: the publisher's speed
-does not enter either figure. Prints one JSON line per case; the last line is the batched
-case with the single case under ``"also"``.
+does not enter the first two figures. Prints one JSON line per case; the last line is the
+batched case with the other cases under ``"also"``.
 
 ``BENCH_QUICK=1``: 200,000 batched readings and 20,000 single messages.
 """
@@ -42,6 +49,7 @@ from ingest.mqtt.collector import MqttCollector  # noqa: E402
 from ingest.sink import Sink  # noqa: E402
 from ingest.writer import Writer, copy_binary  # noqa: E402
 from ingest.batch import Readings  # noqa: E402
+from sewerwatch.services.mosquitto import AUTOSAVE  # noqa: E402
 from sewerwatch.services.scratch import scratch  # noqa: E402
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -49,7 +57,9 @@ N_BATCHED = 200_000 if QUICK else 2_000_000
 M_SINGLE = 20_000 if QUICK else 100_000
 PER_MESSAGE = 1000
 SENSORS = 100
-T0_MS = 1_772_366_400_000
+#: the readings' times start 30 days ago (the collector takes readings up to 400 days old,
+#: [ingest] max_past_days, and none from the future)
+T0_MS = (int(time.time()) // 86_400 - 30) * 86_400_000
 
 
 def _client(url: str, client_id: str, clean: bool, manual_ack: bool = False) -> mqtt.Client:
@@ -110,9 +120,9 @@ def _batched_messages(n: int):
     return msgs
 
 
-def _single_messages(m: int):
+def _single_messages(m: int, offset_ms: int = 10**9):
     return [(f"sewerwatch/site{i % SENSORS}/ph",
-             b'{"t": %d, "v": 7.%02d, "u": "pH"}' % (T0_MS + 10**9 + (i // SENSORS) * 1000, i % 100))
+             b'{"t": %d, "v": 7.%02d, "u": "pH"}' % (T0_MS + offset_ms + (i // SENSORS) * 1000, i % 100))
             for i in range(m)]
 
 
@@ -215,8 +225,7 @@ def run(state: Path, pg, mq) -> None:
     bare_secs = _drain_bare_paho(mq, "bench-bare", M_SINGLE)
     bare = M_SINGLE / bare_secs
     print(f"bare paho: {M_SINGLE} messages in {bare_secs:.2f} s = {bare:,.0f} messages/s", file=sys.stderr)
-    singles = _single_messages(M_SINGLE)
-    singles = [(t, p.replace(b'"t": 1', b'"t": 2', 1)) for t, p in singles]  # new times, new rows
+    singles = _single_messages(M_SINGLE, offset_ms=2 * 10**9)   # new times, new rows
     _register_session(mq.url("admin"), "bench-collector-2")
     _publish(mq.url("device"), singles)
     secs = _drain_with_collector(pg, mq, "bench-collector-2", M_SINGLE, refs, state / "spool2")
@@ -227,7 +236,33 @@ def run(state: Path, pg, mq) -> None:
               "peer": "bare paho-mqtt subscriber (receive only)", "peer_value": round(bare),
               "ratio": round(ours_single / bare, 3), "messages": M_SINGLE}
     print(json.dumps(single))
-    print(json.dumps({**batched, "also": single}))
+
+    # --- what prompt broker persistence costs: queue and drain, new versus old setting ---
+    durable = _queue_and_drain(mq, msgs, "bench-durable-1")
+    mq.stop()
+    mq.autosave = "autosave_interval 5"
+    mq.start()
+    lazy = _queue_and_drain(mq, msgs, "bench-durable-2")
+    mq.stop()
+    mq.autosave = AUTOSAVE
+    mq.start()
+    print(f"queue and drain {len(msgs)} batched messages: saving every second {durable:,.0f} messages/s, "
+          f"every 5 s {lazy:,.0f} messages/s", file=sys.stderr)
+    persistence = {"benchmark": "broker-persistence-cost", "value": round(durable), "unit": "messages/s",
+                   "peer": "the same broker saving every 5 s (the old config)", "peer_value": round(lazy),
+                   "ratio": round(durable / lazy, 3), "messages": len(msgs), "bytes": sum(len(p) for _, p in msgs)}
+    print(json.dumps(persistence))
+    print(json.dumps({**batched, "also": [single, persistence]}))
+
+
+def _queue_and_drain(mq, msgs, client_id: str) -> float:
+    """Messages/s from the first publish to the last message a bare subscriber received, the
+    messages queued for its offline session in between."""
+    _register_session(mq.url("admin"), client_id)
+    t0 = time.perf_counter()
+    _publish(mq.url("device"), msgs)
+    _drain_bare_paho(mq, client_id, len(msgs))
+    return len(msgs) / (time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,40 @@ DB_ROLES = {"admin": "sewerwatch_admin", "owner": "sewerwatch_owner", "ingest": 
             "grafana": "sewerwatch_grafana"}
 #: Broker account (``secrets.json``'s ``mqtt`` section) -> MQTT user name.
 MQTT_USERS = {"admin": "sewerwatch", "collector": "collector", "device": "device", "notifier": "notifier"}
+#: A site's own broker account is this prefix and the site id (``secrets.json``'s ``mqtt_sites``).
+SITE_USER_PREFIX = "site-"
+
+
+def site_user(site: str) -> str:
+    """The MQTT user name of site ``site``'s devices (``site-<id>``)."""
+    return f"{SITE_USER_PREFIX}{site}"
+
+
+def site_topics(cfg, site: str) -> list[str]:
+    """The topic filters site ``site``'s devices may publish to: each ``[mqtt] topics``
+    pattern with the site filled in and everything from its ``{site}`` level down
+    (``sewerwatch/acme/#``), and the explicit topics of the site's MQTT sensors."""
+    out = []
+    for pattern in cfg.mqtt_topics:
+        levels = pattern.split("/")
+        i = levels.index("{site}")
+        f = "/".join([*levels[:i], site, "#"])
+        if f not in out:
+            out.append(f)
+    for s in cfg.sensors:
+        if s.site == site and s.source == "mqtt" and s.topic and not any(_covers(f, s.topic) for f in out):
+            out.append(s.topic)
+    return out
+
+
+def _covers(filt: str, topic: str) -> bool:
+    f, t = filt.split("/"), topic.split("/")
+    for i, lvl in enumerate(f):
+        if lvl == "#":
+            return True
+        if i >= len(t) or (lvl != "+" and lvl != t[i]):
+            return False
+    return len(f) == len(t)
 
 
 def pg_url(account: str, password: str, port: int, database: str = DATABASE) -> str:
@@ -35,14 +69,19 @@ def broker_url(account: str, password: str, port: int) -> str:
     return f"mqtt://{MQTT_USERS[account]}:{quote(password, safe='')}@{HOST}:{port}"
 
 
+def site_broker_url(site: str, password: str, port: int) -> str:
+    """URL of site ``site``'s account on the embedded broker."""
+    return f"mqtt://{site_user(site)}:{quote(password, safe='')}@{HOST}:{port}"
+
+
 @dataclass
 class Endpoints:
     """Where the database and the broker are, with credentials.
 
     ``db_urls`` maps ``owner``, ``ingest``, ``grafana`` (and ``admin`` for the embedded
     superuser) to URLs; ``mqtt_urls`` maps ``admin``, ``collector``, ``device``,
-    ``notifier`` to broker URLs. A configured service has only its one URL, under
-    ``owner``/``admin``.
+    ``notifier`` to broker URLs; ``site_urls`` each site id to its devices' account. A
+    configured service has only its one URL, under ``owner``/``admin``.
     """
 
     db_url: str
@@ -51,6 +90,7 @@ class Endpoints:
     mqtt_embedded: bool
     db_urls: dict = field(default_factory=dict)
     mqtt_urls: dict = field(default_factory=dict)
+    site_urls: dict = field(default_factory=dict)
 
     def db(self, role: str = "owner") -> str:
         return self.db_urls.get(role) or self.db_url
@@ -62,12 +102,14 @@ class Endpoints:
 def endpoints(cfg) -> Endpoints:
     """The endpoints of ``cfg`` (:class:`foundation.config.Config`)."""
     svc = cfg.services
-    pw = secrets.load_or_create(svc.state_dir)
+    pw = secrets.load_or_create(svc.state_dir, [s.id for s in cfg.sites])
     db_urls = {} if svc.db_url else {a: pg_url(a, pw["db"][a], svc.pg_port) for a in DB_ROLES}
     mqtt_urls = {} if svc.mqtt_url else {a: broker_url(a, pw["mqtt"][a], svc.mqtt_port) for a in MQTT_USERS}
+    site_urls = {} if svc.mqtt_url else {s.id: site_broker_url(s.id, pw["mqtt_sites"][s.id], svc.mqtt_port)
+                                         for s in cfg.sites}
     return Endpoints(
         db_url=svc.db_url or db_urls["owner"],
         mqtt_url=svc.mqtt_url or mqtt_urls["admin"],
         db_embedded=not svc.db_url, mqtt_embedded=not svc.mqtt_url,
-        db_urls=db_urls, mqtt_urls=mqtt_urls,
+        db_urls=db_urls, mqtt_urls=mqtt_urls, site_urls=site_urls,
     )

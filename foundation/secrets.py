@@ -1,4 +1,9 @@
-"""Passwords of the embedded services, generated once and kept in the state folder (0600)."""
+"""Passwords of the embedded services, generated once and kept in the state folder (0600).
+
+``secrets.json`` holds ``db`` (database roles), ``mqtt`` (the broker's fixed accounts) and
+``mqtt_sites``: one broker account per site of the config (issue 12, "Device identity"),
+created the first time the site is seen and kept (a site's devices keep their password).
+"""
 
 from __future__ import annotations
 
@@ -12,20 +17,25 @@ DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
 MQTT_ACCOUNTS = ("admin", "collector", "device", "notifier")
 
 
-def load_or_create(state_dir: Path) -> dict:
+def load_or_create(state_dir: Path, sites=()) -> dict:
     """Read ``secrets.json`` in ``state_dir``, creating any missing password.
+
+    Parameters
+    ----------
+    sites : iterable of str
+        Site ids that need a broker account of their own.
 
     Returns
     -------
     dict
-        ``{"db": {account: password}, "mqtt": {account: password}}``.
+        ``{"db": {account: password}, "mqtt": {account: password}, "mqtt_sites": {site: password}}``.
     """
     path = state_dir / "secrets.json"
-    data = {"db": {}, "mqtt": {}}
+    data = {"db": {}, "mqtt": {}, "mqtt_sites": {}}
     if path.exists():
         data.update(json.loads(path.read_text()))
     changed = False
-    for section, accounts in (("db", DB_ACCOUNTS), ("mqtt", MQTT_ACCOUNTS)):
+    for section, accounts in (("db", DB_ACCOUNTS), ("mqtt", MQTT_ACCOUNTS), ("mqtt_sites", tuple(sites))):
         for account in accounts:
             if account not in data[section]:
                 data[section][account] = _random.token_urlsafe(18)

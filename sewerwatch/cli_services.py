@@ -1,4 +1,4 @@
-"""CLI: ``sewerwatch services up|down|status``."""
+"""CLI: ``sewerwatch services up|down|status|credentials``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ def register(sub) -> None:
     st = ssub.add_parser("status", help="the services in use, their URLs and state")
     st.add_argument("--json", action="store_true", help="print JSON")
     st.set_defaults(func=_status)
+    cr = ssub.add_parser("credentials", help="the broker account of one site's devices (for the integrator)")
+    cr.add_argument("site", help="the site id (the config's [[sites]] id)")
+    cr.add_argument("--json", action="store_true", help="print JSON")
+    cr.set_defaults(func=_credentials)
 
 
 def _log(msg: str) -> None:
@@ -56,6 +60,18 @@ def _status(args, ctx) -> int:
             for x in srv["lost"]:
                 print(f"{'':12}   without: {x}")
     print(f"{'state':12} {st['state_dir']}")
+    return 0
+
+
+def _credentials(args, ctx) -> int:
+    cred = services.site_credentials(ctx.config, args.site)
+    if args.json:
+        print(json.dumps(cred, indent=2))
+        return 0
+    print(f"site:    {cred['site']}")
+    print(f"broker:  {cred['mqtt_url']}")
+    print(f"topics:  {', '.join(cred['topics'])}  (publish only; anything else is refused)")
+    print("(run 'sewerwatch services up' after adding a site to the config: it creates the account)")
     return 0
 
 

@@ -146,16 +146,16 @@ class MqttCollector:
 
     def stop(self) -> None:
         """Flush what was received, then disconnect (unflushed acks are simply not sent)."""
+        for comp in (self.network, self.flusher):
+            if comp is not None:
+                comp.finished = True       # returning now is no death
         self._stop.set()
         with self._room:
             self._room.notify_all()
         self._flush_now.set()
         if self.flusher is not None and self.flusher.thread is not None:
-            self.flusher.finished = True
             self.flusher.thread.join(5)
         self.flush()
-        if self.network is not None:
-            self.network.finished = True
         self.client.disconnect()
         if self.network is not None and self.network.thread is not None:
             self.network.thread.join(5)

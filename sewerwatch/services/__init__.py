@@ -9,20 +9,22 @@ from __future__ import annotations
 
 from foundation import secrets as _secrets
 from foundation.config import Config
-from foundation.endpoints import Endpoints, endpoints
+from foundation.endpoints import Endpoints, endpoints, site_topics
+from foundation.errors import InputError
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
 from sewerwatch.services.postgres import EmbeddedPostgres
 
-__all__ = ["Endpoints", "down", "embedded", "endpoints", "status", "up"]
+__all__ = ["Endpoints", "down", "embedded", "endpoints", "site_credentials", "status", "up"]
 
 
 def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     """The embedded services described by ``cfg`` (created or not)."""
     state = cfg.services.state_dir
-    pw = _secrets.load_or_create(state)
+    pw = _secrets.load_or_create(state, [s.id for s in cfg.sites])
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
+    sites = {s.id: (pw["mqtt_sites"][s.id], site_topics(cfg, s.id)) for s in cfg.sites}
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
-            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"]))
+            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites))
 
 
 def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:
@@ -42,9 +44,12 @@ def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True)
             log(f"starting TimescaleDB on 127.0.0.1:{pg.port}")
             pg.start()
         bootstrap.embedded(pg)
-    if mqtt and not cfg.services.mqtt_url and not mq.running():
-        log(f"starting Mosquitto on 127.0.0.1:{mq.port}")
-        mq.start()
+    if mqtt and not cfg.services.mqtt_url:
+        if not mq.running():
+            log(f"starting Mosquitto on 127.0.0.1:{mq.port}")
+            mq.start()
+        elif mq.sync_accounts():
+            log("Mosquitto: site accounts brought up to date with the config")
     return endpoints(cfg)
 
 
@@ -59,12 +64,31 @@ def down(cfg: Config, log=lambda msg: None) -> None:
         pg.stop()
 
 
+def site_credentials(cfg: Config, site: str) -> dict:
+    """What an integrator needs to connect site ``site``'s devices: the broker URL with the
+    site's own account, and the topics it may publish to.
+
+    Raises
+    ------
+    foundation.errors.InputError
+        For a site the config does not have, or a broker the config names (its accounts
+        are not sewerwatch's to give).
+    """
+    if site not in {s.id for s in cfg.sites}:
+        raise InputError(f"no site {site!r} in {cfg.path} (sites: {', '.join(s.id for s in cfg.sites) or 'none'})")
+    if cfg.services.mqtt_url:
+        raise InputError("the broker is configured ([services] mqtt_url), not embedded: its accounts are managed "
+                         "there")
+    ep = endpoints(cfg)
+    return {"site": site, "mqtt_url": ep.site_urls[site], "topics": site_topics(cfg, site)}
+
+
 def status(cfg: Config) -> dict:
     """The services in use: URLs (with credentials for the embedded ones) and process state."""
     ep = endpoints(cfg)
     pg, mq = embedded(cfg)
     out = {"db_url": ep.db_url, "mqtt_url": ep.mqtt_url, "state_dir": str(cfg.services.state_dir),
-           "db_urls": ep.db_urls, "mqtt_urls": ep.mqtt_urls}
+           "db_urls": ep.db_urls, "mqtt_urls": ep.mqtt_urls, "site_mqtt_urls": ep.site_urls}
     out["timescaledb"] = {"embedded": False, "url": ep.db_url} if not ep.db_embedded else {"embedded": True, **pg.status()}
     out["mosquitto"] = {"embedded": False, "url": ep.mqtt_url} if not ep.mqtt_embedded else {"embedded": True, **mq.status()}
     if not ep.db_embedded or out["timescaledb"].get("running"):

@@ -4,11 +4,17 @@ Accounts and what they may do (``acl`` below):
 
 - ``admin``: everything (tests, tools, the demo).
 - ``collector``: subscribe to readings ``sewerwatch/#`` only (ingest issue, Security).
-- ``device``: publish readings and status under ``sewerwatch/#`` only.
+- ``site-<id>``: one per site of the config (issue 12, "Device identity"): publish only
+  under that site's topics (``sewerwatch/<id>/#``, per ``[mqtt] topics`` pattern, and the
+  explicit topics of its MQTT sensors). A device of one plant cannot write readings for
+  another. ``sewerwatch services credentials SITE`` gives the integrator its URL.
+- ``device``: publish under ``sewerwatch/#`` (the simulators and tests, which play many
+  sites; not for field devices).
 - ``notifier``: publish alerts under ``sewerwatch-alerts/#`` only.
 
 Persistence is on and queues are deep, so a collector's persistent QoS 1 session keeps its
-messages while the collector is down and across a broker restart.
+messages while the collector is down and across a broker restart. How promptly queued
+messages reach the disk is :data:`AUTOSAVE` (the README states the window).
 """
 
 from __future__ import annotations
@@ -16,10 +22,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from foundation.endpoints import HOST, MQTT_USERS, broker_url
+from foundation.endpoints import HOST, MQTT_USERS, broker_url, site_broker_url, site_user
 from foundation.errors import ServiceError
 from sewerwatch.services.process import (
     chown_tree,
@@ -49,6 +55,21 @@ user notifier
 topic write sewerwatch-alerts/#
 """
 
+#: How the broker saves its in-memory state (queued messages of offline sessions among it).
+#: Mosquitto 2.0 writes a whole snapshot each time; see the README for the window and the cost
+#: measured by ``benchmarks/ingest.py``.
+AUTOSAVE = "autosave_on_changes false\nautosave_interval 1"
+
+
+def site_acl(sites: dict) -> str:
+    """ACL entries of the sites' accounts: ``{site: (password, [topic filters])}``."""
+    out = []
+    for site, (_, topics) in sorted(sites.items()):
+        out.append(f"user {site_user(site)}")
+        out += [f"topic write {t}" for t in topics]
+        out.append("")
+    return "\n".join(out)
+
 CONF = """# written by sewerwatch; the embedded broker's settings
 per_listener_settings false
 listener {port} 127.0.0.1
@@ -57,7 +78,7 @@ password_file {dir}/passwd
 acl_file {dir}/acl
 persistence true
 persistence_location {dir}/data/
-autosave_interval 5
+{autosave}
 pid_file {dir}/mosquitto.pid
 log_dest file {dir}/mosquitto.log
 log_type error
@@ -89,6 +110,8 @@ class EmbeddedMosquitto:
     state_dir: Path
     port: int
     passwords: dict
+    sites: dict = field(default_factory=dict)    # site id -> (password, [topic filters])
+    autosave: str = AUTOSAVE
 
     @property
     def base(self) -> Path:
@@ -100,6 +123,10 @@ class EmbeddedMosquitto:
 
     def url(self, account: str = "admin") -> str:
         return broker_url(account, self.passwords[account], self.port)
+
+    def site_url(self, site: str) -> str:
+        """The URL of site ``site``'s devices' account."""
+        return site_broker_url(site, self.sites[site][0], self.port)
 
     def pid(self) -> int | None:
         pid = read_pid(self.base / "mosquitto.pid")
@@ -116,15 +143,20 @@ class EmbeddedMosquitto:
         """(Re)write the broker's config, password file and ACL."""
         (self.base / "data").mkdir(parents=True, exist_ok=True)
         run_as = "mosquitto" if is_root() and system_user("mosquitto") else ("root" if is_root() else "")
-        conf = CONF.format(port=self.port, dir=self.base, user_line=f"user {run_as}" if run_as else "")
+        conf = CONF.format(port=self.port, dir=self.base, user_line=f"user {run_as}" if run_as else "",
+                           autosave=self.autosave)
         (self.base / "mosquitto.conf").write_text(conf)
-        (self.base / "acl").write_text(ACL)
+        (self.base / "acl").write_text(ACL + "\n" + site_acl(self.sites))
         passwd = self.base / "passwd"
-        passwd.unlink(missing_ok=True)
+        new = self.base / "passwd.new"
+        new.unlink(missing_ok=True)
         tool = find_binary("mosquitto_passwd")
-        passwd.touch(mode=0o600)
-        for account, user in USERNAMES.items():
-            run([tool, "-b", str(passwd), user, self.passwords[account]], what="mosquitto_passwd")
+        new.touch(mode=0o600)
+        accounts = [(user, self.passwords[a]) for a, user in USERNAMES.items()]
+        accounts += [(site_user(site), pw) for site, (pw, _) in sorted(self.sites.items())]
+        for user, password in accounts:
+            run([tool, "-b", str(new), user, password], what="mosquitto_passwd")
+        os.replace(new, passwd)
         for f in ("passwd", "acl", "mosquitto.conf"):
             os.chmod(self.base / f, 0o600 if f == "passwd" else 0o644)
         if run_as == "mosquitto":
@@ -146,6 +178,17 @@ class EmbeddedMosquitto:
             time.sleep(0.05)
         tail = self.log_file.read_text().strip().splitlines()[-3:] if self.log_file.exists() else []
         raise ServiceError(f"Mosquitto did not start on {HOST}:{self.port}: {' | '.join(tail)}")
+
+    def sync_accounts(self) -> bool:
+        """Rewrite the accounts and ACL of a running broker when they changed (a site added
+        to the config) and have it reload them (SIGHUP); True when it did."""
+        acl = self.base / "acl"
+        want = ACL + "\n" + site_acl(self.sites)
+        if not self.running() or (acl.is_file() and acl.read_text() == want):
+            return False
+        self.write_config()
+        os.kill(self.pid(), signal.SIGHUP)
+        return True
 
     def stop(self) -> None:
         pid = self.pid()
