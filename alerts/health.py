@@ -87,33 +87,42 @@ class HealthWatch:
 
     def _faults(self, sensor, time_us, value, quality, ok) -> None:
         """Per sensor in the batch: is its latest reading faulty, and since when (the first
-        reading of the faulty run that ends it)?"""
+        reading of the faulty run that ends it)? A faulty run that ended within the batch
+        is kept as ended, so :meth:`problems` reports it once."""
         order = np.lexsort((time_us, sensor))
         s, t, v, q, good = sensor[order], time_us[order], value[order], quality[order], ok[order]
         starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
         ends = np.r_[starts[1:], len(s)] - 1
-        last_good = np.maximum.reduceat(np.where(good, np.arange(len(s)), -1), starts)
+        idx = np.arange(len(s))
+        last_good = np.maximum.reduceat(np.where(good, idx, -1), starts)
+        first_bad = np.minimum.reduceat(np.where(good, len(s), idx), starts)
         run_start = np.maximum(last_good + 1, starts)
-        for c, e, r in zip(s[starts].tolist(), ends.tolist(), run_start.tolist()):
+        for c, e, r, b in zip(s[starts].tolist(), ends.tolist(), run_start.tolist(), first_bad.tolist()):
             te = int(t[e])
             if te <= self.fault_seen.get(c, -1):
                 continue                               # an older batch arriving late
             self.fault_seen[c] = te
+            f = self.faults.get(c)
             if good[e]:
-                self.faults.pop(c, None)
-            elif c in self.faults:
-                self.faults[c].update(value=float(v[e]), quality=int(q[e]))
+                if f is not None:
+                    f["ended"] = True
+                elif b < len(s):                       # a faulty run came and went in this batch
+                    self.faults[c] = {"since": int(t[b]), "value": float(v[b]), "quality": int(q[b]), "ended": True}
+            elif f is not None and not f.get("ended"):
+                f.update(value=float(v[e]), quality=int(q[e]))
             else:
-                self.faults[c] = {"since": int(t[r]), "value": float(v[e]), "quality": int(q[e])}
+                self.faults[c] = {"since": int(t[r]), "value": float(v[e]), "quality": int(q[e]), "ended": False}
 
     def problems(self, now: float) -> dict[tuple[str, int], dict]:
         """Current conditions: ``{(rule, sensor): {"since": epoch s, "detail": text}}`` with
         rule ``no-data``, ``flatline`` or ``sensor-fault``."""
         out = {}
-        for c, f in self.faults.items():
+        for c, f in list(self.faults.items()):
             what = (f"reading {f['value']:g} is outside the physically possible range (or the sensor's full scale)"
                     if f["quality"] == 1 else "the device flags a fault or sends no number")
             out[("sensor-fault", c)] = {"since": f["since"] / US, "detail": f"{what}; stored, not judged"}
+            if f["ended"]:
+                del self.faults[c]                     # reported once: the episode is over
         for c, a in self.arrived.items():
             if now - a > self.no_data_after_s:
                 out[("no-data", c)] = {"since": a, "detail": f"no reading for {now - a:.0f} s "

@@ -290,9 +290,9 @@ class Supervisor:
             if now >= comp._next_restart:
                 comp._next_restart = None
                 comp.restarts += 1
-                comp._start_thread()
                 self.event("restarted", comp, f"{comp.name} restarted (restart {comp.restarts}; "
                                               f"last error: {comp.last_error})")
+                comp._start_thread()
             return
         if comp.alive and comp.stall_after is not None:
             quiet = now - comp.last_beat

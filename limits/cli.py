@@ -99,7 +99,9 @@ def run(args, ctx) -> int:
 
 
 def note_line(n: dict) -> str:
-    """``acme/flow: slug not judged: no baseline yet (from ... until ...)``."""
+    """``acme/flow: slug not judged: no baseline yet (from ... until ...)``, or a note's own line."""
+    if "line" in n:
+        return n["line"]
     return f"{n['site']}/{n['sensor']}: {n['note']} ({n['rule']}, readings from {n['from']} until {n['until']})"
 
 
@@ -135,7 +137,8 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
     ``permit_files``: discharge permits of sites in the file (:mod:`limits.permits`): a site
     with one is judged by its pack's rules merged with the permit's (the stricter applies),
     and its flow meters' slug baseline before 24 hours of readings is the permit's average
-    daily flow.
+    daily flow. The notes end with a count of the readings outside the physically possible
+    range (not judged), when there are any.
     """
     # lazy: pyarrow takes about 0.1 s to import, which --help and the database mode do not need
     from limits.csvio import read_readings_csv
@@ -171,7 +174,22 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
         notes += slug_not_judged(rules, *part, meta=meta)
     recs.sort(key=lambda r: (r["site"], r["parameter"], r["start"], r["rule"]))
     add_site_rule_days(recs, pack)
+    implausible = implausible_summary(tab)
+    if implausible:
+        notes.append({"line": implausible})
     return recs, notes
+
+
+def implausible_summary(tab) -> str:
+    """``N readings outside the physically possible range were not judged (site/param: n, ...)``
+    ("" when there are none): issue 12, such readings are counted, never left out silently."""
+    if tab.implausible is None or not tab.implausible.any():
+        return ""
+    codes, counts = np.unique(tab.sensor[tab.implausible], return_counts=True)
+    per = ", ".join(f"{tab.meta[c].site}/{tab.meta[c].parameter}: {n}" for c, n in zip(codes.tolist(), counts.tolist()))
+    total = int(counts.sum())
+    return (f"{total} reading{'s' if total != 1 else ''} outside the physically possible range "
+            f"{'were' if total != 1 else 'was'} not judged ({per})")
 
 
 def add_site_rule_days(records: list[dict], pack=None) -> None:

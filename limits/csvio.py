@@ -4,7 +4,9 @@ Header ``time,site,parameter,value,unit`` (any column order, an optional ``quali
 column); one reading per line; ``time`` ISO-8601 with a UTC offset (``Z``, ``+HH:MM``,
 ``+HHMM`` or ``+HH``), ``T`` or a space between date and time; ``value`` a number, or
 ``nan`` or an empty field (a missing reading, skipped by evaluation); ``unit`` one of the
-parameter's units in :mod:`foundation.units`. Each (site, parameter) is one sensor.
+parameter's units in :mod:`foundation.units`. Each (site, parameter) is one sensor. A value
+outside the physically possible range of its parameter (pH 0-14, temperature -40 to 250
+degF, no negative flow) gets quality 1: it is not judged, and ``sewerwatch check`` counts it.
 
 What spreadsheets and historians write is read too: a UTF-8 byte-order mark, CRLF line
 ends, quoted fields, blank lines, Excel's ``sep=;`` first line, and ``;`` or tab as the
@@ -66,6 +68,9 @@ class ReadingsTable:
         0 unless the file has a ``quality`` column.
     meta : dict of int to SensorMeta
         Site, parameter (sensor name = parameter) per code.
+    implausible : ndarray of bool
+        Readings outside the physically possible range of their parameter
+        (:data:`foundation.units.PHYSICAL_RANGE`): given quality 1, so never judged.
     """
 
     sensor: np.ndarray
@@ -74,6 +79,7 @@ class ReadingsTable:
     quality: np.ndarray
     meta: dict
     layout: "_Layout | None" = field(default=None, repr=False)
+    implausible: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def line(self) -> np.ndarray:
@@ -615,6 +621,13 @@ def _assemble(where, layout, time, value, quality, site_i, param_i, unit_i, site
     if (scale != 1.0).any() or (offset != 0.0).any():   # all canonical already: nothing to do
         value = value * scale[cinv] + offset[cinv]
     del cinv, combo
+    # outside the physically possible range: kept, flagged (quality 1), never judged (issue 12)
+    lo = np.array([units.PHYSICAL_RANGE.get(p, (-np.inf, np.inf))[0] for p in params] or [-np.inf])
+    hi = np.array([units.PHYSICAL_RANGE.get(p, (-np.inf, np.inf))[1] for p in params] or [np.inf])
+    with np.errstate(invalid="ignore"):
+        implausible = (value < lo[param_i]) | (value > hi[param_i])
+    if implausible.any():
+        quality = np.where((quality == 0) & implausible, np.int16(1), quality).astype(np.int16)
 
     np_ = max(len(params), 1)
     skey = site_i.astype(np.int64) * np_ + param_i
@@ -624,4 +637,4 @@ def _assemble(where, layout, time, value, quality, site_i, param_i, unit_i, site
         site, param = sites[k // np_], params[k % np_]
         meta[code] = SensorMeta(parameter=param, interval_s=None, site=site, name=param)
     return ReadingsTable(sensor=sensor.astype(np.int64), time=time, value=value,
-                         quality=quality, meta=meta, layout=layout)
+                         quality=quality, meta=meta, layout=layout, implausible=implausible)

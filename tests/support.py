@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
 import threading
 import time
 
 import psycopg
+import pytest
 
 from sewerwatch.db import roles
 from sewerwatch.services.scratch import free_port, scratch, state_dir  # noqa: F401 - for the tests
@@ -26,6 +29,12 @@ def own_mosquitto():
         yield s.mq
 
 
+#: The tests replay fixed dates of 2026; readings older than ``[ingest] max_past_days`` (400
+#: by default) are dead letters, so the configs of such tests allow a century of the past.
+HISTORIC = {"max_past_days": 36500.0}
+HISTORIC_TOML = "[ingest]\nmax_past_days = 36500.0\n"
+
+
 def add_site_and_sensors(url: str, site: str, sensors: dict[str, tuple[str, str]]) -> dict[str, int]:
     """Insert a site and its sensors ``{name: (parameter, unit)}``; return name -> sensor id."""
     with psycopg.connect(url) as conn:
@@ -38,6 +47,23 @@ def add_site_and_sensors(url: str, site: str, sensors: dict[str, tuple[str, str]
                 "VALUES (%s, %s, %s, %s, 'mqtt', %s) RETURNING id",
                 (sid, name, parameter, unit, f"mqtt:sewerwatch/{site}/{name}")).fetchone()[0]
     return out
+
+
+@contextlib.contextmanager
+def tiny_filesystem(path, kib: int = 64):
+    """A tmpfs of ``kib`` KiB at ``path`` (a disk that fills up for real); skips the test
+    where mounting is not allowed (not root, or a container without the right)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tiny tmpfs needs root")
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(path)], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
 def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
@@ -55,7 +81,7 @@ def count(url: str, sql: str, params=()) -> int:
 
 
 __all__ = ["free_port", "state_dir", "own_postgres", "own_mosquitto", "add_site_and_sensors", "wait_until",
-           "count", "roles"]
+           "count", "roles", "HISTORIC", "HISTORIC_TOML", "tiny_filesystem"]
 
 
 def mqtt_client(url: str, client_id: str, clean_session: bool = True):

@@ -19,7 +19,7 @@ from alerts.catchers import MailCatcher, WebhookCatcher
 from sewerwatch import cli
 from foundation import config as sw_config
 from sewerwatch.pipeline import Background, Pipeline
-from support import add_site_and_sensors, mqtt_client, publish_all, wait_until
+from support import HISTORIC, add_site_and_sensors, mqtt_client, publish_all, wait_until
 
 pytest.importorskip("aiosmtpd")
 
@@ -50,7 +50,7 @@ def _setup(db, tmp_path, contacts, **alerts):
     with psycopg.connect(db.url) as conn:
         conn.execute("UPDATE sensors SET interval_s = 60 WHERE id = ANY(%s)", (list(ids.values()),))
         conn.execute("UPDATE sites SET name = 'Acme Plating' WHERE key = %s", (site,))
-    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
+    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"}, "ingest": HISTORIC,
                                "alerts": {"console": False, "mqtt": False, "digest_at": False, "contacts": contacts,
                                                           **alerts}},
                               "<test>")

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from ingest import service
 from foundation import config
-from support import (Sender, add_site_and_sensors, count, mqtt_client, own_mosquitto, own_postgres,
-                     publish_all, wait_until)
+from support import (HISTORIC, HISTORIC_TOML, Sender, add_site_and_sensors, count, mqtt_client, own_mosquitto,
+                     own_postgres, publish_all, wait_until)
 
 ROOT = Path(__file__).resolve().parent.parent
 MS0 = 1_772_366_400_000  # 2026-03-01T12:00:00Z
@@ -43,7 +43,7 @@ def _messages(site: str, n: int, batch: int = 1, start_ms: int = MS0):
 
 
 def _ingest(db_ingest_url: str, mqtt_url: str, spool: Path, client_id: str):
-    return service.start(config.from_dict({}), ingest_url=db_ingest_url, mqtt_url=mqtt_url, spool_dir=spool,
+    return service.start(config.from_dict({"ingest": HISTORIC}), ingest_url=db_ingest_url, mqtt_url=mqtt_url, spool_dir=spool,
                          client_id=client_id, max_delay=0.05)
 
 
@@ -132,7 +132,8 @@ def test_collector_killed_with_sigkill_and_restarted_loses_and_doubles_nothing(d
     site = _site()
     add_site_and_sensors(db.url, site, {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
     cfg = tmp_path / "collector.toml"
-    cfg.write_text(f'[services]\ndb_url = "{db.urls["ingest"]}"\nmqtt_url = "{services.mqtt_urls["collector"]}"\n')
+    cfg.write_text(f'[services]\ndb_url = "{db.urls["ingest"]}"\nmqtt_url = "{services.mqtt_urls["collector"]}"\n'
+                   + HISTORIC_TOML)
     cmd = [sys.executable, "-m", "sewerwatch", "--config", str(cfg), "collect", "--client-id", f"c-{site}",
            "--spool-dir", str(tmp_path / "spool"), "--report-every", "1"]
 

@@ -9,9 +9,9 @@ import pytest
 from ingest.batch import DEVICE_FAULT, GOOD, OUT_OF_RANGE, Readings
 from ingest.normalise import flag_out_of_range, normalise
 from ingest.sink import Chunk, DeadLetter, Sink
-from ingest.spool import Spool
+from ingest.spool import Spool, SpoolUnwritable
 from ingest.writer import Writer
-from support import add_site_and_sensors
+from support import add_site_and_sensors, tiny_filesystem
 
 T0_US = 1_772_366_400 * 1_000_000  # 2026-03-01T12:00:00Z
 
@@ -120,12 +120,83 @@ def test_spool_survives_a_torn_tail(tmp_path):
     assert [h["device"] for c in chunks for h in c.health] == ["d"]
 
 
+def test_a_spool_over_its_cap_refuses_the_chunk_and_keeps_its_file_whole(tmp_path):
+    sp = Spool(tmp_path, max_bytes=6000)
+    sp.append(Chunk(_readings([1], 100), [], [], []))         # 2,213 bytes
+    size = sp.size()
+    with pytest.raises(SpoolUnwritable) as err:
+        sp.append(Chunk(_readings([1], 200, seed=1), [], [], []))
+    assert err.value.reason == "cap" and "cap of 6,000 bytes" in str(err.value)
+    assert sp.size() == size and sp.error == str(err.value) and not sp.status()["writable"]
+    assert len(Readings.concat([c.readings for c, _ in sp.replay()])) == 100
+    sp.append(Chunk(_readings([1], 50, seed=2), [], [], []))   # room for a small one: writable again
+    assert sp.error is None and sp.status()["free_bytes"] > 0
+
+
+def test_the_spool_bookkeeping_cannot_wedge_it(tmp_path):
+    """spool.offset that cannot be written (here: a folder in its place): the offset is kept
+    in memory, the spool goes on, and a restart replays from the last offset written (the
+    database drops what it already has)."""
+    sp = Spool(tmp_path)
+    sp.offset_path.mkdir()
+    sp.append(Chunk(_readings([1], 10), [], [], []))
+    chunks = list(sp.replay(max_readings=5))
+    sp.commit(chunks[0][1])
+    assert len(sp) == sp.size() - chunks[0][1]                # remembered in memory
+    sp.commit(chunks[-1][1])
+    sp.clear()                                                 # cannot reset the offset: keeps the records
+    assert sp.empty() and sp.size() > 0
+    sp.append(Chunk(_readings([2], 3), [], [], []))            # appends go on after them
+    assert len(Readings.concat([c.readings for c, _ in sp.replay()])) == 3
+    again = Spool(tmp_path)                                    # a restart: replays everything (duplicates)
+    assert len(Readings.concat([c.readings for c, _ in again.replay()])) == 13
+
+
+def test_a_full_disk_leaves_the_spool_whole_and_space_coming_back_resumes_it(tmp_path):
+    with tiny_filesystem(tmp_path / "tiny", kib=64) as fs:
+        sp = Spool(fs)
+        filler = fs / "filler"
+        filler.write_bytes(b"x" * (60 << 10))
+        sp.append(Chunk(_readings([1], 10), [], [], []))       # fits
+        size = sp.size()
+        with pytest.raises(SpoolUnwritable) as err:
+            sp.append(Chunk(_readings([1], 400, seed=1), [], [], []))
+        assert err.value.reason == "full" and "No space left on device" in str(err.value)
+        assert sp.size() == size and sp.status()["free_bytes"] < 8192
+        filler.unlink()                                        # space returns
+        sp.append(Chunk(_readings([1], 400, seed=1), [], [], []))
+        assert sp.error is None
+        assert len(Readings.concat([c.readings for c, _ in sp.replay()])) == 410
+
+
+def test_writer_holds_what_neither_database_nor_spool_takes_and_resumes_by_itself(db, tmp_path):
+    ids = add_site_and_sensors(db.url, "w4", {"ph": ("ph", "pH")})
+    bad_url = db.urls["ingest"].replace(db.name, "no_such_database")
+    w = Writer(bad_url, Sink(), tmp_path / "spool", spool_max_bytes=4000)
+    acked = []
+    assert w.handle(Chunk(_readings([ids["ph"]], 100), [], [], [lambda: acked.append(1)]))     # spooled
+    assert not w.handle(Chunk(_readings([ids["ph"]], 100, start_us=T0_US + 10**9), [], [], [lambda: acked.append(2)]))
+    assert acked == [1] and w.stats.held_readings == 100
+    assert "cannot store 100 readings" in w.problem() and "cap" in w.problem()
+    assert w.status()["spool"]["writable"] is False
+    w.db_url = db.urls["ingest"]                               # the database returns
+    w._next_try = 0
+    assert w.handle(w._held)
+    assert acked == [1, 2] and w.problem() is None and w.spool.empty()
+    with db.connect() as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT time) FROM readings").fetchone() == (200, 200)
+
+
 def test_normalise_converts_units_and_flags_the_physically_impossible():
     canon, q = normalise("temperature", "degC", [40.0, 100.0, -60.0, np.nan])
     np.testing.assert_allclose(canon[:3], [104.0, 212.0, -76.0])
     assert list(q) == [GOOD, GOOD, OUT_OF_RANGE, DEVICE_FAULT]
     assert list(flag_out_of_range("ph", np.array([0.0, 14.0, -0.1, 14.2, 7.0]))) == [0, 0, 1, 1, 0]
     assert list(flag_out_of_range("flow", np.array([-1.0, 0.0, 1e6]))) == [1, 0, 0]
+    assert list(flag_out_of_range("temperature", np.array([-41.0, -40.0, 250.0, 251.0]))) == [1, 0, 0, 1]
+    # a sensor's full scale bounds it from above; NaN: none configured
+    assert list(flag_out_of_range("flow", np.array([900.0, 1100.0, 1100.0]), np.array([1000.0, 1000.0, np.nan]))) \
+        == [0, 1, 0]
 
 
 def test_ingest_role_cannot_bypass_to_other_tables(db):

@@ -13,7 +13,7 @@ import psycopg
 
 from foundation import config as sw_config
 from sewerwatch.pipeline import Background, Pipeline
-from support import add_site_and_sensors, mqtt_client, publish_all, wait_until
+from support import HISTORIC, add_site_and_sensors, mqtt_client, publish_all, wait_until
 
 
 def _alerts(db):
@@ -28,7 +28,7 @@ def test_no_data_flatline_and_device_unreachable(db, services, tmp_path):
     cfg = sw_config.from_dict({
         "utility": {"name": "Health village", "timezone": "America/Chicago"},
         "sites": [{"id": site, "name": "Acme"}],
-        "devices": [{"id": f"{site}-mh1", "site": site}],
+        "devices": [{"id": f"{site}-mh1", "site": site}], "ingest": HISTORIC,
         "alerts": {"console": True, "mqtt": False, "digest_at": False, "hold_off_s": 0.5,
                    "no_data_after_s": 1.5, "flatline_after_s": 600, "escalate_after_min": 60}}, "<test>")
     out = io.StringIO()

@@ -16,7 +16,7 @@ import pytest
 
 import simulators
 from alerts.catchers import WebhookCatcher
-from support import count, mqtt_client, publish_all, wait_until
+from support import HISTORIC, HISTORIC_TOML, count, mqtt_client, publish_all, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -63,7 +63,8 @@ digest_at = false
 [[alerts.contacts]]
 name = "Hook"
 urls = ["{hook.url('/run')}"]
-""")
+
+{HISTORIC_TOML}""")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     assert _sw(cfg, "db", "migrate", env=env).returncode == 0            # writes the site and sensor
     with psycopg.connect(db.url) as conn:
@@ -122,7 +123,8 @@ def test_stop_writes_every_batch_the_writer_still_held(db, services, tmp_path):
 
     site = "flush-" + uuid.uuid4().hex[:8]
     add_site_and_sensors(db.url, site, {"ph": ("ph", "pH")})
-    cfg = sw_config.from_dict({"alerts": {"console": False, "mqtt": False, "digest_at": False}}, "<test>")
+    cfg = sw_config.from_dict({"alerts": {"console": False, "mqtt": False, "digest_at": False}, "ingest": HISTORIC},
+                              "<test>")
     # the writer waits up to 30 s for a batch to grow: the readings are still in memory at stop
     p = Pipeline(cfg, owner_url=db.url, ingest_url=db.urls["ingest"], mqtt_url=services.mqtt_urls["collector"],
                  notifier_url=None, spool_dir=tmp_path / "spool", client_id=f"test-{site}", max_delay=30.0)
