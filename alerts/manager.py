@@ -330,11 +330,13 @@ class AlertManager:
 
     async def on_episodes(self, opened: list[dict], closed: list[dict]) -> None:
         """React to episodes the evaluator saw open or closed (records as
-        :func:`limits.evaluator.violations` plus ``sensor_id`` and ``site_id``)."""
-        for v in opened:
-            await self._episode_opened(v)
-        for v in closed:
-            await self._episode_closed(v)
+        :func:`limits.evaluator.violations` plus ``sensor_id`` and ``site_id``), in the
+        order they happened (a batch may close one episode of a sensor and open its next:
+        the next then continues the alert as its second episode)."""
+        events = [(_when(v["start"]), 1, k, v) for k, v in enumerate(opened)]
+        events += [(_when(v["end"]), 0, k, v) for k, v in enumerate(closed)]
+        for _, is_open, _, v in sorted(events, key=lambda e: e[:3]):
+            await (self._episode_opened(v) if is_open else self._episode_closed(v))
         if self._dirty:
             self._save()
 
@@ -658,6 +660,11 @@ class AlertManager:
                     self._deliver(None, "digest", r, title, body, payload, subject=subject))
                 self._deliveries.add(t)
                 t.add_done_callback(self._deliveries.discard)
+
+
+def _when(iso: str) -> datetime:
+    """An evaluator record's ISO-8601 UTC time (``...Z``), comparable."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
 
 
 def _worse(a, b, comparison):

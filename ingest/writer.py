@@ -205,7 +205,7 @@ class Writer:
         st = self.stats
         now = time.time()
         return {"db_up": st.db_up, "db_down_for_s": None if st.db_down_since is None else round(now - st.db_down_since, 1),
-                "last_error": st.last_error, "sink_pending_readings": self.sink.pending(),
+                "db_error": st.last_error, "sink_pending_readings": self.sink.pending(),
                 "held_readings": st.held_readings, "readings_inserted": st.readings_inserted,
                 "readings_spooled": st.readings_spooled, "dead_letters": st.dead_letters,
                 "last_commit_age_s": None if st.last_commit_at is None else round(now - st.last_commit_at, 3),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -11,8 +12,12 @@ import time
 import psycopg
 import pytest
 
+from ingest import profiles
 from sewerwatch.db import roles
 from sewerwatch.services.scratch import free_port, scratch, state_dir  # noqa: F401 - for the tests
+from simulators import scenarios
+from simulators.modbus_server import ModbusSimulator
+from simulators.sources import ScenarioSource, SimClock
 
 
 @contextlib.contextmanager
@@ -66,6 +71,24 @@ def tiny_filesystem(path, kib: int = 64):
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
+class ServedDevice:
+    """One simulated manhole (generic-manhole profile) on a loop of its own, values frozen."""
+
+    def __init__(self, port: int, scenario: str = "normal-day"):
+        src = ScenarioSource(scenarios.load(scenario), 1)
+        self.sim = ModbusSimulator(src, profiles.load("generic-manhole"), SimClock(src.start, 0.0, 36000.0),
+                                   "127.0.0.1", port, tick_s=3600.0)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self.sim.start(), self.loop).result(10)
+
+    def close(self):
+        asyncio.run_coroutine_threadsafe(self.sim.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
 def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -81,7 +104,7 @@ def count(url: str, sql: str, params=()) -> int:
 
 
 __all__ = ["free_port", "state_dir", "own_postgres", "own_mosquitto", "add_site_and_sensors", "wait_until",
-           "count", "roles", "HISTORIC", "HISTORIC_TOML", "tiny_filesystem"]
+           "count", "roles", "HISTORIC", "HISTORIC_TOML", "tiny_filesystem", "ServedDevice"]
 
 
 def mqtt_client(url: str, client_id: str, clean_session: bool = True):
