@@ -236,9 +236,12 @@ class Supervisor:
         return {name: comp.snapshot() for name, comp in self.components.items()}
 
     def problems(self) -> dict[str, str]:
-        """``{name: problem}`` of every component that is not healthy."""
+        """``{name: problem}`` of every component that is not healthy (one stopped on
+        request is not a problem)."""
         out = {}
         for name, comp in self.components.items():
+            if comp.finished:
+                continue
             p = comp.problem()
             if p is not None:
                 out[name] = p

@@ -230,16 +230,16 @@ class Writer:
                 pass
             else:
                 try:
-                    self.spool.append(chunk)
+                    self._spool_in_parts(chunk)
                 except SpoolUnwritable as exc:
                     if self.stats.held_since is None:
                         self.stats.spool_failures += 1
                         self.stats.held_since = time.time()
                         log.error("STORING STOPPED: database unreachable and %s; %d readings held, the collectors "
-                                  "stop acknowledging and the broker keeps the messages", exc, len(chunk.readings))
-                    self.stats.held_readings = len(chunk.readings)
+                                  "stop acknowledging and the broker keeps the messages", exc,
+                                  len(self._held.readings))
+                    self.stats.held_readings = len(self._held.readings)
                     return False
-                self.stats.readings_spooled += len(chunk.readings)
         if self.stats.held_since is not None:
             log.warning("storing again after %.0f s", time.time() - self.stats.held_since)
             self.stats.held_since, self.stats.held_readings = None, 0
@@ -250,6 +250,28 @@ class Writer:
             except Exception:  # a collector's ack failing must not stop the writer
                 log.exception("on_durable callback failed")
         return True
+
+    def _spool_in_parts(self, chunk: Chunk) -> None:
+        """Append ``chunk`` to the spool, in smaller parts when the disk has room for less
+        than all of it; what is spooled leaves the held chunk (its callbacks stay with the
+        rest and run once all of it is durable)."""
+        while True:
+            n = len(chunk.readings)
+            part = n
+            while True:
+                head = Chunk(chunk.readings.take(slice(0, part)), chunk.dead_letters, chunk.health, [])
+                try:
+                    self.spool.append(head)
+                    break
+                except SpoolUnwritable:
+                    if part <= 1 or self.spool.error is None or "cap" in self.spool.error:
+                        raise
+                    part //= 2                          # a full disk may still take a smaller part
+            self.stats.readings_spooled += part
+            chunk = Chunk(chunk.readings.take(slice(part, n)), [], [], chunk.callbacks)
+            self._held = chunk
+            if not len(chunk.readings):
+                return
 
     def _connection(self) -> psycopg.Connection | None:
         if self._conn is not None and not self._conn.closed:
