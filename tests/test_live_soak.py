@@ -231,6 +231,7 @@ def test_soak_one_minute(services, tmp_path, capsys):
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_soak_ten_minutes(services, tmp_path, capsys):
     fig = soak(services, tmp_path, 600)
     with capsys.disabled():

@@ -55,6 +55,10 @@ from ingest.sink import Sink
 
 log = logging.getLogger("ingest.modbus")
 
+#: Polls read but not yet handed to the sink, per profile, beyond which new polls are
+#: counted as missed (the sink stays full while the writer can store nothing).
+MAX_PENDING_POLLS = 200_000
+
 #: Modbus exception codes (Modbus Application Protocol V1.1b3 §7)
 EXCEPTION_NAMES = {1: "illegal function", 2: "illegal data address", 3: "illegal data value",
                    4: "server device failure", 5: "acknowledge", 6: "server device busy",
@@ -321,6 +325,11 @@ class ModbusCollector:
             return
         h.polls += 1
         s.backoff_s = 0.0
+        if len(group.rows_index) >= MAX_PENDING_POLLS:
+            # the sink has been full for long (the writer can store nothing): a reading that
+            # cannot be kept is a missed poll, counted, never unbounded memory
+            h.missed_polls += 1
+            return
         group.rows_index.append(s.row)
         group.rows_time.append(t_us)
         for t, row in rows.items():
