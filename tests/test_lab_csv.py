@@ -86,13 +86,28 @@ def test_unusable_files(tmp_path, text, message):
         read_lab_csv(write(tmp_path, text), now=NOW)
 
 
-def test_missing_and_non_utf8(tmp_path):
+def test_missing_file_and_a_header_that_is_not_utf8(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         read_lab_csv(tmp_path / "nope.csv")
     p = tmp_path / "latin.csv"
-    p.write_bytes(b"sample_id,site,collected,analyte,value,unit\nS1,m\xfchle,2026-01-05,bod5,1,mg/l\n")
-    with pytest.raises(InputError, match="not UTF-8"):
+    p.write_bytes(b"sample_id,site,collected,analyte,value,unit\xfc\nS1,mill,2026-01-05,bod5,1,mg/l\n")
+    with pytest.raises(InputError, match="line 1: not UTF-8"):
         read_lab_csv(p)
+
+
+def test_undecodable_bytes_or_a_nul_in_a_field_make_that_row_bad_and_the_rest_is_read(tmp_path):
+    """Issue 12: a Latin-1 byte or a NUL byte in one field spoils one row, never the file."""
+    p = tmp_path / "mixed.csv"
+    p.write_bytes(b"sample_id,site,collected,analyte,value,unit,qualifier\n"
+                  b"S1,mill,2026-01-05,bod5,420,mg/l,\n"              # 2 good
+                  b"S2,m\xfchle,2026-01-05,bod5,1,mg/l,\n"            # 3 Latin-1
+                  b"S3,mill,2026-01-05,tss\x00,1,mg/l,\n"             # 4 NUL
+                  b'S4,mill,2026-01-06,tss,"12",mg/l,\n'              # 5 good (quoted)
+                  b"S5,mill,2026-01-07,bod5,7,mg/l,\r\n")             # 6 good (CRLF)
+    f = read_lab_csv(p, now=NOW)
+    assert [r.line for r in f.rows] == [2, 5, 6]
+    assert [(b.line, b.reason.split(" (")[0]) for b in f.bad] == [(3, "not UTF-8 text"), (4, "a NUL byte at byte 22 of the row")]
+    assert f.bad[0].payload == b"S2,m\xfchle,2026-01-05,bod5,1,mg/l," and b"\x00" in f.bad[1].payload
 
 
 def test_every_example_lab_file_reads_clean():

@@ -7,21 +7,29 @@ allowed (labs add method, analyst, detection limit ...; they are kept as ``extra
 ``analyte`` one of :data:`lab.readers.analytes.ANALYTES`; ``unit`` ``mg/l`` or ``ug/l`` (``ppm``
 also accepted); ``qualifier`` empty or ``<`` (below the detection limit; the value is then
 the detection limit).
+
+The file is read as a stream of records (:class:`LabReader`), never whole: each record's
+bytes are decoded on their own, so bytes that are not UTF-8, or a NUL byte (which no
+database text can hold), make that one row bad with its line number and the rest of the
+file is read (issue 12, "Lab import"); memory follows one record, and
+:func:`read_lab_csv` (the in-memory form for ``surcharge``) what it keeps.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import Iterator
 
 from lab.readers.analytes import ANALYTES, NON_DETECT, analyte_id, to_stored, unit_id, units_of
 from foundation.errors import InputError
 
 REQUIRED = ("sample_id", "site", "collected", "analyte", "value", "unit")
+#: the character no database text can hold
+NUL = "\x00"
 OPTIONAL = ("qualifier",)
 
 
@@ -62,11 +70,18 @@ class LabRow:
 
 @dataclass(frozen=True)
 class BadRow:
-    """A row that could not be used: where, why and its raw text."""
+    """A row that could not be used: where, why and its raw text (``raw_bytes``: the row's
+    bytes as they were, when they are not text)."""
 
     line: int
     reason: str
     raw: str
+    raw_bytes: bytes | None = field(default=None, compare=False)
+
+    @property
+    def payload(self) -> bytes:
+        """The row as it was in the file (for ``dead_letters``)."""
+        return self.raw_bytes if self.raw_bytes is not None else self.raw.encode("utf-8")
 
 
 @dataclass
@@ -132,7 +147,8 @@ def parse_collected(text: str, tz: tzinfo | None = None) -> datetime:
 def read_lab_csv(path: str | Path, *, sites: set[str] | None = None, tz: tzinfo | None = None,
                  now: datetime | None = None, text: str | None = None,
                  site_tz: dict[str, tzinfo] | None = None) -> LabFile:
-    """Read and validate a lab CSV.
+    """Read and validate a lab CSV (every row in memory: ``surcharge``'s files; the import
+    streams with :class:`LabReader`).
 
     Parameters
     ----------
@@ -158,64 +174,160 @@ def read_lab_csv(path: str | Path, *, sites: set[str] | None = None, tz: tzinfo 
     Raises
     ------
     InputError
-        When the file as a whole is unusable (missing, not UTF-8, no header, missing columns).
+        When the file as a whole is unusable (missing, a header that is not UTF-8, no header,
+        missing columns).
     """
-    path = str(path)
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    lines = text.splitlines()
-    reader = csv.reader(io.StringIO(text))
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise InputError(f"{path}: empty file (expected header {','.join(REQUIRED + OPTIONAL)})") from None
-    except csv.Error as exc:
-        raise InputError(f"{path}: line 1: {exc}") from None
-    columns = tuple(h.strip().lower() for h in header)
-    missing = [c for c in REQUIRED if c not in columns]
-    if missing:
-        raise InputError(f"{path}: line 1: missing column(s) {', '.join(missing)} "
-                         f"(expected header {','.join(REQUIRED + OPTIONAL)})")
-    dup_cols = sorted({c for c in columns if c and columns.count(c) > 1})
-    if dup_cols:
-        raise InputError(f"{path}: line 1: column(s) {', '.join(dup_cols)} appear more than once")
-    idx = {c: columns.index(c) for c in REQUIRED + OPTIONAL if c in columns}
-    extra_cols = [(i, c) for i, c in enumerate(columns) if c not in idx]
-    now = now or datetime.now(timezone.utc)
-    horizon = now + timedelta(days=1)
-
+    reader = LabReader(path, sites=sites, tz=tz, now=now, site_tz=site_tz, text=text)
     rows: list[LabRow] = []
     bad: list[BadRow] = []
-    seen: dict[tuple[str, str], int] = {}
-    sample_site: dict[str, tuple[str, int]] = {}
-    prev_end = reader.line_num
-    while True:
+    for item in reader:
+        (rows if isinstance(item, LabRow) else bad).append(item)
+    return LabFile(str(path), rows, bad, reader.columns)
+
+
+class LabReader:
+    """The rows of a lab CSV, one at a time, in file order: each a :class:`LabRow` or a
+    :class:`BadRow` (see :func:`read_lab_csv` for the parameters).
+
+    Parameters
+    ----------
+    cross_checks : bool
+        Check rows against earlier rows of the file too (a result given twice, a sample at
+        two sites or times), keeping what that needs in memory. The import turns it off and
+        does the same checks in the database, so memory follows one chunk of rows.
+    """
+
+    def __init__(self, path: str | Path, *, sites: set[str] | None = None, tz: tzinfo | None = None,
+                 now: datetime | None = None, site_tz: dict[str, tzinfo] | None = None, text: str | None = None,
+                 cross_checks: bool = True):
+        self.path = str(path)
+        self.sites, self.tz, self.site_tz = sites, tz, site_tz
+        self.horizon = (now or datetime.now(timezone.utc)) + timedelta(days=1)
+        self.cross_checks = cross_checks
+        self._text = text
+        if text is None:
+            try:
+                self._f = open(self.path, "rb")
+            except FileNotFoundError:
+                raise InputError(f"{self.path}: no such file") from None
+            except OSError as exc:
+                raise InputError(f"{self.path}: cannot read ({exc.strerror})") from None
+            self._lines = iter(self._f)
+        else:
+            self._f = None
+            self._lines = iter(text.encode("utf-8").splitlines(keepends=True))
+        self.line_no = 0
         try:
-            rec = next(reader)
-        except StopIteration:
-            break
+            header = self._header()
+        except BaseException:
+            self.close()
+            raise
+        self.columns = tuple(h.strip().lower() for h in header)
+        missing = [c for c in REQUIRED if c not in self.columns]
+        if missing:
+            self.close()
+            raise InputError(f"{self.path}: line 1: missing column(s) {', '.join(missing)} "
+                             f"(expected header {','.join(REQUIRED + OPTIONAL)})")
+        dup_cols = sorted({c for c in self.columns if c and self.columns.count(c) > 1})
+        if dup_cols:
+            self.close()
+            raise InputError(f"{self.path}: line 1: column(s) {', '.join(dup_cols)} appear more than once")
+        self.idx = {c: self.columns.index(c) for c in REQUIRED + OPTIONAL if c in self.columns}
+        self.extra_cols = [(i, c) for i, c in enumerate(self.columns) if c not in self.idx]
+        self._seen: dict[tuple[str, str], int] = {}
+        self._sample_site: dict[str, tuple] = {}
+
+    def _header(self) -> list[str]:
+        rec = self._record()
+        if rec is None:
+            raise InputError(f"{self.path}: empty file (expected header {','.join(REQUIRED + OPTIONAL)})")
+        start, raw = rec
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]                                  # a UTF-8 byte-order mark
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{self.path}: line 1: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        try:
+            return next(csv.reader([text]))
+        except (csv.Error, StopIteration) as exc:
+            raise InputError(f"{self.path}: line 1: {exc or 'empty header'}") from None
+
+    def _record(self) -> tuple[int, bytes] | None:
+        """The next record's first line number and bytes (a quoted field may hold line
+        breaks: lines are joined until the quotes balance); None at the end."""
+        parts = []
+        start = self.line_no + 1
+        for line in self._lines:
+            self.line_no += 1
+            parts.append(line)
+            if b"".join(parts).count(b'"') % 2 == 0:
+                break
+        if not parts:
+            return None
+        return start, b"".join(parts).rstrip(b"\r\n")
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __iter__(self) -> Iterator[LabRow | BadRow]:
+        try:
+            while (rec := self._record()) is not None:
+                start, raw = rec
+                item = self._item(start, raw)
+                if item is not None:
+                    yield item
+        finally:
+            self.close()
+
+    def _item(self, line: int, raw: bytes) -> LabRow | BadRow | None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return BadRow(line, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the row)",
+                          raw.decode("utf-8", "replace"), raw)
+        if NUL in text:
+            at = raw.index(NUL.encode())
+            return BadRow(line, f"a NUL byte at byte {at} of the row (no field may hold one)",
+                          text.replace(NUL, "\\x00"), raw)
+        try:
+            rec = next(csv.reader([text]), [])
         except csv.Error as exc:
-            start = prev_end + 1
-            bad.append(BadRow(start, f"unreadable CSV ({exc})", "\n".join(lines[start - 1:reader.line_num])))
-            prev_end = reader.line_num
-            continue
-        start, end = prev_end + 1, reader.line_num
-        prev_end = end
-        raw = "\n".join(lines[start - 1:end])
+            return BadRow(line, f"unreadable CSV ({exc})", text)
         if not rec or all(not f.strip() for f in rec):
-            continue  # blank line
+            return None  # blank line
         try:
-            rows.append(_row(rec, idx, extra_cols, start, raw, sites, tz, horizon, seen, sample_site, site_tz))
+            return _row(rec, self.idx, self.extra_cols, line, text, self.sites, self.tz, self.horizon,
+                        self._seen if self.cross_checks else None,
+                        self._sample_site if self.cross_checks else None, self.site_tz)
         except ValueError as exc:
-            bad.append(BadRow(start, str(exc), raw))
-    return LabFile(path, rows, bad, columns)
+            return BadRow(line, str(exc), text)
+
+
+def check_against_earlier(row: LabRow, seen: dict, sample_site: dict) -> None:
+    """The checks of a row against the earlier rows of its file (``seen``: (sample,
+    analyte) -> line; ``sample_site``: sample -> (site, line, collected)), recording the row.
+
+    Raises
+    ------
+    ValueError
+        A result given twice, or a sample at two sites or two times.
+    """
+    key = (row.sample_id, row.analyte)
+    if key in seen:
+        raise ValueError(f"duplicate result for sample '{row.sample_id}' analyte {row.analyte} "
+                         f"(first on line {seen[key]})")
+    if row.sample_id in sample_site:
+        s, ln, when = sample_site[row.sample_id]
+        if s != row.site:
+            raise ValueError(f"sample '{row.sample_id}' is at site '{s}' on line {ln}, here at '{row.site}'")
+        if when != row.collected:
+            raise ValueError(f"sample '{row.sample_id}' was collected {when.isoformat()} on line {ln}, "
+                             f"here {row.collected.isoformat()}")
+    seen[key] = row.line
+    sample_site.setdefault(row.sample_id, (row.site, row.line, row.collected))
 
 
 def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site, site_tz=None) -> LabRow:
@@ -252,18 +364,9 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
     value = parse_amount(vtext, "value", "a finite concentration >= 0")
     if qualifier == NON_DETECT and value <= 0:
         raise ValueError(f"non-detect with detection limit {vtext}: the limit must be > 0")
-    key = (sample_id, analyte)
-    if key in seen:
-        raise ValueError(f"duplicate result for sample '{sample_id}' analyte {analyte} (first on line {seen[key]})")
-    if sample_id in sample_site:
-        s, ln, when = sample_site[sample_id]
-        if s != site:
-            raise ValueError(f"sample '{sample_id}' is at site '{s}' on line {ln}, here at '{site}'")
-        if when != collected:
-            raise ValueError(f"sample '{sample_id}' was collected {when.isoformat()} on line {ln}, "
-                             f"here {collected.isoformat()}")
-    seen[key] = line
-    sample_site.setdefault(sample_id, (site, line, collected))
     extra = {c: rec[i] for i, c in extra_cols if i < len(rec) and c}
-    return LabRow(line, sample_id, site, collected, analyte, value, unit, qualifier,
-                  to_stored(value, unit, analyte), raw, extra)
+    row = LabRow(line, sample_id, site, collected, analyte, value, unit, qualifier,
+                 to_stored(value, unit, analyte), raw, extra)
+    if seen is not None:
+        check_against_earlier(row, seen, sample_site)
+    return row

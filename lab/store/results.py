@@ -3,6 +3,12 @@ corrections as new versions (who and when in ``audit_log``), and reading them ba
 
 ``lab_results`` is append-only (a trigger refuses UPDATE and DELETE): a correction is a new
 version of the (sample, analyte) result; ``lab_results_current`` shows the latest.
+
+The import streams (issue 12, "Lab import"): the file is read a record at a time
+(:class:`lab.readers.labcsv.LabReader`) and stored :data:`CHUNK_ROWS` rows at a time (new
+samples in one statement, results by COPY); what the checks against earlier rows of the
+file need (a result given twice, a sample at two sites or times) is kept in two temporary
+tables, not in memory. A 1,000,000-row file imports with memory that follows one chunk.
 """
 
 from __future__ import annotations
@@ -14,11 +20,22 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from lab.ordinance import pack_timezone
-from lab.readers.labcsv import BadRow, LabRow, parse_collected, read_lab_csv
+from lab.readers.labcsv import BadRow, LabReader, LabRow, check_against_earlier, parse_collected
 from lab.results_table import LabTable
 from lab.store.flow import link_composite
 
 SOURCE = "lab-import"
+#: Rows read, checked and stored together: memory follows one chunk, not the file.
+CHUNK_ROWS = 5_000
+
+#: What the checks against the earlier rows of the file need, per import (dropped at commit;
+#: emptied first when an earlier import ran in the same transaction).
+EARLIER_TABLES = """
+CREATE TEMP TABLE IF NOT EXISTS lab_import_results (sample_key text, analyte text, line int,
+                                                    PRIMARY KEY (sample_key, analyte)) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS lab_import_samples (sample_key text PRIMARY KEY, site text, line int,
+                                                    collected text) ON COMMIT DROP;
+TRUNCATE lab_import_results, lab_import_samples"""
 #: a 24-hour composite (palmyra-wi, 003_44f871d49a02d8f5.txt §13.53(3)) without an explicit
 #: window covers the 24 hours before its collection time
 COMPOSITE_HOURS = 24
@@ -72,19 +89,20 @@ def _sample_kind(row: LabRow, tz) -> tuple[str, datetime | None, datetime | None
 
 
 def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct: bool = False,
-                    tz=None, now: datetime | None = None) -> ImportReport:
+                    tz=None, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS) -> ImportReport:
     """Import a lab CSV into ``lab_samples``/``lab_results``.
 
     Every row is validated (see :func:`lab.readers.labcsv.read_lab_csv`; sites are those of the
     ``sites`` table). Good rows are stored; bad rows are reported with their line numbers
     and kept in ``dead_letters`` (source ``lab-import``, topic ``<file>:<line>``, the raw
-    line as payload). A row for a result already stored with the same value changes nothing
-    and is counted as ``unchanged`` (importing the same file twice is harmless; a row
-    repeated inside one file is a bad row); with another value it is refused unless
-    ``correct``, which stores it as a new version and writes who and when to ``audit_log``. Composite samples with a flow
-    meter at their site are linked to the flow readings of their window. The optional
-    columns ``laboratory`` (or ``lab``) and ``method`` are kept with the sample and the
-    result (a notice of violation names the laboratory).
+    row as payload, bytes that are not text included). A row for a result already stored
+    with the same value changes nothing and is counted as ``unchanged`` (importing the same
+    file twice is harmless; a row repeated inside one file is a bad row); with another value
+    it is refused unless ``correct``, which stores it as a new version and writes who and
+    when to ``audit_log``. Composite samples with a flow meter at their site are linked to
+    the flow readings of their window. The optional columns ``laboratory`` (or ``lab``) and
+    ``method`` are kept with the sample and the result (a notice of violation names the
+    laboratory).
 
     Parameters
     ----------
@@ -92,6 +110,8 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
         Owner-role connection; the import is one transaction.
     actor : str, optional
         Who imports (default: the login user).
+    chunk_rows : int
+        Rows checked and stored together.
 
     Returns
     -------
@@ -104,51 +124,127 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
     site_tz = None
     if tz is None:  # dates are local to each site's village (its pack's time zone)
         site_tz = {k: pack_timezone(p) for k, _i, p in site_rows}
-    lab = read_lab_csv(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz)
-    report = ImportReport(file=path, actor=actor, bad=list(lab.bad))
+    reader = LabReader(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz, cross_checks=False)
+    report = ImportReport(file=path, actor=actor)
+    job = _Import(conn, path, actor, correct, tz, site_tz, sites, report)
     with conn.transaction():
-        existing = {}
-        keys = sorted({(sites[r.site], r.sample_id) for r in lab.rows})
-        if keys:
-            for sid, site_id, key, collected, kind in conn.execute(
-                    "SELECT s.id, s.site_id, s.sample_key, s.collected, s.sample_type FROM lab_samples s "
-                    "JOIN unnest(%s::int[], %s::text[]) AS k(site_id, key) "
-                    "ON s.site_id = k.site_id AND s.sample_key = k.key",
-                    ([k[0] for k in keys], [k[1] for k in keys])).fetchall():
-                existing[(site_id, key)] = (sid, collected, kind)
-        current = {}
-        if existing:
-            for sample_id, analyte, version, value, qualifier in conn.execute(
-                    "SELECT sample_id, analyte, version, value_mg_l, qualifier FROM lab_results_current "
-                    "WHERE sample_id = ANY(%s)", ([v[0] for v in existing.values()],)).fetchall():
-                current[(sample_id, analyte)] = (version, value, qualifier)
-        composites = set()
-        for row in lab.rows:
+        conn.execute(EARLIER_TABLES)
+        chunk: list = []
+        for item in reader:
+            chunk.append(item)
+            if len(chunk) >= chunk_rows:
+                job.chunk(chunk)
+                chunk = []
+        if chunk:
+            job.chunk(chunk)
+        conn.execute(
+            "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
+            (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
+                                      "bad": len(report.bad), "samples_created": report.samples_created})))
+        for sid in sorted(job.composites):
+            linked = link_composite(conn, sid)
+            if linked is not None:
+                report.composites_linked.append(linked)
+    report.bad.sort(key=lambda b: b.line)
+    return report
+
+
+class _Import:
+    """One import, a chunk of rows at a time (see :func:`import_lab_file`)."""
+
+    def __init__(self, conn, path, actor, correct, tz, site_tz, sites, report):
+        self.conn, self.path, self.actor, self.correct = conn, path, actor, correct
+        self.tz, self.site_tz, self.sites, self.report = tz, site_tz, sites, report
+        self.composites: set[int] = set()
+
+    def chunk(self, items: list) -> None:
+        bad = [i for i in items if isinstance(i, BadRow)]
+        rows = self._against_earlier([i for i in items if isinstance(i, LabRow)], bad)
+        kinds = []
+        for row in rows:
             try:
-                kind, wstart, wend = _sample_kind(row, tz or (site_tz or {}).get(row.site))
+                kinds.append((row, *_sample_kind(row, self.tz or (self.site_tz or {}).get(row.site))))
             except ValueError as exc:
-                report.bad.append(BadRow(row.line, str(exc), row.raw))
-                continue
-            site_id = sites[row.site]
-            sample = existing.get((site_id, row.sample_id))
-            if sample is None:
-                sid = conn.execute(
+                bad.append(BadRow(row.line, str(exc), row.raw))
+        if kinds:
+            self._store(kinds, bad)
+        self._dead_letters(bad)
+
+    def _against_earlier(self, rows: list[LabRow], bad: list[BadRow]) -> list[LabRow]:
+        """The rows that pass the checks against the earlier rows of the file (kept in the
+        temporary tables), recording them there."""
+        if not rows:
+            return rows
+        conn = self.conn
+        seen = {(k, a): ln for k, a, ln in conn.execute(
+            "SELECT e.sample_key, e.analyte, e.line FROM lab_import_results e "
+            "JOIN unnest(%s::text[], %s::text[]) AS k(key, analyte) ON e.sample_key = k.key AND e.analyte = k.analyte",
+            ([r.sample_id for r in rows], [r.analyte for r in rows]))}
+        samples = {k: (site, ln, datetime.fromisoformat(c)) for k, site, ln, c in conn.execute(
+            "SELECT sample_key, site, line, collected FROM lab_import_samples WHERE sample_key = ANY(%s)",
+            (list({r.sample_id for r in rows}),))}
+        known_seen, known_samples = set(seen), set(samples)
+        ok = []
+        for row in rows:
+            try:
+                check_against_earlier(row, seen, samples)
+                ok.append(row)
+            except ValueError as exc:
+                bad.append(BadRow(row.line, str(exc), row.raw))
+        with conn.cursor() as cur:
+            with cur.copy("COPY lab_import_results (sample_key, analyte, line) FROM STDIN") as cp:
+                for (k, a), ln in seen.items():
+                    if (k, a) not in known_seen:
+                        cp.write_row((k, a, ln))
+            with cur.copy("COPY lab_import_samples (sample_key, site, line, collected) FROM STDIN") as cp:
+                for k, (site, ln, when) in samples.items():
+                    if k not in known_samples:
+                        cp.write_row((k, site, ln, when.isoformat()))
+        return ok
+
+    def _store(self, kinds: list, bad: list[BadRow]) -> None:
+        conn, report, sites = self.conn, self.report, self.sites
+        keys = sorted({(sites[r.site], r.sample_id) for r, *_ in kinds})
+        existing = {}
+        for sid, site_id, key, collected, kind in conn.execute(
+                "SELECT s.id, s.site_id, s.sample_key, s.collected, s.sample_type FROM lab_samples s "
+                "JOIN unnest(%s::int[], %s::text[]) AS k(site_id, key) "
+                "ON s.site_id = k.site_id AND s.sample_key = k.key",
+                ([k[0] for k in keys], [k[1] for k in keys])).fetchall():
+            existing[(site_id, key)] = (sid, collected, kind)
+        # new samples, each as its first row in the file says, in one statement
+        first: dict = {}
+        for row, kind, wstart, wend in kinds:
+            key = (sites[row.site], row.sample_id)
+            if key not in existing and key not in first:
+                first[key] = (row.collected, kind, wstart, wend, _extra(row, "laboratory", "lab"))
+        if first:
+            cols = list(zip(*[(k[1], k[0], *v) for k, v in first.items()]))
+            for sid, site_id, key, collected, kind in conn.execute(
                     "INSERT INTO lab_samples (sample_key, site_id, collected, sample_type, window_start, window_end, "
-                    "laboratory) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                    (row.sample_id, site_id, row.collected, kind, wstart, wend, _extra(row, "laboratory", "lab"))
-                ).fetchone()[0]
-                existing[(site_id, row.sample_id)] = sample = (sid, row.collected, kind)
-                report.samples_created += 1
-            elif sample[1] != row.collected:
-                report.bad.append(BadRow(row.line, f"sample '{row.sample_id}' is stored as collected "
-                                         f"{sample[1].astimezone(timezone.utc).isoformat()}, "
-                                         f"this row says {row.collected.isoformat()}", row.raw))
+                    "laboratory) SELECT * FROM unnest(%s::text[], %s::int[], %s::timestamptz[], %s::text[], "
+                    "%s::timestamptz[], %s::timestamptz[], %s::text[]) RETURNING id, site_id, sample_key, collected, sample_type",
+                    [list(c) for c in cols]).fetchall():
+                existing[(site_id, key)] = (sid, collected, kind)
+            report.samples_created += len(first)
+        current = {}
+        for sample_id, analyte, version, value, qualifier in conn.execute(
+                "SELECT sample_id, analyte, version, value_mg_l, qualifier FROM lab_results_current "
+                "WHERE sample_id = ANY(%s)", ([existing[k][0] for k in keys if k in existing],)).fetchall():
+            current[(sample_id, analyte)] = (version, value, qualifier)
+        results, audits = [], []
+        for row, kind, wstart, wend in kinds:
+            sample = existing[(sites[row.site], row.sample_id)]
+            if sample[1] != row.collected:
+                bad.append(BadRow(row.line, f"sample '{row.sample_id}' is stored as collected "
+                                  f"{sample[1].astimezone(timezone.utc).isoformat()}, "
+                                  f"this row says {row.collected.isoformat()}", row.raw))
                 continue
             sid = sample[0]
             if sample[2] == "composite":
-                composites.add(sid)
+                self.composites.add(sid)
             prev = current.get((sid, row.analyte))
-            source = f"{path}:{row.line}"
+            source = f"{self.path}:{row.line}"
             if prev is None:
                 version, reason = 1, None
             else:
@@ -156,45 +252,47 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
                 if pqual == row.qualifier and abs(pvalue - row.value_mg_l) <= 1e-12 * max(1.0, abs(pvalue)):
                     report.unchanged += 1
                     continue
-                if not correct:
-                    report.bad.append(BadRow(row.line, f"sample '{row.sample_id}' {row.analyte} is stored as "
-                                             f"{pqual}{pvalue:g} mg/l (version {pversion}); this row says "
-                                             f"{row.qualifier}{row.value_mg_l:g} mg/l: import with --correct "
-                                             f"to record a correction", row.raw))
+                if not self.correct:
+                    bad.append(BadRow(row.line, f"sample '{row.sample_id}' {row.analyte} is stored as "
+                                      f"{pqual}{pvalue:g} mg/l (version {pversion}); this row says "
+                                      f"{row.qualifier}{row.value_mg_l:g} mg/l: import with --correct "
+                                      f"to record a correction", row.raw))
                     continue
                 version, reason = pversion + 1, f"correction from {source}"
-            conn.execute(
-                "INSERT INTO lab_results (sample_id, analyte, version, value_mg_l, qualifier, raw_value, raw_unit, "
-                "entered_by, reason, source, method) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
-                 actor, reason, source, _extra(row, "method")))
+            results.append((sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
+                            self.actor, reason, source, _extra(row, "method")))
             current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
             if version == 1:
                 report.stored += 1
             else:
                 report.corrected += 1
-                conn.execute(
-                    "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.correct', %s, %s)",
-                    (actor, f"lab_result:{row.site}/{row.sample_id}/{row.analyte}",
-                     json.dumps({"version": version, "previous_version": prev[0],
-                                 "previous_mg_l": prev[1], "previous_qualifier": prev[2],
-                                 "value_mg_l": row.value_mg_l, "qualifier": row.qualifier,
-                                 "source": source})))
-        report.bad.sort(key=lambda b: b.line)
-        for b in report.bad:
-            conn.execute(
+                audits.append((self.actor, f"lab_result:{row.site}/{row.sample_id}/{row.analyte}",
+                               json.dumps({"version": version, "previous_version": prev[0],
+                                           "previous_mg_l": prev[1], "previous_qualifier": prev[2],
+                                           "value_mg_l": row.value_mg_l, "qualifier": row.qualifier,
+                                           "source": source})))
+        with conn.cursor() as cur:
+            if results:
+                with cur.copy("COPY lab_results (sample_id, analyte, version, value_mg_l, qualifier, raw_value, "
+                              "raw_unit, entered_by, reason, source, method) FROM STDIN") as cp:
+                    for r in results:
+                        cp.write_row(r)
+            if audits:
+                cur.executemany("INSERT INTO audit_log (actor, action, object, detail) "
+                                "VALUES (%s, 'lab.correct', %s, %s)", audits)
+
+    def _dead_letters(self, bad: list[BadRow]) -> None:
+        """The chunk's bad rows into ``dead_letters`` (in line order); the report keeps line
+        and reason only."""
+        if not bad:
+            return
+        bad.sort(key=lambda b: b.line)
+        with self.conn.cursor() as cur:
+            cur.executemany(
                 "INSERT INTO dead_letters (source, topic, payload, reason, detail) VALUES (%s, %s, %s, %s, %s)",
-                (SOURCE, f"{path}:{b.line}", b.raw.encode("utf-8"), b.reason,
-                 json.dumps({"file": path, "line": b.line, "actor": actor})))
-        conn.execute(
-            "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
-            (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
-                                      "bad": len(report.bad), "samples_created": report.samples_created})))
-        for sid in sorted(composites):
-            linked = link_composite(conn, sid)
-            if linked is not None:
-                report.composites_linked.append(linked)
-    return report
+                [(SOURCE, f"{self.path}:{b.line}", b.payload, b.reason,
+                  json.dumps({"file": self.path, "line": b.line, "actor": self.actor})) for b in bad])
+        self.report.bad.extend(BadRow(b.line, b.reason, "") for b in bad)
 
 
 def load_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> LabTable:
