@@ -123,11 +123,12 @@ class HealthWatch:
             out[("sensor-fault", c)] = {"since": f["since"] / US, "detail": f"{what}; stored, not judged"}
             if f["ended"]:
                 del self.faults[c]                     # reported once: the episode is over
-        for c, a in self.arrived.items():
+        # copies: the pipeline asks from its loop while a batch is observed in the evaluator's thread
+        for c, a in list(self.arrived.items()):
             if now - a > self.no_data_after_s:
                 out[("no-data", c)] = {"since": a, "detail": f"no reading for {now - a:.0f} s "
                                        f"(limit {self.no_data_after_s:g} s)"}
-        for c, ch in self.changed_at.items():
+        for c, ch in list(self.changed_at.items()):
             last = self.last_time[c]
             if last - ch > self.flatline_after_us and ("no-data", c) not in out:
                 out[("flatline", c)] = {"since": ch / US, "detail": f"value {self.last_value[c]:g} unchanged for "

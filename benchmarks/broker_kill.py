@@ -19,17 +19,13 @@ import os
 import random
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
-
-import paho.mqtt.client as mqtt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sewerwatch.services.mosquitto import AUTOSAVE  # noqa: E402
-from sewerwatch.services.scratch import scratch  # noqa: E402
+from sewerwatch.services.scratch import mqtt_client, scratch  # noqa: E402
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 TRIALS = 3 if QUICK else 10
@@ -37,30 +33,15 @@ N = 5000
 PER_MESSAGE = 10
 
 
-def _client(url: str, client_id: str, clean: bool) -> mqtt.Client:
-    u = urlsplit(url)
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean, protocol=mqtt.MQTTv311)
-    c.username_pw_set(u.username, u.password)
-    c.max_inflight_messages_set(1000)
-    c.max_queued_messages_set(0)
-    ok = threading.Event()
-    c.on_connect = lambda *a: ok.set()
-    c.connect(u.hostname, u.port)
-    c.loop_start()
-    if not ok.wait(10):
-        raise RuntimeError("cannot connect to the broker")
-    return c
-
-
 def trial(mq, k: int) -> float:
     cid = f"bench-offline-{k}"
-    c = _client(mq.url("collector"), cid, clean=False)
+    c = mqtt_client(mq.url("collector"), cid, clean_session=False)
     c.subscribe("sewerwatch/+/+", qos=1)
     time.sleep(0.3)
     c.disconnect()
     c.loop_stop()
     time.sleep(random.uniform(0.0, 2.0))
-    pub = _client(mq.url("device"), f"bench-pub-{k}", clean=True)
+    pub = mqtt_client(mq.url("device"), f"bench-pub-{k}")
     infos = [pub.publish("sewerwatch/site/ph", json.dumps({"u": "pH", "t": list(range(i, i + PER_MESSAGE)),
                                                            "v": [7.0] * PER_MESSAGE}), qos=1)
              for i in range(0, N, PER_MESSAGE)]
@@ -79,12 +60,7 @@ def trial(mq, k: int) -> float:
         got.add(msg.payload)
         last[0] = time.monotonic()
 
-    u = urlsplit(mq.url("collector"))
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid, clean_session=False, protocol=mqtt.MQTTv311)
-    c.username_pw_set(u.username, u.password)
-    c.on_message = on_message
-    c.connect(u.hostname, u.port)
-    c.loop_start()
+    c = mqtt_client(mq.url("collector"), cid, clean_session=False, on_message=on_message)
     while time.monotonic() - last[0] < 2.0:
         time.sleep(0.1)
     c.disconnect()

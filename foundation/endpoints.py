@@ -44,12 +44,13 @@ def site_topics(cfg, site: str) -> list[str]:
         if f not in out:
             out.append(f)
     for s in cfg.sensors:
-        if s.site == site and s.source == "mqtt" and s.topic and not any(_covers(f, s.topic) for f in out):
+        if s.site == site and s.source == "mqtt" and s.topic and not any(topic_matches(f, s.topic) for f in out):
             out.append(s.topic)
     return out
 
 
-def _covers(filt: str, topic: str) -> bool:
+def topic_matches(filt: str, topic: str) -> bool:
+    """Whether the MQTT topic filter ``filt`` (``+`` one level, ``#`` the rest) matches ``topic``."""
     f, t = filt.split("/"), topic.split("/")
     for i, lvl in enumerate(f):
         if lvl == "#":

@@ -15,6 +15,7 @@ import pytest
 from ingest import profiles
 from sewerwatch.db import roles
 from sewerwatch.services.scratch import free_port, scratch, state_dir  # noqa: F401 - for the tests
+from sewerwatch.services.scratch import mqtt_client as scratch_mqtt_client
 from simulators import scenarios
 from simulators.modbus_server import ModbusSimulator
 from simulators.sources import ScenarioSource, SimClock
@@ -89,6 +90,59 @@ class ServedDevice:
         self.thread.join(5)
 
 
+def village_toml(path, site: str, *, db_url: str, mqtt_url: str, state, name: str = "Live village",
+                 site_name: str = "Acme", alerts: str = "", contacts=(), interval_s: float | None = 1.0,
+                 console: bool = False, extra: str = "") -> "os.PathLike":
+    """Write a one-site config to ``path``: a pH sensor over MQTT (read every ``interval_s``),
+    the alerts on no channel but ``contacts`` (``(name, apprise URL)``) and the console if
+    asked, ``alerts`` added to the ``[alerts]`` table, ``extra`` at the end."""
+    text = f"""[utility]
+name = "{name}"
+pack = "palmyra-wi"
+timezone = "America/Chicago"
+[services]
+db_url = "{db_url}"
+mqtt_url = "{mqtt_url}"
+state_dir = "{state}"
+[[sites]]
+id = "{site}"
+name = "{site_name}"
+[[sensors]]
+site = "{site}"
+name = "ph"
+parameter = "ph"
+unit = "pH"
+source = "mqtt"
+{f"interval_s = {interval_s}" if interval_s else ""}
+[alerts]
+console = {str(console).lower()}
+mqtt = false
+digest_at = false
+{alerts}
+""" + "".join(f'[[alerts.contacts]]\nname = "{n}"\nurls = ["{u}"]\n' for n, u in contacts) + extra
+    path.write_text(text)
+    return path
+
+
+def close_all(*things) -> None:
+    """Stop what a test started, whatever happened: paho clients, pipelines in the
+    background, subprocesses (killed when still running), catchers, open files."""
+    for t in things:
+        if t is None:
+            continue
+        if hasattr(t, "loop_stop"):
+            t.loop_stop()
+            t.disconnect()
+        elif hasattr(t, "poll"):
+            if t.poll() is None:
+                t.kill()
+                t.wait()
+        elif hasattr(t, "close") and not hasattr(t, "stop"):
+            t.close()
+        else:
+            t.stop()
+
+
 def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -104,29 +158,15 @@ def count(url: str, sql: str, params=()) -> int:
 
 
 __all__ = ["free_port", "state_dir", "own_postgres", "own_mosquitto", "add_site_and_sensors", "wait_until",
-           "count", "roles", "HISTORIC", "HISTORIC_TOML", "tiny_filesystem", "ServedDevice"]
+           "count", "roles", "HISTORIC", "HISTORIC_TOML", "tiny_filesystem", "ServedDevice", "village_toml",
+           "close_all"]
 
 
 def mqtt_client(url: str, client_id: str, clean_session: bool = True):
-    """A connected paho client (network loop running) for the account in ``url``."""
-    import threading
-    from urllib.parse import urlsplit
-
-    import paho.mqtt.client as mqtt
-
-    u = urlsplit(url)
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
-                    protocol=mqtt.MQTTv311)
-    c.username_pw_set(u.username, u.password)
-    c.max_inflight_messages_set(1000)
-    c.max_queued_messages_set(0)
+    """A connected paho client (network loop running) for the account in ``url``, quick to
+    reconnect (:func:`sewerwatch.services.scratch.mqtt_client`)."""
+    c = scratch_mqtt_client(url, client_id, clean_session)
     c.reconnect_delay_set(0.2, 2)
-    ok = threading.Event()
-    c.on_connect = lambda client, ud, flags, rc, props: ok.set() if not rc.is_failure else None
-    c.connect(u.hostname, u.port)
-    c.loop_start()
-    if not ok.wait(10):
-        raise RuntimeError(f"could not connect to {u.hostname}:{u.port}")
     return c
 
 

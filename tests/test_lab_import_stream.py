@@ -101,28 +101,25 @@ def _import_peak_kib(db, path: Path) -> tuple[int, str]:
     return int(out.stderr.rsplit("peak", 1)[1].split()[0]), out.stdout
 
 
-def test_a_hundred_thousand_rows_import_in_the_memory_of_a_chunk(db, tmp_path, capsys):
+def _measured(db, tmp_path, capsys, rows: int) -> int:
+    """Import a ``rows``-row file in a process of its own; its peak resident memory [KiB]."""
     with db.connect() as conn:
         _sites(conn)
-    f = tmp_path / "100k.csv"
-    _big_file(f, 100_000)
+    f = tmp_path / f"{rows}.csv"
+    _big_file(f, rows)
     peak, out = _import_peak_kib(db, f)
     with capsys.disabled():
-        print(f"\nlab import of 100,000 rows: peak resident memory {peak / 1024:.0f} MB")
-    assert "100000 stored" in out
-    assert peak < 150 * 1024          # the interpreter and its libraries, and one chunk
+        print(f"\nlab import of {rows:,} rows ({f.stat().st_size / 1e6:.0f} MB): peak resident memory "
+              f"{peak / 1024:.0f} MB")
+    assert f"{rows} stored" in out
+    return peak
+
+
+def test_a_hundred_thousand_rows_import_in_the_memory_of_a_chunk(db, tmp_path, capsys):
+    assert _measured(db, tmp_path, capsys, 100_000) < 150 * 1024     # the interpreter, its libraries, a chunk
 
 
 @pytest.mark.big
 @pytest.mark.timeout(1800)
 def test_a_million_row_lab_file_imports_under_300_mb(db, tmp_path, capsys):
-    with db.connect() as conn:
-        _sites(conn)
-    f = tmp_path / "1m.csv"
-    _big_file(f, 1_000_000)
-    peak, out = _import_peak_kib(db, f)
-    with capsys.disabled():
-        print(f"\nlab import of 1,000,000 rows ({f.stat().st_size / 1e6:.0f} MB): peak resident memory "
-              f"{peak / 1024:.0f} MB")
-    assert "1000000 stored" in out
-    assert peak < 300 * 1024
+    assert _measured(db, tmp_path, capsys, 1_000_000) < 300 * 1024

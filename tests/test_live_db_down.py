@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from alerts.catchers import MailCatcher
-from support import count, mqtt_client, own_postgres, publish_all, wait_until
+from support import close_all, count, mqtt_client, own_postgres, publish_all, village_toml, wait_until
 
 pytest.importorskip("aiosmtpd")
 
@@ -40,36 +40,10 @@ def test_an_acid_dump_is_mailed_while_the_database_is_down_and_recorded_once_whe
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     procs = []
     with own_postgres() as pg:
-        cfg = tmp_path / "village.toml"
-        cfg.write_text(f"""
-[utility]
-name = "Outage village"
-pack = "palmyra-wi"
-timezone = "America/Chicago"
-[services]
-db_url = "{pg.url('owner')}"
-mqtt_url = "{services.mqtt_urls['collector']}"
-state_dir = "{tmp_path / 'state'}"
-[[sites]]
-id = "{site}"
-name = "Acme Plating"
-[[sensors]]
-site = "{site}"
-name = "ph"
-parameter = "ph"
-unit = "pH"
-source = "mqtt"
-interval_s = 1.0
-[alerts]
-console = false
-mqtt = false
-digest_at = false
-hold_off_s = 600
-escalate_after_min = 600
-[[alerts.contacts]]
-name = "Superintendent"
-urls = ["{mail.url('super@village.example')}"]
-""")
+        cfg = village_toml(tmp_path / "village.toml", site, db_url=pg.url("owner"),
+                           mqtt_url=services.mqtt_urls["collector"], state=tmp_path / "state", name="Outage village",
+                           site_name="Acme Plating", alerts="hold_off_s = 600\nescalate_after_min = 600",
+                           contacts=[("Superintendent", mail.url("super@village.example"))])
         assert subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "db", "migrate"], cwd=ROOT,
                               env=env, capture_output=True, timeout=60).returncode == 0
         pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
@@ -110,14 +84,7 @@ urls = ["{mail.url('super@village.example')}"]
             proc.terminate()
             assert proc.wait(60) == 0
         finally:
-            pub.loop_stop()
-            pub.disconnect()
-            for proc, err in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                err.close()
-            mail.stop()
+            close_all(pub, *[x for pe in procs for x in pe], mail)
         with psycopg.connect(pg.url("owner")) as conn:
             alerts = conn.execute("SELECT kind, rule, state, episodes, notified_at IS NOT NULL FROM alerts "
                                   "WHERE kind = 'violation'").fetchall()

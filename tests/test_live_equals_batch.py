@@ -21,7 +21,7 @@ from foundation import config as sw_config
 from sewerwatch.db import sync
 from sewerwatch.pipeline import Background, Pipeline
 from sewerwatch.services.scratch import free_port
-from support import ServedDevice, count, mqtt_client, publish_all, wait_until
+from support import ServedDevice, close_all, count, mqtt_client, publish_all, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 TZ = "America/Chicago"        # palmyra-wi's time zone: days of violation are counted in it
@@ -94,10 +94,7 @@ def test_single_messages_batches_and_modbus_polls_give_the_episodes_check_gives(
         time.sleep(1.0)
         bg.call(p.manager.idle())
     finally:
-        pub.loop_stop()
-        pub.disconnect()
-        bg.stop()
-        device.close()
+        close_all(pub, bg, device)
 
     with psycopg.connect(db.url) as conn:
         intervals = dict(conn.execute("SELECT t.key, s.interval_s FROM sensors s JOIN sites t ON t.id = s.site_id"))

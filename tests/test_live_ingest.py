@@ -25,7 +25,7 @@ from sewerwatch import services as sw_services
 from sewerwatch.db import sync
 from sewerwatch.pipeline import Background, Pipeline
 from sewerwatch.services.scratch import free_port
-from support import count, mqtt_client, publish_all, state_dir, wait_until
+from support import close_all, count, mqtt_client, publish_all, state_dir, village_toml, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,30 +50,8 @@ def test_poison_messages_never_stop_ingest_and_status_stays_truthful(db, service
     status`` shows the collector alive, connected, never restarted, with the dead letters."""
     site = "poison-" + uuid.uuid4().hex[:8]
     state = tmp_path / "state"
-    cfg = tmp_path / "village.toml"
-    cfg.write_text(f"""
-[utility]
-name = "Poison test village"
-pack = "palmyra-wi"
-[services]
-db_url = "{db.url}"
-mqtt_url = "{services.mqtt_urls['collector']}"
-state_dir = "{state}"
-[[sites]]
-id = "{site}"
-name = "Acme"
-[[sensors]]
-site = "{site}"
-name = "ph"
-parameter = "ph"
-unit = "pH"
-source = "mqtt"
-interval_s = 1.0
-[alerts]
-console = false
-mqtt = false
-digest_at = false
-""")
+    cfg = village_toml(tmp_path / "village.toml", site, db_url=db.url, mqtt_url=services.mqtt_urls["collector"],
+                       state=state, name="Poison test village")
     env = _env()
     assert _sw(cfg, "db", "migrate", env=env).returncode == 0
     err = open(tmp_path / "run.err", "w")
@@ -149,13 +127,7 @@ digest_at = false
         proc.terminate()
         assert proc.wait(60) == 0
     finally:
-        if pub is not None:
-            pub.loop_stop()
-            pub.disconnect()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
+        close_all(pub, proc, err)
     assert count(db.url, stored) == good[0] == 30
     assert count(db.url, dead + " AND reason <> '' AND payload IS NOT NULL") == 1004
     assert "internal error" not in open(tmp_path / "run.err").read()
@@ -213,10 +185,7 @@ def test_a_far_future_reading_never_blinds_the_evaluator(db, services, tmp_path)
         time.sleep(1.0)
         bg.call(p.manager.idle())
     finally:
-        pub.loop_stop()
-        pub.disconnect()
-        bg.stop()
-        hook.stop()
+        close_all(pub, bg, hook)
     with psycopg.connect(db.url) as conn:
         reasons = [r[0] for r in conn.execute("SELECT reason FROM dead_letters WHERE topic = %s", (topic,))]
         viol = conn.execute("SELECT rule, start_time, end_time FROM violations").fetchall()
@@ -255,10 +224,7 @@ def test_implausible_readings_are_stored_flagged_not_judged_and_open_one_sensor_
         time.sleep(1.0)
         bg.call(p.manager.idle())
     finally:
-        pub.loop_stop()
-        pub.disconnect()
-        bg.stop()
-        hook.stop()
+        close_all(pub, bg, hook)
     with psycopg.connect(db.url) as conn:
         q = dict(conn.execute("SELECT s.name, count(*) FILTER (WHERE r.quality = 1) FROM readings r "
                               "JOIN sensors s ON s.id = r.sensor_id GROUP BY s.name").fetchall())
@@ -303,9 +269,7 @@ def test_each_site_publishes_only_under_its_own_topics(tmp_path, monkeypatch):
         publish_all(dairy, [("sewerwatch/dairy/flow", b"{}"), ("sewerwatch/acme/flow", b"{}")])
         assert wait_until(lambda: len(got) >= 3, 5)
         time.sleep(0.5)
-        for c in (watcher, acme, dairy):
-            c.loop_stop()
-            c.disconnect()
+        close_all(watcher, acme, dairy)
     finally:
         sw_services.down(cfg)
     assert sorted(got) == ["sewerwatch/acme/manhole/status", "sewerwatch/acme/ph", "sewerwatch/dairy/flow"]

@@ -16,7 +16,7 @@ from alerts.catchers import WebhookCatcher
 from foundation import config as sw_config
 from sewerwatch.db import sync
 from sewerwatch.pipeline import Background, Pipeline
-from support import count, mqtt_client, own_postgres, publish_all, tiny_filesystem, wait_until
+from support import close_all, count, mqtt_client, own_postgres, publish_all, tiny_filesystem, wait_until
 
 
 def test_a_full_spool_disk_is_loud_and_loses_nothing(services, tmp_path):
@@ -77,10 +77,7 @@ def test_a_full_spool_disk_is_loud_and_loses_nothing(services, tmp_path):
             assert wait_until(lambda: p.ingest.writer.spool.empty(), 10)
             assert wait_until(lambda: "writer" not in p.problems(), 10)
         finally:
-            pub.loop_stop()
-            pub.disconnect()
-            bg.stop()
-            hook.stop()
+            close_all(pub, bg, hook)
         assert count(owner, "SELECT count(*) FROM (SELECT DISTINCT sensor_id, time FROM readings) d") == 2000
         assert count(owner, "SELECT count(*) FROM readings") == 2000
         assert len(degraded("DEGRADED: Full disk village: writer")) == 1

@@ -16,7 +16,7 @@ from foundation import config as sw_config
 from sewerwatch.db import sync
 from sewerwatch.pipeline import Background, Pipeline
 from sewerwatch.services.scratch import free_port
-from support import ServedDevice, count, mqtt_client, publish_all, wait_until
+from support import ServedDevice, close_all, count, mqtt_client, publish_all, wait_until
 
 
 def test_every_component_killed_from_inside_is_restarted_reported_and_alerted(db, services, tmp_path):
@@ -77,11 +77,7 @@ def test_every_component_killed_from_inside_is_restarted_reported_and_alerted(db
         time.sleep(0.5)
         assert p.status()["components"]["evaluator"]["evaluated"] >= published
     finally:
-        pub.loop_stop()
-        pub.disconnect()
-        bg.stop()
-        device.close()
-        hook.stop()
+        close_all(pub, bg, device, hook)
     assert count(db.url, ph) == published
     with psycopg.connect(db.url) as conn:
         audit = conn.execute("SELECT object FROM audit_log WHERE action = 'system-degraded' ORDER BY id").fetchall()

@@ -16,7 +16,7 @@ import pytest
 
 import simulators
 from alerts.catchers import WebhookCatcher
-from support import HISTORIC, HISTORIC_TOML, count, mqtt_client, publish_all, wait_until
+from support import HISTORIC, HISTORIC_TOML, count, mqtt_client, publish_all, village_toml, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,40 +31,9 @@ def test_run_alerts_status_and_clean_stop(db, services, tmp_path, stop):
     site = "run-" + uuid.uuid4().hex[:8]
     hook = WebhookCatcher().start()
     state = tmp_path / "state"
-    cfg = tmp_path / "village.toml"
-    cfg.write_text(f"""
-[utility]
-name = "Run test village"
-pack = "palmyra-wi"
-timezone = "America/Chicago"
-
-[services]
-db_url = "{db.url}"
-mqtt_url = "{services.mqtt_urls['collector']}"
-state_dir = "{state}"
-
-[[sites]]
-id = "{site}"
-name = "Acme Plating"
-
-[[sensors]]
-site = "{site}"
-name = "ph"
-parameter = "ph"
-unit = "pH"
-source = "mqtt"
-
-[alerts]
-hold_off_s = 600
-console = true
-mqtt = false
-digest_at = false
-
-[[alerts.contacts]]
-name = "Hook"
-urls = ["{hook.url('/run')}"]
-
-{HISTORIC_TOML}""")
+    cfg = village_toml(tmp_path / "village.toml", site, db_url=db.url, mqtt_url=services.mqtt_urls["collector"],
+                       state=state, name="Run test village", site_name="Acme Plating", interval_s=None, console=True,
+                       alerts="hold_off_s = 600", contacts=[("Hook", hook.url("/run"))], extra=HISTORIC_TOML)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     assert _sw(cfg, "db", "migrate", env=env).returncode == 0            # writes the site and sensor
     with psycopg.connect(db.url) as conn:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from foundation.endpoints import topic_matches
 from foundation.errors import InputError
 
 DEFAULT_PATTERNS = ("sewerwatch/{site}/{sensor}",)
@@ -60,7 +61,7 @@ class TopicMap:
         """MQTT topic filters covering every pattern and explicit topic."""
         subs = ["/".join("+" if lvl in ("{site}", "{sensor}") else lvl for lvl in p) for p in self.patterns]
         for topic in self.explicit:
-            if not any(_matches(f.split("/"), topic.split("/")) for f in subs):
+            if not any(topic_matches(f, topic) for f in subs):
                 subs.append(topic)
         return subs
 
@@ -89,12 +90,3 @@ class TopicMap:
         if len(self._cache) < 100_000:
             self._cache[topic] = ref
         return ref
-
-
-def _matches(filt: list[str], topic: list[str]) -> bool:
-    for i, f in enumerate(filt):
-        if f == "#":
-            return True
-        if i >= len(topic) or (f != "+" and f != topic[i]):
-            return False
-    return len(filt) == len(topic)

@@ -8,8 +8,12 @@ import contextlib
 import shutil
 import socket
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import paho.mqtt.client as mqtt
 
 from foundation import secrets
 from sewerwatch.db import bootstrap, migrate
@@ -22,6 +26,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def mqtt_client(url: str, client_id: str, clean_session: bool = True, on_message=None) -> mqtt.Client:
+    """A paho client of the account in ``url``, connected, its network loop running (QoS 1
+    publishes unbounded in number, 1,000 in flight); ``on_message`` is set before it
+    connects, so a persistent session's backlog is not missed."""
+    u = urlsplit(url)
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
+                    protocol=mqtt.MQTTv311)
+    c.username_pw_set(u.username, u.password)
+    c.max_inflight_messages_set(1000)
+    c.max_queued_messages_set(0)
+    c.on_message = on_message
+    ok = threading.Event()
+    c.on_connect = lambda client, ud, flags, rc, props: ok.set() if not rc.is_failure else None
+    c.connect(u.hostname, u.port)
+    c.loop_start()
+    if not ok.wait(10):
+        raise RuntimeError(f"cannot connect to the broker at {u.hostname}:{u.port}")
+    return c
 
 
 def state_dir(prefix: str = "sewerwatch-scratch-") -> Path:
