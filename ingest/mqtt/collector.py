@@ -85,6 +85,10 @@ class MqttCollector:
         self.client.max_queued_messages_set(0)
         # our callbacks catch everything; should one ever raise, paho logs it and goes on
         self.client.suppress_exceptions = True
+        # acknowledgements (from the writer's thread) are queued and written by the network
+        # loop, many at a time, not one send each from the writer (paho's external-loop hook)
+        self.client.on_socket_register_write = lambda client, userdata, sock: None
+        self.client.on_socket_unregister_write = lambda client, userdata, sock: None
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
@@ -145,7 +149,8 @@ class MqttCollector:
         return self._connected.is_set() and (self.network is None or self.network.alive)
 
     def stop(self) -> None:
-        """Flush what was received, then disconnect (unflushed acks are simply not sent)."""
+        """Flush what was received, then disconnect (unflushed acks are simply not sent):
+        the network loop writes the DISCONNECT and ends once the broker has closed."""
         for comp in (self.network, self.flusher):
             if comp is not None:
                 comp.finished = True       # returning now is no death
@@ -157,8 +162,10 @@ class MqttCollector:
             self.flusher.thread.join(5)
         self.flush()
         self.client.disconnect()
-        if self.network is not None and self.network.thread is not None:
+        if self.network is not None and self.network.thread is not None and self.network.thread.is_alive():
             self.network.thread.join(5)
+        else:
+            self.client.loop_write()       # no loop runs: write the DISCONNECT here
         if self._own_supervisor and self.supervisor is not None:
             self.supervisor.stop()
 
@@ -177,16 +184,23 @@ class MqttCollector:
         delivered again by the broker."""
         if comp.restarts:
             self._need_connect = True
-        while not self._stop.is_set():
+        stop_by = None
+        while True:
             comp.beat()
+            if self._stop.is_set():
+                # stopping: go on until the DISCONNECT is out and the connection closed
+                stop_by = stop_by or time.monotonic() + 2.0
+                if self._need_connect or time.monotonic() > stop_by:
+                    return
             if self._need_connect:
                 if not self._connect(comp):
                     continue
-            rc = self.client.loop(timeout=0.5)
-            if rc != mqtt.MQTT_ERR_SUCCESS and not self._stop.is_set():
+            rc = self.client.loop(timeout=0.2)
+            if rc != mqtt.MQTT_ERR_SUCCESS:
                 self._connected.clear()
                 self._need_connect = True
-                self._wait_backoff(comp)
+                if not self._stop.is_set():
+                    self._wait_backoff(comp)
 
     def _connect(self, comp: Component) -> bool:
         try:
