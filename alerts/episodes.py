@@ -10,7 +10,7 @@ lasted longer than the rule's minimum duration (the evaluator reports nothing sh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -141,9 +141,8 @@ class LiveEpisodes:
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
 
     def _set_interval(self, c: int, interval_s: float) -> None:
-        s = self.sensors[c]
         k = self.pack_of[c]
-        meta = SensorMeta(s.parameter, interval_s, s.site, s.name)
+        meta = replace(self.meta[k][c], interval_s=interval_s)
         self.meta[k][c] = meta
         self.evaluators[k].meta[c] = meta
         self.learned[c] = interval_s

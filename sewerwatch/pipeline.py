@@ -35,7 +35,6 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
 import psycopg
@@ -50,6 +49,9 @@ from ingest.batch import Readings
 from ingest.mqtt.collector import sensor_refs_from_db
 from ingest.mqtt.topics import SensorRef
 from ingest.supervise import Component, Supervisor, supervise_task
+from limits.packs import load_pack
+from limits.permit_store import CURRENT_SQL as CURRENT_PERMITS_SQL
+from limits.permits import parse_permit
 from sewerwatch.db.maintain import run_periodically as storage_maintenance
 
 log = logging.getLogger("sewerwatch.run")
@@ -126,14 +128,17 @@ class Pipeline:
     # -- setup -------------------------------------------------------------------------
 
     def _load(self) -> tuple[list[SensorInfo], dict, tuple]:
-        """Sensors, sites and the collectors' sensor refs: from the database, kept in the
-        state folder; from that copy when the database is unreachable."""
+        """Sensors (with their sites' current permits), sites and the collectors' sensor
+        refs: from the database, kept in the state folder; from that copy when the
+        database is unreachable."""
         cache = self.state_dir / SENSOR_CACHE_FILE
         try:
             with psycopg.connect(self.owner_url, connect_timeout=5) as conn:
                 sensors = sensors_from_db(conn)
                 sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
                 refs = (sensor_refs_from_db(conn, "mqtt"), sensor_refs_from_db(conn, "modbus"))
+                permits = {key: [pack, f"permit {number} version {version}", doc] for key, pack, number, version, doc,
+                           *_ in conn.execute(CURRENT_PERMITS_SQL).fetchall()}
         except psycopg.OperationalError as exc:
             if not cache.is_file():
                 raise
@@ -141,13 +146,18 @@ class Pipeline:
             log.error("database unreachable at start (%s); using the sensors kept in %s",
                       str(exc).strip().splitlines()[0] if str(exc).strip() else exc, cache)
             self.sensors_from = f"{cache} (database unreachable at start)"
-            return ([SensorInfo(*s) for s in data["sensors"]], {k: tuple(v) for k, v in data["sites"].items()},
+            permit = {k: parse_permit(doc, label, load_pack(pack)) for k, (pack, label, doc) in
+                      data.get("permits", {}).items()}
+            return ([SensorInfo(*s, permit=permit.get(s[2])) for s in data["sensors"]],
+                    {k: tuple(v) for k, v in data["sites"].items()},
                     tuple([SensorRef(*r) for r in data[src]] for src in ("mqtt", "modbus")))
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            service.write_status(cache, {"sensors": [list(asdict(s).values()) for s in sensors], "sites": sites,
-                                         "mqtt": [[r.id, r.key, r.parameter] for r in refs[0]],
-                                         "modbus": [[r.id, r.key, r.parameter] for r in refs[1]]})
+            service.write_status(cache, {
+                "sensors": [[s.id, s.site_id, s.site, s.name, s.parameter, s.interval_s, s.pack] for s in sensors],
+                "sites": sites, "permits": permits,
+                "mqtt": [[r.id, r.key, r.parameter] for r in refs[0]],
+                "modbus": [[r.id, r.key, r.parameter] for r in refs[1]]})
         except OSError as exc:
             log.warning("could not keep the sensors in %s: %s", cache, exc)
         return sensors, sites, refs
