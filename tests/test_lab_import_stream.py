@@ -93,9 +93,12 @@ def _big_file(path: Path, rows: int) -> None:
 
 def _import_peak_kib(db, path: Path) -> tuple[int, str]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}, "SEWERWATCH_DB_URL": db.url}
-    code = ("import resource, sys\nfrom sewerwatch.cli import main\n"
+    # VmHWM: the peak of this process's own memory (getrusage's ru_maxrss would count the
+    # pytest process it was forked from)
+    code = ("import sys\nfrom pathlib import Path\nfrom sewerwatch.cli import main\n"
             f"rc = main(['lab', 'import', {str(path)!r}, '--actor', 'big'])\n"
-            "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(rc)\n")
+            "hwm = next(ln for ln in Path('/proc/self/status').read_text().splitlines() if ln.startswith('VmHWM'))\n"
+            "print('peak', hwm.split()[1], file=sys.stderr)\nsys.exit(rc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=1200, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     return int(out.stderr.rsplit("peak", 1)[1].split()[0]), out.stdout
