@@ -594,12 +594,32 @@ class AlertManager:
             self._deliveries.add(t)
             t.add_done_callback(self._deliveries.discard)
 
+    async def deliver_to_primary(self, alert_id: int, title: str, body: str, payload: dict) -> list[str]:
+        """Deliver an alert opened elsewhere (an enforcement item, :mod:`enforcement.due`) to the
+        primary contacts, with the manager's retries; each attempt recorded against ``alert_id``.
+
+        Returns
+        -------
+        list of str
+            The channels that delivered it.
+        """
+        routes = [r for r in self.routes if not r.escalation]
+        ok = await asyncio.gather(*(self._deliver(None, "open", r, title, body, payload,
+                                                  subject=f"alert:{alert_id}", alert_id=alert_id) for r in routes))
+        sent = [r.channel.name for r, done in zip(routes, ok) if done]
+        if sent:
+            self._op({"op": "state", "uid": f"alert-{alert_id}", "state": "notified", "column": "notified_at",
+                      "at": self.clock(), "only_from": ["open"]})
+        return sent
+
     async def _deliver(self, a: Active | None, event: str, route: Route, title: str, body: str, payload: dict,
-                       subject: str | None = None) -> bool:
+                       subject: str | None = None, alert_id: int | None = None) -> bool:
         ch = route.channel
         loop = asyncio.get_running_loop()
         attempts = self.opts.retry_attempts
         uid = a.uid if a is not None and a.kind != "system" else None
+        if uid is None and alert_id is not None:     # an alert this manager does not track
+            uid = f"alert-{alert_id}"
         label = a.label if a is not None else subject
         if a is not None and a.kind == "system":
             subject = f"system:{a.key.subject}"
@@ -613,9 +633,9 @@ class AlertManager:
                       "attempt": attempt, "error": error, "at": self.clock(), "subject": subject})
             if error is None:
                 self.stats["sent"] += 1
-                self._audit("notification-sent", a if uid else None,
+                self._audit("notification-sent", a if a is not None and a.kind != "system" else None,
                             {"event": event, "channel": ch.name, "contact": ch.contact, "attempt": attempt,
-                             "subject": subject})
+                             "subject": subject}, object_=f"alert:{alert_id}" if alert_id is not None else None)
                 if a is not None and event == "open" and a.kind != "system":
                     self._set_state(a, "notified", "notified_at", only_from=("open",))
                 return True
@@ -628,8 +648,9 @@ class AlertManager:
         self.stats["lost"] += 1
         log.error("ALERT NOT DELIVERED: alert %s %s via %s to %s failed %d times; last error: %s",
                   label, event, ch.name, ch.contact, attempts, error)
-        self._audit("notification-failed", a if uid else None,
-                    {"event": event, "channel": ch.name, "contact": ch.contact, "attempts": attempts, "error": error})
+        self._audit("notification-failed", a if a is not None and a.kind != "system" else None,
+                    {"event": event, "channel": ch.name, "contact": ch.contact, "attempts": attempts, "error": error},
+                    object_=f"alert:{alert_id}" if alert_id is not None else None)
         return False
 
     # -- digest ------------------------------------------------------------------------------

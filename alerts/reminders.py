@@ -19,10 +19,9 @@ a timer); ``sewerwatch run`` can call :func:`send` from its ticker.
 
 from __future__ import annotations
 
-import json
 from datetime import date
 
-from alerts import content
+from alerts import content, store
 from limits.permits import Permit, renewal
 
 #: permit state -> the alert's rule
@@ -76,8 +75,8 @@ def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> d
         ``opened`` (the reminders opened now, each with ``alert_id`` and ``sent``: the
         channels that delivered it), ``open`` (due and open before) and ``resolved`` (ids).
     """
-    sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
-    rows = conn.execute("SELECT id, details, state FROM alerts WHERE kind = 'permit' ORDER BY id").fetchall()
+    sites = store.site_names(conn)
+    rows = store.permit_alerts(conn)
     existing = {d["subject"]: aid for aid, d, state in rows if state != "resolved"}
     # a reminder (permit, rule, term end) is sent once, whatever became of its alert since
     sent_before = {d["subject"] for _aid, d, _state in rows}
@@ -89,11 +88,7 @@ def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> d
                 out["open"].append(existing[r["subject"]])
             continue
         site_id, site_name = sites.get(r["site"], (None, r["site"]))
-        with conn.transaction():
-            aid = conn.execute(
-                "INSERT INTO alerts (kind, site_id, rule, state, summary, details) VALUES ('permit', %s, %s, 'open', %s, %s) "
-                "RETURNING id", (site_id, r["rule"], content.permit_summary(r, site_name), json.dumps(r))).fetchone()[0]
-            _audit(conn, "alert-open", aid, {"subject": r["subject"], "summary": content.permit_summary(r, site_name)})
+        aid = store.open_permit_alert(conn, site_id, r["rule"], content.permit_summary(r, site_name), r, ACTOR)
         title, body = content.permit_message(aid, "open", r, site_name=site_name, tz=tz)
         sent = []
         for route in routes:
@@ -107,28 +102,13 @@ def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> d
                 sent.append(ch.name)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
                 error = f"{type(exc).__name__}: {exc}"[:2000]
-            with conn.transaction():
-                conn.execute("INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, "
-                             "error, subject) VALUES (%s, 'open', %s, %s, 1, %s, %s, %s)",
-                             (aid, ch.name, ch.contact, "failed" if error else "sent", error, r["subject"]))
-                _audit(conn, "notification-failed" if error else "notification-sent", aid,
-                       {"event": "open", "channel": ch.name, "contact": ch.contact, "error": error})
+            store.record_attempt(conn, aid, ch, r["subject"], error, ACTOR)
         if sent:
-            with conn.transaction():
-                conn.execute("UPDATE alerts SET state = 'notified', notified_at = now() WHERE id = %s AND state = 'open'",
-                             (aid,))
-                _audit(conn, "alert-notified", aid, {"channels": sent})
+            store.mark_notified(conn, aid, sent, ACTOR)
         out["opened"].append({**r, "alert_id": aid, "sent": sent})
     still = {r["subject"] for r in reminders}
     for subject, aid in existing.items():
         if subject not in still:
-            with conn.transaction():
-                conn.execute("UPDATE alerts SET state = 'resolved', resolved_at = now() WHERE id = %s", (aid,))
-                _audit(conn, "alert-resolved", aid, {"subject": subject, "why": "the permit no longer calls for it"})
+            store.resolve_alert(conn, aid, {"subject": subject, "why": "the permit no longer calls for it"}, ACTOR)
             out["resolved"].append(aid)
     return out
-
-
-def _audit(conn, action: str, alert_id: int, detail: dict) -> None:
-    conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
-                 (ACTOR, action, f"alert:{alert_id}", json.dumps(detail, default=str)))

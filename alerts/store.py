@@ -37,6 +37,12 @@ UNRESOLVED_COLS = ("id", "kind", "rule", "sensor_id", "device", "state", "detail
                    "uids")
 
 
+#: Alert kinds whose lifecycle is not the manager's: permit reminders (:mod:`alerts.reminders`
+#: opens and resolves them) and enforcement items (:mod:`enforcement.due`). The manager never
+#: takes them up, so it never resolves them after its hold-off.
+KINDS_OWNED_ELSEWHERE = ("permit", "enforcement")
+
+
 def ts(epoch_s: float) -> datetime:
     """An aware UTC datetime of ``epoch_s`` [s]."""
     return datetime.fromtimestamp(epoch_s, timezone.utc)
@@ -124,13 +130,14 @@ class AlertStore:
 
     async def unresolved(self) -> list[dict]:
         """Every alert not resolved, with its site's key and name and the manager's uids
-        for it (:data:`UNRESOLVED_COLS`)."""
+        for it (:data:`UNRESOLVED_COLS`); not the kinds :data:`KINDS_OWNED_ELSEWHERE`."""
         rows = await self._exec(
             """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
                       a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
                       s.key, s.name, a.summary,
                       ARRAY(SELECT u.uid FROM alert_uids u WHERE u.alert_id = a.id)
-               FROM alerts a LEFT JOIN sites s ON s.id = a.site_id WHERE a.state <> 'resolved'""", all_rows=True)
+               FROM alerts a LEFT JOIN sites s ON s.id = a.site_id
+               WHERE a.state <> 'resolved' AND a.kind <> ALL(%s)""", (list(KINDS_OWNED_ELSEWHERE),), all_rows=True)
         return [dict(zip(UNRESOLVED_COLS, r)) for r in rows]
 
     async def alerts_resolved(self, alert_ids: list[int]) -> list[int]:
@@ -356,3 +363,55 @@ def acknowledge(conn, alert_id: int, by: str, note: str | None) -> tuple[str, st
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'alert-acknowledged', %s, %s)",
                      (by, f"alert:{alert_id}", json.dumps({"from": state, "to": new_state, "note": note})))
     return state, None
+
+
+# -- permit reminders (alerts.reminders) ----------------------------------------------------
+
+def site_names(conn) -> dict[str, tuple[int, str]]:
+    """Site key -> (id, name)."""
+    return {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites").fetchall()}
+
+
+def permit_alerts(conn) -> list[tuple[int, dict, str]]:
+    """``(id, details, state)`` of every permit reminder ever opened, oldest first."""
+    return conn.execute("SELECT id, details, state FROM alerts WHERE kind = 'permit' ORDER BY id").fetchall()
+
+
+def open_permit_alert(conn, site_id: int | None, rule: str, summary: str, record: dict, actor: str) -> int:
+    """Open one permit reminder (kind ``permit``), audited, in one transaction; its id."""
+    with conn.transaction():
+        aid = conn.execute(
+            "INSERT INTO alerts (kind, site_id, rule, state, summary, details) VALUES ('permit', %s, %s, 'open', %s, %s) "
+            "RETURNING id", (site_id, rule, summary, json.dumps(record))).fetchone()[0]
+        _audit_sync(conn, actor, "alert-open", aid, {"subject": record["subject"], "summary": summary})
+    return aid
+
+
+def record_attempt(conn, alert_id: int, channel, subject: str, error: str | None, actor: str) -> None:
+    """One delivery attempt of event ``open`` (``channel``: an :class:`alerts.channels.Channel`), audited."""
+    with conn.transaction():
+        conn.execute("INSERT INTO alert_notifications (alert_id, event, channel, contact, attempt, status, "
+                     "error, subject) VALUES (%s, 'open', %s, %s, 1, %s, %s, %s)",
+                     (alert_id, channel.name, channel.contact, "failed" if error else "sent", error, subject))
+        _audit_sync(conn, actor, "notification-failed" if error else "notification-sent", alert_id,
+                    {"event": "open", "channel": channel.name, "contact": channel.contact, "error": error})
+
+
+def mark_notified(conn, alert_id: int, channels: list[str], actor: str) -> None:
+    """An open alert delivered: state ``notified``, audited."""
+    with conn.transaction():
+        conn.execute("UPDATE alerts SET state = 'notified', notified_at = now() WHERE id = %s AND state = 'open'",
+                     (alert_id,))
+        _audit_sync(conn, actor, "alert-notified", alert_id, {"channels": channels})
+
+
+def resolve_alert(conn, alert_id: int, detail: dict, actor: str) -> None:
+    """Resolve one alert, audited with ``detail`` (what and why)."""
+    with conn.transaction():
+        conn.execute("UPDATE alerts SET state = 'resolved', resolved_at = now() WHERE id = %s", (alert_id,))
+        _audit_sync(conn, actor, "alert-resolved", alert_id, detail)
+
+
+def _audit_sync(conn, actor: str, action: str, alert_id: int, detail: dict) -> None:
+    conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
+                 (actor, action, f"alert:{alert_id}", json.dumps(detail, default=str)))

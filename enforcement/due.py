@@ -226,7 +226,7 @@ def as_of(text: str | None, tz) -> datetime:
 
 
 async def run_periodically(owner_url: str, cfg, deliver, every_s: float = EVERY_S, first_delay_s: float = 30.0,
-                           clock=None) -> None:
+                           clock=None, on_round=None) -> None:
     """Every ``every_s``: open the alerts of what fell overdue (:func:`raise_alerts`, in a
     worker thread) and ``await deliver(alert_id, title, body, payload)`` for each new one;
     until cancelled. A failed round is logged and tried again next time.
@@ -241,6 +241,9 @@ async def run_periodically(owner_url: str, cfg, deliver, every_s: float = EVERY_
         Sends one alert to the primary contacts.
     clock : callable, optional
         ``clock() -> datetime`` (aware); default now.
+    on_round : callable, optional
+        ``on_round(error)`` after each round: None when it went through, else the error
+        (one line), so the caller can show it (``sewerwatch status``).
     """
     st = settings(cfg)
     guide = load_guide(st.guide)
@@ -252,11 +255,15 @@ async def run_periodically(owner_url: str, cfg, deliver, every_s: float = EVERY_
 
     await asyncio.sleep(first_delay_s)
     while True:
+        error = None
         try:
             for aid, title, body, payload in await loop.run_in_executor(None, once):
                 await deliver(aid, title, body, payload)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - the live pipeline must keep running
+        except Exception as exc:  # noqa: BLE001 - the live pipeline must keep running
             log.exception("enforcement alerts failed; trying again in %.0f s", every_s)
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        if on_round is not None:
+            on_round(error)
         await asyncio.sleep(every_s)

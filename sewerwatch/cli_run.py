@@ -201,6 +201,8 @@ def _print_process(name: str, r: dict) -> None:
         print(f"  dead letters in the last hour: {dl.get('count', 0)}")
         for d in dl.get("latest", []):
             print(f"    {time.strftime('%H:%M:%S', time.localtime(d['at']))}  {d['reason'][:160]}")
+    for nb in r.get("slug_without_baseline") or []:
+        print(f"  {nb['site']}/{nb['sensor']}: {nb['note']}")
     al = r.get("alerts")
     if al:
         print(f"  alerts: active {al.get('active', 0)}, sent {al.get('sent', 0)}, failed attempts "

@@ -6,6 +6,8 @@
                                                  \\-> tap (call_soon_threadsafe) -> queue
     queue -> evaluator task (numpy, in one worker thread) -> AlertManager -> channels
     ticker task: acknowledgements, escalation, hold-off, sensor health, degraded, digest
+    periodic tasks: storage maintenance, enforcement items fallen due (every 5 min),
+                    permit reminders (once a day)
     status thread: <state dir>/run-status.json every two seconds
 
 The evaluator sees each batch as the collector puts it, before the database write, so an
@@ -35,14 +37,18 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import psycopg
 
+from alerts import reminders as permit_reminders
 from alerts.channels import build_routes
 from alerts.episodes import LiveEpisodes, SensorInfo, sensors_from_db
 from alerts.health import HealthWatch
 from alerts.manager import AlertManager
+from enforcement.due import run_periodically as enforcement_alerts
 from foundation.paths import RUN_STATUS_FILE
 from ingest import service
 from ingest.batch import Readings
@@ -51,6 +57,7 @@ from ingest.mqtt.topics import SensorRef
 from ingest.supervise import Component, Supervisor, supervise_task
 from limits.packs import load_pack
 from limits.permit_store import CURRENT_SQL as CURRENT_PERMITS_SQL
+from limits.permit_store import current_permits
 from limits.permits import parse_permit
 from sewerwatch.db.maintain import run_periodically as storage_maintenance
 
@@ -64,6 +71,10 @@ SENSOR_CACHE_FILE = "sensors-cache.json"
 DEGRADED_AFTER_S = 5.0
 #: A component that died stays "degraded" this long after its restart [s].
 RESTART_REPORTED_S = 60.0
+#: How often the permit reminders look whether the village's day has changed [s].
+REMIND_CHECK_S = 60.0
+#: A failed round of permit reminders is tried again after this long [s].
+REMIND_RETRY_S = 600.0
 
 
 class Pipeline:
@@ -95,7 +106,7 @@ class Pipeline:
                  notifier_url: str | None, spool_dir: Path, status_path: Path | None = None,
                  client_id: str = "sewerwatch-run", clock=time.time, tick_s: float = 0.2,
                  console_stream=None, routes=None, max_delay: float = 0.1, state_dir: Path | None = None,
-                 degraded_after_s: float = DEGRADED_AFTER_S):
+                 degraded_after_s: float = DEGRADED_AFTER_S, enforcement_first_s: float = 30.0):
         self.cfg = cfg
         self.owner_url, self.ingest_url = owner_url, ingest_url
         self.mqtt_url, self.notifier_url = mqtt_url, notifier_url
@@ -104,6 +115,9 @@ class Pipeline:
         self.client_id, self.clock, self.tick_s = client_id, clock, tick_s
         self.console_stream, self._routes, self.max_delay = console_stream, routes, max_delay
         self.degraded_after_s = degraded_after_s
+        self.enforcement_first_s = enforcement_first_s
+        self._round_errors: dict[str, str] = {}     # periodic component -> its last round's error
+        self.reminded_on = None                     # the village's day the permit reminders last ran
         self.ingest = None
         self.manager: AlertManager | None = None
         self.episodes: LiveEpisodes | None = None
@@ -208,16 +222,22 @@ class Pipeline:
         storage = self.supervisor.add("storage")      # issue 15: it sleeps between runs, so no stall check
         tasks = [loop.create_task(supervise_task(evaluator, self._evaluate, stopping), name="evaluator"),
                  loop.create_task(supervise_task(ticker, self._tick, stopping), name="alerts")]
-        maintenance = loop.create_task(supervise_task(
-            storage, lambda comp: storage_maintenance(self.owner_url, self.cfg.retention, stop=stopping), stopping),
-            name="storage")
+        enforcement = self.supervisor.add("enforcement", check=lambda: self._round_problem("enforcement"))
+        reminders = self.supervisor.add("reminders", check=lambda: self._round_problem("reminders"))
+        periodic = [
+            loop.create_task(supervise_task(
+                storage, lambda comp: storage_maintenance(self.owner_url, self.cfg.retention, stop=stopping),
+                stopping), name="storage"),
+            loop.create_task(supervise_task(enforcement, self._enforcement, stopping), name="enforcement"),
+            loop.create_task(supervise_task(reminders, self._remind_daily, stopping), name="reminders")]
         self.supervisor.add("status", self._status_loop, stall_after=30.0)
         self.ready.set()
         log.info("running: %d sensors, %d channels", len(sensors), len(routes))
         try:
             await stop.wait()
         finally:
-            maintenance.cancel()
+            for t in periodic:
+                t.cancel()
             await loop.run_in_executor(None, self.ingest.stop)   # collectors, then writer flush
             stopping.set()
             self._queue.put_nowait(None)
@@ -352,6 +372,59 @@ class Pipeline:
                 self.manager.outbox.put({"op": "interval", "sensor_id": sensor_id, "interval_s": interval_s})
             await self.manager.tick()
 
+    # -- periodic rounds ---------------------------------------------------------------
+
+    def _round_problem(self, name: str) -> str | None:
+        """The last round's error of a periodic component, while the database is up (with
+        it down, that is the problem already reported)."""
+        err = self._round_errors.get(name)
+        if err is None or (self.ingest is not None and not self.ingest.writer.stats.db_up):
+            return None
+        return f"last round failed: {err}"
+
+    def _round_done(self, name: str, error: str | None) -> None:
+        if error is None:
+            self._round_errors.pop(name, None)
+        else:
+            self._round_errors[name] = error
+
+    async def _enforcement(self, comp: Component) -> None:
+        """Enforcement items fallen due (notices unanswered, reports and samples overdue,
+        milestones late): each opens an alert once, delivered to the primary contacts."""
+        def on_round(error):
+            comp.beat()
+            self._round_done("enforcement", error)
+        await enforcement_alerts(self.owner_url, self.cfg, self.manager.deliver_to_primary,
+                                 first_delay_s=self.enforcement_first_s, on_round=on_round)
+
+    async def _remind_daily(self, comp: Component) -> None:
+        """Permit reminders (:mod:`alerts.reminders`) once a day of the village, at start and
+        after each local midnight; each reminder is sent once, whatever restarts."""
+        loop = asyncio.get_running_loop()
+        tz = ZoneInfo(self.manager.tz)
+        while True:
+            comp.beat()
+            today = datetime.fromtimestamp(self.clock(), tz).date()
+            wait = REMIND_CHECK_S
+            if today != self.reminded_on:
+                def once(day=today):
+                    with psycopg.connect(self.owner_url, connect_timeout=3) as conn:
+                        return permit_reminders.send(conn, self.manager.routes, current_permits(conn), day,
+                                                     tz=self.manager.tz)
+                try:
+                    res = await loop.run_in_executor(None, once)
+                except Exception as exc:  # noqa: BLE001 - shown in status, tried again
+                    log.warning("permit reminders failed; trying again in %.0f s: %s", REMIND_RETRY_S, exc)
+                    self._round_done("reminders", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+                    wait = REMIND_RETRY_S
+                else:
+                    self.reminded_on = today
+                    self._round_done("reminders", None)
+                    for r in res["opened"]:
+                        log.info("permit reminder #%s %s: %s permit %s (term end %s)", r["alert_id"], r["rule"],
+                                 r["site"], r["permit"], r["term_end"])
+            await asyncio.sleep(wait)
+
     async def _devices_down(self) -> dict:
         if not self.ingest.writer.stats.db_up:
             return {}
@@ -405,6 +478,8 @@ class Pipeline:
                        "alert_writes": len(man.outbox) if man else 0},
             "dead_letters": base["dead_letters"],
             "database": database, "sensors_from": self.sensors_from,
+            "slug_without_baseline": self.episodes.without_baseline() if self.episodes else [],
+            "permit_reminders_on": self.reminded_on.isoformat() if self.reminded_on else None,
             "spool": ing.writer.spool.status() if ing else None,
             "alerts": {"active": len(man.active) if man else 0, **(man.stats if man else {})},
         }
