@@ -13,8 +13,10 @@ per permit, state and term end -- a reminder is never sent twice, even after its
 resolved -- delivers it to the
 primary contacts' channels (each attempt in ``alert_notifications``, each step in
 ``audit_log``) and resolves the reminders whose permit no longer calls for one (renewed,
-or replaced by a new permit). ``sewerwatch alerts remind`` runs it (daily, from cron or
-a timer); ``sewerwatch run`` can call :func:`send` from its ticker.
+or replaced by a new permit). ``sewerwatch alerts remind`` runs it by hand (or from cron);
+``sewerwatch run`` calls :func:`send` once a day of the village (at start and after each
+local midnight). The alert manager never takes these alerts up as its own
+(:data:`alerts.store.KINDS_OWNED_ELSEWHERE`).
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ def test_run_reports_the_20_minute_slug_at_5_2_times_normal_flow_as_one_episode(
         assert wait_until(lambda: p.evaluated >= 60, 15)
         assert bg.call(_async(p.episodes.without_baseline)) == [
             {"sensor_id": ids["flow"], "site": site, "sensor": "flow", "note": "slug not judged: no baseline yet"}]
+        assert p.status()["slug_without_baseline"] == bg.call(_async(p.episodes.without_baseline))
         publish_all(pub, _batches(site, "flow", "gpm", vals[60:], start_ms=T0_MS + 60 * 60_000))
 
         def closed():
@@ -105,7 +106,7 @@ def test_run_judges_a_permits_stricter_limit_and_cites_the_permit(db, services, 
         bg.stop()
     with psycopg.connect(db.url) as conn:
         [(rule, citation, limit, peak)] = conn.execute("SELECT rule, citation, limit_value, peak FROM violations").fetchall()
-        [(summary, details)] = conn.execute("SELECT summary, details FROM alerts").fetchall()
+        [(summary, details)] = conn.execute("SELECT summary, details FROM alerts WHERE kind = 'violation'").fetchall()
     assert (rule, citation, limit, peak) == ("ph-min", "Permit PAL-RUN-1, condition 4", 6.5, 6.3)
     assert details["applies"] == "permit" and "stricter than Village of Palmyra Code §13.48(2)(g)" in details["stricter_of"]
 
