@@ -74,7 +74,7 @@ def run(args, ctx) -> int:
                 raise InputError(_no_sensors(ctx, args.db_url))
             records = check_history(args.from_, args.to, conn, pack=args.pack, sites=args.site,
                                     store=args.store, gap_multiple=args.gap_multiple,
-                                    progress=not args.quiet)
+                                    progress=not args.quiet, notes=notes)
         add_site_rule_days(records)
         checked = (f"the readings of {n_with_readings} of {n_sensors} sensors from {args.from_} to {args.to}"
                    if n_with_readings else None)

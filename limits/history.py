@@ -50,7 +50,7 @@ from psycopg import sql
 
 from foundation.errors import DatabaseError, InputError
 from limits import core
-from limits.evaluator import DEFAULT_GAP_MULTIPLE, SensorMeta, violations
+from limits.evaluator import DEFAULT_GAP_MULTIPLE, NO_BASELINE, SensorMeta, iso_utc, violations
 from limits.packs import load_pack
 from limits.permit_store import current_permits
 from limits.permits import site_pack
@@ -271,7 +271,8 @@ def reader_connect(conn):
 def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=None, store: bool = False,
                   gap_multiple: float | None = None, progress: bool = True,
                   sensors_per_read: int = 64, window_readings: int = WINDOW_READINGS,
-                  readers: int = DEFAULT_READERS, connect=None, stats: dict | None = None) -> list[dict]:
+                  readers: int = DEFAULT_READERS, connect=None, stats: dict | None = None,
+                  notes: list | None = None) -> list[dict]:
     """Re-evaluate readings of ``[from_, to)`` in the database.
 
     Parameters
@@ -298,6 +299,9 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     stats : dict, optional
         Filled with ``readings``, ``windows``, ``read_wait_s`` (time the judging waited for
         a window) and ``seconds``.
+    notes : list, optional
+        Extended with what could not be judged: one note per sensor whose slug had no
+        baseline for part of the range (:func:`slug_not_judged_in_range`).
 
     Returns
     -------
@@ -321,6 +325,8 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
         "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
         "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
     history = {sid: int(round(t.timestamp() * core.US)) for sid, t in first.items() if t is not None}
+    if notes is not None:
+        notes += slug_not_judged_in_range(conn, metas, packs, history, start_us, end_us)
     conn.commit()   # no transaction left open while the readers work
     groups = []
     for name, ms in metas.items():
@@ -386,6 +392,52 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     if stats is not None:
         stats.update(st, seconds=_time.monotonic() - began)
     return records
+
+
+def slug_not_judged_in_range(conn, metas: dict, packs: dict, history: dict[int, int], start_us: int,
+                             end_us: int) -> list[dict]:
+    """Where a slug rule could not judge a sensor in ``[start_us, end_us)``: its readings
+    began less than the rule's window before them and it has no configured normal value
+    (a permit's average flow). The history counterpart of
+    :func:`limits.evaluator.slug_not_judged` (the same notes).
+
+    Parameters
+    ----------
+    metas, packs : dict
+        As :func:`_sensors` returns them.
+    history : dict
+        Sensor id -> its first reading ever [µs since the epoch, UTC].
+    start_us, end_us : int
+        The range [µs since the epoch, UTC].
+
+    Returns
+    -------
+    list of dict
+        ``site``, ``sensor``, ``parameter``, ``rule``, ``from``, ``until`` (the first and last
+        reading not judged, ISO-8601 UTC) and ``note`` (:data:`limits.evaluator.NO_BASELINE`).
+    """
+    out = []
+    for name, ms in metas.items():
+        slugs = [r for r in packs[name].continuous_rules() if r.kind == "slug"]
+        for sid, m in sorted(ms.items()):
+            if m.normal is not None or sid not in history:
+                continue
+            for r in slugs:
+                judged_from = history[sid] + int(round(r.window_h * core.HOUR_US))   # the first full window
+                if not r.applies_to(m.parameter) or judged_from <= start_us:
+                    continue
+                a, b = (datetime.fromtimestamp(x / core.US, timezone.utc)
+                        for x in (start_us, min(judged_from, end_us)))
+                first, last = conn.execute("SELECT min(time), max(time) FROM readings WHERE sensor_id = %s "
+                                           "AND time >= %s AND time < %s", (sid, a, b)).fetchone()
+                if first is not None:
+                    out.append({"site": m.site, "sensor": m.name, "parameter": m.parameter, "rule": r.id,
+                                "from": iso_utc(_us(first)), "until": iso_utc(_us(last)), "note": NO_BASELINE})
+    return out
+
+
+def _us(t: datetime) -> int:
+    return int(round(t.timestamp() * core.US))
 
 
 def _sensors(conn, pack_override, sites):

@@ -275,3 +275,26 @@ def test_cli_database_mode(db, capsys):
     assert "reading palmyra-wi: sensors 1-2 of 2: " in err and "judged 3,360 readings" in err   # from --from - 48 h
     code = main(["check", "--from", "2026-03-02", "--to", "2026-03-01", "--db-url", db.url])
     assert code == 2 and "must be after" in capsys.readouterr().err
+
+
+def test_history_says_where_the_slug_had_no_baseline_yet(db, capsys):
+    """Issue 16: the flow meter's readings begin at T0 and it has no permitted average flow,
+    so its first 24 hours are not judged for slug; check --from/--to says so (stderr with
+    --json, under the table without), and not for a range that begins after that day."""
+    with db.connect() as conn:
+        seed(conn)
+    code = main(["check", "--from", minute(20 * 60).isoformat(), "--to", minute(28 * 60).isoformat(),
+                 "--db-url", db.url, "--json", "--site", "acme", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    lines = [ln for ln in err.splitlines() if "no baseline" in ln]
+    # the first full 24-h window ends at T0 + 24 h: readings from 20:00 until 23:59 were not judged
+    assert lines == [f"acme/flow: slug not judged: no baseline yet (slug, readings from "
+                     f"{minute(20 * 60).strftime('%Y-%m-%dT%H:%M:%SZ')} until "
+                     f"{minute(24 * 60 - 1).strftime('%Y-%m-%dT%H:%M:%SZ')})"], err
+    code = main(["check", "--from", minute(20 * 60).isoformat(), "--to", minute(28 * 60).isoformat(),
+                 "--db-url", db.url, "--site", "acme", "--quiet"])
+    assert code == 0 and lines[0] in capsys.readouterr().out
+    code = main(["check", "--from", minute(25 * 60).isoformat(), "--to", minute(28 * 60).isoformat(),
+                 "--db-url", db.url, "--json", "--site", "acme", "--quiet"])
+    assert code == 0 and "no baseline" not in capsys.readouterr().err
