@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 import apprise
 import paho.mqtt.client as mqtt
 
+from alerts.links import redact as withhold_links
 from foundation.errors import ConfigError
 
 log = logging.getLogger("sewerwatch.alerts")
@@ -93,7 +94,9 @@ class AppriseChannel:
 
 
 class ConsoleChannel:
-    """Prints each message to a stream (standard output by default)."""
+    """Prints each message to a stream (standard output by default), acknowledgement links
+    withheld: the console ends up in the service's log, and a link is a capability
+    (:func:`alerts.links.redact`)."""
 
     kind = "console"
     name = "console"
@@ -106,7 +109,7 @@ class ConsoleChannel:
     def send(self, title: str, body: str, payload: dict) -> None:
         out = self.stream or sys.stdout
         with self._lock:
-            out.write(f"\n{'=' * 78}\n{title}\n{'-' * 78}\n{body}\n{'=' * 78}\n")
+            out.write(f"\n{'=' * 78}\n{title}\n{'-' * 78}\n{withhold_links(body)}\n{'=' * 78}\n")
             out.flush()
 
 

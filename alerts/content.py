@@ -32,11 +32,18 @@ def _label(alert_id) -> str:
     return f"#{alert_id}" if alert_id is not None else "#pending"
 
 
-def _ack_line(alert_id) -> str:
+def _ack_line(alert_id, link: dict | None = None) -> str:
+    """How to acknowledge: the link to the acknowledgement page (``link``: ``url``, ``until``
+    as local text; :mod:`alerts.links`) where ``sewerwatch run`` serves it, and the command."""
     if alert_id is None:
-        return ("Acknowledge: the database is unreachable, so this alert has no number yet; "
-                "'sewerwatch alerts list' shows it once the database is back")
-    return f"Acknowledge: sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"
+        cli = ("the database is unreachable, so this alert has no number yet; "
+               "'sewerwatch alerts list' shows it once the database is back")
+    else:
+        cli = f"sewerwatch alerts ack {alert_id} --by NAME [--note TEXT]"
+    if link is None:
+        return f"Acknowledge: {cli}"
+    return (f"Acknowledge from your phone: {link['url']}\n"
+            f"  (works once, until {link['until']}; or: {cli})")
 
 
 def local_time(iso_or_dt, tz: str) -> str:
@@ -80,7 +87,7 @@ def readings_hint(v: dict, options=None) -> str:
 
 
 def violation_message(alert_id: int | None, event: str, v: dict, *, site_name: str, tz: str, options=None,
-                      ack: dict | None = None) -> tuple[str, str]:
+                      ack: dict | None = None, link: dict | None = None) -> tuple[str, str]:
     """Title and body of a violation alert's notification.
 
     Parameters
@@ -97,6 +104,10 @@ def violation_message(alert_id: int | None, event: str, v: dict, *, site_name: s
         The industrial user's name.
     tz : str
         The village's IANA time zone (times are shown in it).
+    ack : dict, optional
+        The acknowledgement (``by``, ``at``, ``note``), once there is one.
+    link : dict, optional
+        The acknowledgement link of this message (``url``, ``until``; :mod:`alerts.links`).
     """
     param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
     unit = v.get("unit") or ""
@@ -132,7 +143,7 @@ def violation_message(alert_id: int | None, event: str, v: dict, *, site_name: s
         "",
         "See the readings:",
         f"  {readings_hint(v, options)}",
-        _ack_line(alert_id),
+        _ack_line(alert_id, link),
     ]
     if ack:
         lines.insert(2, f"Acknowledged by {ack.get('by')} at {ack.get('at')}" +
@@ -219,8 +230,10 @@ def permit_message(alert_id: int | None, event: str, r: dict, *, site_name: str,
     return title, "\n".join(lines)
 
 
-def health_message(alert_id: int | None, event: str, h: dict, *, site_name: str, tz: str) -> tuple[str, str]:
-    """Title and body of a sensor-health alert (``h``: rule, site, sensor or device, since, detail)."""
+def health_message(alert_id: int | None, event: str, h: dict, *, site_name: str, tz: str,
+                   link: dict | None = None) -> tuple[str, str]:
+    """Title and body of a sensor-health alert (``h``: rule, site, sensor or device, since,
+    detail; ``link``: its acknowledgement link, as for :func:`violation_message`)."""
     if h.get("kind") == "permit":   # a permit reminder tracked by the manager as a non-violation alert
         return permit_message(alert_id, event, h, site_name=site_name, tz=tz)
     what = HEALTH_WORDS.get(h["rule"], h["rule"])
@@ -237,7 +250,7 @@ def health_message(alert_id: int | None, event: str, h: dict, *, site_name: str,
         lines.append(f"Since:       {local_time(h['since'], tz)}")
     if h.get("detail"):
         lines.append(f"Detail:      {h['detail']}")
-    lines += ["", "Readings from it cannot show a violation while this lasts.", _ack_line(alert_id)]
+    lines += ["", "Readings from it cannot show a violation while this lasts.", _ack_line(alert_id, link)]
     return title, "\n".join(lines)
 
 

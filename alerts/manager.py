@@ -52,6 +52,7 @@ import psycopg
 from alerts import content
 from alerts.channels import Route
 from alerts.keys import DEVICE_UNREACHABLE, AlertKey
+from alerts.links import LINKED_EVENTS, LINKED_KINDS
 from alerts.outbox import Outbox
 from alerts.store import AlertStore, ts
 from limits.packs import load_pack
@@ -116,12 +117,16 @@ class AlertManager:
     open_wait_s : float
         With the database up, how long an opening waits for its row (and number) before
         it is notified anyway [s].
+    links : alerts.links.AckLinks, optional
+        Makes the acknowledgement link each open and escalation message of a violation or
+        sensor-health alert carries (None: messages name the command only).
     """
 
     def __init__(self, cfg, db_url: str, routes: list[Route], sites: dict, *, clock=time.time,
                  timezone_name: str | None = None, workers: int = 4, state_dir: Path | None = None,
-                 open_wait_s: float = 1.0):
+                 open_wait_s: float = 1.0, links=None):
         self.cfg = cfg
+        self.links = links
         self.db_url = db_url
         self.routes = routes
         self.sites = sites
@@ -561,15 +566,24 @@ class AlertManager:
 
     # -- notifications ------------------------------------------------------------------------
 
+    def _link(self, a: Active, event: str) -> dict | None:
+        """A new acknowledgement link for this message (:mod:`alerts.links`), or None."""
+        if self.links is None or event not in LINKED_EVENTS or a.kind not in LINKED_KINDS or a.acknowledged:
+            return None
+        return {"url": self.links.url(a.id, a.uid, event),
+                "until": content.local_time(ts(self.links.expires_at()), self.tz)}
+
     def message(self, a: Active, event: str) -> tuple[str, str, dict]:
+        link = self._link(a, event)
         try:
             if a.kind == "violation":
                 title, body = content.violation_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz,
-                                                        options=self.opts, ack=a.ack)
+                                                        options=self.opts, ack=a.ack, link=link)
             elif a.kind == "system":
                 title, body = content.system_message(event, a.record, utility=self.cfg.name, tz=self.tz)
             else:
-                title, body = content.health_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz)
+                title, body = content.health_message(a.id, event, a.record, site_name=a.site_name, tz=self.tz,
+                                                     link=link)
         except (KeyError, TypeError, ValueError):
             # an alert from elsewhere (or an older run) without a full record: its summary
             title = f"[sewerwatch] {content.EVENT_WORDS.get(event, event.upper())} {a.label}: {a.summary or a.rule}"

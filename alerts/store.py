@@ -342,9 +342,11 @@ def show_alert(conn, alert_id: int) -> dict | None:
     return rec
 
 
-def acknowledge(conn, alert_id: int, by: str, note: str | None) -> tuple[str, str | None] | None:
+def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None = None
+                ) -> tuple[str, str | None] | None:
     """Acknowledge ``alert_id`` in one transaction (the running manager sees it within a
-    second and stops its escalation); audited.
+    second and stops its escalation); audited (``via``: ``link`` from the acknowledgement
+    page, None from ``sewerwatch alerts ack``).
 
     Returns
     -------
@@ -361,8 +363,75 @@ def acknowledge(conn, alert_id: int, by: str, note: str | None) -> tuple[str, st
         conn.execute("UPDATE alerts SET state = %s, acknowledged_at = now(), acknowledged_by = %s, ack_note = %s "
                      "WHERE id = %s", (new_state, by, note, alert_id))
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'alert-acknowledged', %s, %s)",
-                     (by, f"alert:{alert_id}", json.dumps({"from": state, "to": new_state, "note": note})))
+                     (by, f"alert:{alert_id}", json.dumps({"from": state, "to": new_state, "note": note,
+                                                            **({"via": via} if via else {})})))
     return state, None
+
+
+# -- the acknowledgement page (alerts.ackpage) ----------------------------------------------
+
+PAGE_COLS = ("id", "kind", "state", "rule", "summary", "details", "opened_at", "acknowledged_at", "acknowledged_by",
+             "ack_note", "resolved_at", "episodes", "site", "site_name")
+PAGE_SQL = """SELECT a.id, a.kind, a.state, a.rule, a.summary, a.details, a.opened_at, a.acknowledged_at,
+                     a.acknowledged_by, a.ack_note, a.resolved_at, a.episodes, s.key, s.name
+              FROM alerts a LEFT JOIN sites s ON s.id = a.site_id"""
+
+
+def alert_of_link(conn, alert_id: int | None, uid: str | None) -> int | None:
+    """The alert a link names: its number, or the number the manager's ``uid`` got since."""
+    if alert_id is not None:
+        row = conn.execute("SELECT id FROM alerts WHERE id = %s", (alert_id,)).fetchone()
+    elif uid and uid.startswith("alert-") and uid[6:].isdigit():
+        row = conn.execute("SELECT id FROM alerts WHERE id = %s", (int(uid[6:]),)).fetchone()
+    else:
+        row = conn.execute("SELECT alert_id FROM alert_uids WHERE uid = %s", (uid,)).fetchone()
+    return None if row is None else row[0]
+
+
+def page_alerts(conn, also: int | None = None, limit: int = 50) -> list[dict]:
+    """The alerts not resolved (:data:`PAGE_COLS`), newest first, and alert ``also`` whatever
+    its state."""
+    rows = conn.execute(f"{PAGE_SQL} WHERE a.state <> 'resolved' OR a.id = %s ORDER BY a.opened_at DESC, a.id DESC "
+                        "LIMIT %s", (also, limit)).fetchall()
+    return [dict(zip(PAGE_COLS, r)) for r in rows]
+
+
+def link_used(conn, token_id: str) -> dict | None:
+    """``{alert_id, used_at, used_by}`` of a link used before, or None."""
+    row = conn.execute("SELECT alert_id, used_at, used_by FROM ack_links_used WHERE token_id = %s",
+                       (token_id,)).fetchone()
+    return None if row is None else dict(zip(("alert_id", "used_at", "used_by"), row))
+
+
+class _NotAcknowledged(Exception):
+    """Inside :func:`acknowledge_by_link`: nothing to acknowledge, undo the link's row."""
+
+
+def acknowledge_by_link(conn, token_id: str, alert_id: int, by: str, note: str | None) -> dict:
+    """Use link ``token_id`` to acknowledge ``alert_id``, in one transaction: the link is
+    recorded as used only when it acknowledged the alert (:func:`acknowledge`, as
+    ``sewerwatch alerts ack`` does).
+
+    Returns
+    -------
+    dict
+        ``{"outcome": "acknowledged", "state": state before}``; ``{"outcome": "link-used",
+        "used_by", "used_at"}`` (a second use); ``{"outcome": "already", "by", "at"}``
+        (acknowledged before, by the command line or another link; the link stays unused).
+    """
+    try:
+        with conn.transaction():
+            cur = conn.execute("INSERT INTO ack_links_used (token_id, alert_id, used_by) VALUES (%s, %s, %s) "
+                               "ON CONFLICT (token_id) DO NOTHING RETURNING used_at", (token_id, alert_id, by))
+            if cur.fetchone() is None:
+                return {"outcome": "link-used", **link_used(conn, token_id)}
+            before = acknowledge(conn, alert_id, by, note, via="link")
+            if before is None or before[1] is not None:
+                raise _NotAcknowledged      # rolls the link's row back: it stays unused
+    except _NotAcknowledged:
+        row = conn.execute("SELECT acknowledged_by, acknowledged_at FROM alerts WHERE id = %s", (alert_id,)).fetchone()
+        return {"outcome": "already", "by": row[0] if row else None, "at": row[1] if row else None}
+    return {"outcome": "acknowledged", "state": before[0]}
 
 
 # -- permit reminders (alerts.reminders) ----------------------------------------------------

@@ -52,6 +52,15 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     (local HH:MM of the daily digest, false for none), ``readings_url`` (a link template
     with ``{site}``, ``{sensor}``, ``{from_ms}``, ``{to_ms}``, e.g. a Grafana dashboard).
 
+``[web]``
+    optional: the acknowledgement page ``sewerwatch run`` serves (:class:`WebOptions`), only
+    when the table is present: ``bind`` (default 127.0.0.1), ``port`` (8470; 0 picks a free
+    one), ``public_url`` (the address the links in alerts use, as the utility's reverse proxy
+    publishes the page; default ``http://<bind>:<port>``), ``link_lifetime_h`` (24),
+    ``rate_per_min`` and ``rate_burst`` (requests a client address may make), and
+    ``trusted_proxies`` (addresses whose ``X-Forwarded-For`` names the client; default the
+    loopback addresses).
+
 ``[retention]``
     storage policy (issue 15; applied by ``sewerwatch db maintain`` and periodically by
     ``sewerwatch run``): ``raw_days`` (raw readings kept this many days; default: the
@@ -73,6 +82,7 @@ for the commands on files, such as ``check`` and ``surcharge``, that need no con
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -224,6 +234,44 @@ class IngestOptions:
 
 
 @dataclass(frozen=True)
+class WebOptions:
+    """The ``[web]`` table: the acknowledgement page of ``sewerwatch run`` (issue 14 item 7).
+
+    Attributes
+    ----------
+    bind : str
+        Address the page listens on (default loopback: it is meant to sit behind the
+        utility's reverse proxy, which terminates TLS).
+    port : int
+        TCP port (0: any free one, for tests).
+    public_url : str or None
+        The page's address as phones reach it (``https://sewer.example.org/sewerwatch``);
+        None: ``http://<bind>:<port>``.
+    link_lifetime_h : float
+        How long an acknowledgement link is valid after its message was made [h].
+    rate_per_min : float
+        Requests one client address may make a minute, on average [1/min].
+    rate_burst : int
+        Requests one client address may make at once before the rate applies.
+    trusted_proxies : tuple of str
+        Peer addresses (or networks) whose ``X-Forwarded-For`` header names the client.
+    """
+
+    bind: str = "127.0.0.1"
+    port: int = 8470
+    public_url: str | None = None
+    link_lifetime_h: float = 24.0
+    rate_per_min: float = 30.0
+    rate_burst: int = 10
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+
+    @property
+    def link_base(self) -> str:
+        """The public address the links start with, without a trailing slash."""
+        return (self.public_url or f"http://{self.bind}:{self.port}").rstrip("/")
+
+
+@dataclass(frozen=True)
 class Services:
     db_url: str | None
     mqtt_url: str | None
@@ -253,6 +301,7 @@ class Config:
     documents: dict = field(default_factory=dict)   # [documents] as data; lab.documents.pdf validates it
     enforcement: dict = field(default_factory=dict)  # [enforcement] as data; enforcement.settings validates it
     ingest: IngestOptions = field(default_factory=IngestOptions)      # [ingest]
+    web: WebOptions | None = None               # [web]; None: no acknowledgement page
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def site(self, site_id: str) -> Site:
@@ -387,6 +436,26 @@ def _url(*schemes: str):
             sec.fail(key, f"expected a URL starting with {' or '.join(s + '://' for s in schemes)}, got {v!r}")
         return v
     return check
+
+
+def _address(sec, key, v):
+    _str(sec, key, v)
+    try:
+        ipaddress.ip_address(v)
+    except ValueError:
+        sec.fail(key, f"expected an IP address to listen on (e.g. 127.0.0.1 or 0.0.0.0), got {v!r}")
+    return v
+
+
+def _networks(sec, key, v):
+    if not isinstance(v, list):
+        sec.fail(key, f"expected a list of IP addresses or networks, got {_show(v)}")
+    for x in v:
+        try:
+            ipaddress.ip_network(x, strict=False)
+        except (TypeError, ValueError):
+            sec.fail(key, f"not an IP address or network: {_show(x)}")
+    return tuple(v)
 
 
 def _clock_time(sec, key, v):
@@ -541,6 +610,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "documents": (_table, {}),
         "enforcement": (_table, {}),
         "ingest": (lambda s, k, v: v, {}),
+        "web": (lambda s, k, v: v, None),
     }).values
 
     ret = _Section(path, "retention", top["retention"], {
@@ -559,6 +629,13 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "max_past_days": (_positive, IngestOptions.max_past_days),
         "spool_max_bytes": (_int_range(1024, 1 << 50), IngestOptions.spool_max_bytes),
     }).values
+
+    web = None if top["web"] is None else WebOptions(**_Section(path, "web", top["web"], {
+        "bind": (_address, WebOptions.bind), "port": (_int_range(0, 65535), WebOptions.port),
+        "public_url": (_url("http", "https"), None), "link_lifetime_h": (_positive, WebOptions.link_lifetime_h),
+        "rate_per_min": (_positive, WebOptions.rate_per_min), "rate_burst": (_int_range(1, 10_000), WebOptions.rate_burst),
+        "trusted_proxies": (_networks, WebOptions.trusted_proxies),
+    }).values)
 
     mqtt = _Section(path, "mqtt", top["mqtt"], {
         "topics": (_topic_patterns, ("sewerwatch/{site}/{sensor}",)),
@@ -686,7 +763,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
         modbus=top["modbus"], mqtt_topics=mqtt["topics"], retention=Retention(**ret),
-        ingest=IngestOptions(**ing),
+        ingest=IngestOptions(**ing), web=web,
         documents=top["documents"], enforcement=top["enforcement"],
         raw=data,
     )

@@ -3,6 +3,8 @@
 ``secrets.json`` holds ``db`` (database roles), ``mqtt`` (the broker's fixed accounts) and
 ``mqtt_sites``: one broker account per site of the config (issue 12, "Device identity"),
 created the first time the site is seen and kept (a site's devices keep their password).
+``keys`` holds signing keys: ``ack_links`` signs the acknowledgement links of alerts
+(``alerts.links``; issue 14 item 7). Never in the config file, never logged.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 #: Database roles (see ``sewerwatch/db/roles.py``) and broker accounts with a password.
 DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
 MQTT_ACCOUNTS = ("admin", "collector", "device", "notifier")
+#: Signing keys (256 bits each).
+KEYS = ("ack_links",)
 
 
 def load_or_create(state_dir: Path, sites=()) -> dict:
@@ -28,17 +32,19 @@ def load_or_create(state_dir: Path, sites=()) -> dict:
     Returns
     -------
     dict
-        ``{"db": {account: password}, "mqtt": {account: password}, "mqtt_sites": {site: password}}``.
+        ``{"db": {account: password}, "mqtt": {account: password}, "mqtt_sites": {site: password},
+        "keys": {name: key}}``.
     """
     path = state_dir / "secrets.json"
-    data = {"db": {}, "mqtt": {}, "mqtt_sites": {}}
+    data = {"db": {}, "mqtt": {}, "mqtt_sites": {}, "keys": {}}
     if path.exists():
         data.update(json.loads(path.read_text()))
     changed = False
-    for section, accounts in (("db", DB_ACCOUNTS), ("mqtt", MQTT_ACCOUNTS), ("mqtt_sites", tuple(sites))):
+    for section, accounts, size in (("db", DB_ACCOUNTS, 18), ("mqtt", MQTT_ACCOUNTS, 18),
+                                    ("mqtt_sites", tuple(sites), 18), ("keys", KEYS, 32)):
         for account in accounts:
             if account not in data[section]:
-                data[section][account] = _random.token_urlsafe(18)
+                data[section][account] = _random.token_urlsafe(size)
                 changed = True
     if changed or not path.exists():
         state_dir.mkdir(parents=True, exist_ok=True)

@@ -183,6 +183,10 @@ def _print_process(name: str, r: dict) -> None:
                          + ("" if sp.get("writable") else f", UNWRITABLE: {sp.get('error')}"))
         if "queue_batches" in c:
             extra.append(f"queue {c['queue_batches']} batches, last judged {_age(c.get('last_evaluated_age_s'))}")
+        if "public_url" in c:
+            extra.append(f"listening on {c.get('listening') or 'nothing yet'}, links to {c['public_url']}/ack/...; "
+                         f"{c.get('acknowledged', 0)} acknowledged, {c.get('refused', 0)} links refused, "
+                         f"{c.get('expired', 0)} expired, {c.get('rate_limited', 0)} rate limited")
         if "outbox" in c:
             extra.append(f"alert writes waiting {c['outbox'].get('pending_ops', 0)}")
         health = "healthy" if c.get("healthy") else f"PROBLEM: {c.get('problem')}"

@@ -6,6 +6,7 @@
                                                  \\-> tap (call_soon_threadsafe) -> queue
     queue -> evaluator task (numpy, in one worker thread) -> AlertManager -> channels
     ticker task: acknowledgements, escalation, hold-off, sensor health, degraded, digest
+    web task (with [web]): the acknowledgement page the alerts' links open (aiohttp)
     periodic tasks: storage maintenance, enforcement items fallen due (every 5 min),
                     permit reminders (once a day)
     status thread: <state dir>/run-status.json every two seconds
@@ -44,11 +45,14 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from alerts import reminders as permit_reminders
+from alerts.ackpage import AckPage
 from alerts.channels import build_routes
 from alerts.episodes import LiveEpisodes, SensorInfo, sensors_from_db
 from alerts.health import HealthWatch
+from alerts.links import AckLinks
 from alerts.manager import AlertManager
 from enforcement.due import run_periodically as enforcement_alerts
+from foundation import secrets
 from foundation.paths import RUN_STATUS_FILE
 from ingest import service
 from ingest.batch import Readings
@@ -119,6 +123,8 @@ class Pipeline:
         self._round_errors: dict[str, str] = {}     # periodic component -> its last round's error
         self.reminded_on = None                     # the village's day the permit reminders last ran
         self.ingest = None
+        self.links: AckLinks | None = None
+        self.page: AckPage | None = None
         self.manager: AlertManager | None = None
         self.episodes: LiveEpisodes | None = None
         self.health: HealthWatch | None = None
@@ -176,6 +182,15 @@ class Pipeline:
             log.warning("could not keep the sensors in %s: %s", cache, exc)
         return sensors, sites, refs
 
+    def _ack_links(self) -> AckLinks | None:
+        """The acknowledgement links (issue 14 item 7), where ``[web]`` is configured: signed
+        with the key generated once into the state folder's ``secrets.json``."""
+        web = self.cfg.web
+        if web is None:
+            return None
+        key = secrets.load_or_create(self.state_dir)["keys"]["ack_links"]
+        return AckLinks(key, web.link_base, web.link_lifetime_h * 3600.0)
+
     async def _load_waiting(self) -> tuple:
         """:meth:`_load`, waiting for the database when it is down and no copy exists."""
         loop = asyncio.get_running_loop()
@@ -205,8 +220,9 @@ class Pipeline:
         self.health = HealthWatch(watched, opts.no_data_after_s, opts.flatline_after_s, self.clock())
         routes = self._routes if self._routes is not None else build_routes(
             self.cfg, self.notifier_url, self.console_stream, client_id=f"{self.client_id}-notifier")
+        self.links = self._ack_links()
         self.manager = await AlertManager(self.cfg, self.owner_url, routes, sites, clock=self.clock,
-                                          state_dir=self.state_dir).start()
+                                          state_dir=self.state_dir, links=self.links).start()
         self._queue = asyncio.Queue()
 
         def tap(readings: Readings) -> None:   # called in the collector's thread
@@ -230,6 +246,12 @@ class Pipeline:
                 stopping), name="storage"),
             loop.create_task(supervise_task(enforcement, self._enforcement, stopping), name="enforcement"),
             loop.create_task(supervise_task(reminders, self._remind_daily, stopping), name="reminders")]
+        web_task = None
+        if self.links is not None:
+            self.page = AckPage(self.cfg.web, self.links, self.owner_url, tz=self.manager.tz, utility=self.cfg.name)
+            web = self.supervisor.add("web", stall_after=30.0, check=self.page.problem)
+            web_task = loop.create_task(supervise_task(web, lambda comp: self.page.serve(comp, stopping), stopping),
+                                        name="web")
         self.supervisor.add("status", self._status_loop, stall_after=30.0)
         self.ready.set()
         log.info("running: %d sensors, %d channels", len(sensors), len(routes))
@@ -238,6 +260,12 @@ class Pipeline:
         finally:
             for t in periodic:
                 t.cancel()
+            if web_task is not None:          # the page first: no acknowledgement taken while stopping
+                web_task.cancel()
+                try:
+                    await web_task
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping anyway
+                    pass
             await loop.run_in_executor(None, self.ingest.stop)   # collectors, then writer flush
             stopping.set()
             self._queue.put_nowait(None)
@@ -459,6 +487,8 @@ class Pipeline:
                 else round(time.time() - self.last_evaluated_at, 3)})
         if "alerts" in comps and man is not None:
             comps["alerts"].update(man.status())
+        if "web" in comps and self.page is not None:
+            comps["web"].update(self.page.status())
         problems = self.problems()
         if w is None:
             database = "unknown (starting)"
