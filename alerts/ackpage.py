@@ -389,12 +389,14 @@ class AckPage:
             view["heading"] = f"{param} at {site}"
             ev += [("Site", f"{site} ({d.get('site', '')})" if d.get("site") and d.get("site") != site else site),
                    ("Sensor", f"{d.get('site', '')}/{d.get('sensor', '')}"),
-                   ("Value", f"{with_unit(d.get('peak'), unit)} (most extreme reading)"),
+                   ("Value", f"{with_unit(d.get('peak'), unit)} (the most extreme reading)"),
                    ("Limit", f"{d.get('comparison') or ''} {with_unit(d.get('limit'), unit)}".strip()),
                    ("Started", self._time(d.get("start")))]
             if d.get("peak_time"):
-                ev.append(("Peak", f"{with_unit(d.get('peak'), unit)} at {self._time(d['peak_time'])}"))
+                ev.append(("Peak at", self._time(d["peak_time"])))
             ev.append(("Ended", self._time(d["end"]) if d.get("end") else "still going"))
+            if d.get("readings"):
+                ev.append(("Readings", f"{d['readings']} beyond the limit"))
             if d.get("kind") == "slug" and d.get("average") is not None:
                 ev.append(("Baseline", f"{with_unit(d['average'], unit)} ({d.get('baseline') or '24-hour average'})"))
             if r.get("episodes") and r["episodes"] > 1:
@@ -403,7 +405,7 @@ class AckPage:
         elif r["kind"] == "sensor-health":
             what = HEALTH_WORDS.get(r["rule"], r["rule"])
             subject = d.get("device") or f"{d.get('site', '')}/{d.get('sensor', '')}"
-            view["heading"] = f"{subject}: {what}"
+            view["heading"] = f"{what[:1].upper()}{what[1:]}: {d.get('device') or d.get('sensor', '')} at {site}"
             ev += [("Site", site), ("Device" if d.get("device") else "Sensor", subject), ("Condition", what)]
             if d.get("since"):
                 ev.append(("Since", self._time(d["since"])))

@@ -1,10 +1,12 @@
 """``sewerwatch run`` as a subprocess: alerts on the console and a webhook, ``sewerwatch
-status`` while it runs, SIGTERM or Ctrl-C (SIGINT) writes everything and exits 0."""
+status`` while it runs (the acknowledgement page of ``[web]`` among its components), SIGTERM or
+Ctrl-C (SIGINT) writes everything and exits 0."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import pytest
 
 import simulators
 from alerts.catchers import WebhookCatcher
+from sewerwatch.services.scratch import free_port
 from support import HISTORIC, HISTORIC_TOML, count, mqtt_client, publish_all, village_toml, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +36,8 @@ def test_run_alerts_status_and_clean_stop(db, services, tmp_path, stop):
     state = tmp_path / "state"
     cfg = village_toml(tmp_path / "village.toml", site, db_url=db.url, mqtt_url=services.mqtt_urls["collector"],
                        state=state, name="Run test village", site_name="Acme Plating", interval_s=None, console=True,
-                       alerts="hold_off_s = 600", contacts=[("Hook", hook.url("/run"))], extra=HISTORIC_TOML)
+                       alerts="hold_off_s = 600", contacts=[("Hook", hook.url("/run"))],
+                       extra=HISTORIC_TOML + f"[web]\nport = {(port := free_port())}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     assert _sw(cfg, "db", "migrate", env=env).returncode == 0            # writes the site and sensor
     with psycopg.connect(db.url) as conn:
@@ -63,6 +67,12 @@ def test_run_alerts_status_and_clean_stop(db, services, tmp_path, stop):
         assert [a["kind"] for a in js["open_alerts"]] == ["violation"]
         text = _sw(cfg, "status", env=env).stdout
         assert "run: running" in text and "open alerts: 1" in text and "Acme Plating" in text
+        # [web]: the acknowledgement page is a component, and the alert carries its link
+        assert js["run"]["components"]["web"]["healthy"] is True
+        assert re.search(rf"\n  web +alive .*healthy; listening on http://127.0.0.1:{port}, links to "
+                         rf"http://127.0.0.1:{port}/ack/", text), text
+        link = re.search(r"Acknowledge from your phone: (\S+)", hook.received("/run")[0]["body"]["message"]).group(1)
+        assert link.startswith(f"http://127.0.0.1:{port}/ack/")
         proc.send_signal(stop)
         assert proc.wait(30) == 0
     finally:
@@ -77,6 +87,10 @@ def test_run_alerts_status_and_clean_stop(db, services, tmp_path, stop):
         err.close()
     console = open(tmp_path / "run.out").read()
     assert console.count("[sewerwatch] VIOLATION #1") == 1 and "Acme Plating" in console
+    # the link is a capability: withheld from the console and the log, its key only in the state folder
+    token = link.rsplit("/", 1)[1]
+    assert "/ack/<token withheld>" in console and token not in console + open(tmp_path / "run.err").read()
+    assert json.loads((state / "secrets.json").read_text())["keys"]["ack_links"] not in cfg.read_text()
     assert "run: stopped; 100 readings accepted, 100 inserted" in open(tmp_path / "run.err").read()
     assert count(db.url, "SELECT count(*) FROM readings") == 100
     final = json.loads((state / "run-status.json").read_text())
