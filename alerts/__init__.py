@@ -7,7 +7,9 @@ them so that ``import alerts.cli`` stays light):
 - ``episodes``: ``LiveEpisodes``, ``sensors_from_db`` — streaming evaluation per pack;
 - ``health``: ``HealthWatch`` — no data and flat line;
 - ``channels``: ``build_routes``, ``Route`` and the channels;
-- ``keys``: ``AlertKey``; ``content``: the messages; ``store``: the alerts' SQL.
+- ``keys``: ``AlertKey``; ``content``: the messages; ``store``: the alerts' SQL;
+- ``links``: ``AckLinks`` — signed, expiring, single-use acknowledgement links;
+- ``ackpage``: ``AckPage`` — the acknowledgement page ``sewerwatch run`` serves.
 """
 
-__all__ = ["channels", "content", "episodes", "health", "keys", "manager", "store"]
+__all__ = ["ackpage", "channels", "content", "episodes", "health", "keys", "links", "manager", "store"]

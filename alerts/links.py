@@ -6,7 +6,7 @@ Each alert message of a violation, a sensor-health condition or an unreachable d
 
     https://sewer.example.org/ack/<token>
 
-The token is made with itsdangerous (``URLSafeTimedSerializer``, HMAC-SHA1 over the payload
+The token is made with itsdangerous (``URLSafeTimedSerializer``, HMAC-SHA256 over the payload
 and its timestamp, keyed by ``keys.ack_links`` of the state folder's ``secrets.json``,
 :mod:`foundation.secrets`). Its payload names the link (``t``: a random id, recorded in
 ``ack_links_used`` when the link is used, so it works once), the alert (``a``: its number,
@@ -21,6 +21,7 @@ channel).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import time
@@ -101,7 +102,8 @@ class AckLinks:
         if not key:
             raise ValueError("an acknowledgement link needs a signing key")
         signer = type("ClockSigner", (TimestampSigner,), {"get_timestamp": lambda self: int(clock())})
-        self._s = URLSafeTimedSerializer(key, salt=_SALT, signer=signer)
+        self._s = URLSafeTimedSerializer(key, salt=_SALT, signer=signer,
+                                         signer_kwargs={"digest_method": hashlib.sha256})
         self.base_url = base_url.rstrip("/")
         self.lifetime_s = float(lifetime_s)
         self.clock = clock
