@@ -215,8 +215,10 @@ class AckPage:
             try:
                 resp = await handler(request)
             except web.HTTPException as exc:
+                what = ("There is nothing here." if exc.status in (404, 405) else
+                        f"The request was refused: {exc.reason}.")
                 resp = self._page(exc.status, exc.reason, tone="bad", message=[
-                    "There is nothing here. Open the link from an alert message."])
+                    what, "Open the link from an alert message."])
             except Exception as exc:  # noqa: BLE001 - one line, never a traceback on the page
                 log.error("acknowledgement page: %s %s failed: %s: %s", request.method, redact(request.path),
                           type(exc).__name__, redact(str(exc)).splitlines()[0] if str(exc) else "")

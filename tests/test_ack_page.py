@@ -171,7 +171,9 @@ def test_acknowledged_before_expired_changed_and_cut_links(db):
             status, body, _ = http(served.page.listening + "/ack/" + bad, {"name": "Eve", "note": ""})
             assert status == 400 and "This link is not valid" in body and "Eve" not in body
         status, body, _ = http(served.page.listening + "/elsewhere")
-        assert status == 404 and "Traceback" not in body
+        assert status == 404 and "There is nothing here" in body and "Traceback" not in body
+        status, body, _ = http(url, {"name": "Pat", "note": "x" * 20_000})     # more than a form's worth
+        assert status == 413 and "The request was refused" in body
     finally:
         served.close()
     assert page.stats["refused"] == 4 and page.stats["expired"] == 1
