@@ -15,7 +15,8 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     ``permit``, optional ``pack`` (defaults to the utility's).
 ``[[devices]]``
     Modbus TCP devices at control manholes: ``id``, ``site``, ``host``, ``port``,
-    ``unit_id``, ``profile``, ``interval_s``.
+    ``unit_id``, ``profile``, ``interval_s``; ``shard`` (one of ``[modbus] shards``) when
+    the devices are split among several collectors (issue 15).
 ``[[sensors]]``
     ``site``, ``name``, ``parameter`` (``ph``, ``temperature``, ``flow``, ``level``), ``unit``,
     ``source`` (``modbus`` or ``mqtt``); a Modbus sensor names its ``device`` and the profile
@@ -28,7 +29,9 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     ``backoff_max_s``, ``max_fill``, ``flush_s``, ``health_s``, ``late_fraction``; see
     ``ingest/modbus/README.md``). Kept here as data (:attr:`Config.modbus`): the collector
     validates its own options (``ingest.modbus.collector.Options.from_config``), and
-    ``sewerwatch config check`` runs that check too.
+    ``sewerwatch config check`` runs that check too. ``shards`` (a list of short ids) is
+    validated here: with it, every device names its ``shard`` and ``collect --shard``
+    polls only those devices (:attr:`Config.modbus_shards`).
 ``[documents]``
     optional: the letterhead of printed documents (bills, notices, reports): ``letterhead``
     (lines under the village's name), ``signed_by`` and ``signer_title`` (who signs
@@ -38,7 +41,9 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     guide); kept as data (:attr:`Config.enforcement`), ``enforcement.settings`` validates it.
 ``[mqtt]``
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
-    (default ``["sewerwatch/{site}/{sensor}"]``).
+    (default ``["sewerwatch/{site}/{sensor}"]``); optional ``share_group``: the collectors
+    share the readings through the broker's shared subscriptions of that group
+    (``$share/<group>/...``), each message to one of them (issue 15).
 ``[ingest]``
     bounds on what the collectors accept (:class:`IngestOptions`): ``max_payload_bytes``
     (default 1 MiB) and ``max_nesting`` (16) checked before a payload is parsed,
@@ -118,6 +123,7 @@ class Device:
     unit_id: int
     profile: str
     interval_s: float
+    shard: str | None = None       # [modbus] shards: the collectors that poll it (issue 15)
 
 
 @dataclass(frozen=True)
@@ -297,6 +303,8 @@ class Config:
     alert_options: AlertOptions = field(default_factory=AlertOptions)
     modbus: dict = field(default_factory=dict)   # [modbus] as data; the collector validates it
     mqtt_topics: tuple[str, ...] = ("sewerwatch/{site}/{sensor}",)   # [mqtt] topics
+    mqtt_share_group: str | None = None          # [mqtt] share_group: shared subscriptions
+    modbus_shards: tuple[str, ...] = ()          # [modbus] shards: devices split among collectors
     retention: Retention = field(default_factory=Retention)
     documents: dict = field(default_factory=dict)   # [documents] as data; lab.documents.pdf validates it
     enforcement: dict = field(default_factory=dict)  # [enforcement] as data; enforcement.settings validates it
@@ -496,6 +504,27 @@ def _topic_patterns(sec, key, v):
     return patterns
 
 
+def _share_group(sec, key, v):
+    """``[mqtt] share_group``: one topic level, no wildcards (``$share/<group>/<filter>``)."""
+    _str(sec, key, v)
+    if any(ch in v for ch in "/+#") or v.startswith("$"):
+        sec.fail(key, f"expected one topic level without /, + or # (the group of $share/<group>/...), got {v!r}")
+    return v
+
+
+def _modbus_shards(path: str, modbus: Any) -> tuple[str, ...]:
+    """``[modbus] shards``: the short ids of the collectors' shares of the devices."""
+    if not isinstance(modbus, dict) or "shards" not in modbus:
+        return ()
+    sec = _Section(path, "modbus", {"shards": modbus["shards"]}, {"shards": (_str_list, ())})
+    shards = sec.values["shards"]
+    for s in shards:
+        _slug(sec, "shards", s)
+    if len(set(shards)) != len(shards):
+        sec.fail("shards", f"a shard is named twice in {list(shards)}")
+    return shards
+
+
 def _array_of_tables(path: str, where: str, value: Any) -> list:
     if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
         raise ConfigError(path, where, f"expected an array of tables ([[{where}]]), got {_show(value)}")
@@ -639,6 +668,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
 
     mqtt = _Section(path, "mqtt", top["mqtt"], {
         "topics": (_topic_patterns, ("sewerwatch/{site}/{sensor}",)),
+        "share_group": (_share_group, None),
     }).values
 
     raw_utility = top["utility"] if isinstance(top["utility"], dict) else {}
@@ -693,13 +723,26 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
             sec.fail(key, f"unknown device profile {v!r} (known: {known})")
         return v
 
+    shards = _modbus_shards(path, top["modbus"])
+
+    def _shard_ref(sec, key, v):
+        _slug(sec, key, v)
+        if v not in shards:
+            sec.fail(key, f"unknown shard {v!r} " + (f"(shards: {', '.join(shards)})" if shards else
+                                                       "(no [modbus] shards are declared)"))
+        return v
+
     devices = []
     for i, t in enumerate(top["devices"]):
         v = _Section(path, f"devices[{i}]", t, {
             "id": (_slug, _REQUIRED), "site": (_site_ref, _REQUIRED), "host": (_str, "127.0.0.1"),
             "port": (_int_range(1, 65535), 502), "unit_id": (_int_range(0, 247), 1),
             "profile": (_profile, "generic-manhole"), "interval_s": (_positive, 1.0),
+            "shard": (_shard_ref, None),
         }).values
+        if shards and v["shard"] is None:
+            raise ConfigError(path, f"devices[{i}].shard", f"missing: [modbus] shards splits the devices among "
+                              f"collectors ({', '.join(shards)}); name the one that polls this device")
         devices.append(Device(**v))
     _unique(path, "devices", devices, lambda d: d.id, "device id")
     device_ids = {d.id for d in devices}
@@ -762,7 +805,8 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         alert_options=AlertOptions(**{k: alerts[k] for k in (
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
-        modbus=top["modbus"], mqtt_topics=mqtt["topics"], retention=Retention(**ret),
+        modbus={k: v for k, v in top["modbus"].items() if k != "shards"}, mqtt_topics=mqtt["topics"],
+        mqtt_share_group=mqtt["share_group"], modbus_shards=shards, retention=Retention(**ret),
         ingest=IngestOptions(**ing), web=web,
         documents=top["documents"], enforcement=top["enforcement"],
         raw=data,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from foundation import db, paths
 from foundation.config import Config
+from foundation.errors import InputError
 from ingest.modbus.collector import ModbusCollector
 from ingest.modbus.options import Options
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
@@ -85,7 +86,8 @@ class Ingest:
 
 def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path,
           client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1,
-          listeners=(), supervisor: Supervisor | None = None, refs=None) -> Ingest:
+          listeners=(), supervisor: Supervisor | None = None, refs=None, share_group: str | None = None,
+          shards=None, modbus: bool = True) -> Ingest:
     """Start the writer and the collectors the config describes.
 
     Parameters
@@ -107,6 +109,12 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         The MQTT and Modbus sensors (``SensorRef``) when the caller already has them
         (``sewerwatch run`` keeps a copy for when the database is down at start);
         default: read from the database.
+    share_group : str, optional
+        The MQTT shared-subscription group (default: the config's ``[mqtt] share_group``).
+    shards : sequence of str, optional
+        The ``[modbus] shards`` whose devices this process polls (:func:`modbus_devices`).
+    modbus : bool
+        False: poll no Modbus device.
     """
     if refs is None:
         with db.connect(db_url=ingest_url) as conn:
@@ -126,20 +134,46 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     if mqtt_url:
         topics = TopicMap(mqtt_refs, explicit, patterns or cfg.mqtt_topics)
         ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id,
-                                 bounds=Bounds.from_options(cfg.ingest)).start(sup)
-    modbus_sensors = [s for s in cfg.sensors if s.source == "modbus"]
-    if cfg.devices and modbus_sensors:
-        ing.modbus = _start_modbus(cfg, modbus_refs, sink, sup, scale)
+                                 bounds=Bounds.from_options(cfg.ingest),
+                                 share_group=share_group or cfg.mqtt_share_group).start(sup)
+    devices = modbus_devices(cfg, shards) if modbus else []
+    if devices and any(s.source == "modbus" for s in cfg.sensors):
+        ing.modbus = _start_modbus(cfg, devices, modbus_refs, sink, sup, scale)
     if own:
         sup.start()
     return ing
 
 
-def _start_modbus(cfg: Config, refs, sink: Sink, sup: Supervisor, scale: dict) -> ModbusCollector:
+def modbus_devices(cfg: Config, shards=None) -> list:
+    """The Modbus devices this process polls: all of them, or where ``[modbus] shards``
+    splits them among collectors, those of ``shards`` (each collector names its own, so
+    two collectors never poll one device; issue 15).
+
+    Raises
+    ------
+    foundation.errors.InputError
+        A shard the config does not declare, or shards declared and none named.
+    """
+    declared = cfg.modbus_shards
+    if not shards:
+        if declared and any(s.source == "modbus" for s in cfg.sensors):
+            raise InputError(f"{cfg.path}: [modbus] shards splits the devices among collectors "
+                             f"({', '.join(declared)}): name this one's with --shard (or poll none with --no-modbus)")
+        return list(cfg.devices)
+    unknown = [s for s in shards if s not in declared]
+    if unknown:
+        raise InputError(f"--shard {unknown[0]!r}: not a shard of {cfg.path} "
+                         + (f"(shards: {', '.join(declared)})" if declared else "(it declares no [modbus] shards)"))
+    return [d for d in cfg.devices if d.shard in shards]
+
+
+def _start_modbus(cfg: Config, devices: list, refs, sink: Sink, sup: Supervisor, scale: dict) -> ModbusCollector:
     ids = {r.key: r.id for r in refs}
-    sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors if s.source == "modbus" and s.key in ids}
+    polled = {d.id for d in devices}
+    sensor_map = {(s.device, s.field): ids[s.key] for s in cfg.sensors
+                  if s.source == "modbus" and s.key in ids and s.device in polled}
     full_scale = {ids[k]: v for k, v in scale.items() if k in ids}
-    collector = ModbusCollector(list(cfg.devices), sensor_map, sink, Options.from_config(cfg), full_scale=full_scale)
+    collector = ModbusCollector(devices, sensor_map, sink, Options.from_config(cfg), full_scale=full_scale)
 
     def body(comp: Component) -> None:
         asyncio.run(collector.run(comp))

@@ -97,9 +97,12 @@ def gather_status(ctx) -> dict:
     out["services"].pop("db_urls", None)
     out["services"].pop("mqtt_urls", None)
     out["run"] = _read_status(cfg.services.state_dir / STATUS_FILE) or {"running": False}
-    collect = _read_status(cfg.services.state_dir / COLLECT_STATUS_FILE)
-    if collect is not None and (collect["running"] or collect.get("state") == "unresponsive"):
-        out["collect"] = collect
+    # one status file per collector: collect-status.json, collect-status-<client id>.json
+    for path in sorted(cfg.services.state_dir.glob(COLLECT_STATUS_FILE.replace(".json", "*.json"))):
+        collect = _read_status(path)
+        if collect is not None and (collect["running"] or collect.get("state") == "unresponsive"):
+            key = "collect" if path.name == COLLECT_STATUS_FILE else f"collect {path.stem[len('collect-status-'):]}"
+            out[key] = collect
     try:
         with ctx.connect("owner") as conn:
             out["devices"] = [dict(zip(("device", "site", "state", "last_good_at", "last_error", "polls",
@@ -138,8 +141,8 @@ def _status(args, ctx) -> int:
         _print_process("run", r)
     else:
         print("run: not running (start it with 'sewerwatch run')")
-    if "collect" in st:
-        _print_process("collect", st["collect"])
+    for key in sorted(k for k in st if k == "collect" or k.startswith("collect ")):
+        _print_process(key, st[key])
     if "database_error" in st:
         print(f"database: {st['database_error']}")
         return 0

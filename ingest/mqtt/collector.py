@@ -33,7 +33,7 @@ import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
-from ingest.mqtt.topics import SensorRef, TopicMap
+from ingest.mqtt.topics import SensorRef, TopicMap, shared
 from ingest.normalise import normalise
 from ingest.sink import DeadLetter, Sink
 from ingest.supervise import Component, Supervisor
@@ -64,11 +64,16 @@ class MqttCollector:
     max_buffered_rows : int
         Readings gathered but not yet taken by the sink, beyond which the network loop
         waits (the broker keeps what is not read).
+    share_group : str, optional
+        Subscribe as a member of this shared-subscription group (``$share/<group>/...``):
+        the collectors of one group each get a share of the messages (issue 15). Each
+        member needs its own ``client_id``.
     """
 
     def __init__(self, url: str, topics: TopicMap, sink: Sink, client_id: str = "sewerwatch-collector",
                  qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000,
-                 bounds: Bounds = DEFAULT_BOUNDS, max_buffered_rows: int = 200_000):
+                 bounds: Bounds = DEFAULT_BOUNDS, max_buffered_rows: int = 200_000,
+                 share_group: str | None = None):
         u = urlsplit(url)
         if u.scheme not in ("mqtt", "mqtts") or not u.hostname:
             raise ValueError(f"not an MQTT URL: {url!r}")
@@ -76,6 +81,7 @@ class MqttCollector:
         self.topics, self.sink, self.qos = topics, sink, qos
         self.flush_interval, self.flush_rows = flush_interval, flush_rows
         self.bounds, self.max_buffered_rows = bounds, max_buffered_rows
+        self.share_group, self.client_id = share_group, client_id
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
                                   protocol=mqtt.MQTTv311, manual_ack=True)
         if u.username:
@@ -232,7 +238,7 @@ class MqttCollector:
         self.connects += 1
         self._reconnect_backoff = RECONNECT_MIN_S
         self.disconnected_since = None
-        subs = self.topics.subscriptions()
+        subs = [shared(s, self.share_group) for s in self.topics.subscriptions()]
         client.subscribe([(s, self.qos) for s in subs])
         log.info("connected to %s:%d (session present: %s), subscribed to %s",
                  self.host, self.port, flags.session_present, ", ".join(subs))
@@ -383,7 +389,8 @@ class MqttCollector:
         now = time.time()
         with self._lock:
             buffered = self._buf_rows
-        return {"connected": self.connected, "messages": self.messages, "readings": self.readings,
+        return {"connected": self.connected, "client_id": self.client_id, "share_group": self.share_group,
+                "messages": self.messages, "readings": self.readings,
                 "dead_letters": self.dead, "internal_errors": self.internal_errors, "connects": self.connects,
                 "buffered_readings": buffered,
                 "last_message_age_s": None if self.last_message_at is None else round(now - self.last_message_at, 3),

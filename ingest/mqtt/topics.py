@@ -14,6 +14,18 @@ from foundation.endpoints import topic_matches
 from foundation.errors import InputError
 
 DEFAULT_PATTERNS = ("sewerwatch/{site}/{sensor}",)
+#: The prefix of an MQTT shared subscription: ``$share/<group>/<filter>`` (MQTT 5, section
+#: 4.8.2; Mosquitto also grants it to MQTT 3.1.1 clients, as EMQX and HiveMQ do).
+SHARE_PREFIX = "$share"
+
+
+def shared(topic_filter: str, group: str | None) -> str:
+    """``topic_filter`` as a shared subscription of ``group`` (unchanged without a group).
+
+    Each message matching a shared subscription goes to one member of the group, so any
+    number of collectors with the same group split the readings between them (issue 15).
+    """
+    return f"{SHARE_PREFIX}/{group}/{topic_filter}" if group else topic_filter
 
 
 @dataclass(frozen=True)
