@@ -55,6 +55,7 @@ from alerts.keys import DEVICE_UNREACHABLE, AlertKey
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
 from alerts.outbox import Outbox
 from alerts.store import AlertStore, ts
+from limits.evaluator import iso_utc_array
 from limits.packs import load_pack
 
 log = logging.getLogger("sewerwatch.alerts")
@@ -64,6 +65,9 @@ STATE_FILE = "alerts-state.json"
 OUTBOX_FILE = "alerts-outbox.jsonl"
 #: Episodes remembered as alerted (for "seen again" after a restart), newest kept.
 ALERTED_KEEP = 20_000
+#: Episodes alerted this recently are taken from the database when it is reached [s]
+#: (more than a new leader's warm-up, sewerwatch.leader).
+ALERTED_WITHIN_S = 2 * 86400.0
 #: A growing episode's violations row is brought up to date at most this often [s].
 GROW_EVERY_S = 5.0
 
@@ -261,6 +265,18 @@ class AlertManager:
             return
         self._db_loaded = True
         now = self.clock()
+        # first forget what was resolved meanwhile (by another run: a standby that led while
+        # this one was down), so a stale alert does not hide the one that took its place
+        known = [a.id for a in self.active.values() if a.id is not None]
+        if known:
+            gone = set(await self.store.alerts_resolved(known))
+            for key, a in list(self.active.items()):
+                if a.id in gone:
+                    del self.active[key]
+        # the episodes alerted lately, by whichever run: judged again (a new leader's warm-up)
+        # they are seen again, never a second alert nor an episode added to another alert
+        for sensor_id, rule, start_us, alert_id in await self.store.recently_alerted(ALERTED_WITHIN_S):
+            self.alerted.setdefault((int(sensor_id), rule, iso_utc_array([start_us])[0]), f"alert-{alert_id}")
         by_id = {a.id: a for a in self.active.values() if a.id is not None}
         by_uid = {a.uid: a for a in self.active.values()}
         for r in await self.store.unresolved():
@@ -275,18 +291,14 @@ class AlertManager:
             key = AlertKey.of_row(r["kind"], r["rule"], r["sensor_id"], r["device"])
             if key in self.active:
                 continue
-            # left by an earlier run: tracked again, and it waits out the hold-off from now
+            # left by an earlier run (or the leader before a takeover, sewerwatch.leader):
+            # tracked again, with the episodes it covers, and it waits out the hold-off from now
             self.active[key] = Active(
                 uid=f"alert-{r['id']}", id=r["id"], kind=r["kind"], key=key, rule=r["rule"], site=r["site"] or "",
                 site_name=r["site_name"] or "", record=r["details"] or {}, opened=r["opened_at"].timestamp(),
                 state=r["state"], escalated=r["escalated_at"] is not None, acknowledged=acked is not None,
-                ack=ack, ended=now, episodes=r["episodes"], summary=r["summary"])
-        known = [a.id for a in self.active.values() if a.id is not None]
-        if known:
-            for aid in await self.store.alerts_resolved(known):
-                for key, a in list(self.active.items()):
-                    if a.id == aid:
-                        del self.active[key]
+                ack=ack, ended=now, episodes=r["episodes"], summary=r["summary"],
+                starts=iso_utc_array(r["starts_us"]) if r["starts_us"] else [])
         self._save()
 
     # -- writes (through the outbox) -------------------------------------------------------
@@ -365,6 +377,11 @@ class AlertManager:
         episode = (int(v["sensor_id"]), v["rule"], v["start"])
         rec = {**v, "end": None}
         a = self.active.get(key)
+        if a is not None and episode in self.alerted and not _same_alert(self.alerted[episode], a):
+            # an episode another alert covered (before a restart or a takeover), judged again
+            self._op({"op": "violation", "v": v, "end": None})
+            self._seen(episode, self.alerted[episode], v)
+            return
         if a is not None:
             # within the hold-off (or still open): the same alert goes on
             was_ended = a.ended is not None
@@ -700,6 +717,11 @@ class AlertManager:
 def _when(iso: str) -> datetime:
     """An evaluator record's ISO-8601 UTC time (``...Z``), comparable."""
     return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+def _same_alert(uid: str, a: Active) -> bool:
+    """Whether ``uid`` (a manager's uid or ``alert-<id>``) names the alert ``a``."""
+    return uid == a.uid or (a.id is not None and uid == f"alert-{a.id}")
 
 
 def _worse(a, b, comparison):

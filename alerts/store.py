@@ -34,7 +34,7 @@ ACTOR = "sewerwatch-run"
 
 UNRESOLVED_COLS = ("id", "kind", "rule", "sensor_id", "device", "state", "details", "opened_at", "escalated_at",
                    "acknowledged_at", "acknowledged_by", "ack_note", "episodes", "site", "site_name", "summary",
-                   "uids")
+                   "uids", "starts_us")
 
 
 #: Alert kinds whose lifecycle is not the manager's: permit reminders (:mod:`alerts.reminders`
@@ -129,16 +129,33 @@ class AlertStore:
     # -- alerts ---------------------------------------------------------------------------
 
     async def unresolved(self) -> list[dict]:
-        """Every alert not resolved, with its site's key and name and the manager's uids
-        for it (:data:`UNRESOLVED_COLS`); not the kinds :data:`KINDS_OWNED_ELSEWHERE`."""
+        """Every alert not resolved, with its site's key and name, the manager's uids for it
+        and the starts of the episodes it covers [µs since the epoch] (:data:`UNRESOLVED_COLS`);
+        not the kinds :data:`KINDS_OWNED_ELSEWHERE`."""
         rows = await self._exec(
             """SELECT a.id, a.kind, a.rule, a.sensor_id, a.device, a.state, a.details, a.opened_at,
                       a.escalated_at, a.acknowledged_at, a.acknowledged_by, a.ack_note, a.episodes,
                       s.key, s.name, a.summary,
-                      ARRAY(SELECT u.uid FROM alert_uids u WHERE u.alert_id = a.id)
+                      ARRAY(SELECT u.uid FROM alert_uids u WHERE u.alert_id = a.id),
+                      ARRAY(SELECT (extract(epoch FROM v.start_time) * 1000000)::int8 FROM violations v
+                            WHERE v.id = a.violation_id OR v.id IN (
+                                SELECT (l.detail->>'violation_id')::bigint FROM audit_log l
+                                WHERE l.action = 'alert-episode-continued' AND l.object = 'alert:' || a.id))
                FROM alerts a LEFT JOIN sites s ON s.id = a.site_id
                WHERE a.state <> 'resolved' AND a.kind <> ALL(%s)""", (list(KINDS_OWNED_ELSEWHERE),), all_rows=True)
         return [dict(zip(UNRESOLVED_COLS, r)) for r in rows]
+
+    async def recently_alerted(self, within_s: float) -> list[tuple]:
+        """``(sensor id, rule, start [µs since the epoch], alert id)`` of every episode an
+        alert covers (its first or a continued one) that started in the last ``within_s``."""
+        return await self._exec(
+            """SELECT v.sensor_id, v.rule, (extract(epoch FROM v.start_time) * 1000000)::int8, x.alert_id
+               FROM (SELECT id AS alert_id, violation_id FROM alerts WHERE violation_id IS NOT NULL
+                     UNION ALL
+                     SELECT substr(object, 7)::bigint, (detail->>'violation_id')::bigint FROM audit_log
+                     WHERE action = 'alert-episode-continued' AND detail ? 'violation_id') x
+               JOIN violations v ON v.id = x.violation_id
+               WHERE v.start_time > now() - make_interval(secs => %s)""", (within_s,), all_rows=True)
 
     async def alerts_resolved(self, alert_ids: list[int]) -> list[int]:
         """The alerts among ``alert_ids`` that are resolved in the database."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from foundation.errors import InputError, SchemaMissing, SewerwatchError
+from ingest.cli import add_sharing_arguments
 from foundation.paths import COLLECT_STATUS_FILE
 from foundation.paths import RUN_STATUS_FILE as STATUS_FILE
 from sewerwatch import services
@@ -25,6 +28,10 @@ def register(sub) -> None:
     p.add_argument("--hold-off", type=float, metavar="S", help="override [alerts] hold_off_s (drills, demos)")
     p.add_argument("--escalate-after", type=float, metavar="MIN",
                    help="override [alerts] escalate_after_min (drills, demos)")
+    p.add_argument("--standby", action="store_true",
+                   help="take part in leader election: lead when no other run leads this database, else stand by "
+                   "(collect, judge and alert nothing) and take over within seconds when the leader dies")
+    add_sharing_arguments(p)
     p.set_defaults(func=_run)
     p = sub.add_parser("status", help="services, collectors, device health and open alerts")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -35,9 +42,14 @@ def _run(args, ctx) -> int:
     logging.basicConfig(level=logging.INFO, format="sewerwatch: %(name)s: %(message)s", stream=sys.stderr)
     # lazy: the pipeline pulls in the collectors, the evaluator and the channels, which
     # `sewerwatch --help` and `sewerwatch status` do not need
+    import psycopg
+
+    from ingest.service import modbus_devices, write_status
+    from sewerwatch.leader import WARM_UP_S, Leadership, LeaderLock, StepDown, lead_or_stand_by
     from sewerwatch.pipeline import Pipeline, run_until_signalled
 
     cfg = ctx.config
+    modbus_devices(cfg, None if args.no_modbus else args.shard)     # a bad --shard: one line, exit 2
     if args.quiet:
         cfg = replace(cfg, alert_options=replace(cfg.alert_options, console=False))
     for opt, name, value in (("--hold-off", "hold_off_s", args.hold_off),
@@ -50,12 +62,57 @@ def _run(args, ctx) -> int:
     state = cfg.services.state_dir
     state.mkdir(parents=True, exist_ok=True)
     spool = Path(args.spool_dir) if args.spool_dir else state / "spool"
-    p = Pipeline(cfg, owner_url=ep.db("owner"), ingest_url=ep.db("ingest"),
-                 mqtt_url=None if args.no_mqtt else ep.mqtt("collector"), notifier_url=ep.mqtt("notifier"),
-                 spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id, state_dir=state)
-    print("run: collectors, writer, evaluator and alerts running; SIGTERM or Ctrl-C stops after "
-          "writing everything", file=sys.stderr, flush=True)
-    run_until_signalled(p)
+    leadership = Leadership(LeaderLock(ep.db("owner")), standby=args.standby)
+
+    def make() -> Pipeline:
+        return Pipeline(cfg, owner_url=ep.db("owner"), ingest_url=ep.db("ingest"),
+                        mqtt_url=None if args.no_mqtt else ep.mqtt("collector"), notifier_url=ep.mqtt("notifier"),
+                        spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id, state_dir=state,
+                        warm_up_s=WARM_UP_S if args.standby else 0.0, leadership=leadership, shards=args.shard,
+                        modbus=not args.no_modbus)
+
+    if not args.standby:
+        try:
+            if not leadership.lock.try_acquire():
+                holder = leadership.lock.holder() or {}
+                leadership.lock.close()
+                raise SewerwatchError(f"run: another run leads this database ({holder.get('name', 'unknown')}); "
+                                      "start this one with --standby to take over when it stops")
+            leadership.role, leadership.terms = "leader", 1
+        except psycopg.OperationalError as exc:
+            logging.getLogger("sewerwatch.leader").warning(
+                "database unreachable at start (%s): running without the leader lock", str(exc).strip()[:200])
+            leadership = None
+    print("run: " + ("standing by: leads when no other run leads this database; " if args.standby else
+                     "collectors, writer, evaluator and alerts running; ")
+          + "SIGTERM or Ctrl-C stops after writing everything", file=sys.stderr, flush=True)
+    if leadership is None:
+        p = make()
+        run_until_signalled(p)
+    else:
+        started = time.time()
+
+        def standby_status() -> None:
+            write_status(state / STATUS_FILE, {"pid": os.getpid(), "started": started, "updated": time.time(),
+                                               "running": True, "state": "standby", "problems": {},
+                                               "leadership": leadership.status()})
+
+        async def main():
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            return await lead_or_stand_by(leadership, make, stop, standby_status)
+        try:
+            p = asyncio.run(main())
+        except StepDown as exc:
+            raise SewerwatchError(f"run: {exc}") from None
+        if p is None:
+            write_status(state / STATUS_FILE, {"pid": os.getpid(), "started": started, "updated": time.time(),
+                                               "running": False, "state": "standby", "problems": {},
+                                               "leadership": leadership.status()})
+            print("run: stopped (was standing by)", file=sys.stderr, flush=True)
+            return 0
     st = p.status()
     print(f"run: stopped; {st['readings']['accepted']} readings accepted, {st['readings']['inserted']} inserted, "
           f"{st['readings']['spooled']} spooled; alerts opened {st['alerts']['opened']}, "
@@ -162,9 +219,20 @@ def _age(x) -> str:
 
 def _print_process(name: str, r: dict) -> None:
     """One process's status: its state and problems, every component, queues, dead letters."""
+    lead = r.get("leadership") or {}
+    if r.get("state") == "standby" and r.get("running"):
+        leader = lead.get("leader")
+        print(f"{name}: STANDBY (pid {r.get('pid')}): collects, judges and alerts nothing; takes over when the "
+              "leader stops; leader: " + (f"{leader['name']} (server pid {leader['pid']}, since {leader['since']})"
+                                          if leader else "none seen" + (f" (database: {lead['database_error']})"
+                                                                         if lead.get("database_error") else "")))
+        return
     state = (r.get("state") or "ok").upper()
     print(f"{name}: {'running' if r.get('running') else 'NOT RESPONDING'} (pid {r.get('pid')}), "
           f"{'all components healthy' if state == 'OK' else state}")
+    if lead.get("role") == "leader":
+        print(f"  leader (term {lead.get('terms')}, since {time.strftime('%H:%M:%S', time.localtime(lead['since']))}"
+              f"; lock {lead.get('lock')}); judged {r.get('warmed_up', 0)} stored readings again at the start")
     for comp, problem in (r.get("problems") or {}).items():
         print(f"  ! {comp}: {problem}")
     for cname, c in (r.get("components") or {}).items():

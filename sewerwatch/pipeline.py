@@ -42,6 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import psycopg
 
 from alerts import reminders as permit_reminders
@@ -75,6 +76,8 @@ SENSOR_CACHE_FILE = "sensors-cache.json"
 DEGRADED_AFTER_S = 5.0
 #: A component that died stays "degraded" this long after its restart [s].
 RESTART_REPORTED_S = 60.0
+#: Readings read at a time by a new leader's warm-up.
+WARM_UP_CHUNK = 50_000
 #: How often the permit reminders look whether the village's day has changed [s].
 REMIND_CHECK_S = 60.0
 #: A failed round of permit reminders is tried again after this long [s].
@@ -104,13 +107,22 @@ class Pipeline:
         Time [epoch s] for the alert timers (tests pass a faster one).
     tick_s : float
         How often timers and health are checked [s].
+    warm_up_s : float
+        A new leader (:mod:`sewerwatch.leader`) first judges again the readings stored this
+        long before now (and back to the start of any episode still open, at most a day),
+        before its collectors start [s]; 0: none.
+    leadership : sewerwatch.leader.Leadership, optional
+        Shown in the status (the role, the lock).
+    shards, modbus
+        The Modbus devices polled (:func:`ingest.service.modbus_devices`).
     """
 
     def __init__(self, cfg, *, owner_url: str, ingest_url: str, mqtt_url: str | None,
                  notifier_url: str | None, spool_dir: Path, status_path: Path | None = None,
                  client_id: str = "sewerwatch-run", clock=time.time, tick_s: float = 0.2,
                  console_stream=None, routes=None, max_delay: float = 0.1, state_dir: Path | None = None,
-                 degraded_after_s: float = DEGRADED_AFTER_S, enforcement_first_s: float = 30.0):
+                 degraded_after_s: float = DEGRADED_AFTER_S, enforcement_first_s: float = 30.0,
+                 warm_up_s: float = 0.0, leadership=None, shards=None, modbus: bool = True):
         self.cfg = cfg
         self.owner_url, self.ingest_url = owner_url, ingest_url
         self.mqtt_url, self.notifier_url = mqtt_url, notifier_url
@@ -120,6 +132,8 @@ class Pipeline:
         self.console_stream, self._routes, self.max_delay = console_stream, routes, max_delay
         self.degraded_after_s = degraded_after_s
         self.enforcement_first_s = enforcement_first_s
+        self.warm_up_s, self.leadership, self.shards, self.modbus = warm_up_s, leadership, shards, modbus
+        self.warmed_up = 0                          # readings judged again at the start of a term
         self._round_errors: dict[str, str] = {}     # periodic component -> its last round's error
         self.reminded_on = None                     # the village's day the permit reminders last ran
         self.ingest = None
@@ -224,6 +238,8 @@ class Pipeline:
         self.manager = await AlertManager(self.cfg, self.owner_url, routes, sites, clock=self.clock,
                                           state_dir=self.state_dir, links=self.links).start()
         self._queue = asyncio.Queue()
+        if self.warm_up_s > 0:
+            await self._warm_up()
 
         def tap(readings: Readings) -> None:   # called in the collector's thread
             loop.call_soon_threadsafe(self._queue.put_nowait, readings)
@@ -231,7 +247,7 @@ class Pipeline:
         self.ingest = await loop.run_in_executor(None, lambda: service.start(
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
             client_id=self.client_id, max_delay=self.max_delay, listeners=[tap], supervisor=self.supervisor,
-            refs=refs))
+            refs=refs, shards=self.shards, modbus=self.modbus))
         stopping = asyncio.Event()
         evaluator = self.supervisor.add("evaluator", stall_after=60.0, check=self._evaluator_problem)
         ticker = self.supervisor.add("alerts", stall_after=60.0, check=self.manager.problem)
@@ -283,6 +299,36 @@ class Pipeline:
             self._final = True
             self._write_status(final=True)
             self._eval_pool.shutdown(wait=True)
+
+    async def _warm_up(self) -> None:
+        """Queue for judging the readings stored in the last :attr:`warm_up_s` (and back to
+        the start of any episode still open, at most a day), before the collectors start:
+        a new leader sees the episodes its predecessor saw, with the same starts."""
+        def read() -> list[Readings]:
+            with psycopg.connect(self.owner_url, connect_timeout=5) as conn:
+                since = conn.execute(
+                    "SELECT LEAST(now() - make_interval(secs => %s), GREATEST(coalesce(min(start_time), now()), "
+                    "now() - interval '1 day'))"
+                    " FROM violations WHERE end_time IS NULL AND source = 'stream'", (self.warm_up_s,)).fetchone()[0]
+                out = []
+                with conn.cursor(name="warm_up") as cur:
+                    cur.itersize = WARM_UP_CHUNK
+                    cur.execute("SELECT (extract(epoch FROM time) * 1000000)::int8, sensor_id, value, quality "
+                                "FROM readings WHERE time >= %s ORDER BY time", (since,))
+                    while rows := cur.fetchmany(WARM_UP_CHUNK):
+                        t, s, v, q = zip(*rows)
+                        out.append(Readings(np.array(t), np.array(s), np.array(v, dtype=np.float64), np.array(q)))
+                return out
+        try:
+            batches = await asyncio.get_running_loop().run_in_executor(None, read)
+        except psycopg.Error as exc:
+            log.error("warm-up: cannot read the recent readings (%s); judging from the live ones only",
+                      str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            return
+        for b in batches:
+            self._queue.put_nowait(b)
+            self.warmed_up += len(b)
+        log.info("warm-up: %d stored readings queued for judging before collecting", self.warmed_up)
 
     # -- supervision --------------------------------------------------------------------
 
@@ -499,6 +545,8 @@ class Pipeline:
         return {
             "pid": os.getpid(), "started": self.started, "updated": time.time(),
             "state": "degraded" if problems else "ok", "problems": problems,
+            "leadership": self.leadership.status() if self.leadership is not None else None,
+            "warmed_up": self.warmed_up,
             "components": comps,
             "collectors": {"mqtt": bool(ing and ing.mqtt), "modbus": bool(ing and ing.modbus),
                            "mqtt_connected": ing.mqtt.connected if ing and ing.mqtt else None},
