@@ -182,17 +182,16 @@ class Leadership:
         self.role, self.since = "standby", time.time()
         while not stop.is_set():
             try:
-                if time.monotonic() < not_before:
-                    await loop.run_in_executor(None, self.lock.connect)
-                elif await loop.run_in_executor(None, self.lock.try_acquire):
-                    self.role, self.since, self.leader, self.db_error = "leader", time.time(), None, None
-                    self.terms += 1
-                    return True
                 if was_down:
+                    await loop.run_in_executor(None, self.lock.connect)     # raises while it is down
                     # the database is back: the leader of before the outage takes its lock back first
                     was_down, not_before = False, time.monotonic() + self.grace_s
                     log.info("database reachable again; standing by %.0f s for the leader to take its lock back",
                              self.grace_s)
+                elif time.monotonic() >= not_before and await loop.run_in_executor(None, self.lock.try_acquire):
+                    self.role, self.since, self.leader, self.db_error = "leader", time.time(), None, None
+                    self.terms += 1
+                    return True
                 self.leader = await loop.run_in_executor(None, self.lock.holder)
                 self.db_error = None
             except psycopg.OperationalError as exc:

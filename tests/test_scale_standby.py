@@ -176,3 +176,66 @@ def test_the_standby_takes_over_an_acid_dump_in_10_s_and_it_is_alerted_once(db, 
     assert viol == [(dump1, True), (dump2, True)]
     assert sent == 2
     assert stored == len(stream.sent)
+
+
+def test_database_down_under_a_leader_and_a_standby_the_leader_alerts_alone_and_keeps_its_lock(services, tmp_path):
+    """The database stops while both run: both lose the lock. The leader goes on judging and
+    mails an acid dump from memory; the standby neither leads nor alerts. When the database
+    returns the standby waits out its grace, the leader takes its lock back first: one leader,
+    one alert row, one e-mail."""
+    from support import own_postgres
+
+    u = uuid.uuid4().hex[:6]
+    site = f"hadb-{u}"
+    mail = MailCatcher().start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    procs, logs = {}, []
+    with own_postgres() as pg:
+        cfgs, states = {}, {}
+        for name in ("a", "b"):
+            states[name] = tmp_path / f"state-{name}"
+            cfgs[name] = village_toml(tmp_path / f"{name}.toml", site, db_url=pg.url("owner"),
+                                      mqtt_url=services.mqtt_urls["collector"], state=states[name],
+                                      site_name="Acme Plating", alerts="hold_off_s = 600\nescalate_after_min = 600",
+                                      contacts=[("Superintendent", mail.url("super@village.example"))])
+        assert subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfgs["a"]), "db", "migrate"],
+                              cwd=ROOT, env=env, capture_output=True, timeout=120).returncode == 0
+        pub = stream = None
+        try:
+            for name in ("a", "b"):
+                err = open(tmp_path / f"run-{name}.err", "w")
+                logs.append(err)
+                procs[name] = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfgs[name]), "run",
+                                                "--standby", "--quiet", "--client-id", f"run-{u}"],
+                                               stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env)
+                assert wait_until(lambda: _role(states[name]) == ("leader" if name == "a" else "standby"), 40)
+            pub = mqtt_client(services.mqtt_urls["device"], f"pub-{u}")
+            stream = Stream(pub, f"sewerwatch/{site}/ph")
+            time.sleep(2)
+            pg.stop()
+            stream.value = 3.0                                       # an acid dump with the database down
+            assert wait_until(lambda: any(m["subject"].startswith("[sewerwatch] VIOLATION")
+                                          for m in mail.to("super@village.example")), 10)
+            time.sleep(3)
+            assert _role(states["a"]) == "leader" and _role(states["b"]) == "standby"
+            pg.start()
+            stream.value = 7.0
+            back = time.monotonic()
+            roles = set()
+            while time.monotonic() - back < 12:                      # past the standby's grace
+                roles.add((_role(states["a"]), _role(states["b"])))
+                time.sleep(0.2)
+            rows = "SELECT count(*) FROM alerts WHERE kind = 'violation'"
+            assert wait_until(lambda: psycopg.connect(pg.url("owner")).execute(rows).fetchone()[0] == 1, 30)
+            time.sleep(2)
+            stream.done.set()
+            stream.join(5)
+            leader_log = open(tmp_path / "run-a.err").read()
+        finally:
+            if stream is not None:
+                stream.done.set()
+            close_all(pub, *procs.values(), *logs, mail)
+    violations = [m for m in mail.to("super@village.example") if m["subject"].startswith("[sewerwatch] VIOLATION")]
+    assert roles == {("leader", "standby")}, roles                 # never two leaders, never none
+    assert "lock taken back" in leader_log
+    assert len(violations) == 1
