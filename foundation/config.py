@@ -41,9 +41,9 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     guide); kept as data (:attr:`Config.enforcement`), ``enforcement.settings`` validates it.
 ``[mqtt]``
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
-    (default ``["sewerwatch/{site}/{sensor}"]``); optional ``share_group``: the collectors
-    share the readings through the broker's shared subscriptions of that group
-    (``$share/<group>/...``), each message to one of them (issue 15).
+    (default ``["sewerwatch/{site}/{sensor}"]``); optional ``share_group``: the ``collect``
+    processes share the readings through the broker's shared subscriptions of that group
+    (``$share/<group>/...``), each message to one of them (issue 15; ``run`` takes all).
 ``[ingest]``
     bounds on what the collectors accept (:class:`IngestOptions`): ``max_payload_bytes``
     (default 1 MiB) and ``max_nesting`` (16) checked before a payload is parsed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -28,11 +29,13 @@ def register(sub) -> None:
     p.set_defaults(func=_collect)
 
 
-def add_sharing_arguments(p) -> None:
+def add_sharing_arguments(p, group: bool = True) -> None:
     """``--group``, ``--shard`` and ``--no-modbus``: how several collectors share the load
-    (``collect`` and ``run``; issue 15)."""
-    p.add_argument("--group", metavar="NAME", help="share the MQTT readings with the other collectors of this "
-                   "group (shared subscription $share/NAME/...; default: the config's [mqtt] share_group)")
+    (issue 15). ``run`` takes no ``--group``: it judges what it receives, so it takes every
+    reading, never a share."""
+    if group:
+        p.add_argument("--group", metavar="NAME", help="share the MQTT readings with the other collectors of this "
+                       "group (shared subscription $share/NAME/...; default: the config's [mqtt] share_group)")
     p.add_argument("--shard", action="append", metavar="NAME",
                    help="poll only the Modbus devices of this [modbus] shard (repeat for several)")
     p.add_argument("--no-modbus", action="store_true", help="poll no Modbus device")
@@ -44,8 +47,9 @@ def instance_files(state_dir: Path, client_id: str, default_id: str, spool: str 
     default client id, ``spool-<client id>`` and ``<status>-<client id>.json`` for any other,
     so several collectors on one machine never share a spool."""
     own = client_id != default_id
-    spool_dir = Path(spool) if spool else state_dir / (f"spool-{client_id}" if own else "spool")
-    status = state_dir / (status_name.replace(".json", f"-{client_id}.json") if own else status_name)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", client_id)      # a file name whatever the client id holds
+    spool_dir = Path(spool) if spool else state_dir / (f"spool-{name}" if own else "spool")
+    status = state_dir / (status_name.replace(".json", f"-{name}.json") if own else status_name)
     return spool_dir, status
 
 
@@ -55,13 +59,13 @@ def _collect(args, ctx) -> int:
 
     logging.basicConfig(level=logging.INFO, format="sewerwatch: %(name)s: %(message)s", stream=sys.stderr)
     cfg = ctx.config
+    service.modbus_devices(cfg, None if args.no_modbus else args.shard)   # a bad --shard: one line, exit 2
     ep = ctx.endpoints(start=True)
     spool, status_path = instance_files(cfg.services.state_dir, args.client_id, DEFAULT_CLIENT_ID, args.spool_dir,
                                         service.COLLECT_STATUS_FILE)
-    service.modbus_devices(cfg, None if args.no_modbus else args.shard)   # a bad --shard: one line, exit 2
     ing = service.start(cfg, ingest_url=ep.db("ingest"), mqtt_url=None if args.no_mqtt else ep.mqtt("collector"),
-                        spool_dir=spool, client_id=args.client_id, share_group=args.group, shards=args.shard,
-                        modbus=not args.no_modbus)
+                        spool_dir=spool, client_id=args.client_id, share_group=args.group or cfg.mqtt_share_group,
+                        shards=args.shard, modbus=not args.no_modbus)
 
     def report(i):
         w = i.writer.stats

@@ -110,7 +110,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         (``sewerwatch run`` keeps a copy for when the database is down at start);
         default: read from the database.
     share_group : str, optional
-        The MQTT shared-subscription group (default: the config's ``[mqtt] share_group``).
+        The MQTT shared-subscription group (``collect`` passes ``--group`` or the config's
+        ``[mqtt] share_group``; ``run`` none: it judges what it receives, so it takes all).
     shards : sequence of str, optional
         The ``[modbus] shards`` whose devices this process polls (:func:`modbus_devices`).
     modbus : bool
@@ -135,7 +136,7 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         topics = TopicMap(mqtt_refs, explicit, patterns or cfg.mqtt_topics)
         ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id,
                                  bounds=Bounds.from_options(cfg.ingest),
-                                 share_group=share_group or cfg.mqtt_share_group).start(sup)
+                                 share_group=share_group).start(sup)
     devices = modbus_devices(cfg, shards) if modbus else []
     if devices and any(s.source == "modbus" for s in cfg.sensors):
         ing.modbus = _start_modbus(cfg, devices, modbus_refs, sink, sup, scale)

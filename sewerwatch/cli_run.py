@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--standby", action="store_true",
                    help="take part in leader election: lead when no other run leads this database, else stand by "
                    "(collect, judge and alert nothing) and take over within seconds when the leader dies")
-    add_sharing_arguments(p)
+    add_sharing_arguments(p, group=False)
     p.set_defaults(func=_run)
     p = sub.add_parser("status", help="services, collectors, device health and open alerts")
     p.add_argument("--json", action="store_true", help="print one JSON object")

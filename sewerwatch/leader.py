@@ -255,9 +255,13 @@ async def lead_or_stand_by(leadership: Leadership, make_pipeline, stop: asyncio.
         keeper = asyncio.get_running_loop().create_task(leadership.keep(step_down, stop), name="leadership")
 
         async def relay():
-            await asyncio.wait([asyncio.ensure_future(stop.wait()), asyncio.ensure_future(step_down.wait())],
-                               return_when=asyncio.FIRST_COMPLETED)
-            term_stop.set()
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(step_down.wait())]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                term_stop.set()
+            finally:
+                for w in waits:
+                    w.cancel()
         relayer = asyncio.get_running_loop().create_task(relay(), name="leadership relay")
         try:
             await pipeline.run(term_stop)

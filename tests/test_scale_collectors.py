@@ -167,3 +167,20 @@ def test_a_device_in_no_shard_or_an_unknown_one_is_a_one_line_config_error(table
     with pytest.raises(InputError) as e:
         sw_config.from_dict({"sites": [{"id": "a", "name": "A"}], **tables}, "village.toml")
     assert str(e.value).startswith(f"village.toml: {error}") and "\n" not in str(e.value)
+
+
+def test_collect_with_an_unknown_shard_or_none_says_so_in_one_line(tmp_path):
+    cfg = tmp_path / "village.toml"
+    cfg.write_text('[services]\ndb_url = "postgresql://nobody@127.0.0.1:1/none"\nmqtt_url = "mqtt://127.0.0.1:1"\n'
+                   '[modbus]\nshards = ["north", "south"]\n[[sites]]\nid = "a"\nname = "A"\n'
+                   '[[devices]]\nid = "d1"\nsite = "a"\nshard = "north"\n'
+                   '[[sensors]]\nsite = "a"\nname = "ph"\nparameter = "ph"\nunit = "pH"\nsource = "modbus"\n'
+                   'device = "d1"\n')
+    check = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "config", "check"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
+    for extra, words in ((["--shard", "east"], "--shard 'east': not a shard of"),
+                         ([], "name this one's with --shard")):
+        out = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "collect", *extra], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and words in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -124,6 +124,9 @@ def test_the_standby_takes_over_an_acid_dump_in_10_s_and_it_is_alerted_once(db, 
         assert st["state"] == "standby" and st["running"]
         assert st["leadership"]["leader"]["name"].startswith("sewerwatch-run")
         assert st["leadership"]["leader"]["name"].endswith(f"pid {procs['a'].pid}")
+        text = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfgs["b"]), "status"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60).stdout
+        assert f"run: STANDBY (pid {procs['b'].pid}): collects, judges and alerts nothing" in text, text
 
         pub = mqtt_client(services.mqtt_urls["device"], f"pub-{u}")
         stream = Stream(pub, f"sewerwatch/{site}/ph")
