@@ -125,11 +125,45 @@ ORDER BY 1
 # --- Site ------------------------------------------------------------------------------
 
 
+#: A panel over a longer range than this reads the one-minute aggregates (issue 15: a month
+#: of 1-Hz readings is 2.6 M rows a sensor, its minutes 43,200; raw readings older than
+#: ``[retention] raw_days`` are gone, their minutes kept for the records period).
+RAW_RANGE_MAX = "2 days"
+#: Where the aggregates end: ``sewerwatch db maintain`` (and ``run``) advance it; after it,
+#: raw readings.
+_AGGREGATED_TO = ("coalesce((SELECT done_to FROM maintenance_state WHERE job = 'aggregates'), "
+                  "'-infinity'::timestamptz)")
+#: Before it the raw readings were removed by the retention policy: there, any range reads
+#: the aggregates.
+_RAW_FROM = ("coalesce((SELECT done_to FROM maintenance_state WHERE job = 'raw-retention'), "
+             "'-infinity'::timestamptz)")
+
+
+def readings_from(cond: str) -> str:
+    """The usable readings of a panel as ``(time, sensor_id, sensor, value)``: raw readings
+    (quality 0) for ranges up to :data:`RAW_RANGE_MAX`; beyond it, each minute's mean from
+    ``dash_readings_1m`` where the aggregates reach and the raw readings after them. Where
+    the retention policy removed the raw readings, any range reads the minutes.
+
+    Parameters
+    ----------
+    cond : str
+        SQL condition on both views (site, parameter, time filter).
+    """
+    long = f"($__timeTo()::timestamptz - $__timeFrom()::timestamptz) > interval '{RAW_RANGE_MAX}'"
+    return f"""(
+    SELECT time, sensor_id, sensor, value FROM dash_readings
+    WHERE {cond} AND quality = 0 AND (NOT {long} OR time >= {_AGGREGATED_TO})
+    UNION ALL
+    SELECT time, sensor_id, sensor, mean FROM dash_readings_1m
+    WHERE {cond} AND time < {_AGGREGATED_TO} AND ({long} OR time < {_RAW_FROM})
+)"""
+
+
 def _readings_sql(parameter: str, timescaledb: bool = True) -> str:
     return f"""
 SELECT {time_group("time", "$__interval", timescaledb, alias=True)}, sensor AS metric, avg(value) AS value
-FROM dash_readings
-WHERE site = '$site' AND parameter = '{parameter}' AND quality = 0 AND $__timeFilter(time)
+FROM {readings_from(f"site = '$site' AND parameter = '{parameter}' AND $__timeFilter(time)")} r
 GROUP BY 1, 2
 ORDER BY 1
 """
@@ -167,16 +201,15 @@ SLUG_LINE = "slug line (5 x 24-h average)"
 _SITE_FLOW = """
     SELECT bucket, sum(flow) AS flow FROM (
         SELECT {bucket} AS bucket, sensor_id, avg(value) AS flow
-        FROM dash_readings
-        WHERE site = '$site' AND parameter = 'flow' AND quality = 0
-          AND time BETWEEN {start} AND $__timeTo()::timestamptz
+        FROM {source} r
         GROUP BY 1, 2
     ) per_meter GROUP BY bucket
 """
 
 
 def _site_flow(start: str, timescaledb: bool) -> str:
-    return _SITE_FLOW.format(start=start, bucket=time_group("time", "$__interval", timescaledb))
+    source = readings_from(f"site = '$site' AND parameter = 'flow' AND time BETWEEN {start} AND $__timeTo()::timestamptz")
+    return _SITE_FLOW.format(source=source, bucket=time_group("time", "$__interval", timescaledb))
 
 
 def flow_sql(timescaledb: bool = True) -> str:

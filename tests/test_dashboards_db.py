@@ -429,3 +429,60 @@ def test_preview_cli(filled, tmp_path, capsys):
     assert main(["dashboards", "preview", str(tmp_path), "--db-url", url,
                  "--from", filled["to"].isoformat(), "--to", filled["from"].isoformat()]) == 2
     assert "before --to" in capsys.readouterr().err
+
+
+def test_long_ranges_read_the_one_minute_aggregates_and_the_raw_readings_after_them(filled):
+    """Issue 15: a panel over more than two days reads readings_1m where the aggregates reach
+    (the raw readings there may be gone by the retention policy) and raw readings after; a
+    short range reads raw readings, and the minutes where retention removed them."""
+    from dashboards.definitions import RAW_RANGE_MAX
+    from sewerwatch.db.maintain import _set_state, refresh_aggregates
+
+    assert RAW_RANGE_MAX == "2 days"
+    tf, tt = filled["from"], filled["to"]
+    cut = tf + timedelta(days=1)
+    series = filled["series"]
+    i = series.sites.index("site-001")
+    t, v = series.times, series.values["ph"][i]
+    q = filled["quality"]["site-001", "ph"]
+    with filled["db"].connect() as conn:
+        refresh_aggregates(conn, tf - timedelta(days=2), cut)     # from before the first reading, as maintain does
+        _set_state(conn, "aggregates", cut)
+        # the first day's raw pH readings removed, as retention would (its minutes stay)
+        conn.execute("DELETE FROM readings r USING sensors s, sites t WHERE s.id = r.sensor_id AND t.id = s.site_id "
+                     "AND t.key = 'site-001' AND s.parameter = 'ph' AND r.time < %s", (cut,))
+        conn.commit()
+    site = _dashboards()["sewerwatch-site"]
+    ok = ~np.isnan(v) & (q == 0)
+
+    def hourly(rows):
+        return {r[0].timestamp(): r[2] for r in rows}
+
+    def want(lo, hi):
+        sel = ok & (t >= lo.timestamp()) & (t <= hi.timestamp())
+        b = np.floor(t[sel] / 3600) * 3600
+        ub, inv = np.unique(b, return_inverse=True)
+        return dict(zip(ub.tolist(), (np.bincount(inv, weights=v[sel]) / np.bincount(inv)).tolist()))
+
+    with filled["db"].connect("grafana") as conn:
+        # three days (longer than two): the first day from the minutes, the second from raw readings
+        res = dq.run_dashboard(conn, site, tf - timedelta(days=1), tt, {"site": "site-001"}, interval="1h")
+        got = hourly(next(r for r in res if r.query.panel == "pH" and r.query.ref_id == "A").rows)
+        exp = want(tf - timedelta(days=1), tt)
+        assert set(got) == set(exp) and min(got) < cut.timestamp() < max(got)
+        for k in exp:       # one reading a minute: each minute's mean is its reading
+            assert got[k] == pytest.approx(exp[k], rel=1e-9)
+    with filled["db"].connect() as conn:
+        _set_state(conn, "raw-retention", cut)      # what retention records with its removal
+        conn.commit()
+    with filled["db"].connect("grafana") as conn:
+        # a short range over the removed day: its minutes; nothing is lost to the zoom
+        res = dq.run_dashboard(conn, site, tf, cut, {"site": "site-001"}, interval="1h")
+        short = hourly(next(r for r in res if r.query.panel == "pH" and r.query.ref_id == "A").rows)
+        whole = [k for k in short if k < cut.timestamp()]     # (the hour at the range's end holds one reading)
+        assert len(whole) == 24 and all(short[k] == pytest.approx(got[k], rel=1e-9) for k in whole)
+        # a short range after it: raw readings (the raw branch alone: no minutes exist there)
+        res = dq.run_dashboard(conn, site, cut, tt, {"site": "site-001"}, interval="1h")
+        later = hourly(next(r for r in res if r.query.panel == "pH" and r.query.ref_id == "A").rows)
+        exp = want(cut, tt)
+        assert set(later) == set(exp) and all(later[k] == pytest.approx(exp[k], rel=1e-9) for k in exp)
