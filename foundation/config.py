@@ -41,9 +41,12 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     guide); kept as data (:attr:`Config.enforcement`), ``enforcement.settings`` validates it.
 ``[mqtt]``
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
-    (default ``["sewerwatch/{site}/{sensor}"]``); optional ``share_group``: the ``collect``
-    processes share the readings through the broker's shared subscriptions of that group
-    (``$share/<group>/...``), each message to one of them (issue 15; ``run`` takes all).
+    (default ``["sewerwatch/{site}/{sensor}"]``), carrying the sewerwatch JSON format;
+    ``[[mqtt.inputs]]``, each a ``topic`` pattern and the ``format`` of its payloads
+    (:class:`MqttInput`: ``sewerwatch``, ``telegraf``, ``number``); optional ``share_group``:
+    the ``collect`` processes share the readings through the broker's shared subscriptions
+    of that group (``$share/<group>/...``), each message to one of them (issue 15; ``run``
+    takes all).
 ``[ingest]``
     bounds on what the collectors accept (:class:`IngestOptions`): ``max_payload_bytes``
     (default 1 MiB) and ``max_nesting`` (16) checked before a payload is parsed,
@@ -101,6 +104,12 @@ from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.units import CONVERSIONS, to_canonical
 
 DEFAULT_PG_PORT = 55432
+#: The documented topic scheme (DESIGN.md): ``sewerwatch/<site>/<sensor>``.
+DEFAULT_TOPIC_PATTERN = "sewerwatch/{site}/{sensor}"
+#: Payload formats an ``[[mqtt.inputs]]`` entry may name (ingest/mqtt/README.md).
+MQTT_FORMATS = ("sewerwatch", "telegraf", "number")
+#: Telegraf's ``json_timestamp_units`` -> microseconds per unit.
+TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 DEFAULT_MQTT_PORT = 51883
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -287,6 +296,43 @@ class Services:
 
 
 @dataclass(frozen=True)
+class MqttInput:
+    """One ``[[mqtt.inputs]]`` entry: a topic pattern and the format of its payloads.
+
+    Attributes
+    ----------
+    topic : str
+        Pattern with ``{site}`` and ``{sensor}`` levels (``telegraf`` may leave out
+        ``{sensor}``, and ``{site}`` too when a tag names it).
+    format : str
+        ``sewerwatch`` (the documented JSON), ``telegraf`` (Telegraf's JSON output) or
+        ``number`` (a bare number, stamped on receipt, in the sensor's configured unit).
+    site_from : str
+        telegraf: ``topic`` (the ``{site}`` level) or ``tag:<name>``; default ``topic``
+        when the pattern has ``{site}``, else ``tag:site``.
+    sensor_from : str
+        telegraf: ``topic`` (the ``{sensor}`` level, one field per metric), ``field`` (each
+        field is a sensor of that name), ``name`` (the metric's name) or ``tag:<name>``;
+        default ``topic`` when the pattern has ``{sensor}``, else ``field``.
+    timestamp_units : str
+        telegraf: the ``json_timestamp_units`` Telegraf was configured with (``1s``,
+        ``1ms``, ``1us``, ``1ns``; default ``1s``, Telegraf's own default).
+    """
+
+    topic: str
+    format: str = "sewerwatch"
+    site_from: str = ""
+    sensor_from: str = ""
+    timestamp_units: str = "1s"
+
+    def __post_init__(self):
+        if not self.site_from:
+            object.__setattr__(self, "site_from", "topic" if "{site}" in self.topic.split("/") else "tag:site")
+        if not self.sensor_from:
+            object.__setattr__(self, "sensor_from", "topic" if "{sensor}" in self.topic.split("/") else "field")
+
+
+@dataclass(frozen=True)
 class Config:
     path: str
     name: str
@@ -302,7 +348,8 @@ class Config:
     escalate_after_min: float = 30.0
     alert_options: AlertOptions = field(default_factory=AlertOptions)
     modbus: dict = field(default_factory=dict)   # [modbus] as data; the collector validates it
-    mqtt_topics: tuple[str, ...] = ("sewerwatch/{site}/{sensor}",)   # [mqtt] topics
+    mqtt_topics: tuple[str, ...] = (DEFAULT_TOPIC_PATTERN,)   # [mqtt] topics
+    mqtt_inputs: tuple[MqttInput, ...] = (MqttInput(DEFAULT_TOPIC_PATTERN),)  # topics + [[mqtt.inputs]]
     mqtt_share_group: str | None = None          # [mqtt] share_group: shared subscriptions
     modbus_shards: tuple[str, ...] = ()          # [modbus] shards: devices split among collectors
     retention: Retention = field(default_factory=Retention)
@@ -525,6 +572,40 @@ def _modbus_shards(path: str, modbus: Any) -> tuple[str, ...]:
     return shards
 
 
+def _mqtt_input(path: str, where: str, table) -> MqttInput:
+    """One ``[[mqtt.inputs]]`` entry, checked."""
+    v = _Section(path, where, table, {
+        "topic": (_str, _REQUIRED), "format": (_one_of(*MQTT_FORMATS), "sewerwatch"),
+        "site_from": (_str, ""), "sensor_from": (_str, ""),
+        "timestamp_units": (_one_of(*TELEGRAF_TIME_UNITS), "1s"),
+    }).values
+    levels = v["topic"].split("/")
+    if "+" in v["topic"] or "#" in v["topic"]:
+        raise ConfigError(path, f"{where}.topic", f"pattern {v['topic']!r}: write {{site}}/{{sensor}} "
+                          "instead of MQTT wildcards")
+    if levels.count("{site}") > 1 or levels.count("{sensor}") > 1:
+        raise ConfigError(path, f"{where}.topic", f"pattern {v['topic']!r} has {{site}} or {{sensor}} twice")
+    if v["format"] != "telegraf":
+        if levels.count("{site}") != 1 or levels.count("{sensor}") != 1:
+            raise ConfigError(path, f"{where}.topic", f"pattern {v['topic']!r} needs exactly one {{site}} and "
+                              f"one {{sensor}} level for format {v['format']!r}")
+        for k in ("site_from", "sensor_from"):
+            if v[k]:
+                raise ConfigError(path, f"{where}.{k}", "only a telegraf input says where site and sensor come from")
+    inp = MqttInput(**v)
+    if not (inp.site_from == "topic" or inp.site_from.startswith("tag:") and len(inp.site_from) > 4):
+        raise ConfigError(path, f"{where}.site_from", f"expected 'topic' or 'tag:<name>', got {inp.site_from!r}")
+    if inp.site_from == "topic" and "{site}" not in levels:
+        raise ConfigError(path, f"{where}.site_from", "'topic' needs a {site} level in the topic pattern")
+    if not (inp.sensor_from in ("topic", "field", "name")
+            or inp.sensor_from.startswith("tag:") and len(inp.sensor_from) > 4):
+        raise ConfigError(path, f"{where}.sensor_from",
+                          f"expected 'topic', 'field', 'name' or 'tag:<name>', got {inp.sensor_from!r}")
+    if inp.sensor_from == "topic" and "{sensor}" not in levels:
+        raise ConfigError(path, f"{where}.sensor_from", "'topic' needs a {sensor} level in the topic pattern")
+    return inp
+
+
 def _array_of_tables(path: str, where: str, value: Any) -> list:
     if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
         raise ConfigError(path, where, f"expected an array of tables ([[{where}]]), got {_show(value)}")
@@ -667,9 +748,16 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
     }).values)
 
     mqtt = _Section(path, "mqtt", top["mqtt"], {
-        "topics": (_topic_patterns, ("sewerwatch/{site}/{sensor}",)),
+        "topics": (_topic_patterns, (DEFAULT_TOPIC_PATTERN,)),
         "share_group": (_share_group, None),
+        "inputs": (lambda s, k, v: _array_of_tables(path, "mqtt.inputs", v), []),
     }).values
+    mqtt_inputs = [MqttInput(p) for p in mqtt["topics"]]
+    mqtt_inputs += [_mqtt_input(path, f"mqtt.inputs[{i}]", t) for i, t in enumerate(mqtt["inputs"])]
+    _unique(path, "mqtt.inputs", mqtt_inputs[len(mqtt["topics"]):], lambda m: m.topic, "topic pattern")
+    for i, m in enumerate(mqtt_inputs[len(mqtt["topics"]):]):
+        if m.topic in mqtt["topics"]:
+            raise ConfigError(path, f"mqtt.inputs[{i}].topic", f"pattern {m.topic!r} is also in [mqtt] topics")
 
     raw_utility = top["utility"] if isinstance(top["utility"], dict) else {}
     base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
@@ -806,7 +894,8 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
             "console", "mqtt", "no_data_after_s", "flatline_after_s", "retry_attempts",
             "retry_backoff_s", "digest_at", "readings_url")}),
         modbus={k: v for k, v in top["modbus"].items() if k != "shards"}, mqtt_topics=mqtt["topics"],
-        mqtt_share_group=mqtt["share_group"], modbus_shards=shards, retention=Retention(**ret),
+        mqtt_inputs=tuple(mqtt_inputs), mqtt_share_group=mqtt["share_group"], modbus_shards=shards,
+        retention=Retention(**ret),
         ingest=IngestOptions(**ing), web=web,
         documents=top["documents"], enforcement=top["enforcement"],
         raw=data,

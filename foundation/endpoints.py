@@ -34,11 +34,13 @@ def site_user(site: str) -> str:
 
 def site_topics(cfg, site: str) -> list[str]:
     """The topic filters site ``site``'s devices may publish to: each ``[mqtt] topics``
-    pattern with the site filled in and everything from its ``{site}`` level down
+    and ``[[mqtt.inputs]]`` pattern with the site filled in and everything from its ``{site}`` level down
     (``sewerwatch/acme/#``), and the explicit topics of the site's MQTT sensors."""
     out = []
-    for pattern in cfg.mqtt_topics:
-        levels = pattern.split("/")
+    for inp in cfg.mqtt_inputs:
+        levels = inp.topic.split("/")
+        if "{site}" not in levels:      # a telegraf input naming its sites in tags: no site's own
+            continue
         i = levels.index("{site}")
         f = "/".join([*levels[:i], site, "#"])
         if f not in out:
@@ -47,6 +49,25 @@ def site_topics(cfg, site: str) -> list[str]:
         if s.site == site and s.source == "mqtt" and s.topic and not any(topic_matches(f, s.topic) for f in out):
             out.append(s.topic)
     return out
+
+
+def input_trees(cfg) -> tuple[str, ...]:
+    """The topic trees the collector subscribes to: ``sewerwatch/#`` and the first level of
+    every ``[[mqtt.inputs]]`` pattern (``telegraf/#``), as ingest/mqtt/topics.py does."""
+    out = ["sewerwatch/#"]
+    for inp in cfg.mqtt_inputs:
+        f = tree_filter(inp.topic)
+        if f not in out:
+            out.append(f)
+    return tuple(out)
+
+
+def tree_filter(pattern: str) -> str:
+    """The subscription covering every topic under ``pattern``'s literal first level
+    (``telegraf/{site}/{sensor}`` -> ``telegraf/#``; a pattern starting with a placeholder
+    -> ``#``)."""
+    first = pattern.split("/")[0]
+    return "#" if "{" in first else f"{first}/#"
 
 
 def topic_matches(filt: str, topic: str) -> bool:

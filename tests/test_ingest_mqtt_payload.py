@@ -79,12 +79,22 @@ def test_unusable_payloads_say_why(payload, reason):
 def test_topic_map_patterns_and_explicit_topics():
     refs = [SensorRef(1, "candy/ph", "ph"), SensorRef(2, "plating/flow", "flow")]
     tm = TopicMap(refs, {"legacy/meter7": "plating/flow"}, ("sewerwatch/{site}/{sensor}", "plant/{site}/x/{sensor}"))
-    assert tm.subscriptions() == ["sewerwatch/+/+", "plant/+/x/+", "legacy/meter7"]
+    # whole trees (issue 14 item 3): a topic of the wrong shape still reaches the collector
+    assert tm.subscriptions() == ["sewerwatch/#", "plant/#", "legacy/meter7"]
     assert tm.resolve("sewerwatch/candy/ph").id == 1
     assert tm.resolve("plant/plating/x/flow").id == 2
     assert tm.resolve("legacy/meter7").id == 2
     assert tm.resolve("sewerwatch/candy/flow") is None
     assert tm.resolve("sewerwatch/candy/ph/status") is None
+    # the reasons a dead letter gets: the expected form, or what is known
+    one = TopicMap(refs)
+    assert one.match("sewerwatch/candy/mh1/ph") == ("topic does not match sewerwatch/{site}/{sensor} "
+                                                    "(expected sewerwatch/<site>/<sensor>)")
+    assert tm.match("sewerwatch/candy/mh1/ph") == (
+        "topic does not match any of: sewerwatch/{site}/{sensor} (expected sewerwatch/<site>/<sensor>); "
+        "plant/{site}/x/{sensor} (expected plant/<site>/x/<sensor>)")
+    assert one.match("sewerwatch/candy/flow") == "unknown sensor 'flow' at site 'candy' (its MQTT sensors: ph)"
+    assert one.match("sewerwatch/cnady/ph") == "unknown site 'cnady' (sites with MQTT sensors: candy, plating)"
     with pytest.raises(InputError, match="exactly one"):
         TopicMap(refs, {}, ("sewerwatch/+/{sensor}",))
 

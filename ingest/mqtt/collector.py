@@ -33,7 +33,7 @@ import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
-from ingest.mqtt.topics import SensorRef, TopicMap, shared
+from ingest.mqtt.topics import Match, SensorRef, TopicMap, shared
 from ingest.normalise import normalise
 from ingest.sink import DeadLetter, Sink
 from ingest.supervise import Component, Supervisor
@@ -260,10 +260,11 @@ class MqttCollector:
             self._internal_error(msg, exc)
 
     def _handle(self, msg) -> None:
-        ref = self.topics.resolve(msg.topic)
-        if ref is None:
-            self._dead(msg, "unknown sensor: no sensor is configured for this topic")
+        m = self.topics.match(msg.topic)
+        if not isinstance(m, Match):
+            self._dead(msg, m)     # the reason: the expected form, or the known sites and sensors
             return
+        ref = m.ref
         try:
             parsed = parse_message(msg.payload, ref.parameter, self.bounds, None, ref.full_scale)
         except Unusable as exc:
@@ -414,6 +415,6 @@ def sensor_refs_from_db(conn, source: str = "mqtt") -> list:
     Modbus collector, and a message on its topic goes to the dead letters as an unknown
     sensor rather than being taken as one of its readings.
     """
-    rows = conn.execute("SELECT se.id, si.key || '/' || se.name, se.parameter FROM sensors se "
+    rows = conn.execute("SELECT se.id, si.key || '/' || se.name, se.parameter, se.unit FROM sensors se "
                         "JOIN sites si ON si.id = se.site_id WHERE se.source = %s", (source,)).fetchall()
-    return [SensorRef(i, k, p) for i, k, p in rows]
+    return [SensorRef(i, k, p, unit=u) for i, k, p, u in rows]

@@ -1,19 +1,30 @@
-"""Which sensor a topic is: explicit topics from the config, or patterns with wildcards.
+"""Which sensor a topic is: explicit topics from the config, or patterns with placeholders.
 
 A pattern names the site and sensor parts of a topic, ``sewerwatch/{site}/{sensor}`` (the
-default scheme, DESIGN.md) or e.g. ``plant/{site}/probes/{sensor}/value``; it subscribes
-as ``sewerwatch/+/+`` and maps ``sewerwatch/candy/ph`` to the sensor ``candy/ph``. A
+default scheme, DESIGN.md) or e.g. ``plant/{site}/probes/{sensor}/value``, and the payload
+format its messages carry (``[[mqtt.inputs]]``, :class:`foundation.config.MqttInput`). A
 sensor's explicit ``topic`` in the config wins over any pattern.
+
+The collector subscribes to whole trees, not to the patterns (issue 14, "No reading
+vanishes at the broker"): ``sewerwatch/#`` and the root of every other pattern
+(``telegraf/#`` for ``telegraf/{site}/{sensor}``), so a message on a topic of the wrong
+shape reaches the collector and becomes a dead letter whose reason shows the expected
+form, instead of being dropped by the broker for want of a subscriber.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from foundation.endpoints import topic_matches
+from foundation.config import DEFAULT_TOPIC_PATTERN, MqttInput
+from foundation.endpoints import topic_matches, tree_filter
 from foundation.errors import InputError
 
-DEFAULT_PATTERNS = ("sewerwatch/{site}/{sensor}",)
+DEFAULT_PATTERNS = (DEFAULT_TOPIC_PATTERN,)
+#: The tree every sewerwatch reading topic lives under, subscribed whole.
+WHOLE_TREE = "sewerwatch/#"
+#: Known names shown in a dead letter's reason at most.
+SHOWN_NAMES = 12
 #: The prefix of an MQTT shared subscription: ``$share/<group>/<filter>`` (MQTT 5, section
 #: 4.8.2; Mosquitto also grants it to MQTT 3.1.1 clients, as EMQX and HiveMQ do).
 SHARE_PREFIX = "$share"
@@ -36,6 +47,29 @@ class SensorRef:
     key: str        # <site>/<name>
     parameter: str
     full_scale: float | None = None   # the instrument's full scale [canonical unit], if configured
+    unit: str | None = None           # the configured unit: a bare number's unit
+
+
+@dataclass(frozen=True)
+class Match:
+    """A topic resolved: its sensor (None when the format names sensors in the payload),
+    the input (pattern and format) it matched, and the site and sensor parts of the topic."""
+
+    ref: SensorRef | None
+    input: MqttInput
+    site: str | None = None
+    sensor: str | None = None
+
+
+def expected_form(pattern: str) -> str:
+    """``sewerwatch/{site}/{sensor}`` as an integrator reads it: ``sewerwatch/<site>/<sensor>``."""
+    return pattern.replace("{", "<").replace("}", ">")
+
+
+def _names(names) -> str:
+    names = sorted(names)
+    shown = ", ".join(names[:SHOWN_NAMES])
+    return (shown + f", ... ({len(names)} in all)") if len(names) > SHOWN_NAMES else (shown or "none")
 
 
 class TopicMap:
@@ -47,31 +81,44 @@ class TopicMap:
         Every sensor the collector may store readings for.
     explicit : dict
         topic -> sensor key, from the config's MQTT sensors.
-    patterns : sequence of str
-        Topic patterns with ``{site}`` and ``{sensor}`` placeholders.
+    patterns : sequence of str or MqttInput
+        Topic patterns with ``{site}`` and ``{sensor}`` placeholders (a plain string is the
+        sewerwatch JSON format).
     """
 
     def __init__(self, sensors, explicit: dict | None = None, patterns=DEFAULT_PATTERNS):
         self.by_key = {s.key: s for s in sensors}
-        self.patterns = [self._compile(p) for p in patterns]
+        self.inputs = [p if isinstance(p, MqttInput) else MqttInput(p) for p in patterns]
+        self.patterns = [self._compile(i.topic, i.format) for i in self.inputs]
+        self.sites: dict[str, list[str]] = {}
+        for key in self.by_key:
+            site, _, name = key.partition("/")
+            self.sites.setdefault(site, []).append(name)
         self.explicit = {}
         for topic, key in (explicit or {}).items():
             if key in self.by_key:
                 self.explicit[topic] = self.by_key[key]
-        self._cache: dict[str, SensorRef | None] = {}
+        self._cache: dict[str, Match | str] = {}
 
     @staticmethod
-    def _compile(pattern: str) -> tuple[str, ...]:
+    def _compile(pattern: str, fmt: str = "sewerwatch") -> tuple[str, ...]:
         levels = tuple(pattern.split("/"))
-        if levels.count("{site}") != 1 or levels.count("{sensor}") != 1:
+        need_sensor = fmt in ("sewerwatch", "number")
+        if levels.count("{site}") > 1 or levels.count("{sensor}") > 1 or (
+                need_sensor and (levels.count("{site}") != 1 or levels.count("{sensor}") != 1)):
             raise InputError(f"topic pattern {pattern!r} needs exactly one {{site}} and one {{sensor}} level")
         if any(ch in lvl for lvl in levels for ch in "+#"):
             raise InputError(f"topic pattern {pattern!r}: write {{site}}/{{sensor}} instead of MQTT wildcards")
         return levels
 
     def subscriptions(self) -> list[str]:
-        """MQTT topic filters covering every pattern and explicit topic."""
-        subs = ["/".join("+" if lvl in ("{site}", "{sensor}") else lvl for lvl in p) for p in self.patterns]
+        """MQTT topic filters: the whole ``sewerwatch/#`` tree, the tree of every other
+        pattern, and any explicit topic outside them."""
+        subs = [WHOLE_TREE]
+        for inp in self.inputs:
+            f = tree_filter(inp.topic)
+            if f not in subs:
+                subs.append(f)
         for topic in self.explicit:
             if not any(topic_matches(f, topic) for f in subs):
                 subs.append(topic)
@@ -79,26 +126,53 @@ class TopicMap:
 
     def resolve(self, topic: str) -> SensorRef | None:
         """The sensor of ``topic``, or None when no sensor is known for it."""
-        if topic in self._cache:
-            return self._cache[topic]
+        m = self.match(topic)
+        return m.ref if isinstance(m, Match) else None
+
+    def match(self, topic: str) -> Match | str:
+        """``topic`` resolved, or the reason it cannot be (a dead letter's reason: the
+        expected form when no pattern fits, the known names when a site or sensor is
+        unknown)."""
+        m = self._cache.get(topic)
+        if m is None:
+            m = self._match(topic)
+            if len(self._cache) < 100_000:
+                self._cache[topic] = m
+        return m
+
+    def _match(self, topic: str) -> Match | str:
         ref = self.explicit.get(topic)
-        if ref is None:
-            parts = topic.split("/")
-            for p in self.patterns:
-                if len(p) != len(parts):
-                    continue
-                site = sensor = None
-                for lvl, part in zip(p, parts):
-                    if lvl == "{site}":
-                        site = part
-                    elif lvl == "{sensor}":
-                        sensor = part
-                    elif lvl != part:
-                        break
-                else:
-                    ref = self.by_key.get(f"{site}/{sensor}")
-                    if ref is not None:
-                        break
-        if len(self._cache) < 100_000:
-            self._cache[topic] = ref
-        return ref
+        if ref is not None:
+            return Match(ref, MqttInput(topic), *ref.key.split("/", 1))
+        parts = topic.split("/")
+        unknown = None
+        for levels, inp in zip(self.patterns, self.inputs):
+            if len(levels) != len(parts):
+                continue
+            site = sensor = None
+            for lvl, part in zip(levels, parts):
+                if lvl == "{site}":
+                    site = part
+                elif lvl == "{sensor}":
+                    sensor = part
+                elif lvl != part:
+                    break
+            else:
+                if "{sensor}" not in levels:       # the payload names its sensors
+                    if site is not None and site not in self.sites:
+                        unknown = unknown or self._unknown_site(site)
+                        continue
+                    return Match(None, inp, site, None)
+                ref = self.by_key.get(f"{site}/{sensor}")
+                if ref is not None:
+                    return Match(ref, inp, site, sensor)
+                unknown = unknown or (self._unknown_site(site) if site not in self.sites
+                                      else f"unknown sensor {sensor!r} at site {site!r} "
+                                           f"(its MQTT sensors: {_names(self.sites[site])})")
+        if unknown:
+            return unknown
+        forms = [f"{i.topic} (expected {expected_form(i.topic)})" for i in self.inputs]
+        return "topic does not match " + (forms[0] if len(forms) == 1 else "any of: " + "; ".join(forms))
+
+    def _unknown_site(self, site: str) -> str:
+        return f"unknown site {site!r} (sites with MQTT sensors: {_names(self.sites)})"

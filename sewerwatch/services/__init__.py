@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from foundation import secrets as _secrets
 from foundation.config import Config
-from foundation.endpoints import Endpoints, endpoints, site_topics
+from foundation.endpoints import Endpoints, endpoints, input_trees, site_topics
 from foundation.errors import InputError
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
 from sewerwatch.services.postgres import EmbeddedPostgres
@@ -24,7 +24,7 @@ def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
     sites = {s.id: (pw["mqtt_sites"][s.id], site_topics(cfg, s.id)) for s in cfg.sites}
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
-            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites))
+            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg)))
 
 
 def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:

@@ -111,6 +111,7 @@ class EmbeddedMosquitto:
     port: int
     passwords: dict
     sites: dict = field(default_factory=dict)    # site id -> (password, [topic filters])
+    trees: tuple = ()        # topic trees of [[mqtt.inputs]] outside sewerwatch/# (``telegraf/#``)
     autosave: str = AUTOSAVE
 
     @property
@@ -139,6 +140,13 @@ class EmbeddedMosquitto:
         return {"running": self.running(), "pid": self.pid(), "port": self.port,
                 "state_dir": str(self.base), "log": str(self.log_file)}
 
+    def acl_text(self) -> str:
+        """The ACL file: the fixed accounts, the collector and device accounts on the
+        input trees of other formats too, and the sites' accounts."""
+        extra = "".join(f"\nuser collector\ntopic read {t}\n\nuser device\ntopic write {t}\n"
+                        for t in self.trees if t != "sewerwatch/#")
+        return ACL + extra + "\n" + site_acl(self.sites)
+
     def write_config(self) -> None:
         """(Re)write the broker's config, password file and ACL."""
         (self.base / "data").mkdir(parents=True, exist_ok=True)
@@ -146,7 +154,7 @@ class EmbeddedMosquitto:
         conf = CONF.format(port=self.port, dir=self.base, user_line=f"user {run_as}" if run_as else "",
                            autosave=self.autosave)
         (self.base / "mosquitto.conf").write_text(conf)
-        (self.base / "acl").write_text(ACL + "\n" + site_acl(self.sites))
+        (self.base / "acl").write_text(self.acl_text())
         passwd = self.base / "passwd"
         new = self.base / "passwd.new"
         new.unlink(missing_ok=True)
@@ -183,7 +191,7 @@ class EmbeddedMosquitto:
         """Rewrite the accounts and ACL of a running broker when they changed (a site added
         to the config) and have it reload them (SIGHUP); True when it did."""
         acl = self.base / "acl"
-        want = ACL + "\n" + site_acl(self.sites)
+        want = self.acl_text()
         if not self.running() or (acl.is_file() and acl.read_text() == want):
             return False
         self.write_config()
