@@ -9,7 +9,10 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     file's folder).
 ``[services]``
     optional ``db_url``, ``mqtt_url`` (use those instead of the embedded services),
-    ``state_dir``, ``pg_port``, ``mqtt_port`` for the embedded ones.
+    ``state_dir``, ``pg_port``, ``mqtt_port`` for the embedded ones; ``mqtt_log_denied``
+    (default false): the embedded broker writes its debug log, in which every publish its
+    ACL refused is a line "Denied PUBLISH from <client> ..." (Mosquitto logs denials only
+    at debug level, with every packet: for wiring a device, not for production rates).
 ``[[sites]]``
     the industrial users: ``id`` (a short slug used in MQTT topics), ``name``, ``sic``,
     ``permit``, optional ``pack`` (defaults to the utility's).
@@ -293,6 +296,7 @@ class Services:
     state_dir: Path
     pg_port: int
     mqtt_port: int
+    mqtt_log_denied: bool = False     # the embedded broker logs denied publishes (its debug log)
 
 
 @dataclass(frozen=True)
@@ -777,6 +781,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         "state_dir": (_str, None),
         "pg_port": (_int_range(1024, 65535), DEFAULT_PG_PORT),
         "mqtt_port": (_int_range(1024, 65535), DEFAULT_MQTT_PORT),
+        "mqtt_log_denied": (_bool, False),
     }).values
     env = os.environ
     services = Services(
@@ -786,6 +791,7 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         else (Path(svc["state_dir"]) if svc["state_dir"] else default_state_dir()),
         pg_port=int(env.get("SEWERWATCH_PG_PORT") or svc["pg_port"]),
         mqtt_port=int(env.get("SEWERWATCH_MQTT_PORT") or svc["mqtt_port"]),
+        mqtt_log_denied=svc["mqtt_log_denied"],
     )
 
     sites = []

@@ -1,4 +1,5 @@
-"""CLI: ``sewerwatch collect`` (the collectors and the writer, without evaluation)."""
+"""CLI: ``sewerwatch collect`` (the collectors and the writer, without evaluation) and
+``sewerwatch deadletters list|show|replay`` (:mod:`ingest.deadletters`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,42 @@ def register(sub) -> None:
     p.add_argument("--report-every", type=float, default=10.0, metavar="S", help="print counts every S seconds")
     add_sharing_arguments(p)
     p.set_defaults(func=_collect)
+    _register_deadletters(sub)
+
+
+def _register_deadletters(sub) -> None:
+    p = sub.add_parser(
+        "deadletters", help="list, show and replay what the collectors and imports could not use",
+        description="Dead letters are payloads and rows the collectors or an import could not use, kept "
+        "with their raw bytes, topic and reason. 'list' shows them newest first with counts by source and "
+        "reason; 'show ID' one of them with its payload; 'replay' feeds MQTT dead letters through the current "
+        "config's decoding again (after the config was fixed) and stores the readings once. Lab-import dead "
+        "letters are replayed by importing the corrected file.")
+    dsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def filters(q, replay: bool) -> None:
+        q.add_argument("--source", help="only this source (mqtt, lab-import, ...)")
+        q.add_argument("--since", metavar="WHEN", help="received since: an age (30m, 2h, 7d) or an ISO-8601 time")
+        q.add_argument("--reason", metavar="TEXT", help="only those whose reason contains TEXT (any case)")
+        q.add_argument("--limit", type=int, default=None if replay else 50, metavar="N",
+                       help="at most N" + ("" if replay else " (default 50)"))
+        q.add_argument("--state", choices=("pending", "replayed", "all"), default="pending",
+                       help="not replayed yet (default), replayed, or all")
+        q.add_argument("--json", action="store_true", help="print JSON")
+
+    q = dsub.add_parser("list", help="dead letters newest first, with counts by source and reason")
+    filters(q, replay=False)
+    q.set_defaults(func=_dl_list)
+    q = dsub.add_parser("show", help="one dead letter: reason, topic, payload as text or hex")
+    q.add_argument("id", type=int)
+    q.add_argument("--json", action="store_true", help="print JSON (the payload as hex)")
+    q.set_defaults(func=_dl_show)
+    q = dsub.add_parser("replay", help="decode MQTT dead letters again with the current config and store "
+                        "their readings (exit 1 when some are still unusable)")
+    q.add_argument("--id", type=int, action="append", default=[], metavar="ID", help="this dead letter (repeatable)")
+    filters(q, replay=True)
+    q.add_argument("--dry-run", action="store_true", help="say what would be stored; change nothing")
+    q.set_defaults(func=_dl_replay)
 
 
 def add_sharing_arguments(p, group: bool = True) -> None:
@@ -85,3 +122,91 @@ def _collect(args, ctx) -> int:
     service.run_until_signalled(ing, report, args.report_every, status_path=status_path)
     report(ing)
     return 0
+
+
+def _filters(args):
+    from foundation.errors import InputError
+    from ingest import deadletters as dl   # lazy: psycopg and the collectors
+
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"deadletters: --limit must be at least 1, got {args.limit}")
+    return dl.Filters(ids=tuple(getattr(args, "id", None) or ()), source=args.source,
+                      since=dl.parse_since(args.since) if args.since else None, reason=args.reason,
+                      state=args.state, limit=args.limit)
+
+
+def _dl_list(args, ctx) -> int:
+    from ingest import deadletters as dl
+
+    f = _filters(args)
+    with ctx.connect("owner") as conn:
+        res = dl.listing(conn, f)
+    if args.json:
+        print(dl.as_json(res))
+        return 0
+    what = {"pending": "not replayed", "replayed": "replayed", "all": "in all"}[f.state]
+    print(f"dead letters {what}: {res['total']}"
+          + (" (" + ", ".join(f"{s} {n}" for s, n in res["by_source"].items()) + ")" if res["by_source"] else ""))
+    if res["by_reason"]:
+        print("by reason (numbers shown as N):")
+        for r in res["by_reason"]:
+            print(f"  {r['count']:>7}  {r['source']:<10} {r['reason']}")
+    if res["letters"]:
+        shown = len(res["letters"])
+        print(f"newest {shown}" + (f" of {res['total']}" if shown < res["total"] else "") + ":")
+        for d in res["letters"]:
+            mark = f"  [replayed as {d['replayed_as']}]" if d["replayed_at"] else ""
+            print(f"  #{d['id']:<7} {d['received_at']:%Y-%m-%d %H:%M:%S} {d['source']:<10} {d['topic'] or '-'}: "
+                  f"{d['reason'][:160]}{mark}")
+    return 0
+
+
+def _dl_show(args, ctx) -> int:
+    from ingest import deadletters as dl
+
+    with ctx.connect("owner") as conn:
+        d = dl.one(conn, args.id)
+    if args.json:
+        print(dl.as_json(d))
+        return 0
+    kind, shown = dl.payload_text(d["payload"])
+    print(f"dead letter #{d['id']} ({d['source']}), received {d['received_at']:%Y-%m-%d %H:%M:%S %Z}")
+    print(f"  topic:  {d['topic'] or '-'}")
+    print(f"  reason: {d['reason']}")
+    for old in (d["detail"] or {}).get("previous_reasons", []):
+        print(f"  before: {old}")
+    if d["replayed_at"]:
+        print(f"  replayed {d['replayed_at']:%Y-%m-%d %H:%M:%S %Z} as {d['replayed_as']}")
+    elif d["replay_tries"]:
+        print(f"  replay tried {d['replay_tries']} time(s), last {d['last_replay_at']:%Y-%m-%d %H:%M:%S %Z}")
+    if d["source"] == "lab-import":
+        print(f"  ({dl.LAB_IMPORT_NOTE})")
+    detail = {k: v for k, v in (d["detail"] or {}).items() if k != "previous_reasons"}
+    if detail:
+        print(f"  detail: {dl.as_json(detail)}")
+    size = d["size"] or 0
+    print(f"  payload ({size:,} bytes, as {kind}):" if kind != "none" else "  payload: none")
+    if shown:
+        print("\n".join("    " + line for line in shown.splitlines()))
+    return 0
+
+
+def _dl_replay(args, ctx) -> int:
+    from ingest import deadletters as dl
+
+    f = _filters(args)
+    with ctx.connect("owner") as conn:
+        out = dl.replay(conn, ctx.config, f, dry_run=args.dry_run)
+    if args.json:
+        print(dl.as_json([o.__dict__ for o in out]))
+    else:
+        for o in out:
+            print(o.line(args.dry_run))
+        done = [o for o in out if not o.skipped and o.stored]
+        failed = [o for o in out if not o.skipped and not o.stored]
+        skipped = [o for o in out if o.skipped]
+        verb = "would store" if args.dry_run else "stored"
+        print(f"replay{' (dry run)' if args.dry_run else ''}: {len(out)} dead letters; {len(done)} {verb} "
+              f"{sum(o.stored for o in done)} readings" + ("" if args.dry_run else f" ({sum(o.new for o in done)} new)")
+              + f"; {len(failed)} still unusable; {len(skipped)} skipped")
+    return 1 if any(not o.skipped and not o.stored for o in out) else 0

@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from foundation import db, paths
@@ -24,7 +24,7 @@ from ingest.modbus.collector import ModbusCollector
 from ingest.modbus.options import Options
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
 from ingest.mqtt.payload import Bounds
-from ingest.mqtt.topics import TopicMap
+from ingest.mqtt.topics import topic_map
 from ingest.sink import Sink
 from ingest.supervise import Component, Supervisor
 from ingest.writer import Writer
@@ -121,7 +121,6 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         with db.connect(db_url=ingest_url) as conn:
             refs = (sensor_refs_from_db(conn, "mqtt"), sensor_refs_from_db(conn, "modbus"))
     scale = {s.key: s.full_scale_canonical for s in cfg.sensors if s.full_scale is not None}
-    mqtt_refs = [replace(r, full_scale=scale.get(r.key)) for r in refs[0]]
     modbus_refs = refs[1]
     own = supervisor is None
     sup = supervisor or Supervisor()
@@ -131,9 +130,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay,
                     spool_max_bytes=cfg.ingest.spool_max_bytes).start(sup)
     ing = Ingest(sink=sink, writer=writer, supervisor=sup, own_supervisor=own)
-    explicit = {s.topic: s.key for s in cfg.sensors if s.source == "mqtt" and s.topic}
     if mqtt_url:
-        topics = TopicMap(mqtt_refs, explicit, patterns or cfg.mqtt_topics)
+        topics = topic_map(cfg, refs[0], patterns)
         ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id,
                                  bounds=Bounds.from_options(cfg.ingest),
                                  share_group=share_group).start(sup)

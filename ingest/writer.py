@@ -66,6 +66,34 @@ def copy_binary(r: Readings) -> bytes:
     return COPY_HEADER + rows.tobytes() + COPY_TRAILER
 
 
+def store_readings(conn: psycopg.Connection, r: Readings) -> tuple[int, bool]:
+    """Write ``r`` into ``readings`` in ``conn``'s open transaction, dropping what is stored
+    already: binary COPY straight in (in a savepoint), or, when a reading is there already,
+    COPY to the staging table and ``INSERT ... ON CONFLICT DO NOTHING``.
+
+    Returns
+    -------
+    (int, bool)
+        Readings newly stored, and whether the staging route was taken.
+    """
+    stream = copy_binary(r)
+    with conn.cursor() as cur:
+        try:
+            with conn.transaction():  # a savepoint: a duplicate undoes only this COPY
+                with cur.copy("COPY readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
+                    cp.write(stream)
+            return len(r), False
+        except psycopg.errors.UniqueViolation:
+            cur.execute(STAGING)
+            with cur.copy("COPY staging_readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.write(stream)
+            cur.execute("INSERT INTO readings (time, sensor_id, value, quality) "
+                        "SELECT time, sensor_id, value, quality FROM staging_readings ON CONFLICT DO NOTHING")
+            inserted = cur.rowcount
+            cur.execute("TRUNCATE staging_readings")
+            return inserted, True
+
+
 def _us_to_ts(us):
     return None if us is None else datetime.fromtimestamp(us / 1e6, tz=timezone.utc)
 
@@ -333,21 +361,8 @@ class Writer:
     def _write_in(self, conn: psycopg.Connection, chunk: Chunk) -> None:
         r = chunk.readings
         if len(r):
-            stream = copy_binary(r)
-            with conn.cursor() as cur:
-                try:
-                    with conn.transaction():  # a savepoint: a duplicate undoes only this COPY
-                        with cur.copy("COPY readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
-                            cp.write(stream)
-                    inserted = len(r)
-                except psycopg.errors.UniqueViolation:
-                    self.stats.staged_chunks += 1
-                    with cur.copy("COPY staging_readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
-                        cp.write(stream)
-                    cur.execute("INSERT INTO readings (time, sensor_id, value, quality) "
-                                "SELECT time, sensor_id, value, quality FROM staging_readings ON CONFLICT DO NOTHING")
-                    inserted = cur.rowcount
-                    cur.execute("TRUNCATE staging_readings")
+            inserted, staged = store_readings(conn, r)
+            self.stats.staged_chunks += staged
             self.stats.readings_inserted += inserted
             self.stats.readings_offered += len(r)
         if chunk.dead_letters:

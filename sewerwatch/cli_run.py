@@ -160,6 +160,9 @@ def gather_status(ctx) -> dict:
         if collect is not None and (collect["running"] or collect.get("state") == "unresponsive"):
             key = "collect" if path.name == COLLECT_STATUS_FILE else f"collect {path.stem[len('collect-status-'):]}"
             out[key] = collect
+    # lazy: the dead letters' module pulls in the MQTT collector, which --help does not need
+    from ingest import deadletters
+
     try:
         with ctx.connect("owner") as conn:
             out["devices"] = [dict(zip(("device", "site", "state", "last_good_at", "last_error", "polls",
@@ -169,6 +172,7 @@ def gather_status(ctx) -> dict:
             out["open_alerts"] = [dict(zip(("id", "kind", "state", "opened_at", "summary"), r)) for r in conn.execute(
                 "SELECT id, kind, state, opened_at, summary FROM alerts WHERE state <> 'resolved' "
                 "ORDER BY opened_at").fetchall()]
+            out["dead_letters"] = deadletters.summary(conn)
     except SchemaMissing:
         raise   # not a health state: one line, exit 2, naming 'sewerwatch db migrate'
     except SewerwatchError as exc:
@@ -210,7 +214,22 @@ def _status(args, ctx) -> int:
     print(f"open alerts: {len(st['open_alerts'])}")
     for a in st["open_alerts"]:
         print(f"  #{a['id']:<5} {a['state']:<12} {a['kind']:<13} {a['summary']}")
+    _print_dead_letters(st["dead_letters"])
     return 0
+
+
+def _print_dead_letters(dl: dict) -> None:
+    """The stored dead letters not replayed: counts by source in the last hour and in all,
+    the latest reasons, and where to look further."""
+    hours = dl["window_s"] / 3600
+    print(f"dead letters not replayed: {dl['last_window']} in the last {hours:g} h, {dl['all']} in all"
+          + ("" if not dl["by_source"] else " (" + ", ".join(
+              f"{s} {c['last_window']}/{c['all']}" for s, c in dl["by_source"].items()) + ")"))
+    for d in dl["latest"]:
+        print(f"  #{d['id']:<7} {d['received_at']:%Y-%m-%d %H:%M:%S} {d['source']:<10} {d['topic'] or '-'}: "
+              f"{d['reason'][:140]}")
+    if dl["all"]:
+        print("  ('sewerwatch deadletters list' shows them; 'deadletters replay' after fixing the config)")
 
 
 def _age(x) -> str:

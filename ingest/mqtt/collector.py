@@ -32,6 +32,7 @@ import numpy as np
 import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
+from ingest.mqtt.formats import decode_match, with_example
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
 from ingest.mqtt.topics import Match, SensorRef, TopicMap, shared
 from ingest.normalise import normalise
@@ -264,30 +265,49 @@ class MqttCollector:
         if not isinstance(m, Match):
             self._dead(msg, m)     # the reason: the expected form, or the known sites and sensors
             return
+        if m.input.format != "sewerwatch":
+            self._handle_decoded(msg, m)
+            return
         ref = m.ref
         try:
             parsed = parse_message(msg.payload, ref.parameter, self.bounds, None, ref.full_scale)
         except Unusable as exc:
-            self._dead(msg, str(exc))
+            self._dead(msg, with_example(str(exc), "sewerwatch"))
             return
         if isinstance(parsed, Parsed):
             if parsed.bad:
                 self._dead(msg, parsed.bad, ack=False)
-            n = len(parsed.time_us)
-        else:
-            n = 1
-            code = self._units.get((ref.parameter, parsed[2]))
-            if code is None:
-                code = self._units.setdefault((ref.parameter, parsed[2]), len(self._units))
+            self._keep(msg, len(parsed.time_us), batch=(parsed.time_us, ref.id, parsed.value, parsed.quality))
+            return
+        code = self._units.get((ref.parameter, parsed[2]))
+        if code is None:
+            code = self._units.setdefault((ref.parameter, parsed[2]), len(self._units))
+        self._keep(msg, 1, single=(parsed[0], ref.id, parsed[1], code))
+
+    def _handle_decoded(self, msg, m: Match) -> None:
+        """A message in another format (:mod:`ingest.mqtt.formats`): one batch of readings."""
+        try:
+            d = decode_match(m, self.topics, msg.payload, self.bounds)
+        except Unusable as exc:
+            self._dead(msg, str(exc))
+            return
+        if d.bad:
+            self._dead(msg, d.bad, ack=False)
+        r = d.readings
+        self._keep(msg, len(r), batch=(r.time_us, r.sensor_id, r.value, r.quality))
+
+    def _keep(self, msg, n: int, batch=None, single=None) -> None:
+        """Gather a message's readings: ``batch`` (time, sensor id or ids, value, quality
+        arrays) or ``single`` (time, sensor id, raw value, unit code), to be flushed."""
         with self._lock:
-            if n == 1 and not isinstance(parsed, Parsed):
+            if single is not None:
                 t, s, v, c = self._single
-                t.append(parsed[0])
-                s.append(ref.id)
-                v.append(parsed[1])
-                c.append(code)
+                t.append(single[0])
+                s.append(single[1])
+                v.append(single[2])
+                c.append(single[3])
             else:
-                self._buf.append((parsed.time_us, ref.id, parsed.value, parsed.quality))
+                self._buf.append(batch)
             self._buf_rows += n
             if msg.qos > 0:  # QoS 0 messages carry no packet id and are never acknowledged
                 self._mids.append(msg.mid)

@@ -14,7 +14,7 @@ form, instead of being dropped by the broker for want of a subscriber.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from foundation.config import DEFAULT_TOPIC_PATTERN, MqttInput
 from foundation.endpoints import topic_matches, tree_filter
@@ -88,6 +88,7 @@ class TopicMap:
 
     def __init__(self, sensors, explicit: dict | None = None, patterns=DEFAULT_PATTERNS):
         self.by_key = {s.key: s for s in sensors}
+        self.by_id = {s.id: s for s in self.by_key.values()}
         self.inputs = [p if isinstance(p, MqttInput) else MqttInput(p) for p in patterns]
         self.patterns = [self._compile(i.topic, i.format) for i in self.inputs]
         self.sites: dict[str, list[str]] = {}
@@ -176,3 +177,12 @@ class TopicMap:
 
     def _unknown_site(self, site: str) -> str:
         return f"unknown site {site!r} (sites with MQTT sensors: {_names(self.sites)})"
+
+
+def topic_map(cfg, refs, patterns=None) -> TopicMap:
+    """The collector's topic map for the config ``cfg`` and the MQTT sensors ``refs`` (their
+    full scales from the config; ``patterns`` default to the config's inputs)."""
+    scale = {s.key: s.full_scale_canonical for s in cfg.sensors if s.full_scale is not None}
+    explicit = {s.topic: s.key for s in cfg.sensors if s.source == "mqtt" and s.topic}
+    return TopicMap([replace(r, full_scale=scale.get(r.key)) for r in refs], explicit,
+                    patterns or cfg.mqtt_inputs)

@@ -24,7 +24,8 @@ def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
     sites = {s.id: (pw["mqtt_sites"][s.id], site_topics(cfg, s.id)) for s in cfg.sites}
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
-            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg)))
+            EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg),
+                              log_denied=cfg.services.mqtt_log_denied))
 
 
 def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:

@@ -70,6 +70,10 @@ def site_acl(sites: dict) -> str:
         out.append("")
     return "\n".join(out)
 
+#: Mosquitto 2.0 logs a publish its ACL refused ("Denied PUBLISH from <client> (d0, q1, r0,
+#: m1, '<topic>', ... (<n> bytes))") at debug level only, which also logs every packet.
+DEBUG_LOG = "# [services] mqtt_log_denied: refused publishes (and every packet) in the log\nlog_type debug\n"
+
 CONF = """# written by sewerwatch; the embedded broker's settings
 per_listener_settings false
 listener {port} 127.0.0.1
@@ -84,7 +88,7 @@ log_dest file {dir}/mosquitto.log
 log_type error
 log_type warning
 log_type notice
-connection_messages true
+{debug_line}connection_messages true
 # A collector's persistent session must hold its backlog while it is down.
 max_queued_messages 5000000
 max_queued_bytes 0
@@ -113,6 +117,7 @@ class EmbeddedMosquitto:
     sites: dict = field(default_factory=dict)    # site id -> (password, [topic filters])
     trees: tuple = ()        # topic trees of [[mqtt.inputs]] outside sewerwatch/# (``telegraf/#``)
     autosave: str = AUTOSAVE
+    log_denied: bool = False   # log_type debug: "Denied PUBLISH from ..." (and every packet)
 
     @property
     def base(self) -> Path:
@@ -152,7 +157,7 @@ class EmbeddedMosquitto:
         (self.base / "data").mkdir(parents=True, exist_ok=True)
         run_as = "mosquitto" if is_root() and system_user("mosquitto") else ("root" if is_root() else "")
         conf = CONF.format(port=self.port, dir=self.base, user_line=f"user {run_as}" if run_as else "",
-                           autosave=self.autosave)
+                           autosave=self.autosave, debug_line=DEBUG_LOG if self.log_denied else "")
         (self.base / "mosquitto.conf").write_text(conf)
         (self.base / "acl").write_text(self.acl_text())
         passwd = self.base / "passwd"
