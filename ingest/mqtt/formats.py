@@ -206,7 +206,10 @@ def parse_telegraf(payload: bytes, m: Match, topics: TopicMap, bounds: Bounds = 
             values.append(float(v))
             groups.append((ref.parameter, unit))
     if not times:
-        raise Unusable(f"no usable reading in {len(metrics)} Telegraf metric(s): {bad[0] if bad else 'no fields'}")
+        if len(bad) == 1:
+            raise Unusable(bad[0])
+        raise Unusable(f"no usable reading in {len(metrics)} Telegraf metrics ({len(bad)} unusable: "
+                       f"{bad[0] if bad else 'no numeric fields'})")
     readings = _normalise_groups(np.array(times, dtype=np.int64), np.array(ids, dtype=np.int32),
                                  np.array(values), groups, topics)
     return Decoded(readings, f"{len(bad)} unusable ({bad[0]}); the rest were stored" if bad else None)

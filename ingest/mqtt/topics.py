@@ -23,6 +23,8 @@ from foundation.errors import InputError
 DEFAULT_PATTERNS = (DEFAULT_TOPIC_PATTERN,)
 #: The tree every sewerwatch reading topic lives under, subscribed whole.
 WHOLE_TREE = "sewerwatch/#"
+#: Formats whose payload may name the site or sensor (the decoder resolves them).
+PAYLOAD_NAMES_SENSORS = ("telegraf",)
 #: Known names shown in a dead letter's reason at most.
 SHOWN_NAMES = 12
 #: The prefix of an MQTT shared subscription: ``$share/<group>/<filter>`` (MQTT 5, section
@@ -159,11 +161,11 @@ class TopicMap:
                 elif lvl != part:
                     break
             else:
-                if "{sensor}" not in levels:       # the payload names its sensors
+                if inp.format in PAYLOAD_NAMES_SENSORS:   # the decoder resolves site and sensor
                     if site is not None and site not in self.sites:
                         unknown = unknown or self._unknown_site(site)
                         continue
-                    return Match(None, inp, site, None)
+                    return Match(None, inp, site, sensor)
                 ref = self.by_key.get(f"{site}/{sensor}")
                 if ref is not None:
                     return Match(ref, inp, site, sensor)
