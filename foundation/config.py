@@ -46,10 +46,10 @@ Sections (see ``examples/demo-village.toml`` for a complete, commented file):
     optional ``topics``: topic patterns with one ``{site}`` and one ``{sensor}`` level
     (default ``["sewerwatch/{site}/{sensor}"]``), carrying the sewerwatch JSON format;
     ``[[mqtt.inputs]]``, each a ``topic`` pattern and the ``format`` of its payloads
-    (:class:`MqttInput`: ``sewerwatch``, ``telegraf``, ``number``); optional ``share_group``:
-    the ``collect`` processes share the readings through the broker's shared subscriptions
-    of that group (``$share/<group>/...``), each message to one of them (issue 15; ``run``
-    takes all).
+    (:class:`MqttInput`: ``sewerwatch``, ``telegraf``, ``number``, ``sparkplug`` with its
+    ``[[mqtt.inputs.metrics]]``); optional ``share_group``: the ``collect`` processes share
+    the readings through the broker's shared subscriptions of that group
+    (``$share/<group>/...``), each message to one of them (issue 15; ``run`` takes all).
 ``[ingest]``
     bounds on what the collectors accept (:class:`IngestOptions`): ``max_payload_bytes``
     (default 1 MiB) and ``max_nesting`` (16) checked before a payload is parsed,
@@ -110,7 +110,9 @@ DEFAULT_PG_PORT = 55432
 #: The documented topic scheme (DESIGN.md): ``sewerwatch/<site>/<sensor>``.
 DEFAULT_TOPIC_PATTERN = "sewerwatch/{site}/{sensor}"
 #: Payload formats an ``[[mqtt.inputs]]`` entry may name (ingest/mqtt/README.md).
-MQTT_FORMATS = ("sewerwatch", "telegraf", "number")
+MQTT_FORMATS = ("sewerwatch", "telegraf", "number", "sparkplug")
+#: The Sparkplug B topic namespace: ``spBv1.0/<group>/<type>/<edge node>[/<device>]``.
+SPARKPLUG_NAMESPACE = "spBv1.0"
 #: Telegraf's ``json_timestamp_units`` -> microseconds per unit.
 TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 DEFAULT_MQTT_PORT = 51883
@@ -321,6 +323,9 @@ class MqttInput:
     timestamp_units : str
         telegraf: the ``json_timestamp_units`` Telegraf was configured with (``1s``,
         ``1ms``, ``1us``, ``1ns``; default ``1s``, Telegraf's own default).
+    metrics : tuple of (str, str, str, str)
+        sparkplug (``topic = "spBv1.0/<group>"``): ``(edge node, device or '', metric
+        name, sensor key <site>/<name>)`` from ``[[mqtt.inputs.metrics]]``.
     """
 
     topic: str
@@ -328,6 +333,7 @@ class MqttInput:
     site_from: str = ""
     sensor_from: str = ""
     timestamp_units: str = "1s"
+    metrics: tuple = ()
 
     def __post_init__(self):
         if not self.site_from:
@@ -582,8 +588,27 @@ def _mqtt_input(path: str, where: str, table) -> MqttInput:
         "topic": (_str, _REQUIRED), "format": (_one_of(*MQTT_FORMATS), "sewerwatch"),
         "site_from": (_str, ""), "sensor_from": (_str, ""),
         "timestamp_units": (_one_of(*TELEGRAF_TIME_UNITS), "1s"),
+        "metrics": (lambda s, k, x: _array_of_tables(path, f"{where}.metrics", x), []),
     }).values
     levels = v["topic"].split("/")
+    if v["format"] == "sparkplug":
+        if len(levels) != 2 or levels[0] != SPARKPLUG_NAMESPACE or not levels[1] or "{" in levels[1]:
+            raise ConfigError(path, f"{where}.topic", f"a sparkplug input's topic is {SPARKPLUG_NAMESPACE}/<group id>, "
+                              f"got {v['topic']!r}")
+        if not v["metrics"]:
+            raise ConfigError(path, f"{where}.metrics", "missing: [[mqtt.inputs.metrics]] map the edge nodes' "
+                              "metrics to sensors (node, device, metric, sensor)")
+        metrics = []
+        for j, t in enumerate(v["metrics"]):
+            mv = _Section(path, f"{where}.metrics[{j}]", t, {
+                "node": (_str, _REQUIRED), "device": (_str, ""), "metric": (_str, _REQUIRED),
+                "sensor": (_str, _REQUIRED)}).values
+            metrics.append((mv["node"], mv["device"], mv["metric"], mv["sensor"]))
+        _unique(path, f"{where}.metrics", metrics, lambda x: x[:3], "metric")
+        return MqttInput(v["topic"], "sparkplug", metrics=tuple(metrics))
+    if v["metrics"]:
+        raise ConfigError(path, f"{where}.metrics", "only a sparkplug input maps metrics")
+    del v["metrics"]
     if "+" in v["topic"] or "#" in v["topic"]:
         raise ConfigError(path, f"{where}.topic", f"pattern {v['topic']!r}: write {{site}}/{{sensor}} "
                           "instead of MQTT wildcards")
@@ -875,6 +900,13 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
         sensors.append(Sensor(**v))
     _unique(path, "sensors", sensors, lambda s: s.key, "sensor")
     _unique(path, "sensors", [s for s in sensors if s.topic], lambda s: s.topic, "topic")
+
+    mqtt_keys = {s.key for s in sensors if s.source == "mqtt"}
+    for i, inp in enumerate(mqtt_inputs[len(mqtt["topics"]):]):
+        for j, (_, _, _, key) in enumerate(inp.metrics):
+            if key not in mqtt_keys:
+                raise ConfigError(path, f"mqtt.inputs[{i}].metrics[{j}].sensor", f"unknown MQTT sensor {key!r} "
+                                  f"(MQTT sensors: {', '.join(sorted(mqtt_keys)) or 'none'})")
 
     alerts = _Section(path, "alerts", top["alerts"], {
         "hold_off_s": (_positive, 300.0), "escalate_after_min": (_positive, 30.0),

@@ -17,7 +17,9 @@ not use, kept with its raw bytes, its topic and the reason. ``sewerwatch deadlet
     the same transaction; replaying it again stores nothing twice. One that still fails
     keeps its row with the new reason, the old ones in ``detail.previous_reasons``.
     Lab-import dead letters are replayed by importing the corrected file
-    (``sewerwatch lab import``: rows stored already are unchanged), not here.
+    (``sewerwatch lab import``: rows stored already are unchanged), not here; Sparkplug B
+    ones are not replayed (their aliases and sequence belong to a session long gone: the
+    collector's rebirth request has the edge node send its values again).
 
 Readings stored by a replay are judged by ``sewerwatch check --from/--to`` over the stored
 readings; a running ``sewerwatch run`` does not see them (its evaluator judges what the
@@ -35,7 +37,7 @@ from foundation.errors import InputError
 from ingest.mqtt.collector import sensor_refs_from_db
 from ingest.mqtt.formats import decode
 from ingest.mqtt.payload import Bounds, Unusable
-from ingest.mqtt.topics import topic_map
+from ingest.mqtt.topics import Match, topic_map
 from ingest.writer import store_readings
 
 #: Sources whose dead letters ``replay`` can decode again.
@@ -45,6 +47,9 @@ LAB_IMPORT_NOTE = ("lab-import dead letters are replayed by importing the correc
                    "('sewerwatch lab import FILE'; rows stored already are left unchanged)")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)$")
 _UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+#: Why a Sparkplug B dead letter is not replayed.
+SPARKPLUG_NOTE = ("a Sparkplug B message depends on the births and sequence numbers before it; the edge node "
+                  "sends its current values again on a rebirth request (the collector asks for one)")
 #: How many payload bytes ``show`` prints.
 SHOW_BYTES = 4096
 
@@ -207,6 +212,10 @@ def replay(conn, cfg, f: Filters, dry_run: bool = False) -> list[Outcome]:
         if replayed_at is not None:
             out.append(Outcome(lid, topic, skipped=f"replayed already at {replayed_at:%Y-%m-%d %H:%M:%S %Z} "
                                                    f"as {replayed_as}"))
+            continue
+        m = topics.match(topic or "")
+        if isinstance(m, Match) and m.input.format == "sparkplug":
+            out.append(Outcome(lid, topic, skipped=SPARKPLUG_NOTE))
             continue
         received_us = int(received.timestamp() * 1_000_000)
         try:

@@ -32,7 +32,8 @@ import numpy as np
 import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
-from ingest.mqtt.formats import decode_match, with_example
+from ingest.mqtt.formats import Decoded, decode_match, with_example
+from ingest.mqtt.sparkplug import SparkplugHost
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
 from ingest.mqtt.topics import Match, SensorRef, TopicMap, shared
 from ingest.normalise import normalise
@@ -119,6 +120,7 @@ class MqttCollector:
             if r.full_scale is not None:
                 self._full_scale[r.id] = r.full_scale
         self.supervisor: Supervisor | None = None
+        self.sparkplug = SparkplugHost(topics, request_rebirth=lambda topic, payload: self.client.publish(topic, payload))
         self._own_supervisor = False
         self.network: Component | None = None
         self.flusher: Component | None = None
@@ -287,14 +289,25 @@ class MqttCollector:
     def _handle_decoded(self, msg, m: Match) -> None:
         """A message in another format (:mod:`ingest.mqtt.formats`): one batch of readings."""
         try:
-            d = decode_match(m, self.topics, msg.payload, self.bounds)
+            if m.input.format == "sparkplug":
+                d = Decoded(self.sparkplug.decode(m, msg.topic, msg.payload, self.bounds))
+            else:
+                d = decode_match(m, self.topics, msg.payload, self.bounds)
         except Unusable as exc:
             self._dead(msg, str(exc))
             return
         if d.bad:
             self._dead(msg, d.bad, ack=False)
         r = d.readings
+        if not len(r):           # a death, a command, a birth of unmapped metrics: nothing to store
+            self._keep_nothing(msg)
+            return
         self._keep(msg, len(r), batch=(r.time_us, r.sensor_id, r.value, r.quality))
+
+    def _keep_nothing(self, msg) -> None:
+        """A message that carried no reading: nothing to make durable, acknowledged now."""
+        if msg.qos > 0:
+            self._ack([msg.mid], self._generation)
 
     def _keep(self, msg, n: int, batch=None, single=None) -> None:
         """Gather a message's readings: ``batch`` (time, sensor id or ids, value, quality

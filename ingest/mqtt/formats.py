@@ -92,6 +92,9 @@ def decode_match(m: Match, topics: TopicMap, payload: bytes, bounds: Bounds = DE
         return Decoded(_readings(p, m.ref))
     if fmt == "telegraf":
         return parse_telegraf(payload, m, topics, bounds, now_us)
+    if fmt == "sparkplug":
+        raise Unusable("a Sparkplug B message depends on the births and sequence before it and is not decoded "
+                       "alone; the edge node sends its current values again on a rebirth request")
     raise Unusable(f"format {fmt!r} is not known")
 
 
@@ -159,7 +162,7 @@ def parse_telegraf(payload: bytes, m: Match, topics: TopicMap, bounds: Bounds = 
     inp = m.input
     units_us = TELEGRAF_TIME_UNITS[inp.timestamp_units]
     lo, hi = bounds.window(now_us)
-    times, ids, values, groups, bad = [], [], [], [], []
+    times, ids, values, units, bad = [], [], [], [], []
     for i, metric in enumerate(metrics):
         try:
             t = _metric_time(metric["timestamp"], units_us, lo, hi, i)
@@ -204,30 +207,27 @@ def parse_telegraf(payload: bytes, m: Match, topics: TopicMap, bounds: Bounds = 
             times.append(t)
             ids.append(ref.id)
             values.append(float(v))
-            groups.append((ref.parameter, unit))
+            units.append(unit)
     if not times:
         if len(bad) == 1:
             raise Unusable(bad[0])
         raise Unusable(f"no usable reading in {len(metrics)} Telegraf metrics ({len(bad)} unusable: "
                        f"{bad[0] if bad else 'no numeric fields'})")
-    readings = _normalise_groups(np.array(times, dtype=np.int64), np.array(ids, dtype=np.int32),
-                                 np.array(values), groups, topics)
+    readings = to_readings(topics, np.array(times, dtype=np.int64), np.array(ids, dtype=np.int32),
+                           np.array(values), units)
     return Decoded(readings, f"{len(bad)} unusable ({bad[0]}); the rest were stored" if bad else None)
 
 
-def _normalise_groups(times, ids, raw, groups, topics: TopicMap) -> Readings:
-    """Canonical values and flags, one numpy pass per (parameter, unit)."""
+def to_readings(topics: TopicMap, times: np.ndarray, ids: np.ndarray, raw: np.ndarray, units=None) -> Readings:
+    """Raw values of the sensors ``ids`` -> canonical, flagged readings, one numpy pass per
+    (sensor, unit); ``units`` one per value (default: each sensor's configured unit)."""
     values = np.empty(len(raw))
     quality = np.empty(len(raw), dtype=np.int16)
-    scale = np.array([np.nan if r.full_scale is None else r.full_scale for r in _refs_of(ids, topics)])
-    keys = np.array([f"{p}\0{u}" for p, u in groups])
-    for key in np.unique(keys):
-        sel = keys == key
-        parameter, unit = str(key).split("\0")
-        values[sel], quality[sel] = normalise(parameter, unit, raw[sel], scale[sel])
+    unit_arr = None if units is None else np.asarray(units, dtype=object)
+    for sid in np.unique(ids):
+        ref = topics.by_id[int(sid)]
+        of_sensor = ids == sid
+        for unit in ([ref.unit] if unit_arr is None else set(unit_arr[of_sensor])):
+            sel = of_sensor if unit_arr is None else of_sensor & (unit_arr == unit)
+            values[sel], quality[sel] = normalise(ref.parameter, unit, raw[sel], ref.full_scale)
     return Readings(times, ids, values, quality)
-
-
-def _refs_of(ids, topics: TopicMap):
-    by_id = topics.by_id
-    return [by_id[int(i)] for i in ids]

@@ -106,6 +106,8 @@ class TopicMap:
     @staticmethod
     def _compile(pattern: str, fmt: str = "sewerwatch") -> tuple[str, ...]:
         levels = tuple(pattern.split("/"))
+        if fmt == "sparkplug":     # spBv1.0/<group>: any type, edge node and device under it
+            return levels
         need_sensor = fmt in ("sewerwatch", "number")
         if levels.count("{site}") > 1 or levels.count("{sensor}") > 1 or (
                 need_sensor and (levels.count("{site}") != 1 or levels.count("{sensor}") != 1)):
@@ -150,6 +152,13 @@ class TopicMap:
         parts = topic.split("/")
         unknown = None
         for levels, inp in zip(self.patterns, self.inputs):
+            if inp.format == "sparkplug":
+                if tuple(parts[:2]) == levels:
+                    if len(parts) in (4, 5) and all(parts):
+                        return Match(None, inp)
+                    unknown = unknown or (f"topic does not match {inp.topic}/<message type>/<edge node>[/<device>] "
+                                          "(Sparkplug B)")
+                continue
             if len(levels) != len(parts):
                 continue
             site = sensor = None
@@ -174,7 +183,8 @@ class TopicMap:
                                            f"(its MQTT sensors: {_names(self.sites[site])})")
         if unknown:
             return unknown
-        forms = [f"{i.topic} (expected {expected_form(i.topic)})" for i in self.inputs]
+        forms = [f"{i.topic}/<message type>/<edge node>[/<device>] (Sparkplug B)" if i.format == "sparkplug"
+                 else f"{i.topic} (expected {expected_form(i.topic)})" for i in self.inputs]
         return "topic does not match " + (forms[0] if len(forms) == 1 else "any of: " + "; ".join(forms))
 
     def _unknown_site(self, site: str) -> str:

@@ -70,6 +70,9 @@ def site_acl(sites: dict) -> str:
         out.append("")
     return "\n".join(out)
 
+#: Sparkplug B inputs: the tree, and the node commands (rebirth requests) the collector sends.
+SPARKPLUG_TREE, SPARKPLUG_NCMD = "spBv1.0/#", "spBv1.0/+/NCMD/+"
+
 #: Mosquitto 2.0 logs a publish its ACL refused ("Denied PUBLISH from <client> (d0, q1, r0,
 #: m1, '<topic>', ... (<n> bytes))") at debug level only, which also logs every packet.
 DEBUG_LOG = "# [services] mqtt_log_denied: refused publishes (and every packet) in the log\nlog_type debug\n"
@@ -150,6 +153,8 @@ class EmbeddedMosquitto:
         input trees of other formats too, and the sites' accounts."""
         extra = "".join(f"\nuser collector\ntopic read {t}\n\nuser device\ntopic write {t}\n"
                         for t in self.trees if t != "sewerwatch/#")
+        if SPARKPLUG_TREE in self.trees:   # the collector asks edge nodes for a rebirth (NCMD)
+            extra += f"\nuser collector\ntopic write {SPARKPLUG_NCMD}\n\nuser device\ntopic read {SPARKPLUG_NCMD}\n"
         return ACL + extra + "\n" + site_acl(self.sites)
 
     def write_config(self) -> None:
