@@ -6,12 +6,15 @@ import asyncio
 import contextlib
 import os
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
 
+from foundation import config as sw_config
 from ingest import profiles
 from sewerwatch.db import roles
 from sewerwatch.services.scratch import free_port, scratch, state_dir  # noqa: F401 - for the tests
@@ -122,6 +125,30 @@ digest_at = false
 """ + "".join(f'[[alerts.contacts]]\nname = "{n}"\nurls = ["{u}"]\n' for n, u in contacts) + extra
     path.write_text(text)
     return path
+
+
+def sensors_toml(site: str, sensors: dict[str, tuple[str, str]]) -> str:
+    """``[[sensors]]`` entries of MQTT sensors ``{name: (parameter, unit)}`` at ``site``."""
+    return "".join(f'[[sensors]]\nsite = "{site}"\nname = "{n}"\nparameter = "{p}"\nunit = "{u}"\nsource = "mqtt"\n'
+                   for n, (p, u) in sensors.items())
+
+
+def own_broker_village(path, db_url: str, site: str, sensors: dict[str, tuple[str, str]], extra: str = ""):
+    """Write a one-site config to ``path`` whose embedded broker is the test's own (a state
+    folder of its own, a free port; its ACL generated from the config), with MQTT sensors
+    ``{name: (parameter, unit)}`` and ``extra`` (``[[mqtt.inputs]]``) at the end; migrate
+    the database at ``db_url`` to it (``sewerwatch db migrate`` as a subprocess). Returns
+    the loaded config (bring the broker up with ``services.up(cfg, db=False)``)."""
+    state = state_dir("sewerwatch-village-")
+    path.write_text(f'[utility]\nname = "Own broker village"\n[services]\ndb_url = "{db_url}"\n'
+                    f'state_dir = "{state}"\nmqtt_port = {free_port()}\n[[sites]]\nid = "{site}"\nname = "Acme"\n'
+                    + sensors_toml(site, sensors) + extra)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    mig = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(path), "db", "migrate"],
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, env=env,
+                         timeout=60)
+    assert mig.returncode == 0, mig.stderr
+    return sw_config.load(path)
 
 
 def close_all(*things) -> None:

@@ -23,7 +23,7 @@ from foundation import config as sw_config
 from ingest import service
 from sewerwatch import services as sw_services
 from sewerwatch.services.scratch import free_port
-from support import close_all, count, mqtt_client, publish_all, state_dir, village_toml, wait_until
+from support import close_all, count, mqtt_client, publish_all, sensors_toml, state_dir, village_toml, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,16 +40,6 @@ def _sw(cfg_path, *args):
 def _stored(url: str, site: str) -> int:
     return count(url, "SELECT count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id "
                       "JOIN sites si ON si.id = s.site_id WHERE si.key = %s", (site,))
-
-
-TEMP_SENSOR = """
-[[sensors]]
-site = "{site}"
-name = "temp"
-parameter = "temperature"
-unit = "degC"
-source = "mqtt"
-"""
 
 
 def test_wrong_topics_are_dead_letters_that_replay_once_after_the_config_is_fixed(db, services, tmp_path):
@@ -110,7 +100,7 @@ def test_wrong_topics_are_dead_letters_that_replay_once_after_the_config_is_fixe
 
     # the config is fixed: the manhole's topic pattern and the temperature sensor
     with open(cfg_path, "a") as f:
-        f.write(TEMP_SENSOR.format(site=site) + '\n[mqtt]\ntopics = ["sewerwatch/{site}/{sensor}", '
+        f.write(sensors_toml(site, {"temp": ("temperature", "degC")}) + '\n[mqtt]\ntopics = ["sewerwatch/{site}/{sensor}", '
                 '"sewerwatch/{site}/mh1/{sensor}"]\n')
     assert _sw(cfg_path, "config", "check").returncode == 0
     assert _sw(cfg_path, "db", "migrate").returncode == 0          # the new sensor into the database

@@ -7,12 +7,8 @@ config's inputs) into the real collector, writer and TimescaleDB."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -26,10 +22,8 @@ from ingest.mqtt.formats import decode
 from ingest.mqtt.payload import Unusable
 from ingest.mqtt.topics import SensorRef, TopicMap
 from sewerwatch import services as sw_services
-from sewerwatch.services.scratch import free_port
-from support import close_all, count, mqtt_client, publish_all, state_dir, wait_until
+from support import close_all, count, mqtt_client, own_broker_village, publish_all, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 NOW_S = 1_772_366_400                       # 2026-03-01T12:00:00Z
 NOW_US = NOW_S * 1_000_000
 REFS = [SensorRef(1, "acme/ph", "ph", unit="pH"), SensorRef(2, "acme/flow", "flow", unit="gpm"),
@@ -108,38 +102,11 @@ def test_config_check_names_a_bad_input_in_one_line(inputs, where, problem):
     assert str(e.value).startswith(f"v.toml: {where}: ") and problem in str(e.value) and "\n" not in str(e.value)
 
 
-CONFIG = """[utility]
-name = "Formats village"
-[services]
-db_url = "{db_url}"
-state_dir = "{state}"
-mqtt_port = {port}
-[[sites]]
-id = "{site}"
-name = "Acme"
-[[sensors]]
-site = "{site}"
-name = "ph"
-parameter = "ph"
-unit = "pH"
-source = "mqtt"
-[[sensors]]
-site = "{site}"
-name = "flow"
-parameter = "flow"
-unit = "gpm"
-source = "mqtt"
-[[sensors]]
-site = "{site}"
-name = "temp"
-parameter = "temperature"
-unit = "degC"
-source = "mqtt"
-[[mqtt.inputs]]
-topic = "telegraf/{{site}}"
+INPUTS = """[[mqtt.inputs]]
+topic = "telegraf/{site}"
 format = "telegraf"
 [[mqtt.inputs]]
-topic = "plc/{{site}}/{{sensor}}"
+topic = "plc/{site}/{sensor}"
 format = "number"
 """
 
@@ -148,14 +115,8 @@ def test_telegraf_json_and_bare_numbers_published_with_paho_arrive_as_readings(d
     for var in ("SEWERWATCH_MQTT_PORT", "SEWERWATCH_PG_PORT", "SEWERWATCH_STATE_DIR"):
         monkeypatch.delenv(var, raising=False)
     site = "fm" + uuid.uuid4().hex[:8]
-    state = state_dir("sewerwatch-formats-")
-    cfg_path = tmp_path / "v.toml"
-    cfg_path.write_text(CONFIG.format(db_url=db.url, state=state, port=free_port(), site=site))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
-    mig = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg_path), "db", "migrate"],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
-    assert mig.returncode == 0, mig.stderr
-    cfg = sw_config.load(cfg_path)
+    cfg = own_broker_village(tmp_path / "v.toml", db.url, site, {"ph": ("ph", "pH"), "flow": ("flow", "gpm"),
+                                                                 "temp": ("temperature", "degC")}, INPUTS)
     ep = sw_services.up(cfg, db=False)
     ing = pub = None
     now_s = int(time.time()) - 30

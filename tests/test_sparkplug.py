@@ -6,12 +6,8 @@ of its own, into the real collector, writer and TimescaleDB."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -26,10 +22,8 @@ from ingest.mqtt.sparkplug import REBIRTH_METRIC, SparkplugHost
 from ingest.mqtt.sparkplug_schema import Payload
 from ingest.mqtt.topics import SensorRef, TopicMap
 from sewerwatch import services as sw_services
-from sewerwatch.services.scratch import free_port
-from support import close_all, count, mqtt_client, publish_all, state_dir, wait_until
+from support import close_all, count, mqtt_client, own_broker_village, publish_all, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 NOW_MS = 1_772_366_400_000
 DOUBLE, FLOAT, INT32, BOOLEAN = 10, 9, 3, 11
 
@@ -124,28 +118,7 @@ def test_config_maps_metrics_to_known_sensors_in_one_line():
                              "metrics": [{"node": "mh1", "metric": "pH", "sensor": "acme/ph"}]}]}}, "v.toml")
 
 
-CONFIG = """[utility]
-name = "Sparkplug village"
-[services]
-db_url = "{db_url}"
-state_dir = "{state}"
-mqtt_port = {port}
-[[sites]]
-id = "{site}"
-name = "Acme"
-[[sensors]]
-site = "{site}"
-name = "ph"
-parameter = "ph"
-unit = "pH"
-source = "mqtt"
-[[sensors]]
-site = "{site}"
-name = "temp"
-parameter = "temperature"
-unit = "degC"
-source = "mqtt"
-[[mqtt.inputs]]
+INPUTS = """[[mqtt.inputs]]
 topic = "spBv1.0/{group}"
 format = "sparkplug"
 [[mqtt.inputs.metrics]]
@@ -165,14 +138,8 @@ def test_sparkplug_births_and_data_published_with_paho_arrive_and_a_gap_asks_for
     for var in ("SEWERWATCH_MQTT_PORT", "SEWERWATCH_PG_PORT", "SEWERWATCH_STATE_DIR"):
         monkeypatch.delenv(var, raising=False)
     site, group = "sp" + uuid.uuid4().hex[:8], "g" + uuid.uuid4().hex[:6]
-    state = state_dir("sewerwatch-sparkplug-")
-    cfg_path = tmp_path / "v.toml"
-    cfg_path.write_text(CONFIG.format(db_url=db.url, state=state, port=free_port(), site=site, group=group))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
-    mig = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg_path), "db", "migrate"],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
-    assert mig.returncode == 0, mig.stderr
-    cfg = sw_config.load(cfg_path)
+    cfg = own_broker_village(tmp_path / "v.toml", db.url, site, {"ph": ("ph", "pH"), "temp": ("temperature", "degC")},
+                             INPUTS.format(group=group, site=site))
     ep = sw_services.up(cfg, db=False)
     ing = edge = None
     commands = []
