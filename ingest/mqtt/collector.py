@@ -35,7 +35,7 @@ from ingest.batch import Readings
 from ingest.mqtt.formats import Decoded, decode_match, with_example
 from ingest.mqtt.sparkplug import SparkplugHost
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
-from ingest.mqtt.topics import Match, SensorRef, TopicMap, shared
+from ingest.mqtt.topics import SESSION_TREES, Match, SensorRef, TopicMap, shared
 from ingest.normalise import normalise
 from ingest.sink import DeadLetter, Sink
 from ingest.supervise import Component, Supervisor
@@ -241,7 +241,7 @@ class MqttCollector:
         self.connects += 1
         self._reconnect_backoff = RECONNECT_MIN_S
         self.disconnected_since = None
-        subs = [shared(s, self.share_group) for s in self.topics.subscriptions()]
+        subs = [s if s in SESSION_TREES else shared(s, self.share_group) for s in self.topics.subscriptions()]
         client.subscribe([(s, self.qos) for s in subs])
         log.info("connected to %s:%d (session present: %s), subscribed to %s",
                  self.host, self.port, flags.session_present, ", ".join(subs))

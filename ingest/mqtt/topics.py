@@ -25,6 +25,10 @@ DEFAULT_PATTERNS = (DEFAULT_TOPIC_PATTERN,)
 WHOLE_TREE = "sewerwatch/#"
 #: Formats whose payload may name the site or sensor (the decoder resolves them).
 PAYLOAD_NAMES_SENSORS = ("telegraf",)
+#: Trees whose messages depend on the ones before them (Sparkplug B births and sequence
+#: numbers): never a shared subscription, every collector of a group takes all of them (the
+#: database drops the doubles), or each would see gaps in every edge node's sequence.
+SESSION_TREES = ("spBv1.0/#",)
 #: Known names shown in a dead letter's reason at most.
 SHOWN_NAMES = 12
 #: The prefix of an MQTT shared subscription: ``$share/<group>/<filter>`` (MQTT 5, section
