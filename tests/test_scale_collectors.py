@@ -67,7 +67,7 @@ def test_two_collectors_in_a_group_one_killed_mid_stream_store_every_reading_onc
         p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for line in p.stderr:                      # wait until it runs and is subscribed
             if "subscribed to" in line:
-                assert f"$share/grp-{site}/sewerwatch/+/+" in line
+                assert f"$share/grp-{site}/sewerwatch/#" in line
                 threading.Thread(target=p.stderr.read, daemon=True).start()
                 return p
         raise AssertionError(f"collector {name} did not start (exit {p.wait()})")
