@@ -8,7 +8,8 @@ Wire format (DESIGN.md, "Interfaces the project promises"):
 - a retained birth message ``{"state": "online", ...}`` on
   ``sewerwatch/<site>/<device>/status`` when a device connects, and the same topic as the
   retained last will ``{"state": "offline"}`` the broker publishes when the link drops
-  (four topic levels, so a collector on ``sewerwatch/+/+`` never takes it for a reading).
+  (four topic levels: the collector passes it over, neither a reading nor a dead letter,
+  ``ingest.mqtt.topics.DEVICE_STATUS``).
 
 Scenario faults: ``comms_loss`` drops the device's TCP link without an MQTT DISCONNECT
 (the broker then publishes its will) and reconnects when the event ends; ``bad_payload``

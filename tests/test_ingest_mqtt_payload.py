@@ -95,6 +95,8 @@ def test_topic_map_patterns_and_explicit_topics():
         "plant/{site}/x/{sensor} (expected plant/<site>/x/<sensor>)")
     assert one.match("sewerwatch/candy/flow") == "unknown sensor 'flow' at site 'candy' (its MQTT sensors: ph)"
     assert one.match("sewerwatch/cnady/ph") == "unknown site 'cnady' (sites with MQTT sensors: candy, plating)"
+    # a device's retained birth and will (the simulators') is neither a reading nor a dead letter
+    assert one.match("sewerwatch/candy/mh1/status").input.format == "status"
     with pytest.raises(InputError, match="exactly one"):
         TopicMap(refs, {}, ("sewerwatch/+/{sensor}",))
 

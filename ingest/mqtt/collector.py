@@ -35,7 +35,7 @@ from ingest.batch import Readings
 from ingest.mqtt.formats import Decoded, decode_match, with_example
 from ingest.mqtt.sparkplug import SparkplugHost
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
-from ingest.mqtt.topics import SESSION_TREES, Match, SensorRef, TopicMap, shared
+from ingest.mqtt.topics import DEVICE_STATUS, SESSION_TREES, Match, SensorRef, TopicMap, shared
 from ingest.normalise import normalise
 from ingest.sink import DeadLetter, Sink
 from ingest.supervise import Component, Supervisor
@@ -266,6 +266,9 @@ class MqttCollector:
         m = self.topics.match(msg.topic)
         if not isinstance(m, Match):
             self._dead(msg, m)     # the reason: the expected form, or the known sites and sensors
+            return
+        if m.input is DEVICE_STATUS:      # a device's birth or will: not a reading
+            self._keep_nothing(msg)
             return
         if m.input.format != "sewerwatch":
             self._handle_decoded(msg, m)

@@ -81,6 +81,8 @@ def decode_match(m: Match, topics: TopicMap, payload: bytes, bounds: Bounds = DE
                  now_us: int | None = None) -> Decoded:
     """As :func:`decode`, for a topic already resolved to ``m``."""
     fmt = m.input.format
+    if fmt == "status":           # a device's birth or will (topics.DEVICE_STATUS): no reading
+        return Decoded(Readings.empty())
     if fmt == "sewerwatch":
         try:
             p = parse(payload, m.ref.parameter, bounds, now_us, m.ref.full_scale)

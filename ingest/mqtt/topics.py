@@ -29,6 +29,10 @@ PAYLOAD_NAMES_SENSORS = ("telegraf",)
 #: numbers): never a shared subscription, every collector of a group takes all of them (the
 #: database drops the doubles), or each would see gaps in every edge node's sequence.
 SESSION_TREES = ("spBv1.0/#",)
+#: A device's retained birth and last will, ``sewerwatch/<site>/<device>/status``
+#: (simulators/mqtt_publisher.py): no reading and no dead letter, passed over (unless a
+#: configured pattern takes the topic).
+DEVICE_STATUS = MqttInput("sewerwatch/{site}/{device}/status", "status")
 #: Known names shown in a dead letter's reason at most.
 SHOWN_NAMES = 12
 #: The prefix of an MQTT shared subscription: ``$share/<group>/<filter>`` (MQTT 5, section
@@ -185,6 +189,8 @@ class TopicMap:
                 unknown = unknown or (self._unknown_site(site) if site not in self.sites
                                       else f"unknown sensor {sensor!r} at site {site!r} "
                                            f"(its MQTT sensors: {_names(self.sites[site])})")
+        if len(parts) == 4 and parts[0] == "sewerwatch" and parts[3] == "status":
+            return Match(None, DEVICE_STATUS, parts[1], parts[2])
         if unknown:
             return unknown
         forms = [f"{i.topic}/<message type>/<edge node>[/<device>] (Sparkplug B)" if i.format == "sparkplug"
