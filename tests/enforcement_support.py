@@ -20,7 +20,10 @@ import numpy as np
 from limits.history import check_history
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED_PALMYRA = Path(ROOT.parent, "shared", "seeds", "003_44f871d49a02d8f5.txt")
+#: The ordinances (the specification; kept beside the repository, not in it): the folder
+#: $SEWERWATCH_SEEDS names, else ../shared/seeds next to the checkout.
+SEEDS = Path(os.environ.get("SEWERWATCH_SEEDS") or Path(ROOT.parent, "shared", "seeds"))
+SEED_PALMYRA = SEEDS / "003_44f871d49a02d8f5.txt"
 
 #: 2026-06-09 10:30 CDT: the acid dump's first reading
 DUMP_START = datetime(2026, 6, 9, 15, 30, tzinfo=timezone.utc)
