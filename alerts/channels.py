@@ -158,6 +158,11 @@ class Route:
     escalation: bool = False
 
 
+def primary(routes: list[Route]) -> list[Route]:
+    """The routes to the primary contacts (not the escalation list)."""
+    return [r for r in routes if not r.escalation]
+
+
 def build_routes(cfg, mqtt_url: str | None = None, console_stream=None,
                  client_id: str = "sewerwatch-notifier") -> list[Route]:
     """Every channel the config asks for: each contact's apprise URLs, console, MQTT."""

@@ -50,7 +50,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from alerts import content
-from alerts.channels import Route
+from alerts.channels import Route, primary
 from alerts.keys import DEVICE_UNREACHABLE, AlertKey
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
 from alerts.outbox import Outbox
@@ -616,7 +616,7 @@ class AlertManager:
             return [r for r in self.routes if r.escalation or r.channel.kind != "apprise"]
         if event == "resolve" and a.escalated:
             return list(self.routes)
-        return [r for r in self.routes if not r.escalation]
+        return primary(self.routes)
 
     def _notify(self, a: Active, event: str) -> None:
         title, body, payload = self.message(a, event)
@@ -634,7 +634,7 @@ class AlertManager:
         list of str
             The channels that delivered it.
         """
-        routes = [r for r in self.routes if not r.escalation]
+        routes = primary(self.routes)
         ok = await asyncio.gather(*(self._deliver(None, "open", r, title, body, payload,
                                                   subject=f"alert:{alert_id}", alert_id=alert_id) for r in routes))
         sent = [r.channel.name for r, done in zip(routes, ok) if done]
@@ -706,12 +706,11 @@ class AlertManager:
         self._audit("digest-sent", None, {"alerts": len(rows)}, object_=subject)
         await self.outbox.flush(5.0)      # recorded before it goes, so a second tick does not send it again
         payload = {"kind": "digest", "day": day, "alerts": [r["id"] for r in rows]}
-        for r in self.routes:
-            if not r.escalation:
-                t = asyncio.get_running_loop().create_task(
-                    self._deliver(None, "digest", r, title, body, payload, subject=subject))
-                self._deliveries.add(t)
-                t.add_done_callback(self._deliveries.discard)
+        for r in primary(self.routes):
+            t = asyncio.get_running_loop().create_task(
+                self._deliver(None, "digest", r, title, body, payload, subject=subject))
+            self._deliveries.add(t)
+            t.add_done_callback(self._deliveries.discard)
 
 
 def _when(iso: str) -> datetime:

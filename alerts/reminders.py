@@ -24,6 +24,7 @@ from __future__ import annotations
 from datetime import date
 
 from alerts import content, store
+from alerts.channels import primary
 from limits.permits import Permit, renewal
 
 #: permit state -> the alert's rule
@@ -93,9 +94,7 @@ def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> d
         aid = store.open_permit_alert(conn, site_id, r["rule"], content.permit_summary(r, site_name), r, ACTOR)
         title, body = content.permit_message(aid, "open", r, site_name=site_name, tz=tz)
         sent = []
-        for route in routes:
-            if route.escalation:
-                continue
+        for route in primary(routes):
             ch = route.channel
             try:
                 ch.send(title, body, {"alert_id": aid, "event": "open", "kind": "permit", "rule": r["rule"],

@@ -616,9 +616,9 @@ def _due(args, ctx) -> int:
 
 def _deliver(ctx, raised) -> None:
     """Send new enforcement alerts to the primary contacts (and the console)."""
-    from alerts.channels import build_routes   # lazy
+    from alerts.channels import build_routes, primary   # lazy
 
-    routes = [r for r in build_routes(ctx.config) if not r.escalation]
+    routes = primary(build_routes(ctx.config))
     for _aid, title, body, payload in raised:
         for r in routes:
             try:
