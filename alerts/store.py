@@ -379,9 +379,8 @@ def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None 
         new_state = "resolved" if state == "resolved" else "acknowledged"
         conn.execute("UPDATE alerts SET state = %s, acknowledged_at = now(), acknowledged_by = %s, ack_note = %s "
                      "WHERE id = %s", (new_state, by, note, alert_id))
-        conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'alert-acknowledged', %s, %s)",
-                     (by, f"alert:{alert_id}", json.dumps({"from": state, "to": new_state, "note": note,
-                                                            **({"via": via} if via else {})})))
+        _audit_sync(conn, by, "alert-acknowledged", alert_id,
+                    {"from": state, "to": new_state, "note": note, **({"via": via} if via else {})})
     return state, None
 
 
