@@ -97,7 +97,7 @@ def parse_time_arg(text: str, name: str) -> int:
         raise InputError(f"{name}: not an ISO-8601 time: {text!r}") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return int(round(dt.timestamp() * core.US))
+    return _us(dt)
 
 
 def parse_range(from_: str, to: str) -> tuple[int, int]:
@@ -324,7 +324,7 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     first = dict(conn.execute(
         "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
         "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
-    history = {sid: int(round(t.timestamp() * core.US)) for sid, t in first.items() if t is not None}
+    history = {sid: _us(t) for sid, t in first.items() if t is not None}
     if notes is not None:
         notes += slug_not_judged_in_range(conn, metas, packs, history, start_us, end_us)
     conn.commit()   # no transaction left open while the readers work
@@ -437,6 +437,7 @@ def slug_not_judged_in_range(conn, metas: dict, packs: dict, history: dict[int, 
 
 
 def _us(t: datetime) -> int:
+    """An aware datetime -> [us since the epoch, UTC]."""
     return int(round(t.timestamp() * core.US))
 
 
