@@ -197,6 +197,19 @@ def mqtt_client(url: str, client_id: str, clean_session: bool = True):
     return c
 
 
+def topic_watcher(url: str, topic: str = "sewerwatch/#", client_id: str = "watcher"):
+    """A subscriber to ``topic`` (QoS 1) and the list of the topics it receives, once its
+    subscription stands: what the broker let through."""
+    import time
+
+    got: list[str] = []
+    watcher = mqtt_client(url, client_id)
+    watcher.on_message = lambda c, u, m: got.append(m.topic)
+    watcher.subscribe(topic, qos=1)
+    time.sleep(0.3)     # the subscription
+    return watcher, got
+
+
 def publish_all(client, messages, qos: int = 1, rate: float | None = None, timeout: float = 120) -> None:
     """Publish ``(topic, payload)`` pairs, at ``rate`` messages/s if given, and wait until the
     broker has acknowledged every one (a message published while the client is disconnected

@@ -23,7 +23,8 @@ from foundation import config as sw_config
 from ingest import service
 from sewerwatch import services as sw_services
 from sewerwatch.services.scratch import free_port
-from support import close_all, count, mqtt_client, publish_all, sensors_toml, state_dir, village_toml, wait_until
+from support import (close_all, count, mqtt_client, publish_all, sensors_toml, state_dir, topic_watcher, village_toml,
+                     wait_until)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,12 +174,8 @@ def test_the_broker_refuses_a_publish_outside_the_site_mqtt5_says_so_and_the_log
                                "sites": [{"id": s, "name": s} for s in ("acme", "candy")]}, "<test>")
     ep = sw_services.up(cfg, db=False)
     v5 = v3 = watcher = None
-    got = []
     try:
-        watcher = mqtt_client(ep.mqtt("admin"), "watcher")
-        watcher.on_message = lambda c, u, m: got.append(m.topic)
-        watcher.subscribe("sewerwatch/#", qos=1)
-        time.sleep(0.3)
+        watcher, got = topic_watcher(ep.mqtt("admin"))
         v5, acks5 = _site_client(ep.site_urls["acme"], "acme-v5", mqtt.MQTTv5)
         v3, acks3 = _site_client(ep.site_urls["acme"], "acme-v3", mqtt.MQTTv311)
         assert wait_until(lambda: v5.is_connected() and v3.is_connected(), 5)

@@ -25,7 +25,7 @@ from sewerwatch import services as sw_services
 from sewerwatch.db import sync
 from sewerwatch.pipeline import Background, Pipeline
 from sewerwatch.services.scratch import free_port
-from support import close_all, count, mqtt_client, publish_all, state_dir, village_toml, wait_until
+from support import close_all, count, mqtt_client, publish_all, state_dir, topic_watcher, village_toml, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -251,12 +251,8 @@ def test_each_site_publishes_only_under_its_own_topics(tmp_path, monkeypatch):
     port = free_port()
     cfg = config(["acme", "candy"])
     ep = sw_services.up(cfg, db=False)
-    got = []
     try:
-        watcher = mqtt_client(ep.mqtt("admin"), "watcher")
-        watcher.on_message = lambda c, u, m: got.append(m.topic)
-        watcher.subscribe("sewerwatch/#", qos=1)
-        time.sleep(0.3)
+        watcher, got = topic_watcher(ep.mqtt("admin"))
         acme = mqtt_client(ep.site_urls["acme"], "acme-meter")
         publish_all(acme, [("sewerwatch/acme/ph", b"{}"), ("sewerwatch/candy/ph", b"{}"),
                            ("sewerwatch/acme/manhole/status", b"online")])
