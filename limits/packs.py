@@ -4,83 +4,23 @@
 A pack names the village, the title people cite its ordinance by (``code``: "Village of
 Palmyra Code"; documents cite ``<code> <section>``, :func:`cite`), its IANA time zone
 (calendar days of violation are counted in it) and the seed file of its ordinance (kept as
-each rule's ``provenance``), and lists ``[[rules]]``. Every rule has an ``id``, a ``kind``,
-the ``section`` of the seed it comes from and the ordinance's ``words``. The kinds and the
-keys each one takes:
+each rule's ``provenance``), and lists ``[[rules]]``, each of a ``kind`` (``range``, ``slug``,
+``lab-limit``, ``loading-limit``, ``normal-strength``, ``permit-threshold``,
+``flow-threshold``, ``default-strength``, ``definition``, ``narrative``) with its ``id``, the
+``section`` of the seed it comes from and the ordinance's ``words``. Besides its rules, a pack
+says which charge formulas the village adopted (``[[charges]]``, ``[late_charge]``,
+``[residential_equivalents]``; the formulas are code in ``lab/formulas/``, named by a formula
+kind of ``lab.charges``; ``formula_from = "rates"`` where the ordinance sets none: the rates
+file must state the one adopted, nothing is borrowed by default), the sampling it requires
+(``[[monitoring]]``) and the discharger's duty to report (``[report_duty]``). Where a
+village's seed gives no such provision but sewerwatch applies another village's as a model,
+the entry is ``model = "<pack id>"``: the model pack's entry applies, cited as that pack's.
 
-``range``
-    a continuous parameter checked reading by reading: ``parameter`` (``ph``,
-    ``temperature``, ``flow``, ...), ``comparison`` (the ordinance's words, see
-    :data:`COMPARISONS`), ``limit``, ``unit``.
-``slug``
-    ``parameters`` (continuous parameters it applies to), ``comparison``, ``multiple`` (of
-    the trailing average), ``window_h`` (the averaging window [h]) and ``longer_than_min``
-    (the strict minimum duration [min]).
-``lab-limit``
-    a prohibited concentration in a lab result: ``analyte``, ``basis`` (``sample``: each
-    result; ``average``: the period's average; ``monthly``: each calendar month's average),
-    ``comparison``, ``limit``, ``unit``.
-``loading-limit``
-    a prohibited loading (a discharge permit's, :mod:`limits.permits`): ``analyte``,
-    ``basis`` (``daily``), ``comparison``, ``limit``, ``unit`` (``lb/d``).
-``normal-strength``
-    the strength of normal (domestic) sewage, the base of surcharges: ``analyte``,
-    ``comparison``, ``limit``, ``unit``; a result is above normal when the comparison holds.
-``permit-threshold``
-    a discharge permit is required above it: ``analyte`` or ``parameter`` (``flow``),
-    ``comparison``, ``limit``, ``unit``.
-``flow-threshold``
-    a volume that changes a user's class or duties: ``parameter`` (``flow``),
-    ``comparison``, ``limit``, ``unit``.
-``default-strength``
-    the strength assumed when a waste is not sampled: ``analyte``, ``category``, ``limit``,
-    ``unit``.
-``definition``
-    another number the ordinance defines: ``value``, ``unit`` (see
-    :data:`DEFINITION_UNITS`), ``comparison`` (the words that govern it).
-``narrative``
-    a provision without a number, kept so a report can quote it: no further keys.
-
-Besides its rules, a pack says which charge formulas the village adopted and what it asks of
-a discharger (``lab/`` and ``alerts/`` read these; the formulas themselves are code in
-``lab/formulas/``, named by a formula kind of ``lab.charges``):
-
-``[[charges]]``
-    what a bill charges, in order: ``id``, ``name`` (the line on the bill), ``formula`` (a
-    formula kind), ``section`` and ``words``, optional ``note``, ``[charges.params]`` (the
-    ordinance's numbers the formula takes: a number or table of numbers stated in the
-    quoted words, or ``{ rule = "<id>" }`` naming a ``definition`` rule of the pack, which
-    carries its own section and words) and ``[charges.rates]`` (the numbers the utility
-    sets each year, by the key the rates file gives them under: ``"bill.x.y"``, ``{site}``
-    standing for the site id; or ``{ key = "...", default = N }``). A charge computes when
-    the rates file gives every rate without a default. Where the ordinance provides for a
-    charge but sets no formula, the entry says ``formula_from = "rates"`` (with ``id``,
-    ``name``, ``section``, ``words``, ``note``) instead of ``formula``: the rates file must
-    state the formula the village adopted (``[adopted.<id>]``, :func:`lab.charges.adopted`),
-    or the charge is refused citing these words; nothing is borrowed by default.
-``[late_charge]``
-    the late-payment terms: ``formula``, ``section``, ``words``, ``note``, ``params``.
-``[residential_equivalents]``
-    how a user's residential equivalents are counted: ``formula``, ``section``, ``words``,
-    ``note``, ``params``.
-``[[monitoring]]``
-    sampling the ordinance requires of every industrial user, where it sets a frequency:
-    ``section``, ``words``, ``parameters`` (analytes), ``times`` and ``per`` (one of
-    :data:`SAMPLING_PERIODS`), optional ``note`` (enforcement/ schedules it beside the
-    permits' monitoring conditions).
-``[report_duty]``
-    the discharger's duty to report a slug or an accidental discharge: ``section``,
-    ``words``, ``rules`` (the ids of the rules whose episodes call for the report) and the
-    report's ``contents`` (``[[report_duty.contents]]`` with ``fill``, see
-    :data:`REPORT_FILLS`, and the ordinance's ``words``) or ``contents_from`` (a pack whose
-    report contents serve, where the ordinance lists none).
-
-Where a village's seed gives no such provision but sewerwatch applies another village's as a
-model, the entry is ``model = "<pack id>"`` (with ``id`` for a charge, ``rules`` for a report
-duty, and a ``note`` saying why): the model pack's entry applies, cited as that pack's.
-
-Any unknown key, kind, unit, parameter, analyte or comparison is an :class:`InputError`
-naming the file and the rule, never a guess. Adding a village is adding a TOML file.
+Each table and key is a field of the file's model below (:class:`PackFile`), with its
+description; ``docs/reference/pack.md`` and the JSON Schema ``docs/reference/pack.schema.json``
+are generated from them. Any unknown key, kind, unit, parameter, analyte or comparison is an
+:class:`InputError` naming the file, the rule and the key, never a guess. Adding a village is
+adding a TOML file.
 """
 
 from __future__ import annotations
@@ -89,12 +29,17 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any, Literal, Union
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, WithJsonSchema, model_validator
+
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
+from foundation.schema import (UNION_TAGS, IntRange, Number, OneOf, Positive, Table, Tables, Text, fail, item_label,
+                               show, table, validate)
 from limits.core import exceeds
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -151,30 +96,10 @@ ANALYTES = {
     "ph": "ph",
 }
 
-KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # kind: (required keys, optional keys), besides id, kind, section, words
-    "range": (("parameter", "comparison", "limit", "unit"), ()),
-    "slug": (("parameters", "comparison", "multiple", "window_h", "longer_than_min"), ()),
-    "lab-limit": (("analyte", "basis", "comparison", "limit", "unit"), ()),
-    "loading-limit": (("analyte", "basis", "comparison", "limit", "unit"), ()),
-    "normal-strength": (("analyte", "comparison", "limit", "unit"), ()),
-    "permit-threshold": (("comparison", "limit", "unit"), ("analyte", "parameter")),
-    "flow-threshold": (("parameter", "comparison", "limit", "unit"), ()),
-    "default-strength": (("analyte", "category", "limit", "unit"), ()),
-    "definition": (("value", "unit", "comparison"), ()),
-    "narrative": ((), ()),
-}
-COMMON_KEYS = ("id", "kind", "section", "words", "note")
-PACK_KEYS = ("id", "name", "code", "timezone", "seed", "rules")
-#: optional sections of a pack (see the module docstring)
-SECTION_KEYS = ("charges", "late_charge", "residential_equivalents", "report_duty", "monitoring")
 #: the periods a sampling frequency of ``[[monitoring]]`` counts in
 SAMPLING_PERIODS = ("day", "week", "month", "quarter", "year")
-#: keys of an entry that names its own formula, and of one that applies a model pack's
-PROVISION_KEYS = ("formula", "section", "words", "note", "params", "rates")
 #: the values of ``formula_from``: where the formula of a charge the ordinance sets none for is stated
 FORMULA_FROM = ("rates",)
-MODEL_KEYS = ("model", "note")
 #: what the alert's report form can pre-fill from the readings, per field of the report
 REPORT_FILLS = ("location", "date-time", "measured", "concentration-volume", "blank")
 RATE_KEY = re.compile(r"^([A-Za-z0-9_-]+|\{site\})(\.([A-Za-z0-9_-]+|\{site\}))*$")
@@ -500,295 +425,534 @@ class Pack:
         return r.limit
 
 
+# --- the file, checked: one table class per entry -------------------------------------------
+
+def _analyte(v):
+    if v not in ANALYTES:
+        raise fail((), f"unknown analyte {show(v)} (known: {', '.join(ANALYTES)})")
+    return v
+
+
+def _tz(v):
+    if not isinstance(v, str) or not v.strip():
+        raise fail((), f"expected a non-empty string, got {show(v)}")
+    try:
+        ZoneInfo(v)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise fail((), f"unknown time zone {v!r} (expected an IANA name such as 'America/Chicago')") from None
+    return v
+
+
+def _rule_id(v):
+    if not isinstance(v, str) or not RULE_ID.match(v):
+        raise fail((), f"expected a lowercase id (letters, digits, -), got {show(v)}")
+    return v
+
+
+Analyte = Annotated[str, BeforeValidator(_analyte)]
+RuleId = Annotated[str, BeforeValidator(_rule_id), Field(pattern=RULE_ID.pattern)]
+Parameter = OneOf(*units.CONVERSIONS, what="parameter")
+Comparison = OneOf(*COMPARISONS, what="comparison")
+
+
+def _list_of(check, expected):
+    def run(v):
+        if isinstance(v, tuple):
+            return v
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise fail((), f"expected a non-empty list of {expected}, got {show(v)}")
+        for x in v:
+            check(x)
+        return tuple(v)
+    return BeforeValidator(run)
+
+
+def _parameter(v):
+    if v not in units.CONVERSIONS:
+        raise fail((), f"unknown parameter {show(v)} (known: {', '.join(units.PARAMETERS)})")
+
+
+@table(kw_only=True)
+class Entry(Table):
+    """What every rule has."""
+
+    id: RuleId
+    """The rule's id, unique in the pack (``ph-min``); alerts and findings name it."""
+    section: Text
+    """Where the ordinance says it (``§13.48(2)(g)``); documents cite ``<code> <section>``."""
+    words: Text
+    """The ordinance's words, quoted exactly (documents and alerts quote them)."""
+    note: Text | None = None
+    """Why and how, where the ordinance leaves something open."""
+
+    @classmethod
+    def _unknown_key_words(cls) -> str:
+        return f" for a {cls.__pydantic_fields__['kind'].annotation.__args__[0]} rule"
+
+    def _unit_for(self, parameter: str | None) -> None:
+        if parameter is not None and self.unit not in units.CONVERSIONS[parameter]:
+            raise fail(("unit",), f"unknown unit {self.unit!r} for {parameter} "
+                       f"(known: {', '.join(units.CONVERSIONS[parameter])})")
+
+    @model_validator(mode="after")
+    def _units(self):
+        unit_of = getattr(self, "parameter", None) or ANALYTES.get(getattr(self, "analyte", None) or "")
+        if "unit" in type(self).__pydantic_fields__ and self.kind not in ("loading-limit", "definition"):
+            self._unit_for(unit_of)
+        return self
+
+
+@table(kw_only=True)
+class Limited(Entry):
+    """What every rule with a limit has."""
+
+    comparison: Comparison
+    """The ordinance's comparison words: a value is on the wrong side when ``value <comparison> limit``
+    (for a threshold or a normal strength: above it)."""
+    limit: Number
+    """The number [unit]."""
+    unit: Text
+    """The unit the ordinance states it in (one of its parameter's units)."""
+
+
+@table(kw_only=True)
+class RangeRule(Limited):
+    """A continuous parameter checked reading by reading."""
+
+    kind: Literal["range"]
+    parameter: Parameter
+    """The parameter (``ph``, ``temperature``, ``flow``, ...)."""
+
+
+@table(kw_only=True)
+class SlugRule(Entry):
+    """A slug: readings above a multiple of their trailing average for longer than a time."""
+
+    kind: Literal["slug"]
+    parameters: Annotated[tuple[str, ...], _list_of(_parameter, "parameters")]
+    """The continuous parameters it applies to."""
+    comparison: Comparison
+    """The ordinance's comparison words."""
+    multiple: Positive
+    """The multiple of the trailing average."""
+    window_h: Positive
+    """The averaging window [h]."""
+    longer_than_min: Positive
+    """The strict minimum duration [min]."""
+
+
+@table(kw_only=True)
+class LabLimit(Limited):
+    """A prohibited concentration in a lab result."""
+
+    kind: Literal["lab-limit"]
+    analyte: Analyte
+    """The analyte (an id of the lab CSV)."""
+    basis: OneOf(*BASES["lab-limit"])
+    """``sample``: each result; ``average``: the period's average; ``monthly``: each calendar month's average."""
+
+
+@table(kw_only=True)
+class LoadingLimit(Limited):
+    """A prohibited loading."""
+
+    kind: Literal["loading-limit"]
+    analyte: Analyte
+    """The analyte."""
+    basis: OneOf(*BASES["loading-limit"])
+    """``daily``: each day's loading."""
+    unit: OneOf(*LOADING_UNITS, what="unit for a loading")
+    """``lb/d``."""
+
+
+@table(kw_only=True)
+class NormalStrength(Limited):
+    """The strength of normal (domestic) sewage, the base of surcharges."""
+
+    kind: Literal["normal-strength"]
+    analyte: Analyte
+    """The analyte."""
+
+
+@table(kw_only=True)
+class PermitThreshold(Limited):
+    """A discharge permit is required above it."""
+
+    kind: Literal["permit-threshold"]
+    analyte: Analyte | None = None
+    """The analyte (or give ``parameter``)."""
+    parameter: Parameter | None = None
+    """The parameter (``flow``; or give ``analyte``)."""
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.analyte is None) == (self.parameter is None):
+            raise fail((), "a permit-threshold names exactly one of analyte or parameter")
+        return self
+
+
+@table(kw_only=True)
+class FlowThreshold(Limited):
+    """A volume that changes a user's class or duties."""
+
+    kind: Literal["flow-threshold"]
+    parameter: Parameter
+    """``flow``."""
+
+
+@table(kw_only=True)
+class DefaultStrength(Entry):
+    """The strength assumed when a waste is not sampled."""
+
+    kind: Literal["default-strength"]
+    analyte: Analyte
+    """The analyte."""
+    category: Text
+    """The category of waste."""
+    limit: Number
+    """The strength [unit]."""
+    unit: Text
+    """Its unit."""
+
+
+@table(kw_only=True)
+class Definition(Entry):
+    """Another number the ordinance defines (a forfeiture, a permit term, a rate)."""
+
+    kind: Literal["definition"]
+    value: Number
+    """The number [unit]."""
+    unit: OneOf(*DEFINITION_UNITS, what="unit for a definition")
+    """Its unit."""
+    comparison: Text
+    """The words that govern it."""
+
+
+@table(kw_only=True)
+class Narrative(Entry):
+    """A provision without a number, kept so a report can quote it."""
+
+    kind: Literal["narrative"]
+
+
+RULE_KINDS = (RangeRule, SlugRule, LabLimit, LoadingLimit, NormalStrength, PermitThreshold, FlowThreshold,
+              DefaultStrength, Definition, Narrative)
+KINDS = tuple(c.__pydantic_fields__["kind"].annotation.__args__[0] for c in RULE_KINDS)
+UNION_TAGS.update(KINDS)
+AnyRule = Annotated[Union[RULE_KINDS], Field(discriminator="kind")]
+
+
+def _param(v):
+    if isinstance(v, (bool, str)):
+        raise fail((), f"expected a number, a table, a list or {{ rule = \"<id>\" }}, got {show(v)}")
+    return v
+
+
+def _rate(v):
+    if isinstance(v, RateKey):
+        return v
+    if isinstance(v, dict):
+        if set(v) != {"key", "default"}:
+            raise fail((), f"expected {{ key = ..., default = N }}, got {show(v)}")
+        return RateKey(_rate(v["key"]).key, float(_number_or_fail(v["default"], ("default",))))
+    if not isinstance(v, str) or not RATE_KEY.match(v):
+        raise fail((), f"expected the rates file's key such as \"bill.my-village.rate\" "
+                   f"(or {{ key = ..., default = N }}), got {show(v)}")
+    return RateKey(v)
+
+
+def _number_or_fail(v, at):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise fail(at, f"expected a number, got {show(v)}")
+    return v
+
+
+Params = dict[str, Annotated[Any, BeforeValidator(_param)]]
+Rates = dict[str, Annotated[RateKey, BeforeValidator(_rate), WithJsonSchema(
+    {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"key": {"type": "string"},
+                                                                       "default": {"type": "number"}}}]})]]
+
+
+@table(kw_only=True)
+class FormulaEntry(Table):
+    """A formula the ordinance adopts: ``formula`` names a formula kind of ``lab.charges``."""
+
+    formula: Text
+    """The formula kind (``epa-model-2``, ``per-1000-gal``, ``monthly-interest``, ...)."""
+    section: Text
+    """Where the ordinance adopts it."""
+    words: Text
+    """The ordinance's words."""
+    note: Text | None = None
+    """Why and how, where the ordinance leaves something open."""
+    params: Params = None
+    """The ordinance's numbers the formula takes: a number or table of numbers stated in the words,
+    or ``{ rule = "<id>" }`` naming a ``definition`` rule of the pack."""
+    rates: Rates = None
+    """The numbers the utility sets each year, by the rates file's key (``"bill.x.y"``, ``{site}``
+    standing for the site id), or ``{ key = "...", default = N }``."""
+
+
+@table(kw_only=True)
+class ModelEntry(Table):
+    """Another village's provision applied as a model: ``model`` names its pack."""
+
+    model: Text
+    """The model pack's id."""
+    note: Text | None = None
+    """Why."""
+
+
+@table(kw_only=True)
+class ChargeFormula(FormulaEntry):
+    """``[[charges]]``: what a bill charges, by a formula."""
+
+    id: RuleId
+    """The charge's id."""
+    name: Text
+    """Its line on the bill."""
+
+
+@table(kw_only=True)
+class ChargeFromRates(Table):
+    """``[[charges]]`` where the ordinance provides for a charge but sets no formula: the rates file
+    must state the one the village adopted (``[adopted.<id>]``), or the charge is refused."""
+
+    id: RuleId
+    """The charge's id."""
+    name: Text
+    """Its line on the bill."""
+    formula_from: OneOf(*FORMULA_FROM)
+    """``rates``."""
+    section: Text
+    """Where the ordinance provides for it."""
+    words: Text
+    """The ordinance's words."""
+    note: Text | None = None
+    """Why and how."""
+
+
+@table(kw_only=True)
+class ChargeModel(ModelEntry):
+    """``[[charges]]`` applying another village's charge."""
+
+    id: RuleId
+    """The charge's id (the model pack's charge of that id applies)."""
+
+
+def _which(*forms):
+    def pick(v):
+        if isinstance(v, dict):
+            return next((tag for key, tag in forms if key in v), forms[-1][1])
+        return type(v).__name__
+    return Discriminator(pick)
+
+
+UNION_TAGS.update(("model-entry", "rates-entry", "formula-entry"))
+Charge = Annotated[Union[Annotated[ChargeModel, Tag("model-entry")], Annotated[ChargeFromRates, Tag("rates-entry")],
+                         Annotated[ChargeFormula, Tag("formula-entry")]],
+                   _which(("model", "model-entry"), ("formula_from", "rates-entry"), (None, "formula-entry"))]
+Provided = Annotated[Union[Annotated[ModelEntry, Tag("model-entry")], Annotated[FormulaEntry, Tag("formula-entry")]],
+                     _which(("model", "model-entry"), (None, "formula-entry"))]
+
+
+@table
+class ContentItem(Table):
+    """``[[report_duty.contents]]``: one item the discharger's report must give."""
+
+    fill: OneOf(*REPORT_FILLS, what="fill")
+    """What sewerwatch pre-fills from the readings."""
+    words: Text
+    """The ordinance's words for the item."""
+
+
+@table(kw_only=True)
+class DutyOwn(Table):
+    """``[report_duty]``: the discharger's duty to report a slug or an accidental discharge."""
+
+    section: Text
+    """Where the ordinance sets the duty."""
+    words: Text
+    """Its words."""
+    rules: Annotated[tuple[str, ...], _list_of(lambda x: x, "rule ids")]
+    """The ids of the rules whose episodes call for the report."""
+    contents: Tables(ContentItem) | None = None
+    """What the report must give (or ``contents_from``)."""
+    contents_from: Text | None = None
+    """A pack whose report contents serve, where the ordinance lists none."""
+    note: Text | None = None
+    """Why and how."""
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.contents is None) == (self.contents_from is None):
+            raise fail((), "give exactly one of contents (the report's items) or contents_from (a pack id)")
+        if self.contents is not None and not self.contents:
+            raise fail(("contents",), "expected a non-empty array of tables, got []")
+        return self
+
+
+@table(kw_only=True)
+class DutyModel(ModelEntry):
+    """``[report_duty]`` applying another village's duty to this pack's ``rules``."""
+
+    rules: Annotated[tuple[str, ...], _list_of(lambda x: x, "rule ids")]
+    """The ids of this pack's rules whose episodes call for the report."""
+
+
+Duty = Annotated[Union[Annotated[DutyModel, Tag("model-entry")], Annotated[DutyOwn, Tag("formula-entry")]],
+                 _which(("model", "model-entry"), (None, "formula-entry"))]
+
+
+@table(kw_only=True)
+class SamplingEntry(Table):
+    """``[[monitoring]]``: sampling the ordinance requires of every industrial user."""
+
+    section: Text
+    """Where the ordinance says it."""
+    words: Text
+    """Its words."""
+    parameters: Annotated[tuple[str, ...], _list_of(_analyte, "analytes")]
+    """The analytes each sample is analysed for."""
+    times: IntRange(1, 10_000, "a whole number >= 1")
+    """Samples per ``per``."""
+    per: OneOf(*SAMPLING_PERIODS)
+    """The period."""
+    note: Text | None = None
+    """Why and how."""
+
+
+@table(kw_only=True)
+class PackFile(Table):
+    """A rule pack: one TOML file per jurisdiction."""
+
+    id: Text
+    """The pack's id, the file's name without ``.toml`` (``palmyra-wi``)."""
+    name: Text
+    """The jurisdiction (``Village of Palmyra``)."""
+    code: Text
+    """The title people cite its ordinance by (``Village of Palmyra Code``)."""
+    timezone: Annotated[str, BeforeValidator(_tz)]
+    """IANA time zone: calendar days of violation are counted in it."""
+    seed: Text
+    """The file the ordinance's words were copied from (each rule's provenance)."""
+    rules: Tables(AnyRule)
+    """The ordinance's provisions (``[[rules]]``), each of one ``kind``."""
+    charges: Tables(Charge) = ()
+    """What a bill charges, in order."""
+    late_charge: Provided | None = None
+    """The late-payment terms."""
+    residential_equivalents: Provided | None = None
+    """How a user's residential equivalents are counted."""
+    report_duty: Duty | None = None
+    """The discharger's duty to report a slug or an accidental discharge."""
+    monitoring: Tables(SamplingEntry) = ()
+    """Sampling the ordinance requires of every industrial user, where it sets a frequency."""
+
+    @model_validator(mode="after")
+    def _references(self, info: ValidationInfo):
+        expected = (info.context or {}).get("expected_id")
+        if expected is not None and self.id != expected:
+            raise fail(("id",), f"pack id {self.id!r} does not match the file name {expected!r}")
+        ids = {}
+        for i, r in enumerate(self.rules):
+            if r.id in ids:
+                raise fail(("rules", i, "id"), f"duplicate rule id {r.id!r} (first at rules[{ids[r.id]}])")
+            ids[r.id] = i
+        seen = {}
+        for i, c in enumerate(self.charges):
+            if c.id in seen:
+                raise fail(("charges", i, "id"), f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])")
+            seen[c.id] = i
+        definitions = [r.id for r in self.rules if r.kind == "definition"]
+        provisions = [(("charges", i), c) for i, c in enumerate(self.charges)] + [
+            ((k,), getattr(self, k)) for k in ("late_charge", "residential_equivalents") if getattr(self, k)]
+        for at, c in provisions:
+            for k, v in (getattr(c, "params", None) or {}).items():
+                if isinstance(v, dict) and "rule" in v and (set(v) != {"rule"} or v["rule"] not in definitions):
+                    raise fail((*at, "params", k), f"expected {{ rule = \"<id>\" }} naming a definition rule of this "
+                               f"pack (definitions: {', '.join(definitions) or 'none'}), got {v!r}")
+        if self.report_duty is not None:
+            for x in self.report_duty.rules:
+                if x not in ids:
+                    raise fail(("report_duty", "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})")
+        return self
+
+
+# --- the checked file -> the pack the evaluators read -------------------------------------------
+
 def _fail(path, where: str, problem: str):
     raise InputError(f"{path}: {where}: {problem}")
 
 
-def _number(path, where, key, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        _fail(path, f"{where}.{key}", f"expected a number, got {v!r}")
-    return float(v)
-
-
-def _text(path, where, key, v) -> str:
-    if not isinstance(v, str) or not v.strip():
-        _fail(path, f"{where}.{key}", f"expected a non-empty string, got {v!r}")
-    return v
-
-
-def _rule(path, seed: str, i: int, t, code: str = "") -> Rule:
-    where = f"rules[{i}]"
-    if not isinstance(t, dict):
-        _fail(path, where, "expected a table ([[rules]])")
-    rid = t.get("id")
-    if not isinstance(rid, str) or not RULE_ID.match(rid):
-        _fail(path, f"{where}.id", f"expected a lowercase rule id (letters, digits, -), got {rid!r}")
-    where = f"rules[{i}] ({rid})"
-    kind = t.get("kind")
-    if kind not in KINDS:
-        _fail(path, f"{where}.kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
-    required, optional = KINDS[kind]
-    allowed = set(COMMON_KEYS) | set(required) | set(optional)
-    unknown = sorted(set(t) - allowed)
-    if unknown:
-        _fail(path, f"{where}.{unknown[0]}",
-              f"unknown key for a {kind} rule (expected: {', '.join(sorted(allowed))})")
-    for key in ("section", "words", *required):
-        if key not in t:
-            _fail(path, f"{where}.{key}", "missing (required)")
-    f = dict(id=rid, kind=kind, seed=seed, code=code, section=_text(path, where, "section", t["section"]),
-             words=_text(path, where, "words", t["words"]))
-    if "note" in t:
-        f["note"] = _text(path, where, "note", t["note"])
-    if "comparison" in t:
-        comp = t["comparison"]
-        if kind == "definition":
-            f["comparison"] = _text(path, where, "comparison", comp)
-        else:
-            if comp not in COMPARISONS:
-                _fail(path, f"{where}.comparison",
-                      f"unknown comparison {comp!r} (known: {', '.join(COMPARISONS)})")
-            f["comparison"], f["op"] = comp, COMPARISONS[comp]
-    param = None
-    if "parameter" in t:
-        param = t["parameter"]
-        if param not in units.CONVERSIONS:
-            _fail(path, f"{where}.parameter",
-                  f"unknown parameter {param!r} (known: {', '.join(units.PARAMETERS)})")
-        f["parameter"] = param
-    if "analyte" in t:
-        if t["analyte"] not in ANALYTES:
-            _fail(path, f"{where}.analyte",
-                  f"unknown analyte {t['analyte']!r} (known: {', '.join(ANALYTES)})")
-        f["analyte"] = t["analyte"]
-        param = ANALYTES[t["analyte"]]
-    if kind == "permit-threshold" and ("analyte" in t) == ("parameter" in t):
-        _fail(path, where, "a permit-threshold names exactly one of analyte or parameter")
-    if kind == "definition":
-        f["limit"] = _number(path, where, "value", t["value"])
-        if t["unit"] not in DEFINITION_UNITS:
-            _fail(path, f"{where}.unit",
-                  f"unknown unit {t['unit']!r} for a definition (known: {', '.join(DEFINITION_UNITS)})")
-        f["unit"] = t["unit"]
-    elif kind == "loading-limit":
-        f["limit"] = f["limit_canonical"] = _number(path, where, "limit", t["limit"])
-        if t["unit"] not in LOADING_UNITS:
-            _fail(path, f"{where}.unit", f"unknown unit {t['unit']!r} for a loading (known: {', '.join(LOADING_UNITS)})")
-        f["unit"] = t["unit"]
-    elif "limit" in t:
-        f["limit"] = _number(path, where, "limit", t["limit"])
-        unit = t["unit"]
-        known = units.CONVERSIONS[param]
-        if unit not in known:
-            _fail(path, f"{where}.unit", f"unknown unit {unit!r} for {param} (known: {', '.join(known)})")
-        f["unit"] = unit
-        f["limit_canonical"] = float(units.to_canonical(param, unit, f["limit"]))
-    if kind == "slug":
-        ps = t["parameters"]
-        if not isinstance(ps, list) or not ps:
-            _fail(path, f"{where}.parameters", f"expected a non-empty list of parameters, got {ps!r}")
-        for p in ps:
-            if p not in units.CONVERSIONS:
-                _fail(path, f"{where}.parameters",
-                      f"unknown parameter {p!r} (known: {', '.join(units.PARAMETERS)})")
-        f["parameters"] = tuple(ps)
-        for key in ("multiple", "window_h", "longer_than_min"):
-            f[key] = _number(path, where, key, t[key])
-            if not f[key] > 0:
-                _fail(path, f"{where}.{key}", f"expected a positive number, got {t[key]!r}")
-    if kind in BASES:
-        if t["basis"] not in BASES[kind]:
-            _fail(path, f"{where}.basis", f"expected one of {', '.join(BASES[kind])}, got {t['basis']!r}")
-        f["basis"] = t["basis"]
-    if kind == "default-strength":
-        f["category"] = _text(path, where, "category", t["category"])
+def _rule(e, seed: str, code: str) -> Rule:
+    f = {k: getattr(e, k) for k in e.__pydantic_fields__ if k in Rule.__dataclass_fields__}
+    f.update(seed=seed, code=code)
+    if e.kind == "definition":
+        f["limit"] = e.value
+        return Rule(**f)
+    if getattr(e, "comparison", None):
+        f["op"] = COMPARISONS[e.comparison]
+    if e.kind == "loading-limit":
+        f["limit_canonical"] = e.limit
+    elif getattr(e, "limit", None) is not None:
+        param = getattr(e, "parameter", None) or ANALYTES[e.analyte]
+        f["limit_canonical"] = float(units.to_canonical(param, e.unit, e.limit))
     return Rule(**f)
 
 
-def _keys(path, where: str, t, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict:
-    if not isinstance(t, dict):
-        _fail(path, where, f"expected a table, got {t!r}")
-    unknown = sorted(set(t) - set(allowed))
-    if unknown:
-        _fail(path, f"{where}.{unknown[0]}", f"unknown key (expected: {', '.join(allowed)})")
-    for key in required:
-        if key not in t:
-            _fail(path, f"{where}.{key}", "missing (required)")
-    return t
-
-
-def _model_pack(path, where: str, key: str, model_id, own_id: str) -> "Pack":
+def _model_pack(path, where: str, model_id: str, own_id: str) -> "Pack":
     """The pack a model entry names, parsed without following its own model references
     (a model's entries must be its own, so references never chain or loop)."""
-    _text(path, where, key, model_id)
     found = config.find_pack(model_id) if model_id != own_id else None
     if found is None:
-        _fail(path, f"{where}.{key}", f"unknown rule pack {model_id!r}, or this one "
+        _fail(path, where, f"unknown rule pack {model_id!r}, or this one "
               f"(known: {', '.join(p for p in available_packs() if p != own_id)})")
     return _load_cached(str(found.resolve()), found.stat().st_mtime_ns, False)
 
 
-def _param(path, where: str, key: str, v, rules: dict[str, Rule]):
-    if isinstance(v, bool) or isinstance(v, str):
-        _fail(path, f"{where}.{key}", f"expected a number, a table, a list or {{ rule = \"<id>\" }}, got {v!r}")
-    if isinstance(v, dict) and "rule" in v:
-        rid = v["rule"]
-        if set(v) != {"rule"} or rid not in rules or rules[rid].kind != "definition":
-            _fail(path, f"{where}.{key}", f"expected {{ rule = \"<id>\" }} naming a definition rule of this pack "
-                  f"(definitions: {', '.join(r for r, x in rules.items() if x.kind == 'definition') or 'none'}), got {v!r}")
-        r = rules[rid]
-        return Cited(float(r.limit), r.unit, r)
-    return v
-
-
-def _rate(path, where: str, key: str, v) -> RateKey:
-    if isinstance(v, dict):
-        _keys(path, f"{where}.{key}", v, ("key", "default"), ("key", "default"))
-        return RateKey(_rate(path, where, key, v["key"]).key, _number(path, f"{where}.{key}", "default", v["default"]))
-    if not isinstance(v, str) or not RATE_KEY.match(v):
-        _fail(path, f"{where}.{key}", f"expected the rates file's key such as \"bill.my-village.rate\" "
-              f"(or {{ key = ..., default = N }}), got {v!r}")
-    return RateKey(v)
-
-
-def _provision(path, where: str, t, own: "Pack", rules: dict[str, Rule], charge: bool,
-               section_key: str, resolve: bool) -> Provision:
+def _provision(path, where: str, e, pack: Pack, rules: dict, resolve: bool, section_key: str) -> Provision:
     """One ``[[charges]]`` entry, ``[late_charge]`` or ``[residential_equivalents]``."""
-    ids = ("id",) if charge else ()
-    if isinstance(t, dict) and "model" in t:
-        _keys(path, where, t, (*ids, *MODEL_KEYS), (*ids, "model"))
+    cid = getattr(e, "id", None)
+    if isinstance(e, ModelEntry):
         if not resolve:  # the pack is read as a model: its model entries cannot serve
             return Provision(where=where, path=str(path), formula="", section="", words="", citation="",
-                             id=t.get("id"), model=str(t["model"]))
-        model = _model_pack(path, where, "model", t["model"], own.id)
-        src = next((c for c in model.charges if c.id == t["id"]), None) if charge else getattr(model, section_key)
+                             id=cid, model=e.model)
+        model = _model_pack(path, f"{where}.model", e.model, pack.id)
+        src = next((c for c in model.charges if c.id == cid), None) if cid else getattr(model, section_key)
         if src is None:
-            what = f"charge {t['id']!r}" if charge else section_key
-            _fail(path, f"{where}.model", f"pack {model.id!r} has no {what} to apply here")
+            _fail(path, f"{where}.model", f"pack {model.id!r} has no {f'charge {cid!r}' if cid else section_key} to apply here")
         if src.model is not None:
             _fail(path, f"{where}.model", f"{model.id}'s {src.where} is itself a model entry")
-        return replace(src, note=_text(path, where, "note", t["note"]) if "note" in t else None, model=model.id)
-    names = ("name",) if charge else ()
-    if charge and isinstance(t, dict) and "formula_from" in t:
-        # the ordinance sets no formula: the utility's rates file says which it adopted
-        _keys(path, where, t, (*ids, *names, "formula_from", "section", "words", "note"),
-              (*ids, *names, "formula_from", "section", "words"))
-        if t["formula_from"] not in FORMULA_FROM:
-            _fail(path, f"{where}.formula_from", f"expected one of {', '.join(FORMULA_FROM)}, got {t['formula_from']!r}")
-        formula = ""
-    else:
-        _keys(path, where, t, (*ids, *names, *PROVISION_KEYS), (*ids, *names, "formula", "section", "words"))
-        formula = _text(path, where, "formula", t["formula"])
-    section = _text(path, where, "section", t["section"])
-    f = dict(where=where, path=str(path), formula=formula, section=section,
-             words=_text(path, where, "words", t["words"]), citation=cite(own.code, section),
-             provenance=f"{own.seed} {section}", formula_from=t.get("formula_from"))
-    if charge:
-        if not isinstance(t["id"], str) or not RULE_ID.match(t["id"]):
-            _fail(path, f"{where}.id", f"expected a lowercase charge id (letters, digits, -), got {t['id']!r}")
-        f["id"], f["name"] = t["id"], _text(path, where, "name", t["name"])
-    if "note" in t:
-        f["note"] = _text(path, where, "note", t["note"])
-    for key in ("params", "rates"):
-        if not isinstance(t.get(key, {}), dict):
-            _fail(path, f"{where}.{key}", f"expected a table, got {t[key]!r}")
-    f["params"] = {k: _param(path, f"{where}.params", k, v, rules) for k, v in t.get("params", {}).items()}
-    f["rates"] = {k: _rate(path, f"{where}.rates", k, v) for k, v in t.get("rates", {}).items()}
-    return Provision(**f)
+        return replace(src, note=e.note, model=model.id)
+    params = {k: (Cited(float(rules[v['rule']].limit), rules[v['rule']].unit, rules[v['rule']])
+                  if isinstance(v, dict) and "rule" in v else v) for k, v in (getattr(e, "params", None) or {}).items()}
+    return Provision(where=where, path=str(path), formula=getattr(e, "formula", ""), section=e.section, words=e.words,
+                     citation=cite(pack.code, e.section), provenance=f"{pack.seed} {e.section}",
+                     formula_from=getattr(e, "formula_from", None), note=e.note, id=cid, name=getattr(e, "name", None),
+                     params=params, rates=dict(getattr(e, "rates", None) or {}))
 
 
-def _rule_ids(path, where: str, v, rules: dict[str, Rule]) -> tuple[str, ...]:
-    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-        _fail(path, where, f"expected a non-empty list of rule ids, got {v!r}")
-    for x in v:
-        if x not in rules:
-            _fail(path, where, f"no rule {x!r} in this pack (rules: {', '.join(rules)})")
-    return tuple(v)
-
-
-def _report_duty(path, t, own: "Pack", rules: dict[str, Rule], resolve: bool) -> ReportDuty:
+def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:
     where = "report_duty"
-    if isinstance(t, dict) and "model" in t:
-        _keys(path, where, t, ("model", "rules", "note"), ("model", "rules"))
-        if not resolve:  # the pack is read as a model: its model entries cannot serve
-            return ReportDuty("", "", (), (), "", model=str(t["model"]))
-        model = _model_pack(path, where, "model", t["model"], own.id)
+    if isinstance(e, DutyModel):
+        if not resolve:
+            return ReportDuty("", "", (), (), "", model=e.model)
+        model = _model_pack(path, f"{where}.model", e.model, pack.id)
         if model.report_duty is None or model.report_duty.model is not None:
             _fail(path, f"{where}.model", f"pack {model.id!r} has no report duty of its own to apply here")
-        return replace(model.report_duty, rules=_rule_ids(path, f"{where}.rules", t["rules"], rules),
-                       note=_text(path, where, "note", t["note"]) if "note" in t else None, model=model.id)
-    _keys(path, where, t, ("section", "words", "rules", "contents", "contents_from", "note"),
-          ("section", "words", "rules"))
-    citation = cite(own.code, _text(path, where, 'section', t['section']))
-    if ("contents" in t) == ("contents_from" in t):
-        _fail(path, where, "give exactly one of contents (the report's items) or contents_from (a pack id)")
-    if "contents" in t:
-        items = t["contents"]
-        if not isinstance(items, list) or not items:
-            _fail(path, f"{where}.contents", f"expected a non-empty array of tables, got {items!r}")
-        contents = []
-        for i, c in enumerate(items):
-            _keys(path, f"{where}.contents[{i}]", c, ("fill", "words"), ("fill", "words"))
-            if c["fill"] not in REPORT_FILLS:
-                _fail(path, f"{where}.contents[{i}].fill",
-                      f"unknown fill {c['fill']!r} (known: {', '.join(REPORT_FILLS)})")
-            contents.append(ReportField(c["fill"], _text(path, f"{where}.contents[{i}]", "words", c["words"])))
-        contents, contents_citation = tuple(contents), citation
+        return replace(model.report_duty, rules=e.rules, note=e.note, model=model.id)
+    citation = cite(pack.code, e.section)
+    if e.contents is not None:
+        contents, contents_citation = tuple(ReportField(c.fill, c.words) for c in e.contents), citation
     elif not resolve:
         contents, contents_citation = (), ""
     else:
-        model = _model_pack(path, where, "contents_from", t["contents_from"], own.id)
+        model = _model_pack(path, f"{where}.contents_from", e.contents_from, pack.id)
         if model.report_duty is None or not model.report_duty.contents or model.report_duty.model:
             _fail(path, f"{where}.contents_from", f"pack {model.id!r} lists no report contents of its own")
         contents, contents_citation = model.report_duty.contents, model.report_duty.contents_citation
-    return ReportDuty(citation, _text(path, where, "words", t["words"]),
-                      _rule_ids(path, f"{where}.rules", t["rules"], rules), contents, contents_citation,
-                      note=_text(path, where, "note", t["note"]) if "note" in t else None)
-
-
-def _sections(path, data: dict, pack: Pack, resolve: bool) -> Pack:
-    """The pack with its optional sections (charges, late charge, residential equivalents,
-    report duty) parsed; with ``resolve`` a model reference reads the model pack."""
-    rules = {r.id: r for r in pack.rules}
-    charges = data.get("charges", [])
-    if not isinstance(charges, list):
-        _fail(path, "charges", "expected an array of tables ([[charges]])")
-    f = {"charges": tuple(_provision(path, f"charges[{i}]", t, pack, rules, True, "charges", resolve)
-                          for i, t in enumerate(charges))}
-    seen: dict[str, int] = {}
-    for i, c in enumerate(f["charges"]):
-        if c.id in seen:
-            _fail(path, f"charges[{i}].id", f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])")
-        seen[c.id] = i
-    for key in ("late_charge", "residential_equivalents"):
-        if key in data:
-            f[key] = _provision(path, key, data[key], pack, rules, False, key, resolve)
-    if "report_duty" in data:
-        f["report_duty"] = _report_duty(path, data["report_duty"], pack, rules, resolve)
-    monitoring = data.get("monitoring", [])
-    if not isinstance(monitoring, list):
-        _fail(path, "monitoring", "expected an array of tables ([[monitoring]])")
-    f["monitoring"] = tuple(_sampling(path, f"monitoring[{i}]", t, pack) for i, t in enumerate(monitoring))
-    return replace(pack, **f)
-
-
-def _sampling(path, where: str, t, own: "Pack") -> Sampling:
-    _keys(path, where, t, ("section", "words", "parameters", "times", "per", "note"),
-          ("section", "words", "parameters", "times", "per"))
-    ps = t["parameters"]
-    if not isinstance(ps, list) or not ps or not all(isinstance(p, str) for p in ps):
-        _fail(path, f"{where}.parameters", f"expected a non-empty list of analytes, got {ps!r}")
-    for p in ps:
-        if p not in ANALYTES:
-            _fail(path, f"{where}.parameters", f"unknown analyte {p!r} (known: {', '.join(ANALYTES)})")
-    times = t["times"]
-    if isinstance(times, bool) or not isinstance(times, int) or times < 1:
-        _fail(path, f"{where}.times", f"expected a whole number >= 1, got {times!r}")
-    if t["per"] not in SAMPLING_PERIODS:
-        _fail(path, f"{where}.per", f"expected one of {', '.join(SAMPLING_PERIODS)}, got {t['per']!r}")
-    section = _text(path, where, "section", t["section"])
-    return Sampling(section, _text(path, where, "words", t["words"]), cite(own.code, section), tuple(ps), times,
-                    t["per"], _text(path, where, "note", t["note"]) if "note" in t else None)
+    return ReportDuty(citation, e.words, e.rules, contents, contents_citation, note=e.note)
 
 
 def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None, resolve: bool = True) -> Pack:
@@ -797,35 +961,21 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None,
     ``resolve=False`` reads it as another pack's model: its own model references are kept
     unresolved (a model entry names its model pack's own entry, never a chain).
     """
-    if not isinstance(data, dict):
-        _fail(path, "pack", "expected a TOML table")
-    unknown = sorted(set(data) - set(PACK_KEYS) - set(SECTION_KEYS))
-    if unknown:
-        _fail(path, unknown[0], f"unknown key (expected: {', '.join(PACK_KEYS + SECTION_KEYS)})")
-    for key in PACK_KEYS:
-        if key not in data:
-            _fail(path, key, "missing (required)")
-    pid = _text(path, "pack", "id", data["id"])
-    if expected_id is not None and pid != expected_id:
-        _fail(path, "id", f"pack id {pid!r} does not match the file name {expected_id!r}")
-    tzname = _text(path, "pack", "timezone", data["timezone"])
-    try:
-        ZoneInfo(tzname)
-    except (ZoneInfoNotFoundError, ValueError):
-        _fail(path, "timezone", f"unknown time zone {tzname!r} (expected an IANA name such as 'America/Chicago')")
-    seed = _text(path, "pack", "seed", data["seed"])
-    if not isinstance(data["rules"], list):
-        _fail(path, "rules", "expected an array of tables ([[rules]])")
-    code = _text(path, "pack", "code", data["code"])
-    rules = tuple(_rule(path, seed, i, t, code) for i, t in enumerate(data["rules"]))
-    seen: dict[str, int] = {}
-    for i, r in enumerate(rules):
-        if r.id in seen:
-            _fail(path, f"rules[{i}].id", f"duplicate rule id {r.id!r} (first at rules[{seen[r.id]}])")
-        seen[r.id] = i
-    pack = Pack(id=pid, name=_text(path, "pack", "name", data["name"]), timezone=tzname,
-                seed=seed, rules=rules, path=str(path), code=code)
-    return _sections(path, data, pack, resolve)
+    f = validate(PackFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"),
+                 context={"expected_id": expected_id}, label=item_label(("rules",), data))
+    rules = tuple(_rule(r, f.seed, f.code) for r in f.rules)
+    pack = Pack(id=f.id, name=f.name, timezone=f.timezone, seed=f.seed, rules=rules, path=str(path), code=f.code)
+    by_id = {r.id: r for r in rules}
+    extra = {"charges": tuple(_provision(path, f"charges[{i}]", c, pack, by_id, resolve, "charges")
+                              for i, c in enumerate(f.charges)),
+             "monitoring": tuple(Sampling(m.section, m.words, cite(f.code, m.section), m.parameters, m.times, m.per,
+                                          m.note) for m in f.monitoring)}
+    for key in ("late_charge", "residential_equivalents"):
+        if getattr(f, key) is not None:
+            extra[key] = _provision(path, key, getattr(f, key), pack, by_id, resolve, key)
+    if f.report_duty is not None:
+        extra["report_duty"] = _report_duty(path, f.report_duty, pack, resolve)
+    return replace(pack, **extra)
 
 
 def pack_path(name_or_path: str) -> Path:

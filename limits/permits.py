@@ -10,52 +10,13 @@ permit shall be issued for one year and shall be automatically renewed on a year
 basis thereafter, unless the person is notified by the Village within 60 days prior to the
 expiration of the permit" (§13.54(4)).
 
-A permit is a TOML file (``examples/permits/*.toml``; stored in the database with every
-version by :mod:`limits.permit_store`)::
-
-    number = "PAL-IU-2026-02"
-    site = "plating"                    # the config's site id
-    pack = "palmyra-wi"                 # the ordinance it is issued under (optional)
-    issued = 2026-01-15
-    effective = 2026-02-01
-    expires = 2027-01-31                # the end of the current term
-
-    [renewal]                           # optional; defaults from the pack (§13.54(4))
-    term_years = 1
-    automatic = true                    # renewed year to year ...
-    notice_days = 60                    # ... unless notified this many days before
-    notice_given = 2026-10-01           # optional: the Village gave notice; ends with the term
-
-    [flow]                              # §13.54(2)(b), (e); §13.54(3)(b)
-    average_daily_gpd = 18000
-    maximum_daily_gpd = 30000
-
-    [[limits]]                          # §13.54(3)(g): concentrations and loadings
-    condition = "3(a)"
-    analyte = "cu"
-    unit = "mg/l"
-    daily_maximum = 1.0
-    monthly_average = 0.5
-    daily_maximum_lb = 0.25             # loading [lb/day]
-    words = "Copper: 1.0 mg/l daily maximum, 0.5 mg/l monthly average, 0.25 lb/day."
-
-    [[limits]]                          # a continuously measured parameter
-    condition = "4"
-    parameter = "ph"
-    unit = "pH"
-    minimum = 6.5
-    maximum = 9.0
-    words = "pH between 6.5 and 9.0 at all times."
-
-    [[monitoring]]                      # what to sample, how and how often
-    condition = "5"
-    parameters = ["cu", "ni", "zn", "tss"]
-    sample_type = "composite-24h-flow"  # see SAMPLE_TYPES
-    frequency = { times = 1, per = "month" }    # or "continuous"
-
-    [[conditions]]                      # other conditions, quoted
-    number = "1"
-    words = "..."
+A permit is a TOML file (``examples/permits/plating.toml`` is a complete one; stored in the
+database with every version by :mod:`limits.permit_store`): its number, site, pack and dates,
+``[renewal]``, ``[flow]``, ``[[limits]]`` (a lab analyte's ``daily_maximum``,
+``monthly_average``, ``daily_maximum_lb``, or a continuous parameter's ``minimum`` and
+``maximum``), ``[[monitoring]]`` and ``[[conditions]]``; each table and key is a field of
+:class:`PermitFile` below, from which ``docs/reference/permit.md`` and its JSON Schema are
+generated.
 
 :func:`load_permit` validates it (one-line errors naming file and key). :meth:`Permit.rules`
 turns its limits into the same :class:`limits.packs.Rule` objects the packs hold, cited as
@@ -71,10 +32,13 @@ import json
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Literal, Union
+
+from pydantic import BeforeValidator, Discriminator, Tag, model_validator
 
 from foundation import tomlfile, units
 from foundation.errors import InputError
+from foundation.schema import UNION_TAGS, Bool, Date, IntRange, OneOf, Positive, Table, Tables, Text, check, fail, show, table, validate
 from limits.packs import ANALYTES, Pack, Rule, load_pack
 
 #: how a sample is taken (palmyra-wi §13.53(3): "a representative 24-hour flow proportional
@@ -82,10 +46,6 @@ from limits.packs import ANALYTES, Pack, Rule, load_pack
 SAMPLE_TYPES = ("grab", "composite-24h-flow", "composite-24h-time", "continuous")
 #: the period a monitoring frequency counts samples in
 PERIODS = ("day", "week", "month", "quarter", "year")
-PERMIT_KEYS = ("number", "site", "pack", "issued", "effective", "expires", "renewal", "flow", "limits",
-               "monitoring", "conditions", "issued_by", "note")
-LIMIT_KEYS = ("condition", "analyte", "parameter", "unit", "words", "daily_maximum", "monthly_average",
-              "daily_maximum_lb", "minimum", "maximum")
 #: gallons per day in one gallon per minute
 GPD_PER_GPM = 1440.0
 #: §13.54(4) when the pack does not say
@@ -406,47 +366,228 @@ def renewal(permit: Permit, today: date) -> RenewalStatus:
 
 # --- reading a permit ------------------------------------------------------------------------------
 
-def _fail(path, where: str, problem: str):
-    raise InputError(f"{path}: {where}: {problem}")
-
-
-def _keys(path, where, t, allowed, required=()):
-    if not isinstance(t, dict):
-        _fail(path, where, f"expected a table, got {t!r}")
-    unknown = sorted(set(t) - set(allowed))
-    if unknown:
-        _fail(path, f"{where}.{unknown[0]}" if where else unknown[0], f"unknown key (expected: {', '.join(allowed)})")
-    for k in required:
-        if k not in t:
-            _fail(path, f"{where}.{k}" if where else k, "missing (required)")
-
-
-def _text(path, where, v) -> str:
+def _condition(v):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
     if not isinstance(v, str) or not v.strip():
-        _fail(path, where, f"expected a non-empty string, got {v!r}")
+        raise fail((), f"expected a non-empty string, got {show(v)}")
     return v
 
 
-def _date(path, where, v) -> date:
-    if isinstance(v, date):
+Cond = Annotated[str, BeforeValidator(_condition)]
+Amount = Annotated[float, check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v,
+                                "a number", float)]
+Concentration = [k for k, v in ANALYTES.items() if v == "concentration"]
+CONTINUOUS = [p for p in units.PARAMETERS if p != "concentration"]
+
+
+@table(kw_only=True)
+class LimitEntry(Table):
+    """``[[limits]]``: one limit condition (a lab analyte's concentrations and loading, or a
+    continuous parameter's range)."""
+
+    condition: Cond
+    """The permit's number for the condition (its citation: "condition 3(a)")."""
+    analyte: Text | None = None
+    """A lab analyte (or give ``parameter``)."""
+    parameter: Text | None = None
+    """A continuously measured parameter: ``ph``, ``temperature``, ``flow`` (or give ``analyte``)."""
+    unit: Text
+    """The unit the limits are written in."""
+    words: Text
+    """The permit's words."""
+    daily_maximum: Positive | None = None
+    """Each sample's concentration may not exceed it [unit]."""
+    monthly_average: Positive | None = None
+    """The calendar month's average may not exceed it [unit]."""
+    daily_maximum_lb: Positive | None = None
+    """Each sample's concentration x its day's metered volume x 8.34 may not exceed it [lb/day]."""
+    minimum: Amount | None = None
+    """A continuous parameter's lowest lawful value [unit]."""
+    maximum: Amount | None = None
+    """A continuous parameter's highest lawful value [unit]."""
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if (self.analyte is None) == (self.parameter is None):
+            raise fail((), "give exactly one of analyte (a lab analyte) or parameter (measured continuously)")
+        lab, live = ("daily_maximum", "monthly_average", "daily_maximum_lb"), ("minimum", "maximum")
+        if self.analyte is not None:
+            if self.analyte not in Concentration:
+                raise fail(("analyte",), f"unknown analyte {self.analyte!r} (known: {', '.join(Concentration)})")
+            _only(self, live, "a lab analyte has daily_maximum, monthly_average and daily_maximum_lb")
+            if self.unit not in units.CONVERSIONS["concentration"]:
+                raise fail(("unit",), f"unknown unit {self.unit!r} for a concentration "
+                           f"(known: {', '.join(units.CONVERSIONS['concentration'])})")
+            if all(getattr(self, k) is None for k in lab):
+                raise fail((), "no limit: give daily_maximum, monthly_average [unit] or daily_maximum_lb [lb/day]")
+            return self
+        if self.parameter not in CONTINUOUS:
+            raise fail(("parameter",), f"unknown parameter {self.parameter!r} (known: {', '.join(CONTINUOUS)})")
+        if self.unit not in units.CONVERSIONS[self.parameter]:
+            raise fail(("unit",), f"unknown unit {self.unit!r} for {self.parameter} "
+                       f"(known: {', '.join(units.CONVERSIONS[self.parameter])})")
+        _only(self, lab, "a continuous parameter has minimum and maximum")
+        if self.minimum is None and self.maximum is None:
+            raise fail((), "no limit: give minimum and/or maximum")
+        if self.minimum is not None and self.maximum is not None and not self.minimum < self.maximum:
+            raise fail((), f"minimum {self.minimum:g} is not below maximum {self.maximum:g}")
+        return self
+
+    def limit(self) -> PermitLimit:
+        """The limit, its concentrations and range in canonical units."""
+        q = self.parameter or "concentration"
+        conv = {k: float(units.to_canonical(q, self.unit, [getattr(self, k)])[0])
+                for k in ("daily_maximum", "monthly_average", "minimum", "maximum") if getattr(self, k) is not None}
+        return PermitLimit(self.condition, self.words, self.unit, self.analyte, self.parameter,
+                           daily_maximum_lb=self.daily_maximum_lb, **conv)
+
+
+def _only(t, forbidden, why):
+    for k in forbidden:
+        if getattr(t, k) is not None:
+            raise fail((k,), why)
+
+
+UNION_TAGS.update(("continuous-frequency", "table-frequency"))
+
+
+@table
+class Frequency(Table):
+    """How often a sample is taken: ``times`` per ``per``."""
+
+    times: IntRange(1, 10_000, "a whole number >= 1")
+    """Samples per period."""
+    per: OneOf(*PERIODS)
+    """The period."""
+
+
+@table(kw_only=True)
+class MonitoringEntry(Table):
+    """``[[monitoring]]``: what to sample, how and how often."""
+
+    condition: Cond
+    """The permit's number for the condition."""
+    parameters: Annotated[tuple[str, ...], BeforeValidator(lambda v: _parameters(v))]
+    """Lab analytes or continuous parameters."""
+    sample_type: OneOf(*SAMPLE_TYPES, what="sample type")
+    """How a sample is taken."""
+    frequency: Annotated[Union[Annotated[Literal["continuous"], Tag("continuous-frequency")],
+                               Annotated[Frequency, Tag("table-frequency")]],
+                         Discriminator(lambda v: "continuous-frequency" if isinstance(v, str) else "table-frequency")]
+    """``"continuous"`` or ``{ times = N, per = "month" }``."""
+    words: Text | None = None
+    """The permit's words."""
+
+    @model_validator(mode="after")
+    def _continuous(self):
+        if (self.sample_type == "continuous") != (self.frequency == "continuous"):
+            raise fail(("frequency",), "a continuous sample type goes with frequency = \"continuous\" and only it")
+        return self
+
+
+def _parameters(v):
+    known = set(ANALYTES) | set(CONTINUOUS)
+    if isinstance(v, tuple):
         return v
-    if isinstance(v, str):
-        try:
-            return date.fromisoformat(v)
-        except ValueError:
-            pass
-    _fail(path, where, f"expected a date such as 2026-02-01, got {v!r}")
+    if not isinstance(v, list) or not v or not all(isinstance(p, str) for p in v):
+        raise fail((), f"expected a non-empty list of analytes or parameters, got {show(v)}")
+    for p in v:
+        if p not in known:
+            raise fail((), f"unknown analyte or parameter {p!r} (known: {', '.join(sorted(known))})")
+    return tuple(v)
 
 
-def _num(path, where, v, positive=False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-        _fail(path, where, f"expected a number, got {v!r}")
-    if positive and not v > 0:
-        _fail(path, where, f"expected a positive number, got {v!r}")
-    return float(v)
+@table
+class ConditionEntry(Table):
+    """``[[conditions]]``: another condition of the permit, quoted."""
+
+    number: Cond
+    """Its number."""
+    words: Text
+    """Its words."""
 
 
-def _renewal(path, t, pack: Pack | None) -> Renewal:
+@table
+class RenewalEntry(Table):
+    """``[renewal]``: how the permit's term ends (defaults from the pack, palmyra-wi §13.54(4))."""
+
+    term_years: Positive | None = None
+    """The length of a term [years]."""
+    automatic: Bool = True
+    """Renewed for another term unless notice is given."""
+    notice_days: Positive | None = None
+    """How many days before the end of a term the notice must come."""
+    notice_given: Date | None = None
+    """The utility gave notice on this day: the permit ends with that term."""
+    note: Text | None = None
+    """Why."""
+
+
+@table
+class FlowEntry(Table):
+    """``[flow]``: the permitted flows (palmyra-wi §13.54(2)(b), (e); §13.54(3)(b))."""
+
+    average_daily_gpd: Positive | None = None
+    """The average daily flow [gal/day]; also the slug baseline before 24 hours of readings."""
+    maximum_daily_gpd: Positive | None = None
+    """The maximum daily flow [gal/day]."""
+
+    @model_validator(mode="after")
+    def _order(self):
+        a, m = self.average_daily_gpd, self.maximum_daily_gpd
+        if a is not None and m is not None and m < a:
+            raise fail(("maximum_daily_gpd",), f"{m:g} is below the average daily flow {a:g}")
+        return self
+
+
+@table(kw_only=True)
+class PermitFile(Table):
+    """A wastewater discharge permit."""
+
+    number: Text
+    """The permit's number (``PAL-IU-2026-02``); findings cite "Permit <number>, condition <n>"."""
+    site: Text
+    """The config's site id."""
+    pack: Text | None = None
+    """The ordinance it is issued under (a pack id; default: the site's)."""
+    issued: Date
+    """The day it was issued."""
+    effective: Date
+    """The day it takes effect."""
+    expires: Date
+    """The end of the current term."""
+    renewal: RenewalEntry = RenewalEntry()
+    """How its term ends."""
+    flow: FlowEntry = FlowEntry()
+    """The permitted flows."""
+    limits: Tables(LimitEntry) = ()
+    """Concentrations and loadings (§13.54(3)(g)), and continuous parameters' ranges."""
+    monitoring: Tables(MonitoringEntry) = ()
+    """What to sample, how and how often."""
+    conditions: Tables(ConditionEntry) = ()
+    """Other conditions, quoted."""
+    issued_by: Text | None = None
+    """Who issued it."""
+    note: Text | None = None
+    """A free note."""
+
+    @model_validator(mode="after")
+    def _dates(self):
+        if self.effective < self.issued:
+            raise fail(("effective",), f"{self.effective} is before the permit was issued ({self.issued})")
+        if self.expires <= self.effective:
+            raise fail(("expires",), f"{self.expires} is not after the permit takes effect ({self.effective})")
+        seen: dict = {}
+        for i, lim in enumerate(self.limits):
+            k = lim.analyte or lim.parameter
+            if k in seen:
+                raise fail(("limits", i), f"{k} is limited twice (first at limits[{seen[k]}]): one condition each")
+            seen[k] = i
+        return self
+
+
+def _renewal(e: RenewalEntry, pack: Pack | None) -> Renewal:
     term, notice, citation, words = DEFAULT_TERM_YEARS, DEFAULT_NOTICE_DAYS, "", ""
     if pack is not None:
         try:
@@ -455,97 +596,7 @@ def _renewal(path, t, pack: Pack | None) -> Renewal:
             citation, words = rule.citation, rule.words
         except KeyError:
             pass
-    _keys(path, "renewal", t, ("term_years", "automatic", "notice_days", "notice_given", "note"))
-    if "term_years" in t:
-        term = int(_num(path, "renewal.term_years", t["term_years"], positive=True))
-    if "notice_days" in t:
-        notice = int(_num(path, "renewal.notice_days", t["notice_days"], positive=True))
-    automatic = t.get("automatic", True)
-    if not isinstance(automatic, bool):
-        _fail(path, "renewal.automatic", f"expected true or false, got {automatic!r}")
-    given = _date(path, "renewal.notice_given", t["notice_given"]) if "notice_given" in t else None
-    return Renewal(term, automatic, notice, given, citation, words)
-
-
-def _limit(path, i: int, t) -> PermitLimit:
-    where = f"limits[{i}]"
-    _keys(path, where, t, LIMIT_KEYS, ("condition", "unit", "words"))
-    cond = _text(path, f"{where}.condition", str(t["condition"]) if isinstance(t["condition"], int) else t["condition"])
-    words = _text(path, f"{where}.words", t["words"])
-    if ("analyte" in t) == ("parameter" in t):
-        _fail(path, where, "give exactly one of analyte (a lab analyte) or parameter (measured continuously)")
-    unit = t["unit"]
-    f: dict[str, Any] = {"condition": cond, "words": words, "unit": unit}
-    if "analyte" in t:
-        a = t["analyte"]
-        if a not in ANALYTES or ANALYTES[a] != "concentration":
-            _fail(path, f"{where}.analyte", f"unknown analyte {a!r} (known: "
-                  f"{', '.join(k for k, v in ANALYTES.items() if v == 'concentration')})")
-        f["analyte"] = a
-        for k in ("minimum", "maximum"):
-            if k in t:
-                _fail(path, f"{where}.{k}", "a lab analyte has daily_maximum, monthly_average and daily_maximum_lb")
-        conc = units.CONVERSIONS["concentration"]
-        if unit not in conc:
-            _fail(path, f"{where}.unit", f"unknown unit {unit!r} for a concentration (known: {', '.join(conc)})")
-        for k in ("daily_maximum", "monthly_average"):
-            if k in t:
-                f[k] = float(units.to_canonical("concentration", unit, [_num(path, f"{where}.{k}", t[k], True)])[0])
-        if "daily_maximum_lb" in t:
-            f["daily_maximum_lb"] = _num(path, f"{where}.daily_maximum_lb", t["daily_maximum_lb"], True)
-        if not any(k in f for k in ("daily_maximum", "monthly_average", "daily_maximum_lb")):
-            _fail(path, where, "no limit: give daily_maximum, monthly_average [unit] or daily_maximum_lb [lb/day]")
-    else:
-        prm = t["parameter"]
-        if prm not in units.CONVERSIONS or prm == "concentration":
-            _fail(path, f"{where}.parameter", f"unknown parameter {prm!r} (known: "
-                  f"{', '.join(p for p in units.PARAMETERS if p != 'concentration')})")
-        f["parameter"] = prm
-        if unit not in units.CONVERSIONS[prm]:
-            _fail(path, f"{where}.unit", f"unknown unit {unit!r} for {prm} (known: {', '.join(units.CONVERSIONS[prm])})")
-        for k in ("daily_maximum", "monthly_average", "daily_maximum_lb"):
-            if k in t:
-                _fail(path, f"{where}.{k}", "a continuous parameter has minimum and maximum")
-        for k in ("minimum", "maximum"):
-            if k in t:
-                f[k] = float(units.to_canonical(prm, unit, [_num(path, f"{where}.{k}", t[k])])[0])
-        if "minimum" not in f and "maximum" not in f:
-            _fail(path, where, "no limit: give minimum and/or maximum")
-        if "minimum" in f and "maximum" in f and not f["minimum"] < f["maximum"]:
-            _fail(path, where, f"minimum {t['minimum']} is not below maximum {t['maximum']}")
-    return PermitLimit(**f)
-
-
-def _monitoring(path, i: int, t) -> Monitoring:
-    where = f"monitoring[{i}]"
-    _keys(path, where, t, ("condition", "parameters", "sample_type", "frequency", "words"),
-          ("condition", "parameters", "sample_type", "frequency"))
-    ps = t["parameters"]
-    known = set(ANALYTES) | (set(units.PARAMETERS) - {"concentration"})
-    if not isinstance(ps, list) or not ps or not all(isinstance(p, str) for p in ps):
-        _fail(path, f"{where}.parameters", f"expected a non-empty list of analytes or parameters, got {ps!r}")
-    for p in ps:
-        if p not in known:
-            _fail(path, f"{where}.parameters", f"unknown analyte or parameter {p!r} (known: {', '.join(sorted(known))})")
-    st = t["sample_type"]
-    if st not in SAMPLE_TYPES:
-        _fail(path, f"{where}.sample_type", f"unknown sample type {st!r} (known: {', '.join(SAMPLE_TYPES)})")
-    fr = t["frequency"]
-    if fr == "continuous":
-        times, per = None, "continuous"
-    else:
-        _keys(path, f"{where}.frequency", fr, ("times", "per"), ("times", "per"))
-        times = fr["times"]
-        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
-            _fail(path, f"{where}.frequency.times", f"expected a whole number >= 1, got {times!r}")
-        per = fr["per"]
-        if per not in PERIODS:
-            _fail(path, f"{where}.frequency.per", f"expected one of {', '.join(PERIODS)}, got {per!r}")
-    if (st == "continuous") != (per == "continuous"):
-        _fail(path, f"{where}.frequency", "a continuous sample type goes with frequency = \"continuous\" and only it")
-    cond = t["condition"]
-    return Monitoring(str(cond), tuple(ps), st, times, per,
-                      _text(path, f"{where}.words", t["words"]) if "words" in t else None)
+    return Renewal(int(e.term_years or term), e.automatic, int(e.notice_days or notice), e.notice_given, citation, words)
 
 
 def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = None) -> Permit:
@@ -554,45 +605,22 @@ def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = No
     ``site_pack``: the pack of the permit's site, used where the permit names none (its
     renewal terms, palmyra-wi §13.54(4)).
     """
-    _keys(path, "", data, PERMIT_KEYS, ("number", "site", "issued", "effective", "expires"))
-    number = _text(path, "number", data["number"])
-    site = _text(path, "site", data["site"])
+    f = validate(PermitFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"))
     pack = site_pack
-    if "pack" in data:
+    if f.pack is not None:
         try:
-            pack = load_pack(_text(path, "pack", data["pack"]))
+            pack = load_pack(f.pack)
         except InputError as exc:
-            _fail(path, "pack", str(exc))
-    issued, effective, expires = (_date(path, k, data[k]) for k in ("issued", "effective", "expires"))
-    if effective < issued:
-        _fail(path, "effective", f"{effective} is before the permit was issued ({issued})")
-    if expires <= effective:
-        _fail(path, "expires", f"{expires} is not after the permit takes effect ({effective})")
-    flow = data.get("flow", {})
-    _keys(path, "flow", flow, ("average_daily_gpd", "maximum_daily_gpd"))
-    avg = _num(path, "flow.average_daily_gpd", flow["average_daily_gpd"], True) if "average_daily_gpd" in flow else None
-    mx = _num(path, "flow.maximum_daily_gpd", flow["maximum_daily_gpd"], True) if "maximum_daily_gpd" in flow else None
-    if avg is not None and mx is not None and mx < avg:
-        _fail(path, "flow.maximum_daily_gpd", f"{mx:g} is below the average daily flow {avg:g}")
-    for key in ("limits", "monitoring", "conditions"):
-        if not isinstance(data.get(key, []), list):
-            _fail(path, key, f"expected an array of tables ([[{key}]])")
-    limits = tuple(_limit(path, i, t) for i, t in enumerate(data.get("limits", [])))
-    seen: dict = {}
-    for i, lim in enumerate(limits):
-        k = lim.analyte or lim.parameter
-        if k in seen:
-            _fail(path, f"limits[{i}]", f"{k} is limited twice (first at limits[{seen[k]}]): one condition each")
-        seen[k] = i
-    monitoring = tuple(_monitoring(path, i, t) for i, t in enumerate(data.get("monitoring", [])))
-    conditions = []
-    for i, t in enumerate(data.get("conditions", [])):
-        _keys(path, f"conditions[{i}]", t, ("number", "words"), ("number", "words"))
-        conditions.append(Condition(str(t["number"]), _text(path, f"conditions[{i}].words", t["words"])))
-    return Permit(number=number, site=site, pack=pack.id if pack else None, issued=issued, effective=effective,
-                  expires=expires, renewal=_renewal(path, data.get("renewal", {}), pack), average_daily_gpd=avg,
-                  maximum_daily_gpd=mx, limits=limits, monitoring=monitoring, conditions=tuple(conditions),
-                  issued_by=data.get("issued_by"), note=data.get("note"), path=str(path), document=dict(data))
+            raise InputError(f"{path}: pack: {exc}") from None
+    monitoring = tuple(Monitoring(m.condition, m.parameters, m.sample_type,
+                                  None if m.frequency == "continuous" else m.frequency.times,
+                                  "continuous" if m.frequency == "continuous" else m.frequency.per, m.words)
+                       for m in f.monitoring)
+    return Permit(number=f.number, site=f.site, pack=pack.id if pack else None, issued=f.issued, effective=f.effective,
+                  expires=f.expires, renewal=_renewal(f.renewal, pack), average_daily_gpd=f.flow.average_daily_gpd,
+                  maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=tuple(x.limit() for x in f.limits),
+                  monitoring=monitoring, conditions=tuple(Condition(c.number, c.words) for c in f.conditions),
+                  issued_by=f.issued_by, note=f.note, path=str(path), document=dict(data))
 
 
 def load_permit(path, site_pack: Pack | None = None) -> Permit:

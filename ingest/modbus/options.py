@@ -76,4 +76,4 @@ class Options:
     @classmethod
     def from_config(cls, cfg) -> "Options":
         """The options of the config's ``[modbus]`` table (:attr:`foundation.config.Config.modbus`)."""
-        return cls.from_dict(cfg.modbus, cfg.path)
+        return cls.from_dict({k: v for k, v in cfg.modbus.items() if k != "shards"}, cfg.path)

@@ -1,0 +1,300 @@
+"""Checking the project's TOML files (config, rule packs, permits) with pydantic models.
+
+A TOML table is a frozen pydantic dataclass deriving :class:`Table`: each key is one field,
+with its type (one of the annotated types below, whose errors are the project's words), its
+default and a docstring under it, from which the reference pages and the JSON Schemas
+(``docs/reference/``) are generated. Adding a key is adding that one line.
+
+Every problem becomes one line naming the file, the table and the key, e.g.
+``village.toml: sites[2].sic: expected a 4-digit SIC code as a string, got '20x1'``:
+:func:`validate` raises the first, :func:`problems` lists them all (``sewerwatch pack
+check``). A check that needs several keys (a reference to another table, a unit for a
+parameter) raises :func:`fail` with the key it blames, relative to the table it runs in.
+
+pydantic (pinned in ``pyproject.toml``) does the walking, the collecting of every problem
+and the schema; what is written here is only the wording of problems, kept as precise as
+the hand-written checks it replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import ipaddress
+import re
+import typing
+from datetime import date
+from typing import Annotated, Any, Callable
+
+from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic.dataclasses import dataclass as _pydantic_dataclass
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import ArgsKwargs, PydanticCustomError
+
+#: How every table is checked: unknown keys refused, values frozen, docstrings as descriptions.
+MODEL_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True,
+                          arbitrary_types_allowed=True, revalidate_instances="never")
+
+_INTERNAL = "sewerwatch-internal"
+#: A field set by the loader, not a key of the file (not accepted, not in the schema).
+Internal = Annotated[Any, SkipJsonSchema(), _INTERNAL]
+
+
+def table(cls=None, /, **kwargs):
+    """Decorator: ``cls`` as a frozen pydantic dataclass checked as a TOML table."""
+    def wrap(c):
+        return _pydantic_dataclass(c, config=MODEL_CONFIG, frozen=True, **kwargs)
+    return wrap(cls) if cls is not None else wrap
+
+
+def keys(cls) -> tuple[str, ...]:
+    """The keys a table accepts (its fields, less the :data:`Internal` ones)."""
+    return tuple(n for n, f in cls.__pydantic_fields__.items() if _INTERNAL not in f.metadata)
+
+
+@table
+class Table:
+    """Base of every table: a value that is not a table, or a key it does not know, is the
+    first problem named."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data):
+        if isinstance(data, ArgsKwargs) or dataclasses.is_dataclass(data):
+            return data
+        if not isinstance(data, dict):
+            raise fail((), f"expected a table, got {show(data)}")
+        allowed = keys(cls)
+        unknown = sorted(k for k in data if k not in allowed)
+        if unknown:
+            raise fail((unknown[0],), f"unknown key{cls._unknown_key_words()} (expected one of: {', '.join(allowed)})")
+        return data
+
+    @classmethod
+    def _unknown_key_words(cls) -> str:
+        return ""
+
+
+def fail(at: tuple, problem: str) -> PydanticCustomError:
+    """The error to raise from a check: ``problem`` at key ``at`` (relative to the table the
+    check runs in: ``("sensors", 3, "device")``)."""
+    return PydanticCustomError("sewerwatch", "{problem}", {"problem": problem, "at": tuple(at)})
+
+
+def show(value: Any) -> str:
+    """A value as a problem quotes it: a string in quotes, anything else with its type."""
+    return repr(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+
+
+# --- the annotated types: each refuses in the project's words ------------------------------
+
+def check(test: Callable[[Any], bool], expected: str, convert: Callable = lambda v: v):
+    """A ``BeforeValidator``: ``expected ..., got ...`` unless ``test(value)``."""
+    def run(v):
+        if not test(v):
+            raise fail((), f"expected {expected}, got {show(v)}")
+        return convert(v)
+    return BeforeValidator(run)
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+
+
+def _text(v) -> bool:
+    return isinstance(v, str) and bool(v.strip())
+
+
+Text = Annotated[str, check(_text, "a non-empty string")]
+Bool = Annotated[bool, check(lambda v: isinstance(v, bool), "true or false")]
+Number = Annotated[float, check(_number, "a number", float)]
+Positive = Annotated[float, check(lambda v: _number(v) and v > 0, "a positive number", float), Field(gt=0)]
+SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+Slug = Annotated[str, check(lambda v: _text(v) and bool(SLUG.match(v)),
+                            "a short lowercase id (letters, digits, - and _)"), Field(pattern=SLUG.pattern)]
+TextList = Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and bool(v) and
+                                            all(isinstance(x, str) and x for x in v),
+                                            "a non-empty list of strings", tuple)]
+
+
+def IntRange(lo: int, hi: int, expected: str | None = None):
+    """An integer from ``lo`` to ``hi``."""
+    return Annotated[int, check(lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+                                expected or f"an integer from {lo} to {hi}"), Field(ge=lo, le=hi)]
+
+
+def OneOf(*choices: str, what: str = ""):
+    """One of ``choices``: ``unknown <what> 'x' (known: ...)`` or ``expected one of ...``."""
+    def run(v):
+        if v not in choices:
+            if what:
+                raise fail((), f"unknown {what} {show(v)} (known: {', '.join(choices)})")
+            raise fail((), f"expected one of {', '.join(choices)}, got {show(v)}")
+        return v
+    return Annotated[typing.Literal[choices], BeforeValidator(run)]
+
+
+def Url(*schemes: str):
+    """A URL with one of ``schemes``."""
+    return Annotated[str, check(lambda v: _text(v) and "://" in v and v.split("://", 1)[0] in schemes,
+                                f"a URL starting with {' or '.join(s + '://' for s in schemes)}")]
+
+
+def _ip(v) -> bool:
+    try:
+        ipaddress.ip_address(v)
+        return True
+    except ValueError:
+        return False
+
+
+Address = Annotated[str, check(lambda v: _text(v) and _ip(v), "an IP address to listen on (e.g. 127.0.0.1 or 0.0.0.0)")]
+
+
+def _networks(v):
+    if not isinstance(v, (list, tuple)):
+        raise fail((), f"expected a list of IP addresses or networks, got {show(v)}")
+    for x in v:
+        try:
+            ipaddress.ip_network(x, strict=False)
+        except (TypeError, ValueError):
+            raise fail((), f"not an IP address or network: {show(x)}") from None
+    return tuple(v)
+
+
+Networks = Annotated[tuple[str, ...], BeforeValidator(_networks)]
+
+
+def _date(v):
+    if isinstance(v, date):
+        return v
+    if isinstance(v, str):
+        try:
+            return date.fromisoformat(v)
+        except ValueError:
+            pass
+    raise fail((), f"expected a date such as 2026-02-01, got {show(v)}")
+
+
+Date = Annotated[date, BeforeValidator(_date)]
+
+
+def _tables(v):
+    if isinstance(v, tuple):        # already checked (a table re-made by dataclasses.replace)
+        return v
+    if not isinstance(v, list) or not all(isinstance(x, dict) or dataclasses.is_dataclass(x) for x in v):
+        raise PydanticCustomError("sewerwatch_tables", "{got}", {"got": show(v)})
+    return v
+
+
+def Tables(item):
+    """An array of tables ``[[key]]`` of ``item``."""
+    return Annotated[tuple[item, ...], BeforeValidator(_tables)]
+
+
+# --- validating, and the problems as one line each -----------------------------------------
+
+def validate(cls, data, path: str, error: Callable[[str, str, str], Exception], *, context: dict | None = None,
+             label: Callable[[tuple], str] | None = None):
+    """``data`` checked as ``cls``; the first problem raised as ``error(path, key, problem)``.
+
+    Parameters
+    ----------
+    cls : type
+        The :func:`table` class of the file.
+    data : dict
+        The parsed TOML.
+    path : str
+        The file, for messages.
+    error : callable
+        ``(path, key, problem) -> Exception`` (:class:`foundation.errors.ConfigError`, ...).
+    context : dict, optional
+        Passed to the checks (``info.context``), e.g. the folder relative paths start from.
+    label : callable, optional
+        ``loc -> str``: how a key is written (default :func:`dotted`).
+    """
+    try:
+        return _adapter(cls).validate_python(data, context=context)
+    except ValidationError as exc:
+        key, problem = _lines(exc, data, label)[0]
+        raise error(path, key, problem) from None
+
+
+def problems(cls, data, *, context: dict | None = None, label: Callable | None = None) -> list[tuple[str, str]]:
+    """Every problem of ``data`` as ``cls``: ``[(key, problem), ...]``, empty when it is valid
+    (checks spanning several tables run only once each of them is valid)."""
+    try:
+        _adapter(cls).validate_python(data, context=context)
+    except ValidationError as exc:
+        return _lines(exc, data, label)
+    return []
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter(cls) -> TypeAdapter:
+    return TypeAdapter(cls)
+
+
+def dotted(loc: tuple) -> str:
+    """``("sites", 2, "sic")`` -> ``sites[2].sic``."""
+    out = ""
+    for x in loc:
+        out += f"[{x}]" if isinstance(x, int) else (f".{x}" if out else str(x))
+    return out
+
+
+#: The tags of discriminated unions (a rule's ``kind``), dropped from keys (never a key themselves).
+UNION_TAGS: set[str] = set()
+
+
+def _lines(exc: ValidationError, data, label) -> list[tuple[str, str]]:
+    out, seen = [], set()
+    for e in exc.errors(include_url=False):
+        loc = tuple(x for x in e["loc"] if x not in UNION_TAGS)
+        ctx = e.get("ctx") or {}
+        kind = e["type"]
+        if kind == "sewerwatch":
+            loc, problem = loc + tuple(ctx.get("at", ())), ctx["problem"]
+        elif kind == "sewerwatch_tables":
+            problem = f"expected an array of tables ([[{dotted(loc)}]]), got {ctx['got']}"
+        elif kind == "missing":
+            problem = "missing (required)"
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            loc += (ctx["discriminator"].strip("'"),)
+            problem = "missing (required)" if kind == "union_tag_not_found" else \
+                f"unknown {ctx['discriminator'].strip(chr(39))} {ctx['tag']!r} (known: {ctx['expected_tags'].replace(chr(39), '')})"
+        elif kind in ("unexpected_keyword_argument", "extra_forbidden"):
+            problem = "unknown key"
+        else:
+            problem = f"{e['msg'][:1].lower()}{e['msg'][1:]}, got {show(e['input'])}"
+        key = (label or dotted)(loc) if loc else ""
+        if (key, problem) not in seen:
+            seen.add((key, problem))
+            out.append((key, problem))
+    return out
+
+
+def item_label(arrays: tuple[str, ...], data) -> Callable[[tuple], str]:
+    """A :func:`dotted` that names the ``id`` of each table of the given arrays of tables:
+    ``rules[3] (ph-min).limit``."""
+    def label(loc):
+        out = dotted(loc[:1])
+        node = data.get(loc[0]) if isinstance(data, dict) and loc else None
+        for prev, x in zip(loc, loc[1:]):
+            if isinstance(x, int):
+                out += f"[{x}]"
+                item = node[x] if isinstance(node, list) and 0 <= x < len(node) else None
+                if prev in arrays and isinstance(item, dict) and isinstance(item.get("id"), str):
+                    out += f" ({item['id']})"
+                node = item
+            else:
+                out += f".{x}"
+                node = node.get(x) if isinstance(node, dict) else None
+        return out
+    return label
+
+
+def json_schema(cls, title: str) -> dict:
+    """The JSON Schema of a file of ``cls`` tables, for editors (``$schema`` draft 2020-12)."""
+    schema = TypeAdapter(cls).json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **schema}
