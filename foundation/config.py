@@ -70,7 +70,7 @@ TimeZone = Annotated[str, BeforeValidator(_tz_check)]
 
 
 def _clock(v):
-    if v is False:
+    if v is False or v is None:
         return None
     if not isinstance(v, str) or not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
         raise fail((), f"expected a local time HH:MM (or false for none), got {show(v)}")

@@ -51,13 +51,13 @@ def _run(args, ctx) -> int:
     cfg = ctx.config
     modbus_devices(cfg, None if args.no_modbus else args.shard)     # a bad --shard: one line, exit 2
     if args.quiet:
-        cfg = replace(cfg, alert_options=replace(cfg.alert_options, console=False))
+        cfg = replace(cfg, alerts=replace(cfg.alerts, console=False))
     for opt, name, value in (("--hold-off", "hold_off_s", args.hold_off),
                              ("--escalate-after", "escalate_after_min", args.escalate_after)):
         if value is not None:
             if not value > 0:
                 raise InputError(f"run: {opt} must be positive, got {value}")
-            cfg = replace(cfg, **{name: value})
+            cfg = replace(cfg, alerts=replace(cfg.alerts, **{name: value}))
     ep = ctx.endpoints(start=True)
     state = cfg.services.state_dir
     state.mkdir(parents=True, exist_ok=True)
