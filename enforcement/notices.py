@@ -148,6 +148,7 @@ def _lab_samples(conn, v: dict) -> dict:
         "JOIN sites s ON s.id = ls.site_id WHERE s.key = %s AND ls.sample_key = ANY(%s) AND r.analyte = %s "
         "ORDER BY ls.collected, ls.sample_key", (v["site"], samples, v["parameter"])).fetchall()
     return {"kind": "lab", "analyte": v["parameter"], "limit": v["limit"], "unit": v["unit"] or "mg/l",
+            "comparison": v["evidence"].get("comparison"),
             "statistic": v["evidence"].get("statistic"), "average_mg_l": v["evidence"].get("average_mg_l"),
             "samples": [{"sample": k, "laboratory": lab, "collected": c.isoformat(), "sample_type": st,
                          "analyte": a, "mg_l": val, "non_detect": q == "<", "method": m, "version": ver,
@@ -179,7 +180,7 @@ def _subject_of_violations(conn, vs: list[dict], alert_id: int | None = None) ->
     cmp_ = v["evidence"].get("comparison") or ""
     name = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
     start_l, end_l = v["start"].astimezone(tz), v["end"].astimezone(tz)
-    summary = (f"{name} {v['peak']:g} {unit} ({cmp_} {v['limit']:g} {unit}, rule {v['rule']}), "
+    summary = (f"{name} {v['peak']:g} {unit} ({cmp_ or 'limit'} {v['limit']:g} {unit}, rule {v['rule']}), "
                f"{start_l:%Y-%m-%d %H:%M %Z}" + (f" to {end_l:%Y-%m-%d %H:%M %Z}" if end_l != start_l else ""))
     ids = v["violation_ids"]
     ref = (f"alert {alert_id}: violation{'s' if len(ids) > 1 else ''} {_ranges(ids)}" if alert_id
@@ -188,6 +189,12 @@ def _subject_of_violations(conn, vs: list[dict], alert_id: int | None = None) ->
             "occurred": local_date(v["start"], tz).isoformat(), "requirement": req, "evidence": evidence,
             "days": days_of_violation(vs, tz), "pack": v["pack"], "violation_id": ids[0], "finding_id": None,
             "violation_ids": ids, "alert_id": alert_id}
+
+
+def _as_the_municipality(pack):
+    """``words -> words`` with the guide's ``{municipality}`` the pack's kind (``City``, ``Village``)."""
+    kind = (pack.municipality.kind if pack.municipality else "utility").capitalize()
+    return lambda words: words.replace("{municipality}", kind) if isinstance(words, str) else words
 
 
 def _ranges(ids: list[int]) -> str:
@@ -330,13 +337,14 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         action, days, corrective, report_, guide_row = (row.action, row.respond_within_days, row.corrective_action,
                                                         row.report, row.where)
     pack = load_pack(s.pack)
+    said = _as_the_municipality(pack)
     permit = current_permits(conn).get(s.key)
     inhibiting = is_inhibiting(kind, subject["rule"])
     forf = forfeitures(s.pack, subject["days"]["days"], inhibiting=inhibiting, cite=cite_rule)
     number = _number(conn, action.prefix, drafted_on.year)
     doc = {
         "number": number, "title": action.title,
-        "action": {"id": action.id, "title": action.title, "words": action.words},
+        "action": {"id": action.id, "title": action.title, "words": said(action.words)},
         "letterhead": {"village": head.village, "lines": list(head.lines), "signed_by": head.signed_by,
                        "signer_title": head.signer_title},
         "ordinance": ordinance_title(pack),
@@ -348,9 +356,9 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         "evidence": subject["evidence"],
         "days_of_violation": subject["days"],
         "forfeitures": [x.as_json() for x in forf],
-        "forfeiture_note": None if forf else (f"The pack of {pack.name} states no forfeiture range; "
-                                              "the ordinance's penalty provision applies."),
-        "corrective_action": corrective, "report_demanded": report_, "respond_within_days": days,
+        "forfeiture_note": None if forf else (f"The {ordinance_title(pack)} states no amount of forfeiture; "
+                                              "its penalty provisions apply."),
+        "corrective_action": said(corrective), "report_demanded": said(report_), "respond_within_days": days,
         "recurrence": rec, "guide": {"name": guide.name, "row": guide_row},
         "timezone": pack.timezone,
         "escalated_from": ({"number": escalated_from["number"], "title": escalated_from["document"]["title"],

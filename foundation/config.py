@@ -30,7 +30,7 @@ from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Internal, IntRange, Networks, OneOf, Positive, Slug, Table,
                                Tables, Text, TextList, Url, check, fail, show, table, validate)
-from foundation.units import CONVERSIONS, to_canonical
+from foundation.units import CONVERSIONS, SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
 DEFAULT_MQTT_PORT = 51883
@@ -215,7 +215,7 @@ class Sensor(Table):
     """The site (a ``[[sites]]`` id)."""
     name: Slug
     """The sensor's name, unique at its site."""
-    parameter: OneOf(*CONVERSIONS)
+    parameter: OneOf(*SENSOR_PARAMETERS)
     """What it measures."""
     unit: Text
     """The unit of its readings (one of the parameter's units)."""

@@ -24,6 +24,8 @@ CANONICAL = {
     "flow": "gpm",
     "level": "ft",
     "concentration": "mg/l",
+    "bacteria": "cfu/100ml",
+    "asbestos": "mf/l",
 }
 
 #: parameter -> unit -> (scale, offset): canonical = value * scale + offset
@@ -43,10 +45,17 @@ CONVERSIONS: dict[str, dict[str, tuple[float, float]]] = {
     "level": {"ft": (1.0, 0.0), "in": (1.0 / 12.0, 0.0), "m": (1.0 / 0.3048, 0.0), "cm": (1.0 / 30.48, 0.0)},
     # For dilute aqueous waste 1 ppm by weight is 1 mg/l; the ordinances use both words
     # for the same fat/oil/grease limit (webster-wi §240-5, palmyra-wi §13.48(2)(k)).
-    "concentration": {"mg/l": (1.0, 0.0), "ug/l": (1e-3, 0.0), "ppm": (1.0, 0.0)},
+    "concentration": {"mg/l": (1.0, 0.0), "ug/l": (1e-3, 0.0), "ng/l": (1e-6, 0.0), "pg/l": (1e-9, 0.0),
+                      "ppm": (1.0, 0.0)},
+    # fecal coliform, a conventional pollutant (40 CFR 401.16): colonies (or the most probable
+    # number) per 100 ml; asbestos: million fibers per litre (40 CFR 136, Table IB)
+    "bacteria": {"cfu/100ml": (1.0, 0.0), "mpn/100ml": (1.0, 0.0)},
+    "asbestos": {"mf/l": (1.0, 0.0)},
 }
 
 PARAMETERS = tuple(CONVERSIONS)
+#: The parameters a sensor may measure (the others are lab analytes' only).
+SENSOR_PARAMETERS = ("ph", "temperature", "flow", "level", "concentration")
 
 #: parameter -> (lowest, highest) physically plausible value [canonical unit] (issue 12,
 #: "Plausibility"). A reading outside it is kept with quality 1 (out of range) and never
@@ -59,6 +68,8 @@ PHYSICAL_RANGE: dict[str, tuple[float, float]] = {
     "flow": (0.0, float("inf")),      # [gpm]; a negative flow is a meter fault
     "level": (0.0, float("inf")),     # [ft]
     "concentration": (0.0, float("inf")),   # [mg/l]
+    "bacteria": (0.0, float("inf")),
+    "asbestos": (0.0, float("inf")),
 }
 
 

@@ -193,6 +193,9 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         "site": key, "name": site["name"], "pack": pack, "sic": site.get("sic"), "permit": site.get("permit"),
         "quarter": quarter, "period_start": start.isoformat(), "period_end": end.isoformat(),
         "issued": issued.isoformat(), "volume_mg": volume_mg, "volume_source": volume_source,
+        # how the bill tells the customer where the volume comes from (no file or key of ours)
+        "volume_basis": ("as recorded by the utility for the period" if given is not None else
+                         "integrated from the metered flow readings" if metered["sensors"] else "not known"),
         "volume_coverage": coverage, "volume_known": volume_missing is None, "volume_missing": volume_missing,
         "draft": False,
         "charges": lines, "total_dollars": total, "payment": payment,

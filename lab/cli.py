@@ -11,10 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 from foundation.errors import InputError
+
+#: ``lab import``'s exit status when some rows became dead letters (0: every row imported;
+#: 2: the file could not be read at all), so that a script importing nightly notices.
+DEAD_LETTERS_EXIT = 4
 from lab import permit_cli
 from lab.cli_args import moment
 
@@ -24,7 +29,8 @@ def register(sub) -> None:
         "surcharge", help="compute surcharges from lab results and volumes (no database needed)",
         description="Surcharge on high-strength waste (EPA Model No. 2 as the pack adopts it, e.g. "
         "palmyra-wi §13.45(4)) from a lab CSV, the period's volume per site and the rates per pound.")
-    p.add_argument("--pack", default="palmyra-wi", help="rule pack giving the normal-sewage bases (default palmyra-wi)")
+    p.add_argument("--pack", default=None, help="rule pack giving the normal-sewage bases and the surcharge formula: "
+                   "an id on the pack search path or a pack TOML file (default: the [utility] pack of the config)")
     p.add_argument("--lab", required=True, metavar="FILE.csv",
                    help="lab results: sample_id,site,collected,analyte,value,unit,qualifier")
     vol = p.add_mutually_exclusive_group(required=True)
@@ -39,7 +45,11 @@ def register(sub) -> None:
 
     p = sub.add_parser("lab", help="import lab results, list them, check them")
     lsub = p.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
-    q = lsub.add_parser("import", help="import a lab CSV into the database (bad rows go to dead_letters)")
+    q = lsub.add_parser("import", help="import a lab CSV into the database (bad rows go to dead_letters)",
+                        description="Import a lab CSV into the database. A row that cannot be used is kept in "
+                        "dead_letters with its reason. Exit status: 0 when every row was imported; "
+                        f"{DEAD_LETTERS_EXIT} when some rows became dead letters (a summary line on standard error "
+                        "gives their count and first reasons); 2 when the file cannot be read at all.")
     q.add_argument("file", metavar="FILE.csv")
     q.add_argument("--actor", default=None, help="who imports (audit log; default: $USER)")
     q.add_argument("--correct", action="store_true",
@@ -106,6 +116,12 @@ def _surcharge(args: argparse.Namespace, ctx) -> int:
     from lab.readers.rates import (read_lab_file_strict, read_non_detect_policy, read_rates, read_rates_file,
                                    read_volumes)
 
+    if args.pack is None:        # never another village's by default
+        if not ctx.has_config:
+            from foundation.context import config_search_note
+            raise InputError(f"surcharge needs --pack PACK (a pack id such as palmyra-wi, or a pack file) or a config "
+                             f"naming the utility's pack; {config_search_note()}")
+        args.pack = ctx.config.pack
     normal_strength(args.pack)  # an unknown pack or one without a surcharge base fails first
     rates = read_rates(args.rates)
     rates_doc = read_rates_file(args.rates)
@@ -152,6 +168,12 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
               f"{report['bad']} bad (kept in dead_letters)")
         for b in report["bad_rows"]:
             print(f"  line {b['line']}: {b['reason']}")
+    if report["bad"]:
+        first = "; ".join(f"line {b['line']}: {b['reason']}" for b in report["bad_rows"][:3])
+        more = f"; and {report['bad'] - 3} more" if report["bad"] > 3 else ""
+        print(f"sewerwatch: {report['file']}: {report['bad']} of {report['bad'] + report['stored'] + report['corrected'] + report['unchanged']} "
+              f"rows became dead letters (not imported): {first}{more}", file=sys.stderr)
+        return DEAD_LETTERS_EXIT
     return 0
 
 

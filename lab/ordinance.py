@@ -69,12 +69,12 @@ class LabLimit:
     origin: str = "ordinance"
     stricter_of: str | None = None
     provenance: str = ""
+    comparison: str = ""        # the ordinance's (or permit's) comparison words: "more than"
 
 
 def pack_of(pack: str) -> Pack:
-    """The rule pack with this id (:class:`InputError` naming the known ones if none)."""
-    if pack not in available_packs():
-        raise InputError(f"unknown pack '{pack}' (known: {', '.join(available_packs())})")
+    """The rule pack with this id, or in this file (:func:`limits.packs.load_pack`: the one pack
+    search path; an :class:`InputError` naming the known ones and where it looked if none)."""
     return load_pack(pack)
 
 
@@ -124,7 +124,8 @@ def site_rules(pack: str, permit: Permit | None = None) -> tuple[Rule, ...]:
 
 def _lab_limit(p, r: Rule) -> LabLimit:
     return LabLimit(r.id, r.analyte, float(r.limit_canonical), _BASIS[r.basis], _cite(p, r), r.words,
-                    r.unit if r.kind == "loading-limit" else "mg/l", r.op, r.origin, r.stricter_of, r.provenance)
+                    r.unit if r.kind == "loading-limit" else (r.canonical_unit or "mg/l"), r.op, r.origin, r.stricter_of,
+                    r.provenance, r.comparison or "")
 
 
 def lab_limits(pack: str, permit: Permit | None = None) -> tuple[LabLimit, ...]:

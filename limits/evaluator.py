@@ -158,9 +158,13 @@ def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap
         The exceeding readings (before a slug's duration test).
     """
     if rule.kind == "range":
+        # a duration qualifier ("for more than one hour"): shorter runs are no violation, a
+        # longer one starts at its first reading over (the streaming evaluator keeps an open
+        # run's readings from its first, so it gives the same episode once past the duration)
         flag = core.exceeds(value, rule.limit_canonical, rule.op)
-        return core.make_episodes(sensor, time, value, flag, brk, rule_index,
-                                  rule.limit_canonical, lowest=rule.op in ("<", "<=")), None, flag
+        qualifier = None if rule.longer_than_min is None else int(round(rule.longer_than_min * core.MINUTE_US))
+        return core.make_episodes(sensor, time, value, flag, brk, rule_index, rule.limit_canonical,
+                                  lowest=rule.op in ("<", "<="), min_duration=qualifier), None, flag
     if rule.kind == "slug":
         if avg is None:
             avg, flag, configured = core.normal_operation_average(

@@ -38,8 +38,9 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
-from foundation.schema import (UNION_TAGS, IntRange, Number, OneOf, Positive, Table, Tables, Text, fail, item_label,
-                               show, table, validate)
+from foundation.schema import (UNION_TAGS, IntRange, Number, OneOf, Positive, Table, Tables, Text, TextList, fail,
+                               item_label, show, table, validate)
+from limits import analytes
 from limits.core import exceeds
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -54,6 +55,7 @@ COMPARISONS: dict[str, str] = {
     "below": "<",
     "higher than": ">",
     "exceeds": ">",
+    "exceed": ">",              # "shall not exceed 0.05 mg/l"
     "exceeding": ">",
     "more than": ">",
     "greater than": ">",
@@ -84,17 +86,13 @@ LOADING_UNITS = ("lb/d",)
 #: (a permit's monthly average); of a loading limit: each day's.
 BASES = {"lab-limit": ("sample", "average", "monthly"), "loading-limit": ("daily",)}
 
-#: Lab analytes (the lab CSV's names) and the parameter their units belong to.
-ANALYTES = {
-    "bod5": "concentration", "tss": "concentration", "tkn": "concentration",
-    "tp": "concentration", "fog": "concentration", "cn": "concentration",
-    # palmyra-wi 003_44f871d49a02d8f5.txt §13.48(2)(i): limited by "the Wisconsin
-    # Administrative Code or WPDES Permit", so by a user's discharge permit (limits/permits.py)
-    "cr6": "concentration", "cr3": "concentration", "cu": "concentration", "ni": "concentration",
-    "cd": "concentration", "zn": "concentration", "phenols": "concentration", "fe": "concentration",
-    "sn": "concentration",
-    "ph": "ph",
-}
+#: The catalogue's analytes (``limits/analytes.csv``, :mod:`limits.analytes`) -> the
+#: parameter their units belong to; a pack may add its own (``[[analytes]]``).
+ANALYTES = {k: a.parameter for k, a in analytes.catalogue().items()}
+
+#: The kinds of municipality a pack's ``municipality`` may be (documents write "the City finds").
+MUNICIPALITY_KINDS = ("city", "village", "town", "township", "borough", "county", "district", "authority",
+                      "utility")
 
 #: the periods a sampling frequency of ``[[monitoring]]`` counts in
 SAMPLING_PERIODS = ("day", "week", "month", "quarter", "year")
@@ -139,9 +137,14 @@ class Rule:
         The limit as the ordinance states it [unit]; ``value`` for a definition.
     limit_canonical : float or None
         The limit in the canonical unit of its parameter (see :mod:`foundation.units`).
-    multiple, window_h, longer_than_min : float or None
-        Slug rule: the multiple of the trailing average, the window [h], the strict
-        minimum duration [min].
+    multiple, window_h : float or None
+        Slug rule: the multiple of the trailing average, the window [h].
+    longer_than_min : float or None
+        The strict minimum duration of an episode [min]: a slug's, or a range rule's duration
+        qualifier ("for more than one hour"). Shorter episodes are no violation; a longer
+        one starts at its first reading over the limit.
+    quantity : str or None
+        The :mod:`foundation.units` parameter of an analyte's unit (``concentration``, ...).
     basis, category, note : str or None
         ``lab-limit`` basis (``sample``, ``average`` or ``monthly``), ``loading-limit``
         basis (``daily``), ``default-strength`` category, and a free note.
@@ -175,6 +178,7 @@ class Rule:
     note: str | None = None
     origin: str = "ordinance"
     stricter_of: str | None = None
+    quantity: str | None = None
 
     @property
     def citation(self) -> str:
@@ -191,7 +195,7 @@ class Rule:
     @property
     def canonical_unit(self) -> str | None:
         """The canonical unit of ``limit_canonical``."""
-        param = self.parameter or (ANALYTES.get(self.analyte) if self.analyte else None)
+        param = self.parameter or self.quantity or (ANALYTES.get(self.analyte) if self.analyte else None)
         return units.CANONICAL.get(param) if param else None
 
     def exceeded_by(self, values):
@@ -375,6 +379,13 @@ class Pack:
     residential_equivalents: Provision | None = None
     report_duty: ReportDuty | None = None
     monitoring: tuple[Sampling, ...] = ()
+    municipality: "Municipality | None" = None
+    analytes: tuple[analytes.Analyte, ...] = ()
+
+    @property
+    def the(self) -> str:
+        """How documents name the municipality in a sentence: ``the City``, ``the Village``."""
+        return (self.municipality or Municipality.of(self.name)).the
 
     @property
     def tz(self) -> ZoneInfo:
@@ -427,9 +438,9 @@ class Pack:
 
 # --- the file, checked: one table class per entry -------------------------------------------
 
-def _analyte(v):
-    if v not in ANALYTES:
-        raise fail((), f"unknown analyte {show(v)} (known: {', '.join(ANALYTES)})")
+def _analyte(v):        # the pack's own analytes are known too: PackFile checks them
+    if not isinstance(v, str) or not v.strip():
+        raise fail((), f"expected an analyte id, got {show(v)}")
     return v
 
 
@@ -495,10 +506,9 @@ class Entry(Table):
                        f"(known: {', '.join(units.CONVERSIONS[parameter])})")
 
     @model_validator(mode="after")
-    def _units(self):
-        unit_of = getattr(self, "parameter", None) or ANALYTES.get(getattr(self, "analyte", None) or "")
+    def _units(self):       # an analyte's units: PackFile checks them (the pack may define it)
         if "unit" in type(self).__pydantic_fields__ and self.kind not in ("loading-limit", "definition"):
-            self._unit_for(unit_of)
+            self._unit_for(getattr(self, "parameter", None))
         return self
 
 
@@ -522,6 +532,9 @@ class RangeRule(Limited):
     kind: Literal["range"]
     parameter: Parameter
     """The parameter (``ph``, ``temperature``, ``flow``, ...)."""
+    longer_than_min: Positive | None = None
+    """A duration qualifier ("exceeds these limits for more than one hour": 60): an episode is a
+    violation only when it lasts strictly longer [min]; its start stays the first reading over."""
 
 
 @table(kw_only=True)
@@ -812,7 +825,7 @@ class SamplingEntry(Table):
     """Where the ordinance says it."""
     words: Text
     """Its words."""
-    parameters: Annotated[tuple[str, ...], _list_of(_analyte, "analytes")]
+    parameters: Annotated[tuple[str, ...], _list_of(lambda x: x, "analytes")]
     """The analytes each sample is analysed for."""
     times: IntRange(1, 10_000, "a whole number >= 1")
     """Samples per ``per``."""
@@ -820,6 +833,78 @@ class SamplingEntry(Table):
     """The period."""
     note: Text | None = None
     """Why and how."""
+
+
+@table
+class Municipality(Table):
+    """``municipality``: who enforces the ordinance, as its documents name it."""
+
+    kind: OneOf(*MUNICIPALITY_KINDS)
+    """``city``, ``village``, ``town``, ...: documents say "the City finds"."""
+    name: Text
+    """The name without its kind (``Palmyra``)."""
+
+    @property
+    def the(self) -> str:
+        """``the City`` (a sentence capitalises it)."""
+        return f"the {self.kind.capitalize()}"
+
+    @property
+    def title(self) -> str:
+        """``City of Examplehaven``."""
+        return f"{self.kind.capitalize()} of {self.name}"
+
+    @classmethod
+    def of(cls, name: str) -> "Municipality":
+        """The municipality a pack's ``name`` states (``Village of Palmyra`` -> village)."""
+        head, _, rest = name.partition(" of ")
+        kind = head.strip().lower()
+        if kind in MUNICIPALITY_KINDS and rest:
+            return cls(kind, rest.split(",")[0].split(" (")[0].strip())
+        return cls("utility", name)
+
+
+def _analyte_id(v):
+    if not isinstance(v, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,62}", v):
+        raise fail((), f"expected a lowercase analyte id (letters, digits, - and _), got {show(v)}")
+    if v in analytes.catalogue():
+        raise fail((), f"{v!r} is in the catalogue ({analytes.catalogue()[v].name}): name it, or give your own id")
+    return v
+
+
+@table(kw_only=True)
+class AnalyteEntry(Table):
+    """``[[analytes]]``: an analyte of the village's own, beside the catalogue's (``limits/analytes.csv``)."""
+
+    id: Annotated[str, BeforeValidator(_analyte_id)]
+    """The id its rules and the lab CSV name it by."""
+    name: Text
+    """What it is."""
+    parameter: Parameter = "concentration"
+    """The parameter its units belong to."""
+    unit: Text = "mg/l"
+    """The unit results are stored and judged in (the parameter's canonical unit)."""
+    units: TextList | None = None
+    """The units results and limits may be written in (default: all of the parameter's)."""
+    cas: str = ""
+    """Its CAS registry number, where it has one."""
+    method: str = ""
+    """The 40 CFR 136 method family a lab would use."""
+
+    @model_validator(mode="after")
+    def _units_known(self):
+        known = units.CONVERSIONS[self.parameter]
+        if self.unit != units.CANONICAL[self.parameter]:
+            raise fail(("unit",), f"expected {units.CANONICAL[self.parameter]!r}, the canonical unit of "
+                       f"{self.parameter}, got {self.unit!r}")
+        for u in self.units or ():
+            if u not in known:
+                raise fail(("units",), f"unknown unit {u!r} for {self.parameter} (known: {', '.join(known)})")
+        return self
+
+    def analyte(self) -> analytes.Analyte:
+        return analytes.Analyte(self.id, self.name, self.parameter, self.unit,
+                                tuple(self.units or units.CONVERSIONS[self.parameter]), self.cas, "local", self.method)
 
 
 @table(kw_only=True)
@@ -836,6 +921,11 @@ class PackFile(Table):
     """IANA time zone: calendar days of violation are counted in it."""
     seed: Text
     """The file the ordinance's words were copied from (each rule's provenance)."""
+    municipality: Municipality | None = None
+    """Who enforces it: ``{ kind = "city", name = "Examplehaven" }`` (default: read from ``name``,
+    "Village of Palmyra")."""
+    analytes: Tables(AnalyteEntry) = ()
+    """Analytes of the village's own, beside the catalogue's."""
     rules: Tables(AnyRule)
     """The ordinance's provisions (``[[rules]]``), each of one ``kind``."""
     charges: Tables(Charge) = ()
@@ -864,6 +954,21 @@ class PackFile(Table):
             if c.id in seen:
                 raise fail(("charges", i, "id"), f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])")
             seen[c.id] = i
+        own = tuple(a.analyte() for a in self.analytes)
+        table_ = analytes.known(own)
+        for i, r in enumerate(self.rules):
+            a = getattr(r, "analyte", None)
+            if a is None:
+                continue
+            if a not in table_:
+                raise fail(("rules", i, "analyte"), analytes.unknown(a, own))
+            unit = getattr(r, "unit", None)
+            if unit is not None and r.kind != "loading-limit" and unit not in table_[a].units:
+                raise fail(("rules", i, "unit"), f"unknown unit {unit!r} for {a} (known: {', '.join(table_[a].units)})")
+        for i, m in enumerate(self.monitoring):
+            for a in m.parameters:
+                if a not in table_:
+                    raise fail(("monitoring", i, "parameters"), analytes.unknown(a, own))
         definitions = [r.id for r in self.rules if r.kind == "definition"]
         provisions = [(("charges", i), c) for i, c in enumerate(self.charges)] + [
             ((k,), getattr(self, k)) for k in ("late_charge", "residential_equivalents") if getattr(self, k)]
@@ -885,9 +990,11 @@ def _fail(path, where: str, problem: str):
     raise InputError(f"{path}: {where}: {problem}")
 
 
-def _rule(e, seed: str, code: str) -> Rule:
+def _rule(e, seed: str, code: str, table_: dict) -> Rule:
     f = {k: getattr(e, k) for k in e.__pydantic_fields__ if k in Rule.__dataclass_fields__}
     f.update(seed=seed, code=code)
+    if getattr(e, "analyte", None):
+        f["quantity"] = table_[e.analyte].parameter
     if e.kind == "definition":
         f["limit"] = e.value
         return Rule(**f)
@@ -896,7 +1003,7 @@ def _rule(e, seed: str, code: str) -> Rule:
     if e.kind == "loading-limit":
         f["limit_canonical"] = e.limit
     elif getattr(e, "limit", None) is not None:
-        param = getattr(e, "parameter", None) or ANALYTES[e.analyte]
+        param = getattr(e, "parameter", None) or f["quantity"]
         f["limit_canonical"] = float(units.to_canonical(param, e.unit, e.limit))
     return Rule(**f)
 
@@ -961,10 +1068,15 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None,
     ``resolve=False`` reads it as another pack's model: its own model references are kept
     unresolved (a model entry names its model pack's own entry, never a chain).
     """
+    if isinstance(data, dict) and "rules" not in data and {"utility", "sites", "sensors", "services"} & set(data):
+        raise InputError(f"{path}: a sewerwatch config, not a rule pack (a pack has id, name, code, timezone, seed "
+                         "and [[rules]]; the config's [utility] pack names the utility's pack)")
     f = validate(PackFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"),
                  context={"expected_id": expected_id}, label=item_label(("rules",), data))
-    rules = tuple(_rule(r, f.seed, f.code) for r in f.rules)
-    pack = Pack(id=f.id, name=f.name, timezone=f.timezone, seed=f.seed, rules=rules, path=str(path), code=f.code)
+    own = tuple(a.analyte() for a in f.analytes)
+    rules = tuple(_rule(r, f.seed, f.code, analytes.known(own)) for r in f.rules)
+    pack = Pack(id=f.id, name=f.name, timezone=f.timezone, seed=f.seed, rules=rules, path=str(path), code=f.code,
+                municipality=f.municipality or Municipality.of(f.name), analytes=own)
     by_id = {r.id: r for r in rules}
     extra = {"charges": tuple(_provision(path, f"charges[{i}]", c, pack, by_id, resolve, "charges")
                               for i, c in enumerate(f.charges)),
@@ -976,6 +1088,37 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None,
     if f.report_duty is not None:
         extra["report_duty"] = _report_duty(path, f.report_duty, pack, resolve)
     return replace(pack, **extra)
+
+
+def _limits_what(r: Rule):
+    """What a rule limits, and how: two rules with the same key overlap (None: nothing to compare)."""
+    direction = "from below" if r.op in ("<", "<=") else "from above"
+    if r.kind == "range":
+        return (r.kind, r.parameter, direction, r.longer_than_min), f"{r.parameter} {direction}" + (
+            f" for more than {r.longer_than_min:g} min" if r.longer_than_min else "")
+    if r.kind in ("lab-limit", "loading-limit"):
+        return (r.kind, r.analyte, r.basis), f"{r.analyte} ({r.kind}, basis {r.basis})"
+    if r.kind in ("normal-strength", "permit-threshold"):   # flow thresholds set different duties
+        return (r.kind, r.analyte or r.parameter), f"the {r.kind} of {r.analyte or r.parameter}"
+    return None, ""
+
+
+def overlaps(pack: Pack) -> list[tuple[str, str]]:
+    """Rules of ``pack`` that limit the same thing the same way (a parameter in one direction
+    and duration, an analyte on one basis): ``[(key, problem), ...]``, the later rule blamed."""
+    first: dict = {}
+    out = []
+    for i, r in enumerate(pack.rules):
+        key, said = _limits_what(r)
+        if key is None:
+            continue
+        if key in first:
+            j, q = first[key]
+            out.append((f"rules[{i}] ({r.id})", f"overlaps rules[{j}] ({q.id}): both limit {said}; an ordinance "
+                        "states one limit for it (a stricter one for a user belongs in the user's permit)"))
+        else:
+            first[key] = (i, r)
+    return out
 
 
 def pack_path(name_or_path: str) -> Path:

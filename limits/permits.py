@@ -34,12 +34,13 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BeforeValidator, Discriminator, Tag, model_validator
+from pydantic import BeforeValidator, Discriminator, Tag, ValidationInfo, model_validator
 
 from foundation import tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import UNION_TAGS, Bool, Date, IntRange, OneOf, Positive, Table, Tables, Text, check, fail, show, table, validate
-from limits.packs import ANALYTES, Pack, Rule, load_pack
+from limits import analytes
+from limits.packs import Pack, Rule, load_pack
 
 #: how a sample is taken (palmyra-wi §13.53(3): "a representative 24-hour flow proportional
 #: sample"); ``continuous``: a sensor at the control manhole
@@ -377,8 +378,7 @@ def _condition(v):
 Cond = Annotated[str, BeforeValidator(_condition)]
 Amount = Annotated[float, check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v,
                                 "a number", float)]
-Concentration = [k for k, v in ANALYTES.items() if v == "concentration"]
-CONTINUOUS = [p for p in units.PARAMETERS if p != "concentration"]
+CONTINUOUS = [p for p in units.SENSOR_PARAMETERS if p != "concentration"]
 
 
 @table(kw_only=True)
@@ -412,9 +412,7 @@ class LimitEntry(Table):
         if (self.analyte is None) == (self.parameter is None):
             raise fail((), "give exactly one of analyte (a lab analyte) or parameter (measured continuously)")
         lab, live = ("daily_maximum", "monthly_average", "daily_maximum_lb"), ("minimum", "maximum")
-        if self.analyte is not None:
-            if self.analyte not in Concentration:
-                raise fail(("analyte",), f"unknown analyte {self.analyte!r} (known: {', '.join(Concentration)})")
+        if self.analyte is not None:     # a known analyte: PermitFile checks it (the pack may define it)
             _only(self, live, "a lab analyte has daily_maximum, monthly_average and daily_maximum_lb")
             if self.unit not in units.CONVERSIONS["concentration"]:
                 raise fail(("unit",), f"unknown unit {self.unit!r} for a concentration "
@@ -487,14 +485,10 @@ class MonitoringEntry(Table):
 
 
 def _parameters(v):
-    known = set(ANALYTES) | set(CONTINUOUS)
     if isinstance(v, tuple):
         return v
     if not isinstance(v, list) or not v or not all(isinstance(p, str) for p in v):
         raise fail((), f"expected a non-empty list of analytes or parameters, got {show(v)}")
-    for p in v:
-        if p not in known:
-            raise fail((), f"unknown analyte or parameter {p!r} (known: {', '.join(sorted(known))})")
     return tuple(v)
 
 
@@ -573,7 +567,23 @@ class PermitFile(Table):
     """A free note."""
 
     @model_validator(mode="after")
-    def _dates(self):
+    def _dates(self, info: ValidationInfo):
+        own = (info.context or {}).get("analytes", ())
+        known = analytes.known(own)
+        for i, lim in enumerate(self.limits):
+            if lim.analyte is None:
+                continue
+            if lim.analyte not in known:
+                raise fail(("limits", i, "analyte"), analytes.unknown(lim.analyte, own))
+            if known[lim.analyte].parameter != "concentration":
+                raise fail(("limits", i, "analyte"), f"{lim.analyte} is not a concentration: a permit limits it "
+                           "as a parameter (minimum, maximum)")
+        for i, m in enumerate(self.monitoring):
+            for p in m.parameters:
+                if p not in known and p not in CONTINUOUS:
+                    near = analytes.closest(p, own)
+                    raise fail(("monitoring", i, "parameters"), f"unknown analyte or parameter {p!r} (parameters: "
+                               f"{', '.join(CONTINUOUS)}; closest analytes: {', '.join(near) or 'none'})")
         if self.effective < self.issued:
             raise fail(("effective",), f"{self.effective} is before the permit was issued ({self.issued})")
         if self.expires <= self.effective:
@@ -605,13 +615,14 @@ def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = No
     ``site_pack``: the pack of the permit's site, used where the permit names none (its
     renewal terms, palmyra-wi §13.54(4)).
     """
-    f = validate(PermitFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"))
     pack = site_pack
-    if f.pack is not None:
+    if isinstance(data, dict) and isinstance(data.get("pack"), str) and data["pack"].strip():
         try:
-            pack = load_pack(f.pack)
+            pack = load_pack(data["pack"])
         except InputError as exc:
             raise InputError(f"{path}: pack: {exc}") from None
+    f = validate(PermitFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"),
+                 context={"analytes": pack.analytes if pack else ()})
     monitoring = tuple(Monitoring(m.condition, m.parameters, m.sample_type,
                                   None if m.frequency == "continuous" else m.frequency.times,
                                   "continuous" if m.frequency == "continuous" else m.frequency.per, m.words)

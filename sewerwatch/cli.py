@@ -19,6 +19,7 @@ import enforcement.cli
 import ingest.cli
 import lab.cli
 import limits.cli
+import limits.pack_cli
 import simulators.cli
 from foundation.context import Context
 from foundation.errors import NotBuiltYet, SewerwatchError, report
@@ -31,6 +32,7 @@ COMMAND_MODULES = (
     cli_config,          # config check
     ingest.cli,          # collect
     limits.cli,          # check
+    limits.pack_cli,     # pack check|reference
     lab.cli,             # surcharge, lab, bill
     simulators.cli,      # simulate
     cli_run,             # run, status

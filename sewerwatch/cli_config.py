@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from foundation import config
+from foundation.errors import InputError
 from ingest.modbus.options import Options as ModbusOptions
 
 
@@ -22,6 +23,17 @@ def _check(args, ctx) -> int:
     from enforcement.settings import settings
     from lab.documents.pdf import letterhead
 
+    from foundation.config import find_pack
+    from limits.pack_cli import check_pack
+
+    problems = [line for pack in dict.fromkeys([cfg.pack, *(s.pack for s in cfg.sites)])
+                for line in check_pack(find_pack(pack, cfg.pack_dirs))]
+    if problems:                     # the utility's packs: every problem, one line each
+        for line in problems:
+            print(line)
+        raise InputError(f"{cfg.path}: the rule pack{'s' if len(set(s.pack for s in cfg.sites) | {cfg.pack}) > 1 else ''} "
+                         f"of the utility {'have' if len(problems) > 1 else 'has'} {len(problems)} problem"
+                         f"{'s' * (len(problems) != 1)} (listed above)")
     head = letterhead(cfg)           # [documents]
     st = settings(cfg)               # [enforcement]
     guide = load_guide(st.guide)

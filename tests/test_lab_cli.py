@@ -90,7 +90,8 @@ def test_surcharge_bad_input_exit_2_one_line(tmp_path, lab, volumes, rates, mess
 
 
 def test_volume_mg_with_two_sites_is_an_error(files):
-    r = run("surcharge", "--lab", str(files / "lab.csv"), "--volume-mg", "1", "--rates", str(files / "rates.toml"))
+    r = run("surcharge", "--pack", "palmyra-wi", "--lab", str(files / "lab.csv"), "--volume-mg", "1", "--rates",
+            str(files / "rates.toml"))
     assert r.returncode == 2 and "--volume-mg is for one site" in r.stderr
 
 
@@ -106,7 +107,7 @@ def test_example_files_run():
 def test_non_detect_policy_from_rates_file_and_flag(tmp_path):
     (tmp_path / "lab.csv").write_text(HEADER + "A1,mill,2026-01-05,tkn,80,mg/l,\nA2,mill,2026-01-12,tkn,20,mg/l,<\n")
     (tmp_path / "r.toml").write_text("tkn = 0.90\nnon_detect = \"dl\"\n")
-    base = ("surcharge", "--lab", "lab.csv", "--volume-mg", "1", "--rates", "r.toml", "--json")
+    base = ("surcharge", "--pack", "palmyra-wi", "--lab", "lab.csv", "--volume-mg", "1", "--rates", "r.toml", "--json")
     # rates file says dl: (80 + 20)/2 = 50 -> 1 MG x 10 x 8.34 = 83.4 lb x $0.90 = $75.06
     r = run(*base, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -120,10 +121,13 @@ def test_non_detect_policy_from_rates_file_and_flag(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--volume-mg", "lots"), "--volume-mg: expected a volume >= 0"),
-    (("--volume-mg", "-1"), "--volume-mg: expected a volume >= 0"),
-    (("--volume-mg", "1", "--pack", "springfield"), "unknown pack 'springfield'"),
+    (("--volume-mg", "lots", "--pack", "palmyra-wi"), "--volume-mg: expected a volume >= 0"),
+    (("--volume-mg", "-1", "--pack", "palmyra-wi"), "--volume-mg: expected a volume >= 0"),
+    # issue 23 item 5: the one pack search path, and where it looked
+    (("--volume-mg", "1", "--pack", "springfield"), "unknown rule pack 'springfield' (known: palmyra-wi"),
     (("--volume-mg", "1", "--pack", "superior-wi"), "defines no normal sewage strength"),
+    # issue 23 item 4: no other village's pack by default
+    (("--volume-mg", "1"), "surcharge needs --pack PACK"),
 ])
 def test_bad_arguments_exit_2_one_line(tmp_path, args, message):
     (tmp_path / "lab.csv").write_text(HEADER + "A1,mill,2026-01-05,bod5,300,mg/l,\n")

@@ -20,7 +20,7 @@ def test_good_rows_bad_rows_with_line_numbers(tmp_path):
     p = write(tmp_path, "\n".join([
         "sample_id,site,collected,analyte,value,unit,qualifier,analyst",   # 1
         "S1,mill,2026-01-05,bod5,420,mg/l,,JK",                            # 2 good
-        "S1,mill,2026-01-05,chromium,3,mg/l,,JK",                          # 3 unknown analyte
+        "S1,mill,2026-01-05,chromium-7,3,mg/l,,JK",                        # 3 unknown analyte
         "S1,mill,2026-01-05,tss,310,g/l,,JK",                              # 4 unknown unit
         "S2,mill,2026-02-30,bod5,300,mg/l,,JK",                            # 5 bad date
         "S3,dairy,2026-01-07,bod5,300,mg/l,,JK",                           # 6 unknown site
@@ -39,14 +39,14 @@ def test_good_rows_bad_rows_with_line_numbers(tmp_path):
     assert [r.line for r in f.rows] == [2, 8, 9, 16]
     bad = {b.line: b.reason for b in f.bad}
     assert sorted(bad) == [3, 4, 5, 6, 7, 10, 11, 12, 13, 15]
-    assert "unknown analyte 'chromium'" in bad[3]
+    assert "unknown analyte 'chromium-7' (closest known: cr" in bad[3]
     assert "unknown unit 'g/l'" in bad[4]
     assert "invalid date '2026-02-30'" in bad[5]
     assert "unknown site 'dairy'" in bad[6]
     assert "duplicate" in bad[7] and "line 2" in bad[7]
     assert "not a number" in bad[10] and ">= 0" in bad[11] and "qualifier" in bad[12]
     assert "future" in bad[13] and "offset" in bad[15]
-    assert f.bad[0].raw == "S1,mill,2026-01-05,chromium,3,mg/l,,JK"
+    assert f.bad[0].raw == "S1,mill,2026-01-05,chromium-7,3,mg/l,,JK"
     tp, cn, tss = f.rows[1], f.rows[2], f.rows[3]
     assert tp.value_mg_l == pytest.approx(6.5) and tp.value == 6500 and tp.unit == "ug/l"
     assert cn.non_detect and cn.value_mg_l == pytest.approx(0.005)

@@ -56,10 +56,12 @@ def _lab_evidence(ev: dict, tz: str) -> str:
         f"{' (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
         for s in ev["samples"])
     basis = ""
+    said = f"{ev.get('comparison') or 'above'} {ev['limit']:g} {ev.get('unit') or 'mg/l'}" if ev.get("limit") is not None else ""
     if ev.get("statistic") == "period-average" and ev.get("average_mg_l") is not None:
-        basis = f"<p>The average of these results is {ev['average_mg_l']:g} mg/l; the limit is {ev['limit']:g} mg/l.</p>"
-    elif ev.get("limit") is not None:
-        basis = f"<p>The limit is {ev['limit']:g} {e(ev.get('unit') or 'mg/l')} in any sample.</p>"
+        basis = (f"<p>The average of these results is {ev['average_mg_l']:g} mg/l; an average {e(said)} "
+                 "is prohibited.</p>")
+    elif said:
+        basis = f"<p>Prohibited: a result {e(said)} in any sample.</p>"
     return (f"<p>Laborator{'ies' if len(labs) > 1 else 'y'}: {e('; '.join(labs))}</p>"
             f"<table>{head}{rows}</table>{basis}")
 

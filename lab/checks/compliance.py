@@ -48,7 +48,7 @@ def _violation(lim: LabLimit, pack: str, site: str, t0, t1, peak: float, samples
         "peak": float(peak), "limit": lim.limit, "unit": lim.unit, "citation": lim.citation,
         "provenance": lim.provenance, "words": lim.words, "pack": pack, "days_of_violation": 1, "source": "lab",
         "applies": lim.origin, "stricter_of": lim.stricter_of,
-        "evidence": {"statistic": lim.statistic, "samples": [str(s) for s in samples],
+        "evidence": {"statistic": lim.statistic, "comparison": lim.comparison, "samples": [str(s) for s in samples],
                      "values_mg_l": [float(v) for v in values], "non_detect": [bool(x) for x in nd]},
     }
 

@@ -65,7 +65,7 @@ def body_html(bill: dict) -> str:
     elif not bill["volume_known"]:
         charges = "<p class=note>No charge computed: the quarter's volume is unknown.</p>"
     else:
-        charges = "<p class=note>No charge computed: the rates file gives no rates for this village's charges.</p>"
+        charges = "<p class=note>No charges for this period.</p>"
     # the surcharge (EPA Model No. 2) is the charge priced per analyte, whatever its name
     sur = next((c for c in bill["charges"] if "analytes" in c["detail"]), None)
     srows = ""
@@ -97,7 +97,7 @@ def body_html(bill: dict) -> str:
     pay_html = (f"<p>Due {e(pay['due'])}: {e(pay['terms'])} ({e(pay['citation'])}).</p>"
                 if pay and bill["volume_known"] and not bill.get("draft") else "")
     if bill["volume_mg"] is not None and bill["volume_known"]:
-        vol = f"{bill['volume_mg']:.4f} MG ({e(bill['volume_source'])})"
+        vol = f"{bill['volume_mg']:.4f} MG ({e(bill.get('volume_basis') or bill['volume_source'])})"
     elif bill["volume_mg"] is not None:
         vol = f"<b>unknown</b>: {e(bill['volume_missing'])}; the readings give {bill['volume_mg']:.4f} MG"
     else:

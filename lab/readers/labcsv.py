@@ -24,7 +24,7 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Iterator
 
-from lab.readers.analytes import ANALYTES, NON_DETECT, analyte_id, to_stored, unit_id, units_of
+from lab.readers.analytes import NON_DETECT, analyte_id, to_stored, unit_id, units_of, unknown
 from foundation.errors import InputError
 
 REQUIRED = ("sample_id", "site", "collected", "analyte", "value", "unit")
@@ -199,8 +199,9 @@ class LabReader:
 
     def __init__(self, path: str | Path, *, sites: set[str] | None = None, tz: tzinfo | None = None,
                  now: datetime | None = None, site_tz: dict[str, tzinfo] | None = None, text: str | None = None,
-                 cross_checks: bool = True):
+                 cross_checks: bool = True, analytes=()):
         self.path = str(path)
+        self.analytes = tuple(analytes)     # the packs' own analytes (limits.analytes.Analyte)
         self.sites, self.tz, self.site_tz = sites, tz, site_tz
         self.horizon = (now or datetime.now(timezone.utc)) + timedelta(days=1)
         self.cross_checks = cross_checks
@@ -301,7 +302,7 @@ class LabReader:
         try:
             return _row(rec, self.idx, self.extra_cols, line, text, self.sites, self.tz, self.horizon,
                         self._seen if self.cross_checks else None,
-                        self._sample_site if self.cross_checks else None, self.site_tz)
+                        self._sample_site if self.cross_checks else None, self.site_tz, self.analytes)
         except ValueError as exc:
             return BadRow(line, str(exc), text)
 
@@ -330,7 +331,7 @@ def check_against_earlier(row: LabRow, seen: dict, sample_site: dict) -> None:
     sample_site.setdefault(row.sample_id, (row.site, row.line, row.collected))
 
 
-def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site, site_tz=None) -> LabRow:
+def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site, site_tz=None, own=()) -> LabRow:
     need = max(idx[c] for c in REQUIRED) + 1
     if len(rec) < need:
         raise ValueError(f"expected at least {need} fields, got {len(rec)}")
@@ -351,12 +352,12 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
     collected = parse_collected(get("collected"), tz)
     if collected > horizon:
         raise ValueError(f"collected {get('collected')} is in the future")
-    analyte = analyte_id(get("analyte"))
+    analyte = analyte_id(get("analyte"), own)
     if analyte is None:
-        raise ValueError(f"unknown analyte '{get('analyte')}' (known: {', '.join(ANALYTES)})")
-    unit = unit_id(get("unit"), analyte)
+        raise ValueError(unknown(get("analyte"), own))
+    unit = unit_id(get("unit"), analyte, own)
     if unit is None:
-        raise ValueError(f"unknown unit '{get('unit')}' for {analyte} (known: {', '.join(units_of(analyte))})")
+        raise ValueError(f"unknown unit '{get('unit')}' for {analyte} (known: {', '.join(units_of(analyte, own))})")
     qualifier = get("qualifier")
     if qualifier not in ("", NON_DETECT):
         raise ValueError(f"unknown qualifier '{qualifier}' (expected empty or '<' for below detection)")
@@ -366,7 +367,7 @@ def _row(rec, idx, extra_cols, line, raw, sites, tz, horizon, seen, sample_site,
         raise ValueError(f"non-detect with detection limit {vtext}: the limit must be > 0")
     extra = {c: rec[i] for i, c in extra_cols if i < len(rec) and c}
     row = LabRow(line, sample_id, site, collected, analyte, value, unit, qualifier,
-                 to_stored(value, unit, analyte), raw, extra)
+                 to_stored(value, unit, analyte, own), raw, extra)
     if seen is not None:
         check_against_earlier(row, seen, sample_site)
     return row

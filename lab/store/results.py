@@ -124,7 +124,9 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
     site_tz = None
     if tz is None:  # dates are local to each site's village (its pack's time zone)
         site_tz = {k: pack_timezone(p) for k, _i, p in site_rows}
-    reader = LabReader(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz, cross_checks=False)
+    from limits.packs import load_pack    # the packs' own analytes ([[analytes]]) are known too
+    own = tuple(a for p in sorted({p for _k, _i, p in site_rows if p}) for a in load_pack(p).analytes)
+    reader = LabReader(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz, cross_checks=False, analytes=own)
     report = ImportReport(file=path, actor=actor)
     job = _Import(conn, path, actor, correct, tz, site_tz, sites, report)
     with conn.transaction():

@@ -1,0 +1,127 @@
+"""CLI: ``sewerwatch pack check FILE`` and ``sewerwatch pack reference`` (registered by
+:mod:`sewerwatch.cli`).
+
+``pack check`` lists every problem of a rule pack, one line each naming the file, the table
+and the key (``city.toml: rules[2] (as-max).unit: unknown unit 'ppb' for as (known: mg/l, ug/l,
+ppm)``), and exits 2 when there is one; a pack without problems is summarised. Beyond what
+the model refuses (:class:`limits.packs.PackFile`: unknown keys, kinds, analytes, units,
+comparisons, a limit without its words or section) it finds rules that overlap: two that
+limit the same thing the same way (a parameter in one direction, an analyte on one basis),
+of which only one can be the ordinance's.
+
+``pack reference [--out DIR]`` writes the reference pages and JSON Schemas of the pack, the
+permit and the config files (``docs/reference/``) from the models that check them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from foundation import tomlfile
+from foundation.errors import InputError
+from foundation.paths import PROJECT_ROOT
+
+REFERENCE_DIR = PROJECT_ROOT / "docs" / "reference"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("pack", help="check a rule pack, or write the reference of the files",
+                       description="Check a rule pack file, or write the reference pages and JSON Schemas.")
+    psub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    c = psub.add_parser("check", help="list every problem of a rule pack, one line each (exit 2 if any)")
+    c.add_argument("file", help="the pack's TOML file, or a pack id on the pack search path")
+    c.set_defaults(func=_check)
+    r = psub.add_parser("reference", help="write the reference pages and JSON Schemas (docs/reference/)")
+    r.add_argument("--out", metavar="DIR", default=str(REFERENCE_DIR), help="folder (default docs/reference/)")
+    r.set_defaults(func=_reference)
+
+
+def _check(args, ctx) -> int:
+    from limits.packs import pack_path  # lazy: numpy
+
+    path = pack_path(args.file)
+    lines = check_pack(path)
+    for line in lines:
+        print(line)
+    if lines:
+        print(f"sewerwatch: error: {path}: {len(lines)} problem{'s' * (len(lines) != 1)}", file=__import__("sys").stderr)
+        return 2
+    from limits.packs import load_pack
+
+    pack = load_pack(str(path))
+    print(f"{path}: ok: {pack.name} ({pack.code}), {len(pack.rules)} rules, {len(pack.charges)} charges, "
+          f"{len(pack.analytes)} analytes of its own")
+    return 0
+
+
+def check_pack(path) -> list[str]:
+    """Every problem of the pack file ``path``, one line each (empty: none)."""
+    from foundation.schema import item_label, problems
+    from limits.packs import PackFile, load_pack, overlaps
+
+    path = Path(path)
+    try:
+        data = tomlfile.read(path, "rule pack")
+    except InputError as exc:
+        return [str(exc)]
+    found = problems(PackFile, data, context={"expected_id": path.stem}, label=item_label(("rules",), data))
+    if found:
+        return [f"{path}: {k}: {m}" if k else f"{path}: {m}" for k, m in found]
+    try:
+        pack = load_pack(str(path))
+    except InputError as exc:        # a model entry that cannot be resolved
+        return [str(exc)]
+    return [f"{path}: {where}: {problem}" for where, problem in overlaps(pack)]
+
+
+def reference_files() -> dict[str, str]:
+    """File name -> text of every reference page and JSON Schema (``docs/reference/``)."""
+    from foundation import config
+    from foundation.reference import markdown
+    from foundation.schema import json_schema
+    from limits.packs import PackFile
+    from limits.permits import PermitFile
+
+    out = {}
+    for name, cls, title, intro, example, example_title in (
+        ("pack", PackFile, "Rule pack reference",
+         "A rule pack is one TOML file per jurisdiction: its ordinance as data. Packs are found by id "
+         "on the pack search path (a file path; the config's `[utility] pack_dirs`; "
+         "`$SEWERWATCH_PACK_PATH`; the packs shipped in `limits/packs/`). `sewerwatch pack check FILE` "
+         "lists every problem of a pack, one line each. Editors that read JSON Schema (e.g. Even Better "
+         "TOML, with `#:schema ../docs/reference/pack.schema.json` as the file's first line) complete "
+         "the keys below and mark the wrong ones.", _excerpt("limits/packs/palmyra-wi.toml", 2),
+         "the Village of Palmyra, Wisconsin (`limits/packs/palmyra-wi.toml`, first rules)"),
+        ("permit", PermitFile, "Discharge permit reference",
+         "A wastewater discharge permit as data (`sewerwatch permit import FILE`): its limits are "
+         "judged with the ordinance's, the stricter applying.", _excerpt("examples/permits/plating.toml"),
+         "`examples/permits/plating.toml`"),
+        ("config", config.Config, "Config file reference",
+         "The utility's config (`sewerwatch.toml`, `--config FILE` or `$SEWERWATCH_CONFIG`); "
+         "`sewerwatch config check` validates it and the pack of its utility. "
+         "`[modbus]`, `[documents]` and `[enforcement]` are checked by their owners (see their READMEs).",
+         _excerpt("examples/demo-village.toml"), "the demo village (`examples/demo-village.toml`)"),
+    ):
+        schema = json_schema(cls, title)
+        out[f"{name}.schema.json"] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+        out[f"{name}.md"] = markdown(schema, title, intro, example, example_title)
+    return out
+
+
+def _excerpt(rel: str, rules: int | None = None) -> str:
+    """A shipped file (with ``rules``: its head up to that many ``[[rules]]``)."""
+    text = (PROJECT_ROOT / rel).read_text(encoding="utf-8")
+    if rules is None:
+        return text
+    parts = text.split("[[rules]]")
+    return "[[rules]]".join(parts[:rules + 1]).rstrip()
+
+
+def _reference(args, ctx) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in reference_files().items():
+        (out / name).write_text(text, encoding="utf-8")
+        print(out / name)
+    return 0
