@@ -79,13 +79,13 @@ def markdown(schema: dict, title: str, intro: str, example: str = "", example_ti
         seen.add((header, json.dumps(node, sort_keys=True)))
         out.extend([f"## {header}", ""])
         if node.get("description"):
-            out.extend([node["description"].strip(), ""])
+            out.extend([node["description"].strip().replace("``", "`"), ""])
         props = node.get("properties", {})
         required = set(node.get("required", []))
         out.extend(["| key | type | | meaning |", "|---|---|---|---|"])
         later = []
         for key, p in props.items():
-            desc = " ".join((p.get("description") or "").split()).replace("|", "\\|")
+            desc = " ".join((p.get("description") or ("Names this form of the table." if "const" in p else "")).split()).replace("|", "\\|").replace("``", "`")
             out.append(f"| `{key}` | {_type(p, defs)} | {_default(p, key in required)} | {desc} |")
             for name, array in _children(p):
                 child = defs[name]

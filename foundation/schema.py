@@ -29,7 +29,7 @@ from typing import Annotated, Any, Callable
 from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 from pydantic.json_schema import SkipJsonSchema
-from pydantic_core import ArgsKwargs, PydanticCustomError
+from pydantic_core import ArgsKwargs, InitErrorDetails, PydanticCustomError
 
 #: How every table is checked: unknown keys refused, values frozen, docstrings as descriptions.
 MODEL_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True,
@@ -40,11 +40,26 @@ _INTERNAL = "sewerwatch-internal"
 Internal = Annotated[Any, SkipJsonSchema(), _INTERNAL]
 
 
+#: every table class by name (a JSON Schema's ``$defs`` are named so)
+_TABLES: dict[str, type] = {}
+
+
 def table(cls=None, /, **kwargs):
     """Decorator: ``cls`` as a frozen pydantic dataclass checked as a TOML table."""
     def wrap(c):
-        return _pydantic_dataclass(c, config=MODEL_CONFIG, frozen=True, **kwargs)
+        out = _pydantic_dataclass(c, config=MODEL_CONFIG, frozen=True, **kwargs)
+        _TABLES[out.__name__] = out
+        return out
     return wrap(cls) if cls is not None else wrap
+
+
+def _inherited_description(cls, name: str) -> str | None:
+    """A key's docstring in the base table that defines it (pydantic reads a class's own)."""
+    for b in cls.__mro__:
+        f = getattr(b, "__pydantic_fields__", {}).get(name)
+        if f is not None and f.description:
+            return f.description
+    return None
 
 
 def keys(cls) -> tuple[str, ...]:
@@ -57,18 +72,32 @@ class Table:
     """Base of every table: a value that is not a table, or a key it does not know, is the
     first problem named."""
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _known_keys(cls, data):
+    def _known_keys(cls, data, handler):
         if isinstance(data, ArgsKwargs) or dataclasses.is_dataclass(data):
-            return data
+            return handler(data)
         if not isinstance(data, dict):
             raise fail((), f"expected a table, got {show(data)}")
         allowed = keys(cls)
         unknown = sorted(k for k in data if k not in allowed)
-        if unknown:
-            raise fail((unknown[0],), f"unknown key{cls._unknown_key_words()} (expected one of: {', '.join(allowed)})")
-        return data
+        if not unknown:
+            return handler(data)
+        # the unknown keys, and every problem of the keys it knows (pack check lists them all)
+        said = f"unknown key{cls._unknown_key_words()} (expected one of: {', '.join(allowed)})"
+        errors = [InitErrorDetails(type=fail((k,), said), loc=(), input=data[k]) for k in unknown]
+        try:
+            handler({k: v for k, v in data.items() if k not in unknown})
+        except ValidationError as exc:
+            try:
+                errors += [InitErrorDetails(type=fail(e["ctx"]["at"], e["ctx"]["problem"]) if e["type"] == "sewerwatch"
+                                            else PydanticCustomError(e["type"], e["msg"], e.get("ctx")) if e["type"].startswith("sewerwatch")
+                                            else e["type"], loc=e["loc"], input=e["input"],
+                                            **({"ctx": e["ctx"]} if e.get("ctx") and not e["type"].startswith("sewerwatch") else {}))
+                           for e in exc.errors()]
+            except (KeyError, TypeError, ValueError):
+                pass                     # an error pydantic cannot re-make: the unknown keys first
+        raise ValidationError.from_exception_data(cls.__name__, errors)
 
     @classmethod
     def _unknown_key_words(cls) -> str:
@@ -297,4 +326,11 @@ def item_label(arrays: tuple[str, ...], data) -> Callable[[tuple], str]:
 def json_schema(cls, title: str) -> dict:
     """The JSON Schema of a file of ``cls`` tables, for editors (``$schema`` draft 2020-12)."""
     schema = TypeAdapter(cls).json_schema()
+    for name, node in [(cls.__name__, schema), *schema.get("$defs", {}).items()]:
+        owner = _TABLES.get(name)
+        for key, prop in node.get("properties", {}).items():
+            if owner is not None and not prop.get("description"):
+                desc = _inherited_description(owner, key)
+                if desc:
+                    prop["description"] = desc
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **schema}

@@ -220,6 +220,13 @@ def unknown_volumes(bills: list[dict]) -> str | None:
     return "volume unknown for " + "; ".join(missing)
 
 
+def surcharged(pack: str) -> bool:
+    """Whether ``pack`` charges a strength surcharge priced per pound (its formula ``epa-model-2``,
+    or one the ordinance leaves to the rates file)."""
+    from limits.packs import load_pack
+    return any(c.formula == "epa-model-2" or c.formula_from for c in load_pack(pack).charges)
+
+
 def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True,
                 non_detect: str = "zero", draft: bool = False) -> list[dict]:
     """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``.
@@ -230,13 +237,14 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     With ``draft`` every bill is computed (on the partial metered volume where that is all
     there is), marked ``draft`` and not stored.
     """
-    per_lb = read_rates(rates_path)
     rates_doc = read_rates_file(rates_path)
     issued = issued or datetime.now(timezone.utc).date()
     sites = [dict(zip(("id", "key", "name", "pack", "sic", "permit"), r)) for r in
              conn.execute("SELECT id, key, name, pack, sic, permit FROM sites ORDER BY key").fetchall()]
     if not sites:
         raise InputError("no sites in the database (sync the config first: sewerwatch db migrate)")
+    # rates per pound are asked for only where a surcharge is in force (issue 23 item 7)
+    per_lb = read_rates(rates_path, required=any(surcharged(s["pack"]) for s in sites))
     permits = current_permits(conn)
     bills = [bill_site(conn, s, quarter, per_lb, rates_doc, rates_path, issued, non_detect, permits.get(s["key"]))
              for s in sites]

@@ -87,7 +87,8 @@ def register(sub) -> None:
         "than 95 %% of the quarter and the rates file gives no bill.volume_mg) is not issued (exit 2) unless "
         "--draft.")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
-    p.add_argument("--rates", required=True, metavar="FILE.toml", help="surcharge rates [$/lb]")
+    p.add_argument("--rates", required=True, metavar="FILE.toml",
+                   help="the rates of the charges in force: per pound where a surcharge is, and the keys the pack names")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON, HTML and PDF bills go (default .)")
     p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
                    help="what a '<' result counts as for billing (default: the rates file's "
@@ -268,8 +269,11 @@ def _bill(args: argparse.Namespace, ctx) -> int:
     from lab.documents.pdf import letterhead
     from lab.readers.rates import read_non_detect_policy, read_rates
 
+    from lab.billing import surcharged
+
     quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
-    read_rates(args.rates)
+    # rates per pound only where a surcharge is in force (a city without one gives none)
+    read_rates(args.rates, required=any(surcharged(p) for p in {ctx.config.pack, *(s.pack for s in ctx.config.sites)}))
     head = letterhead(ctx.config)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
     with ctx.connect("owner") as conn:

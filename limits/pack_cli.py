@@ -58,11 +58,12 @@ def _check(args, ctx) -> int:
 def check_pack(path) -> list[str]:
     """Every problem of the pack file ``path``, one line each (empty: none)."""
     from foundation.schema import item_label, problems
-    from limits.packs import PackFile, load_pack, overlaps
+    from limits.packs import PackFile, load_pack, not_a_pack, overlaps
 
     path = Path(path)
     try:
         data = tomlfile.read(path, "rule pack")
+        not_a_pack(data, path)
     except InputError as exc:
         return [str(exc)]
     found = problems(PackFile, data, context={"expected_id": path.stem}, label=item_label(("rules",), data))
@@ -115,7 +116,10 @@ def _excerpt(rel: str, rules: int | None = None) -> str:
     if rules is None:
         return text
     parts = text.split("[[rules]]")
-    return "[[rules]]".join(parts[:rules + 1]).rstrip()
+    head = "[[rules]]".join(parts[:rules + 1]).rstrip().splitlines()
+    while head and head[-1].startswith("#"):      # a comment of the rule left out
+        head.pop()
+    return "\n".join(head).rstrip()
 
 
 def _reference(args, ctx) -> int:

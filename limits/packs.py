@@ -108,7 +108,8 @@ def cite(code: str, section: str) -> str:
     """An ordinance cited by its title and section: ``Village of Palmyra Code §13.45(4)``;
     a section named in words follows a comma (``Village of Westfield Code, definitions,
     SLUG``)."""
-    return f"{code} {section}" if section.startswith("§") else f"{code}, {section}"
+    numbered = section.startswith(("§", "Sec.", "Sec ", "Section ", "Art.", "Chapter ")) or section[:1].isdigit()
+    return f"{code} {section}" if numbered else f"{code}, {section}"
 
 
 @dataclass(frozen=True)
@@ -1062,15 +1063,20 @@ def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:
     return ReportDuty(citation, e.words, e.rules, contents, contents_citation, note=e.note)
 
 
+def not_a_pack(data, path) -> None:
+    """Refuse a config file given as a pack (issue 23 item 5), in one line."""
+    if isinstance(data, dict) and "rules" not in data and {"utility", "sites", "sensors", "services"} & set(data):
+        raise InputError(f"{path}: a sewerwatch config, not a rule pack (a pack has id, name, code, timezone, seed "
+                         "and [[rules]]; the config's [utility] pack names the utility's pack)")
+
+
 def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None, resolve: bool = True) -> Pack:
     """Validate an already-parsed pack (see :func:`load_pack`).
 
     ``resolve=False`` reads it as another pack's model: its own model references are kept
     unresolved (a model entry names its model pack's own entry, never a chain).
     """
-    if isinstance(data, dict) and "rules" not in data and {"utility", "sites", "sensors", "services"} & set(data):
-        raise InputError(f"{path}: a sewerwatch config, not a rule pack (a pack has id, name, code, timezone, seed "
-                         "and [[rules]]; the config's [utility] pack names the utility's pack)")
+    not_a_pack(data, path)
     f = validate(PackFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"),
                  context={"expected_id": expected_id}, label=item_label(("rules",), data))
     own = tuple(a.analyte() for a in f.analytes)

@@ -50,7 +50,7 @@ def test_import_stores_good_rows_and_dead_letters_bad_ones(db, tmp_path):
             "S1,mill,2026-01-05,tp,9500,ug/l,,JK",         # 3 good: 9.5 mg/l
             "S1,mill,2026-01-05,cn,5,ug/l,<,JK",           # 4 good non-detect
             "S2,brewery,2026-01-06,bod5,300,mg/l,,JK",     # 5 unknown site
-            "S3,dairy,2026-01-06,nitrate,3,mg/l,,JK",      # 6 unknown analyte
+            "S3,dairy,2026-01-06,nitrat,3,mg/l,,JK",       # 6 unknown analyte (a typo)
             "S3,dairy,2026-13-06,bod5,3,mg/l,,JK",         # 7 bad date
             "S1,mill,2026-01-05,bod5,420,mg/l,,JK",        # 8 duplicate of line 2
             "S3,dairy,2026-01-06,tss,180,mg/l,,JK",        # 9 good
@@ -71,6 +71,8 @@ def test_import_stores_good_rows_and_dead_letters_bad_ones(db, tmp_path):
         assert bytes(dead[0][2]) == b"S2,brewery,2026-01-06,bod5,300,mg/l,,JK"
         assert "unknown site 'brewery'" in dead[0][3] and dead[0][4]["line"] == 5
         assert "duplicate" in dead[3][3]
+        # issue 23 item 1: the dead letter names the closest known ids
+        assert dead[1][3].startswith("unknown analyte 'nitrat' (closest known: no3")
         audit = conn.execute("SELECT actor, action, object, detail FROM audit_log").fetchall()
         assert audit == [("lab-tech", "lab.import", str(f), {"stored": 4, "corrected": 0, "unchanged": 0, "bad": 4, "samples_created": 2})]
 
@@ -177,7 +179,8 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     ]) + "\n")
     r = subprocess.run([sys.executable, "-m", "sewerwatch", "lab", "import", str(lab), "--actor", "lab", "--json"],
                        capture_output=True, text=True, env=_env(db), cwd=tmp_path, timeout=120)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 4, r.stderr       # issue 23 item 8: a row became a dead letter
+    assert "1 of 7 rows became dead letters (not imported): line 7: value 'abc' is not a number" in r.stderr
     rep = json.loads(r.stdout)
     assert (rep["stored"], rep["bad"], rep["complete"]) == (6, 1, False)
     assert rep["bad_rows"] == [{"line": 7, "reason": "value 'abc' is not a number"}]

@@ -45,6 +45,12 @@ def _readings_evidence(ev: dict, tz: str) -> str:
     return f'<div class="chart">{episode_svg(ev, tz)}</div><table>{table}</table>'
 
 
+def _occurrence(n: int) -> str:
+    """``the first finding of this kind`` (the guide's recurrence, in words)."""
+    words = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+    return f"the {words.get(n, f'{n}th')} finding of this kind"
+
+
 def _lab_evidence(ev: dict, tz: str) -> str:
     labs = sorted({s["laboratory"] or "not given in the lab's file" for s in ev["samples"]})
     head = ("<tr><th>sample id</th><th>collected</th><th>analyte</th><th class=n>mg/l</th><th>method</th>"
@@ -156,7 +162,7 @@ def body_html(doc: dict, issued_on: date | None) -> str:
 <p>{e(doc['report_demanded'])}</p>
 <h2>Response</h2>
 {deadline}
-<p class=small>Enforcement response: {e(doc['guide']['name'])}, {e(doc['guide']['row'])}; recurrence {doc['recurrence']}.</p>
+<p class=small>Enforcement response: {e(doc['guide']['name'])}; {_occurrence(doc['recurrence'])}.</p>
 <div style="margin-top:24pt">{sign}</div>"""
 
 

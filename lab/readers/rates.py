@@ -31,7 +31,7 @@ def _read_text(path: str) -> str:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def read_rates(path: str | Path) -> dict[str, float]:
+def read_rates(path: str | Path, required: bool = True) -> dict[str, float]:
     """Surcharge rates per analyte [$/lb] from a TOML file with keys ``bod``, ``tss``, ``tkn``, ``tp``.
 
     The keys may sit at the top level or in a ``[rates]`` table.
@@ -44,7 +44,8 @@ def read_rates(path: str | Path) -> dict[str, float]:
     Raises
     ------
     InputError
-        Naming the file and key: not TOML, unknown key, not a number >= 0, given twice.
+        Naming the file and key: not TOML, unknown key, not a number >= 0, given twice; no
+        rate at all when ``required`` (a surcharge is in force).
     """
     path = str(path)
     try:
@@ -67,7 +68,7 @@ def read_rates(path: str | Path) -> dict[str, float]:
         if analyte in rates:
             raise InputError(f"{path}: {where}{key}: a rate for {analyte} is given twice")
         rates[analyte] = float(value)
-    if not rates:
+    if not rates and required:
         raise InputError(f"{path}: no rates (expected keys bod, tss, tkn, tp in $/lb)")
     return rates
 
