@@ -215,7 +215,7 @@ def permit_message(alert_id: int | None, event: str, r: dict, *, site_name: str,
              f"Site:        {site_name} ({r['site']})", f"Permit:      {r['permit']}"]
     if r["rule"] == "permit-renewal":
         lines += [f"Term ends:   {r['term_end']} (in {r['days_left']} days)",
-                  f"The permit renews for another term unless the Village notifies the permittee "
+                  f"The permit renews for another term unless the utility notifies the permittee "
                   f"{r['notice_days']} days before the term ends: decide now whether to renew it as it is, "
                   "change its conditions or end it."]
     elif r["rule"] == "permit-ends":

@@ -110,6 +110,12 @@ def fail(at: tuple, problem: str) -> PydanticCustomError:
     return PydanticCustomError("sewerwatch", "{problem}", {"problem": problem, "at": tuple(at)})
 
 
+def fail_all(cls, found: list[tuple[tuple, str]]) -> ValidationError:
+    """The error to raise from a check that found several problems: ``[(at, problem), ...]``."""
+    return ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(type=fail(at, p), loc=(), input=None)
+                                                              for at, p in found])
+
+
 def show(value: Any) -> str:
     """A value as a problem quotes it: a string in quotes, anything else with its type."""
     return repr(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"

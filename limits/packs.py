@@ -39,7 +39,7 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, IntRange, Number, OneOf, Positive, Table, Tables, Text, TextList, fail,
-                               item_label, show, table, validate)
+                               fail_all, item_label, show, table, validate)
 from limits import analytes
 from limits.core import exceeds
 
@@ -942,46 +942,44 @@ class PackFile(Table):
 
     @model_validator(mode="after")
     def _references(self, info: ValidationInfo):
+        found: list[tuple[tuple, str]] = []          # every problem, one line each
         expected = (info.context or {}).get("expected_id")
         if expected is not None and self.id != expected:
-            raise fail(("id",), f"pack id {self.id!r} does not match the file name {expected!r}")
-        ids = {}
+            found.append((("id",), f"pack id {self.id!r} does not match the file name {expected!r}"))
+        ids: dict = {}
         for i, r in enumerate(self.rules):
             if r.id in ids:
-                raise fail(("rules", i, "id"), f"duplicate rule id {r.id!r} (first at rules[{ids[r.id]}])")
-            ids[r.id] = i
-        seen = {}
+                found.append((("rules", i, "id"), f"duplicate rule id {r.id!r} (first at rules[{ids[r.id]}])"))
+            ids.setdefault(r.id, i)
+        seen: dict = {}
         for i, c in enumerate(self.charges):
             if c.id in seen:
-                raise fail(("charges", i, "id"), f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])")
-            seen[c.id] = i
+                found.append((("charges", i, "id"), f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])"))
+            seen.setdefault(c.id, i)
         own = tuple(a.analyte() for a in self.analytes)
         table_ = analytes.known(own)
         for i, r in enumerate(self.rules):
             a = getattr(r, "analyte", None)
-            if a is None:
-                continue
-            if a not in table_:
-                raise fail(("rules", i, "analyte"), analytes.unknown(a, own))
             unit = getattr(r, "unit", None)
-            if unit is not None and r.kind != "loading-limit" and unit not in table_[a].units:
-                raise fail(("rules", i, "unit"), f"unknown unit {unit!r} for {a} (known: {', '.join(table_[a].units)})")
+            if a is not None and a not in table_:
+                found.append((("rules", i, "analyte"), analytes.unknown(a, own)))
+            elif a is not None and unit is not None and r.kind != "loading-limit" and unit not in table_[a].units:
+                found.append((("rules", i, "unit"), f"unknown unit {unit!r} for {a} (known: {', '.join(table_[a].units)})"))
         for i, m in enumerate(self.monitoring):
-            for a in m.parameters:
-                if a not in table_:
-                    raise fail(("monitoring", i, "parameters"), analytes.unknown(a, own))
+            found += [(("monitoring", i, "parameters"), analytes.unknown(a, own)) for a in m.parameters if a not in table_]
         definitions = [r.id for r in self.rules if r.kind == "definition"]
         provisions = [(("charges", i), c) for i, c in enumerate(self.charges)] + [
             ((k,), getattr(self, k)) for k in ("late_charge", "residential_equivalents") if getattr(self, k)]
         for at, c in provisions:
             for k, v in (getattr(c, "params", None) or {}).items():
                 if isinstance(v, dict) and "rule" in v and (set(v) != {"rule"} or v["rule"] not in definitions):
-                    raise fail((*at, "params", k), f"expected {{ rule = \"<id>\" }} naming a definition rule of this "
-                               f"pack (definitions: {', '.join(definitions) or 'none'}), got {v!r}")
+                    found.append(((*at, "params", k), f"expected {{ rule = \"<id>\" }} naming a definition rule of "
+                                  f"this pack (definitions: {', '.join(definitions) or 'none'}), got {v!r}"))
         if self.report_duty is not None:
-            for x in self.report_duty.rules:
-                if x not in ids:
-                    raise fail(("report_duty", "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})")
+            found += [(("report_duty", "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})")
+                      for x in self.report_duty.rules if x not in ids]
+        if found:
+            raise fail_all(type(self), found)
         return self
 
 

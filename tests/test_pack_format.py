@@ -81,9 +81,9 @@ MALFORMED = [
     ('{ fill = "blank", words', '{ fill = "signature", words', "report_duty.contents[3].fill: unknown fill 'signature'"),
     # the pack's own analytes
     ('[[rules]]\nid = "ph-min"', '[[analytes]]\nid = "as"\nname = "Arsenic again"\n\n[[rules]]\nid = "ph-min"',
-     "analytes[0].id: 'as' is in the catalogue (Arsenic): name it, or give your own id"),
+     "analytes[1].id: 'as' is in the catalogue (Arsenic): name it, or give your own id"),
     ('[[rules]]\nid = "ph-min"', '[[analytes]]\nid = "pfos"\nname = "PFOS"\nunits = ["ng/l", "ppt"]\n\n[[rules]]\nid = "ph-min"',
-     "analytes[0].units: unknown unit 'ppt' for concentration"),
+     "analytes[1].units: unknown unit 'ppt' for concentration"),
 ]
 
 
