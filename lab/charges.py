@@ -177,7 +177,7 @@ def _bases(params: dict, p: Provision, pack: Pack) -> dict[str, tuple[float, str
     if not pack.by_kind("normal-strength"):
         raise InputError(f"{pack.path}: {p.where}: a surcharge ({p.formula}) needs the pack's "
                          "normal-strength rules (the bases); there are none")
-    return {a: (s.value, s.citation) for a, s in normal_strength(pack.id).items()}
+    return {a: (s.value, s.citation) for a, s in normal_strength(pack.path or pack.id).items()}
 
 
 #: every formula kind a pack may name, by name

@@ -145,3 +145,27 @@ def test_the_json_schemas_accept_the_shipped_files_and_refuse_a_wrong_key():
     bad = _json(tomllib.loads(PACK.replace('kind = "range"', 'kind = "range"\nlimt = 3', 1)))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schemas["pack"])
+
+
+def test_every_command_finds_packs_one_way_and_a_config_is_no_pack(tmp_path):
+    """Issue 23 item 5: ``surcharge --pack FILE.toml`` works like ``check --pack FILE.toml``;
+    an unknown pack is named with where it was looked for; a config given as a pack is said to be one."""
+    village = ROOT / "tests" / "data" / "example-village"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SEWERWATCH_")}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "sewerwatch", *a], capture_output=True, text=True,
+                                    cwd=tmp_path, timeout=60, env=env)
+    r = run("surcharge", "--pack", str(village / "example-wi.toml"), "--lab", str(village / "lab.csv"),
+            "--volume-mg", "0.6", "--rates", str(village / "rates.toml"), "--json")
+    assert r.returncode == 0, r.stderr
+    # §18-31(1): BOD (420 + 380) / 2 = 400 over 300: 0.6 MG x 100 x 8.34 = 500.4 lb x $0.25 = $125.10
+    assert json.loads(r.stdout)[0]["total_dollars"] == 125.10
+    r = run("surcharge", "--pack", "example-wi", "--lab", str(village / "lab.csv"), "--volume-mg", "0.6",
+            "--rates", str(village / "rates.toml"))
+    assert r.returncode == 2 and r.stderr.startswith("sewerwatch: error: unknown rule pack 'example-wi' (known: "
+                                                     "palmyra-wi") and f"searched {PACKS_DIR}" in r.stderr
+    for cmd in (("check", "--readings", str(village / "readings.csv")),
+                ("surcharge", "--lab", str(village / "lab.csv"), "--volume-mg", "1", "--rates", str(village / "rates.toml"))):
+        r = run(*cmd, "--pack", str(village / "village.toml"))
+        assert r.returncode == 2 and r.stderr == (f"sewerwatch: error: {village / 'village.toml'}: a sewerwatch config, "
+                                                  "not a rule pack (a pack has id, name, code, timezone, seed and "
+                                                  "[[rules]]; the config's [utility] pack names the utility's pack)\n")
