@@ -40,6 +40,11 @@ DEFAULT_TOPIC_PATTERN = "sewerwatch/{site}/{sensor}"
 MQTT_FORMATS = ("sewerwatch", "telegraf", "number", "sparkplug")
 #: The Sparkplug B topic namespace: ``spBv1.0/<group>/<type>/<edge node>[/<device>]``.
 SPARKPLUG_NAMESPACE = "spBv1.0"
+#: sewerwatch's Sparkplug host id by default (``spBv1.0/STATE/sewerwatch``).
+DEFAULT_SPARKPLUG_HOST_ID = "sewerwatch"
+#: Placeholders of a topic pattern: the site, the sensor, and any one level not used
+#: (Telegraf's default topic ``telegraf/<host>/<measurement>``).
+TOPIC_PLACEHOLDERS = ("{site}", "{sensor}", "{measurement}")
 #: Telegraf's ``json_timestamp_units`` -> microseconds per unit.
 TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 #: 40 CFR 403.12(o)(2): records of monitoring activities and results are kept at least
@@ -85,6 +90,15 @@ def _topic_patterns(v):
         if levels.count("{site}") != 1 or levels.count("{sensor}") != 1 or "+" in p or "#" in p:
             raise fail((), f"pattern {p!r} needs exactly one {{site}} and one {{sensor}} level, and no + or #")
     return tuple(v)
+
+
+def _host_id(v):
+    if not isinstance(v, str) or not v.strip():
+        raise fail((), f"expected a non-empty string, got {show(v)}")
+    if any(ch in v for ch in "/+#") or v.startswith("$"):
+        raise fail((), f"expected one topic level without /, + or # (the host id of spBv1.0/STATE/<host id>), "
+                   f"got {v!r}")
+    return v
 
 
 def _share_group(v):
@@ -418,7 +432,12 @@ class MqttInput(Table):
     timestamp_units: OneOf(*TELEGRAF_TIME_UNITS) = "1s"
     """telegraf: the ``json_timestamp_units`` Telegraf was configured with."""
     metrics: Annotated[tuple[Metric, ...], BeforeValidator(_metrics)] = ()
-    """sparkplug: the metrics mapped to sensors."""
+    """sparkplug: the metrics mapped to sensors (each edge node's to one site's sensors: it
+    publishes with that plant's broker account)."""
+    ignore_unmapped_fields: Bool = False
+    """telegraf: a field of a known site that names no sensor is passed over quietly (Telegraf
+    sends every field its inputs gather; its ``fieldinclude`` is the better filter), instead of
+    a dead letter for each message."""
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo):
@@ -448,9 +467,23 @@ def _check_input(m: MqttInput) -> None:
             first = next(i for i, y in enumerate(m.metrics) if y[:3] == x[:3])
             if first != j:
                 raise fail(("metrics", j), f"duplicate metric {x[:3]!r} (first at [{first}])")
+        owner: dict = {}
+        for j, x in enumerate(m.metrics):
+            site = x.sensor.split("/", 1)[0]
+            if owner.setdefault(x.node, (site, j))[0] != site:
+                raise fail(("metrics", j, "sensor"), f"edge node {x.node!r} maps a sensor of site {site!r} and one "
+                           f"of site {owner[x.node][0]!r} (metrics[{owner[x.node][1]}]): an edge node publishes "
+                           "with one plant's broker account, so it belongs to one site")
+        if m.ignore_unmapped_fields:
+            raise fail(("ignore_unmapped_fields",), "only a telegraf input has fields to ignore")
         return
     if m.metrics:
         raise fail(("metrics",), "only a sparkplug input maps metrics")
+    if m.ignore_unmapped_fields and m.format != "telegraf":
+        raise fail(("ignore_unmapped_fields",), "only a telegraf input has fields to ignore")
+    if any(lvl.startswith("{") and lvl.endswith("}") and lvl not in TOPIC_PLACEHOLDERS for lvl in levels):
+        raise fail(("topic",), f"pattern {m.topic!r}: the placeholders are {{site}}, {{sensor}} and {{measurement}} "
+                   "(any one level, not used)")
     if "+" in m.topic or "#" in m.topic:
         raise fail(("topic",), f"pattern {m.topic!r}: write {{site}}/{{sensor}} instead of MQTT wildcards")
     if levels.count("{site}") > 1 or levels.count("{sensor}") > 1:
@@ -486,6 +519,9 @@ class Mqtt(Table):
     share_group: Annotated[str, BeforeValidator(_share_group)] | None = None
     """The ``collect`` processes share the readings through the broker's shared subscriptions of this
     group (``$share/<group>/...``), each message to one of them (``run`` takes all)."""
+    sparkplug_host_id: Annotated[str, BeforeValidator(_host_id)] = DEFAULT_SPARKPLUG_HOST_ID
+    """With sparkplug inputs, ``run`` is the Sparkplug 3.0 primary host of this id: its STATE on
+    ``spBv1.0/STATE/<host id>``, the id edge nodes are configured with."""
 
     @model_validator(mode="after")
     def _distinct(self):
@@ -618,6 +654,7 @@ class Config(Table):
     alert_options = property(lambda self: self.alerts, doc="``[alerts]``.")
     mqtt_topics = property(lambda self: self.mqtt.topics, doc="``[mqtt] topics``.")
     mqtt_share_group = property(lambda self: self.mqtt.share_group, doc="``[mqtt] share_group``.")
+    sparkplug_host_id = property(lambda self: self.mqtt.sparkplug_host_id, doc="``[mqtt] sparkplug_host_id``.")
     modbus_shards = property(lambda self: tuple(self.modbus.get("shards", ())), doc="``[modbus] shards``.")
 
     @property

@@ -25,6 +25,10 @@ DB_ROLES = {"admin": "sewerwatch_admin", "owner": "sewerwatch_owner", "ingest": 
 MQTT_USERS = {"admin": "sewerwatch", "collector": "collector", "device": "device", "notifier": "notifier"}
 #: A site's own broker account is this prefix and the site id (``secrets.json``'s ``mqtt_sites``).
 SITE_USER_PREFIX = "site-"
+#: The tree every sewerwatch reading topic lives under, subscribed whole.
+WHOLE_TREE = "sewerwatch/#"
+#: The Sparkplug B namespace (``spBv1.0/<group>/<type>/<edge node>[/<device>]``).
+SPARKPLUG = "spBv1.0"
 
 
 def site_user(site: str) -> str:
@@ -34,12 +38,14 @@ def site_user(site: str) -> str:
 
 def site_topics(cfg, site: str) -> list[str]:
     """The topic filters site ``site``'s devices may publish to: each ``[mqtt] topics``
-    and ``[[mqtt.inputs]]`` pattern with the site filled in and everything from its ``{site}`` level down
-    (``sewerwatch/acme/#``), and the explicit topics of the site's MQTT sensors."""
+    and ``[[mqtt.inputs]]`` pattern with the site filled in and everything from its ``{site}``
+    level down (``sewerwatch/acme/#``, ``telegraf/acme/#``, ``plc/acme/#``), the explicit
+    topics of the site's MQTT sensors, and the messages of the Sparkplug edge nodes whose
+    metrics map to the site's sensors (:func:`sparkplug_site_topics`)."""
     out = []
     for inp in cfg.mqtt_inputs:
         levels = inp.topic.split("/")
-        if "{site}" not in levels:      # a telegraf input naming its sites in tags: no site's own
+        if "{site}" not in levels:      # a telegraf input naming its sites in tags, Sparkplug: below
             continue
         i = levels.index("{site}")
         f = "/".join([*levels[:i], site, "#"])
@@ -48,18 +54,87 @@ def site_topics(cfg, site: str) -> list[str]:
     for s in cfg.sensors:
         if s.site == site and s.source == "mqtt" and s.topic and not any(topic_matches(f, s.topic) for f in out):
             out.append(s.topic)
-    return out
+    return out + [f for f in sparkplug_site_topics(cfg, site)[0] if f not in out]
+
+
+#: The Sparkplug B messages an edge node publishes: of the node, and of its devices.
+SPARKPLUG_NODE_TYPES = ("NBIRTH", "NDATA", "NDEATH")
+SPARKPLUG_DEVICE_TYPES = ("DBIRTH", "DDATA", "DDEATH")
+
+
+def sparkplug_site_topics(cfg, site: str) -> tuple[list[str], list[str]]:
+    """What the Sparkplug edge nodes of site ``site`` (those whose metrics map to its
+    sensors, ``[[mqtt.inputs.metrics]]``) may publish, and what they may read: their own
+    births, data and deaths (``spBv1.0/<group>/NBIRTH/<node>``, ...,
+    ``spBv1.0/<group>/DDATA/<node>/+``); their commands (``.../NCMD/<node>/#``,
+    ``.../DCMD/<node>/#``: rebirth requests) and the primary host's STATE
+    (``spBv1.0/STATE/<host id>``)."""
+    write, read = [], []
+    for inp in cfg.mqtt_inputs:
+        if inp.format != "sparkplug":
+            continue
+        group = inp.topic.split("/")[1]
+        for node in sorted({n for n, _, _, sensor in inp.metrics if sensor.split("/", 1)[0] == site}):
+            base = f"{SPARKPLUG}/{group}"
+            write += [f"{base}/{t}/{node}" for t in SPARKPLUG_NODE_TYPES]
+            write += [f"{base}/{t}/{node}/+" for t in SPARKPLUG_DEVICE_TYPES]
+            read += [f"{base}/NCMD/{node}/#", f"{base}/DCMD/{node}/#"]
+    if read:
+        read.append(sparkplug_state_topic(cfg))
+    return write, read
+
+
+def sparkplug_state_topic(cfg) -> str:
+    """The primary host's STATE topic, ``spBv1.0/STATE/<[mqtt] sparkplug_host_id>``."""
+    return f"{SPARKPLUG}/STATE/{cfg.sparkplug_host_id}"
+
+
+def sparkplug_host(cfg) -> str | None:
+    """The Sparkplug host id ``run`` takes the part of, when the config has Sparkplug inputs."""
+    return cfg.sparkplug_host_id if any(i.format == "sparkplug" for i in cfg.mqtt_inputs) else None
 
 
 def input_trees(cfg) -> tuple[str, ...]:
     """The topic trees the collector subscribes to: ``sewerwatch/#`` and the first level of
     every ``[[mqtt.inputs]]`` pattern (``telegraf/#``), as ingest/mqtt/topics.py does."""
-    out = ["sewerwatch/#"]
-    for inp in cfg.mqtt_inputs:
-        f = tree_filter(inp.topic)
+    return tuple(subscription_filters([inp.topic for inp in cfg.mqtt_inputs]))
+
+
+def collector_filters(cfg) -> list[str]:
+    """Every topic filter the collector subscribes to, and so must be allowed to read:
+    :func:`input_trees` and each explicit MQTT sensor topic outside them (Node-RED on
+    ``nodered/<site>/ph``). The broker's ACL for the collector is made from this list, and
+    the collector's topic map subscribes to the same (``TopicMap.subscriptions``)."""
+    return subscription_filters([inp.topic for inp in cfg.mqtt_inputs],
+                                [s.topic for s in cfg.sensors if s.source == "mqtt" and s.topic])
+
+
+def subscription_filters(patterns, explicit=()) -> list[str]:
+    """``sewerwatch/#``, the tree of each pattern (:func:`tree_filter`), and each explicit
+    topic no filter before it covers."""
+    out = [WHOLE_TREE]
+    for p in patterns:
+        f = tree_filter(p)
         if f not in out:
             out.append(f)
-    return tuple(out)
+    for topic in explicit:
+        if not any(topic_matches(f, topic) for f in out) and topic not in out:
+            out.append(topic)
+    return out
+
+
+def filter_covers(wide: str, narrow: str) -> bool:
+    """Whether every topic the MQTT filter ``narrow`` matches is matched by ``wide``
+    (``sewerwatch/#`` covers ``sewerwatch/acme/#``; ``spBv1.0/#`` covers ``spBv1.0/g/DDATA/n/+``)."""
+    w, n = wide.split("/"), narrow.split("/")
+    for i, lvl in enumerate(w):
+        if lvl == "#":
+            return True
+        if i >= len(n):
+            return False
+        if n[i] == "#" or (lvl != "+" and (n[i] == "+" or lvl != n[i])):
+            return False
+    return len(w) == len(n)
 
 
 def tree_filter(pattern: str) -> str:

@@ -71,6 +71,8 @@ def _credentials(args, ctx) -> int:
     print(f"site:    {cred['site']}")
     print(f"broker:  {cred['mqtt_url']}")
     print(f"topics:  {', '.join(cred['topics'])}  (publish only; anything else is refused)")
+    if cred["reads"]:
+        print(f"reads:   {', '.join(cred['reads'])}  (its Sparkplug edge nodes' commands, the primary host's STATE)")
     print("(run 'sewerwatch services up' after adding a site to the config: it creates the account)")
     return 0
 

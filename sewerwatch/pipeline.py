@@ -54,6 +54,7 @@ from alerts.links import AckLinks
 from alerts.manager import AlertManager
 from enforcement.due import run_periodically as enforcement_alerts
 from foundation import secrets
+from foundation.endpoints import sparkplug_host
 from foundation.paths import RUN_STATUS_FILE
 from ingest import service
 from ingest.batch import Readings
@@ -247,7 +248,7 @@ class Pipeline:
         self.ingest = await loop.run_in_executor(None, lambda: service.start(
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
             client_id=self.client_id, max_delay=self.max_delay, listeners=[tap], supervisor=self.supervisor,
-            refs=refs, shards=self.shards, modbus=self.modbus))
+            refs=refs, shards=self.shards, modbus=self.modbus, sparkplug_host_id=sparkplug_host(self.cfg)))
         stopping = asyncio.Event()
         evaluator = self.supervisor.add("evaluator", stall_after=60.0, check=self._evaluator_problem)
         ticker = self.supervisor.add("alerts", stall_after=60.0, check=self.manager.problem)

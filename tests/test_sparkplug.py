@@ -54,23 +54,27 @@ def _host(rebirths=None):
 
 
 def _decode(tm, host, topic, raw):
-    return host.decode(tm.match(topic), topic, raw, now_us=NOW_MS * 1000)
+    return host.decode(tm.match(topic), topic, raw, now_us=NOW_MS * 1000).readings
 
 
 def test_births_aliases_and_a_50_metric_ddata_as_one_batch():
     tm, host = _host()
     nb = payload(0, [("bdSeq", 0, INT32, 0), ("Node Control/Rebirth", 1, BOOLEAN, False), ("Flow", 2, DOUBLE, 120.0)])
-    r = _decode(tm, host, "spBv1.0/plant/NBIRTH/mh1", nb)
-    assert r.sensor_id.tolist() == [2] and r.value.tolist() == [120.0]          # a birth's values are readings
+    res = host.decode(tm.match("spBv1.0/plant/NBIRTH/mh1"), "spBv1.0/plant/NBIRTH/mh1", nb, now_us=NOW_MS * 1000)
+    assert len(res.readings) == 0 and res.held == ("plant", "mh1")     # held until the history, if any, is in
     db = payload(1, [("Inputs/pH", 10, DOUBLE, 7.0), ("Inputs/Temp", 11, FLOAT, 20.0), ("Status", 12, INT32, 1)])
-    r = _decode(tm, host, "spBv1.0/plant/DBIRTH/mh1/probe", db)
-    assert sorted(r.sensor_id.tolist()) == [1, 3]
-    # DDATA by alias only: 50 metrics, one numpy batch, each with its own timestamp
+    assert len(_decode(tm, host, "spBv1.0/plant/DBIRTH/mh1/probe", db)) == 0
+    # DDATA by alias only: 50 metrics, one numpy batch, each with its own timestamp; the
+    # births' values (a birth's values are readings) come first
     p = Payload(timestamp=NOW_MS, seq=2)
     for k in range(50):
         m = p.metrics.add(alias=10 if k % 2 == 0 else 11, timestamp=NOW_MS - 1000 * k, datatype=DOUBLE)
         m.double_value = 7.0 + k / 100 if k % 2 == 0 else 25.0
-    r = _decode(tm, host, "spBv1.0/plant/DDATA/mh1/probe", p.SerializeToString())
+    res = host.decode(tm.match("spBv1.0/plant/DDATA/mh1/probe"), "spBv1.0/plant/DDATA/mh1/probe",
+                      p.SerializeToString(), now_us=NOW_MS * 1000)
+    assert res.released == ("plant", "mh1")
+    births, r = res.readings.take(slice(0, 3)), res.readings.take(slice(3, None))
+    assert births.sensor_id.tolist() == [2, 1, 3] and births.value[:2].tolist() == [120.0, 7.0]
     assert len(r) == 50 and isinstance(r.value, np.ndarray)
     assert r.time_us[:2].tolist() == [NOW_MS * 1000, (NOW_MS - 1000) * 1000]
     assert np.allclose(r.value[r.sensor_id == 3], 77.0)                          # 25 °C in canonical °F

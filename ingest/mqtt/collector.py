@@ -32,10 +32,12 @@ import numpy as np
 import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
-from ingest.mqtt.formats import Decoded, decode_match, with_example
-from ingest.mqtt.sparkplug import SparkplugHost
+from ingest.mqtt.formats import decode_match, with_example
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
-from ingest.mqtt.topics import DEVICE_STATUS, SESSION_TREES, Match, SensorRef, TopicMap, shared
+from ingest.mqtt.sparkplug import SparkplugHost
+from ingest.mqtt.sparkplug_state import parse_state, state_payload, state_topic
+from ingest.mqtt.topics import (PASSED_OVER, SESSION_TREES, SPARKPLUG_OTHER, SPARKPLUG_STATE, Match,
+                                SensorRef, TopicMap, shared)
 from ingest.normalise import normalise
 from ingest.sink import DeadLetter, Sink
 from ingest.supervise import Component, Supervisor
@@ -44,6 +46,11 @@ log = logging.getLogger("sewerwatch.mqtt")
 
 #: Reconnect backoff [s]: from the first to the last, doubling.
 RECONNECT_MIN_S, RECONNECT_MAX_S = 1.0, 30.0
+#: A Sparkplug host stopping on purpose reads on this long after publishing its offline
+#: STATE, for what edge nodes sent before they heard it [s].
+STATE_GRACE_S = 1.0
+#: SUBACK return code of a refused subscription (MQTT 3.1.1 section 3.9.3; MQTT 5: >= 0x80).
+SUBACK_FAILURE = 0x80
 
 
 class MqttCollector:
@@ -70,12 +77,15 @@ class MqttCollector:
         Subscribe as a member of this shared-subscription group (``$share/<group>/...``):
         the collectors of one group each get a share of the messages (issue 15). Each
         member needs its own ``client_id``.
+    sparkplug_host_id : str, optional
+        Be the Sparkplug primary host of this id (:mod:`ingest.mqtt.sparkplug_state`): the
+        offline STATE as the will, the online STATE once subscribed (``run`` does this).
     """
 
     def __init__(self, url: str, topics: TopicMap, sink: Sink, client_id: str = "sewerwatch-collector",
                  qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000,
                  bounds: Bounds = DEFAULT_BOUNDS, max_buffered_rows: int = 200_000,
-                 share_group: str | None = None):
+                 share_group: str | None = None, sparkplug_host_id: str | None = None):
         u = urlsplit(url)
         if u.scheme not in ("mqtt", "mqtts") or not u.hostname:
             raise ValueError(f"not an MQTT URL: {url!r}")
@@ -100,6 +110,13 @@ class MqttCollector:
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
+        self.host_id = sparkplug_host_id
+        self._state_ts = 0                     # [ms] of this connection's STATE will and birth
+        self._sub_mids: dict[int, list[str]] = {}
+        self.subscriptions: dict[str, str] = {}    # filter -> "granted QoS n" or "refused ..."
+        self.passed_over: dict[str, int] = {}      # Sparkplug groups not configured -> messages
+        self.state_published = 0
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)     # signalled when the flusher takes the buffer
         self._buf: list[tuple[np.ndarray, int, np.ndarray, np.ndarray]] = []  # batches, converted
@@ -107,6 +124,7 @@ class MqttCollector:
         self._units: dict[tuple[str, str], int] = {}  # (parameter, unit) -> code
         self._buf_rows = 0
         self._mids: list[int] = []
+        self._parked_mids: list[tuple[int, int]] = []   # (mid, generation) of held Sparkplug births
         self._generation = 0
         self._connected = threading.Event()
         self._stop = threading.Event()
@@ -121,6 +139,7 @@ class MqttCollector:
                 self._full_scale[r.id] = r.full_scale
         self.supervisor: Supervisor | None = None
         self.sparkplug = SparkplugHost(topics, request_rebirth=lambda topic, payload: self.client.publish(topic, payload))
+        self._parked: dict[tuple, list[tuple[int, int]]] = {}   # (group, node) -> [(mid, generation)] held
         self._own_supervisor = False
         self.network: Component | None = None
         self.flusher: Component | None = None
@@ -160,6 +179,8 @@ class MqttCollector:
     def stop(self) -> None:
         """Flush what was received, then disconnect (unflushed acks are simply not sent):
         the network loop writes the DISCONNECT and ends once the broker has closed."""
+        if self.host_id and self._connected.is_set():
+            self._publish_state(False)
         for comp in (self.network, self.flusher):
             if comp is not None:
                 comp.finished = True       # returning now is no death
@@ -178,7 +199,27 @@ class MqttCollector:
         if self._own_supervisor and self.supervisor is not None:
             self.supervisor.stop()
 
+    def _publish_state(self, online: bool) -> None:
+        """Publish the primary host's STATE (QoS 1, retained); offline: wait for the broker
+        to take it, then read on for :data:`STATE_GRACE_S` (edge nodes stop on hearing it)."""
+        info = self.client.publish(state_topic(self.host_id), state_payload(online, self._state_ts), qos=1,
+                                   retain=True)
+        self.state_published += 1
+        log.info("Sparkplug primary host %r: STATE %s published", self.host_id, "online" if online else "offline")
+        if not online:
+            try:
+                info.wait_for_publish(2.0)
+            except (RuntimeError, ValueError):
+                return
+            end = time.monotonic() + STATE_GRACE_S
+            while time.monotonic() < end and self._connected.is_set():
+                time.sleep(0.05)
+
     def _network_problem(self) -> str | None:
+        refused = [f for f, st in self.subscriptions.items() if st.startswith("refused")]
+        if refused and self._connected.is_set():
+            return (f"the broker refused the subscription to {', '.join(refused)}: readings on those topics never "
+                    "arrive (give the collector's account read access)")
         if self._connected.is_set():
             return None
         since = self.disconnected_since
@@ -205,6 +246,8 @@ class MqttCollector:
                 if not self._connect(comp):
                     continue
             rc = self.client.loop(timeout=0.2)
+            if self.sparkplug.nodes:        # this thread alone touches the Sparkplug sessions
+                self._release_due()
             if rc != mqtt.MQTT_ERR_SUCCESS:
                 self._connected.clear()
                 self._need_connect = True
@@ -212,6 +255,9 @@ class MqttCollector:
                     self._wait_backoff(comp)
 
     def _connect(self, comp: Component) -> bool:
+        if self.host_id:        # this connection's death certificate (Sparkplug 3.0): a fresh timestamp
+            self._state_ts = int(time.time() * 1000)
+            self.client.will_set(state_topic(self.host_id), state_payload(False, self._state_ts), qos=1, retain=True)
         try:
             self.client.reconnect()
             self._need_connect = False
@@ -242,10 +288,29 @@ class MqttCollector:
         self._reconnect_backoff = RECONNECT_MIN_S
         self.disconnected_since = None
         subs = [s if s in SESSION_TREES else shared(s, self.share_group) for s in self.topics.subscriptions()]
-        client.subscribe([(s, self.qos) for s in subs])
+        _, mid = client.subscribe([(s, self.qos) for s in subs])
+        self._sub_mids[mid] = subs
+        self.subscriptions = {s: "requested" for s in subs}
         log.info("connected to %s:%d (session present: %s), subscribed to %s",
                  self.host, self.port, flags.session_present, ", ".join(subs))
         self._connected.set()
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties):
+        """The broker's answer to the subscriptions: each granted or refused (a refusal is a
+        problem in ``status``, never a log line alone); then, as a Sparkplug host, the
+        online STATE (the specification: after the subscriptions)."""
+        subs = self._sub_mids.pop(mid, None)
+        if subs is None:
+            return
+        for f, rc in zip(subs, reason_codes):
+            value = rc.value if hasattr(rc, "value") else int(rc)
+            if value >= SUBACK_FAILURE:
+                self.subscriptions[f] = f"refused ({rc})"
+                log.error("the broker refused the subscription to %r (%s): nothing published there will arrive", f, rc)
+            else:
+                self.subscriptions[f] = f"granted QoS {value}"
+        if self.host_id:
+            self._publish_state(True)
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
         self._connected.clear()
@@ -267,7 +332,8 @@ class MqttCollector:
         if not isinstance(m, Match):
             self._dead(msg, m)     # the reason: the expected form, or the known sites and sensors
             return
-        if m.input is DEVICE_STATUS:      # a device's birth or will: not a reading
+        if m.input.format in PASSED_OVER:   # a device's birth or will, a Sparkplug STATE or other group
+            self._passed_over(msg, m)
             self._keep_nothing(msg)
             return
         if m.input.format != "sewerwatch":
@@ -289,13 +355,29 @@ class MqttCollector:
             code = self._units.setdefault((ref.parameter, parsed[2]), len(self._units))
         self._keep(msg, 1, single=(parsed[0], ref.id, parsed[1], code))
 
+    def _passed_over(self, msg, m: Match) -> None:
+        """Count a message that is no reading; as a Sparkplug host, answer an offline STATE
+        of its own host id with its online STATE again (the specification)."""
+        if m.input is SPARKPLUG_OTHER:
+            if m.site not in self.passed_over:
+                log.info("Sparkplug group %r is not in the config: its messages are passed over", m.site)
+            if m.site in self.passed_over or len(self.passed_over) < 1000:
+                self.passed_over[m.site] = self.passed_over.get(m.site, 0) + 1
+        elif m.input is SPARKPLUG_STATE and self.host_id and m.sensor == self.host_id:
+            state = parse_state(msg.payload)
+            if state is not None and not state[0] and self._connected.is_set() and not self._stop.is_set():
+                log.warning("Sparkplug: an offline STATE of this host %r was delivered; publishing online again",
+                            self.host_id)
+                self._publish_state(True)
+
     def _handle_decoded(self, msg, m: Match) -> None:
         """A message in another format (:mod:`ingest.mqtt.formats`): one batch of readings."""
         try:
             if m.input.format == "sparkplug":
-                d = Decoded(self.sparkplug.decode(m, msg.topic, msg.payload, self.bounds))
-            else:
-                d = decode_match(m, self.topics, msg.payload, self.bounds)
+                res = self.sparkplug.decode(m, msg.topic, msg.payload, self.bounds)
+                self._handle_sparkplug(msg, res)
+                return
+            d = decode_match(m, self.topics, msg.payload, self.bounds)
         except Unusable as exc:
             self._dead(msg, str(exc))
             return
@@ -307,12 +389,45 @@ class MqttCollector:
             return
         self._keep(msg, len(r), batch=(r.time_us, r.sensor_id, r.value, r.quality))
 
+    def _handle_sparkplug(self, msg, res) -> None:
+        """A Sparkplug message decoded (:class:`ingest.mqtt.sparkplug.Result`): birth values
+        held back wait with their message's acknowledgement; released ones go with this one."""
+        if res.bad:
+            self._dead(msg, res.bad, ack=False)
+        extra = self._parked.pop(res.released, []) if res.released else []
+        if res.held is not None:
+            if msg.qos > 0:
+                self._parked.setdefault(res.held, []).append((msg.mid, self._generation))
+            r = Readings.empty()
+        else:
+            r = res.readings
+        if not len(r):
+            if res.held is None:
+                self._keep_nothing(msg)
+            self._ack_parked(extra)
+            return
+        self._keep(msg, len(r), batch=(r.time_us, r.sensor_id, r.value, r.quality), extra_mids=extra)
+
+    def _release_due(self) -> None:
+        """Birth values held past their wait (no history followed): stored now."""
+        for key, r in self.sparkplug.release_due():
+            extra = self._parked.pop(key, [])
+            with self._lock:
+                self._buf.append((r.time_us, r.sensor_id, r.value, r.quality))
+                self._buf_rows += len(r)
+                self._parked_mids.extend(extra)
+            self.readings += len(r)
+
+    def _ack_parked(self, parked) -> None:
+        for mid, gen in parked:
+            self._ack([mid], gen)
+
     def _keep_nothing(self, msg) -> None:
         """A message that carried no reading: nothing to make durable, acknowledged now."""
         if msg.qos > 0:
             self._ack([msg.mid], self._generation)
 
-    def _keep(self, msg, n: int, batch=None, single=None) -> None:
+    def _keep(self, msg, n: int, batch=None, single=None, extra_mids=()) -> None:
         """Gather a message's readings: ``batch`` (time, sensor id or ids, value, quality
         arrays) or ``single`` (time, sensor id, raw value, unit code), to be flushed."""
         with self._lock:
@@ -327,6 +442,7 @@ class MqttCollector:
             self._buf_rows += n
             if msg.qos > 0:  # QoS 0 messages carry no packet id and are never acknowledged
                 self._mids.append(msg.mid)
+            self._parked_mids.extend(extra_mids)
             full = self._buf_rows >= self.flush_rows
             if self._buf_rows >= self.max_buffered_rows:
                 self._wait_for_room()
@@ -381,7 +497,9 @@ class MqttCollector:
             if not self._buf and not self._single[0]:
                 return
             buf, single, mids, gen = self._buf, self._single, self._mids, self._generation
+            parked = self._parked_mids
             self._buf, self._single, self._mids, self._buf_rows = [], ([], [], [], []), [], 0
+            self._parked_mids = []
             self._room.notify_all()
         try:
             if single[0]:
@@ -396,7 +514,9 @@ class MqttCollector:
             # the readings are lost here, never acknowledged: reconnect so the broker sends them again
             self._need_connect = True
             raise
-        on_durable = lambda: self._ack(mids, gen)  # noqa: E731
+        def on_durable():
+            self._ack(mids, gen)
+            self._ack_parked(parked)
         while not self.sink.put(batch, on_durable=on_durable, timeout=0.5):
             if comp is not None:
                 comp.beat()                    # waiting for the writer on purpose, not stuck
@@ -427,6 +547,13 @@ class MqttCollector:
         with self._lock:
             buffered = self._buf_rows
         return {"connected": self.connected, "client_id": self.client_id, "share_group": self.share_group,
+                "subscriptions": dict(self.subscriptions),
+                "sparkplug": {"host_id": self.host_id, "state_published": self.state_published,
+                              "edge_nodes": len(self.sparkplug.nodes),
+                              "historical_metrics": self.sparkplug.historical,
+                              "rebirths_requested": self.sparkplug.rebirths_requested,
+                              "groups_passed_over": dict(self.passed_over)} if self.sparkplug.sensors or self.host_id
+                else None,
                 "messages": self.messages, "readings": self.readings,
                 "dead_letters": self.dead, "internal_errors": self.internal_errors, "connects": self.connects,
                 "buffered_readings": buffered,

@@ -36,7 +36,7 @@ from foundation.config import TELEGRAF_TIME_UNITS
 from foundation.units import CONVERSIONS
 from ingest.batch import Readings
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, check_size_and_nesting, iso_of_us, parse
-from ingest.mqtt.topics import Match, SensorRef, TopicMap
+from ingest.mqtt.topics import PASSED_OVER, Match, SensorRef, TopicMap
 from ingest.normalise import normalise
 
 #: An example of each format, shown in the reason of a payload that is not in it.
@@ -81,7 +81,7 @@ def decode_match(m: Match, topics: TopicMap, payload: bytes, bounds: Bounds = DE
                  now_us: int | None = None) -> Decoded:
     """As :func:`decode`, for a topic already resolved to ``m``."""
     fmt = m.input.format
-    if fmt == "status":           # a device's birth or will (topics.DEVICE_STATUS): no reading
+    if fmt in PASSED_OVER:        # a device's birth or will, a Sparkplug STATE, another group: no reading
         return Decoded(Readings.empty())
     if fmt == "sewerwatch":
         try:
@@ -165,6 +165,7 @@ def parse_telegraf(payload: bytes, m: Match, topics: TopicMap, bounds: Bounds = 
     units_us = TELEGRAF_TIME_UNITS[inp.timestamp_units]
     lo, hi = bounds.window(now_us)
     times, ids, values, units, bad = [], [], [], [], []
+    ignored = 0
     for i, metric in enumerate(metrics):
         try:
             t = _metric_time(metric["timestamp"], units_us, lo, hi, i)
@@ -194,6 +195,9 @@ def parse_telegraf(payload: bytes, m: Match, topics: TopicMap, bounds: Bounds = 
                 continue
         for sensor, v in named:
             ref = topics.by_key.get(f"{site}/{sensor}")
+            if ref is None and inp.ignore_unmapped_fields and site in topics.sites:
+                ignored += 1          # a field of a known site that no sensor is: passed over, as asked
+                continue
             if ref is None:
                 bad.append(f"metrics[{i}]: unknown sensor {site}/{sensor} (site from {inp.site_from}, "
                            f"sensor from {inp.sensor_from})")
@@ -211,6 +215,8 @@ def parse_telegraf(payload: bytes, m: Match, topics: TopicMap, bounds: Bounds = 
             values.append(float(v))
             units.append(unit)
     if not times:
+        if not bad and ignored:      # nothing but fields the input ignores
+            return Decoded(Readings.empty())
         if len(bad) == 1:
             raise Unusable(bad[0])
         raise Unusable(f"no usable reading in {len(metrics)} Telegraf metrics ({len(bad)} unusable: "

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from foundation.config import DEFAULT_TOPIC_PATTERN, MqttInput
-from foundation.endpoints import topic_matches, tree_filter
+from foundation.config import DEFAULT_TOPIC_PATTERN, SPARKPLUG_NAMESPACE, MqttInput
+from foundation.endpoints import WHOLE_TREE, subscription_filters  # noqa: F401 - WHOLE_TREE: the face of this module
 from foundation.errors import InputError
 
 DEFAULT_PATTERNS = (DEFAULT_TOPIC_PATTERN,)
-#: The tree every sewerwatch reading topic lives under, subscribed whole.
-WHOLE_TREE = "sewerwatch/#"
 #: Formats whose payload may name the site or sensor (the decoder resolves them).
 PAYLOAD_NAMES_SENSORS = ("telegraf",)
 #: Trees whose messages depend on the ones before them (Sparkplug B births and sequence
@@ -33,6 +31,14 @@ SESSION_TREES = ("spBv1.0/#",)
 #: (simulators/mqtt_publisher.py): no reading and no dead letter, passed over (unless a
 #: configured pattern takes the topic).
 DEVICE_STATUS = MqttInput("sewerwatch/{site}/{device}/status", "status")
+#: A Sparkplug host application's STATE (``spBv1.0/STATE/<host id>``, sewerwatch's own
+#: among them): no reading and no dead letter (ingest/mqtt/sparkplug_state.py).
+SPARKPLUG_STATE = MqttInput("spBv1.0/STATE/{host}", "sparkplug-state")
+#: A Sparkplug group the config does not name: passed over, counted (``status``), not a
+#: dead letter (other plants' gateways share the broker's namespace).
+SPARKPLUG_OTHER = MqttInput("spBv1.0/{group}", "sparkplug-other")
+#: Formats whose messages are passed over: neither readings nor dead letters.
+PASSED_OVER = ("status", "sparkplug-state", "sparkplug-other")
 #: Known names shown in a dead letter's reason at most.
 SHOWN_NAMES = 12
 #: The prefix of an MQTT shared subscription: ``$share/<group>/<filter>`` (MQTT 5, section
@@ -110,6 +116,8 @@ class TopicMap:
             if key in self.by_key:
                 self.explicit[topic] = self.by_key[key]
         self._cache: dict[str, Match | str] = {}
+        #: the groups of the sparkplug inputs (``spBv1.0/<group>``)
+        self.sparkplug_groups = {i.topic.split("/")[1] for i in self.inputs if i.format == "sparkplug"}
 
     @staticmethod
     def _compile(pattern: str, fmt: str = "sewerwatch") -> tuple[str, ...]:
@@ -127,15 +135,7 @@ class TopicMap:
     def subscriptions(self) -> list[str]:
         """MQTT topic filters: the whole ``sewerwatch/#`` tree, the tree of every other
         pattern, and any explicit topic outside them."""
-        subs = [WHOLE_TREE]
-        for inp in self.inputs:
-            f = tree_filter(inp.topic)
-            if f not in subs:
-                subs.append(f)
-        for topic in self.explicit:
-            if not any(topic_matches(f, topic) for f in subs):
-                subs.append(topic)
-        return subs
+        return subscription_filters([inp.topic for inp in self.inputs], self.explicit)
 
     def resolve(self, topic: str) -> SensorRef | None:
         """The sensor of ``topic``, or None when no sensor is known for it."""
@@ -159,6 +159,11 @@ class TopicMap:
             return Match(ref, MqttInput(topic), *ref.key.split("/", 1))
         parts = topic.split("/")
         unknown = None
+        if parts[0] == SPARKPLUG_NAMESPACE and self.sparkplug_groups:
+            if len(parts) == 3 and parts[1] == SPARKPLUG_STATE.topic.split("/")[1]:
+                return Match(None, SPARKPLUG_STATE, sensor=parts[2])
+            if len(parts) > 1 and parts[1] not in self.sparkplug_groups:
+                return Match(None, SPARKPLUG_OTHER, site=parts[1])
         for levels, inp in zip(self.patterns, self.inputs):
             if inp.format == "sparkplug":
                 if tuple(parts[:2]) == levels:
@@ -175,7 +180,7 @@ class TopicMap:
                     site = part
                 elif lvl == "{sensor}":
                     sensor = part
-                elif lvl != part:
+                elif lvl != part and not (lvl.startswith("{") and lvl.endswith("}")):   # {measurement}: any
                     break
             else:
                 if inp.format in PAYLOAD_NAMES_SENSORS:   # the decoder resolves site and sensor

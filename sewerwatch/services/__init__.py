@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from foundation import secrets as _secrets
 from foundation.config import Config
-from foundation.endpoints import Endpoints, endpoints, input_trees, site_topics
+from foundation.endpoints import (Endpoints, collector_filters, endpoints, input_trees, site_topics,
+                                  sparkplug_host, sparkplug_site_topics, sparkplug_state_topic)
 from foundation.errors import InputError
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
 from sewerwatch.services.postgres import EmbeddedPostgres
@@ -25,7 +26,9 @@ def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     sites = {s.id: (pw["mqtt_sites"][s.id], site_topics(cfg, s.id)) for s in cfg.sites}
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
             EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg),
-                              log_denied=cfg.services.mqtt_log_denied))
+                              log_denied=cfg.services.mqtt_log_denied, collector_topics=tuple(collector_filters(cfg)),
+                              site_reads={s.id: sparkplug_site_topics(cfg, s.id)[1] for s in cfg.sites},
+                              sparkplug_state=sparkplug_state_topic(cfg) if sparkplug_host(cfg) else None))
 
 
 def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:
@@ -81,7 +84,8 @@ def site_credentials(cfg: Config, site: str) -> dict:
         raise InputError("the broker is configured ([services] mqtt_url), not embedded: its accounts are managed "
                          "there")
     ep = endpoints(cfg)
-    return {"site": site, "mqtt_url": ep.site_urls[site], "topics": site_topics(cfg, site)}
+    return {"site": site, "mqtt_url": ep.site_urls[site], "topics": site_topics(cfg, site),
+            "reads": sparkplug_site_topics(cfg, site)[1]}
 
 
 def status(cfg: Config) -> dict:

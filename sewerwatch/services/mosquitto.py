@@ -73,6 +73,29 @@ def site_acl(sites: dict) -> str:
 #: Sparkplug B inputs: the tree, and the node commands (rebirth requests) the collector sends.
 SPARKPLUG_TREE, SPARKPLUG_NCMD = "spBv1.0/#", "spBv1.0/+/NCMD/+"
 
+
+def collector_acl(filters, sparkplug_state: str | None = None) -> str:
+    """The collector's read access: every filter it subscribes to
+    (:func:`foundation.endpoints.collector_filters`: the input trees and each explicit sensor
+    topic outside them), so no subscription is granted and then delivered nothing; and, as
+    the Sparkplug primary host, the right to publish its STATE (``spBv1.0/STATE/<host id>``)."""
+    out = ["user collector"] + [f"topic read {f}" for f in filters]
+    if sparkplug_state:
+        out.append(f"topic readwrite {sparkplug_state}")
+    return "\n".join(out) + "\n"
+
+
+def site_read_acl(reads: dict) -> str:
+    """What the sites' accounts may read: their Sparkplug edge nodes' commands and the
+    primary host's STATE (``{site: [topic filters]}``, :func:`foundation.endpoints.sparkplug_site_topics`)."""
+    out = []
+    for site, topics in sorted(reads.items()):
+        if topics:
+            out.append(f"user {site_user(site)}")
+            out += [f"topic read {t}" for t in topics]
+            out.append("")
+    return "\n".join(out)
+
 #: Mosquitto 2.0 logs a publish its ACL refused ("Denied PUBLISH from <client> (d0, q1, r0,
 #: m1, '<topic>', ... (<n> bytes))") at debug level only, which also logs every packet.
 DEBUG_LOG = "# [services] mqtt_log_denied: refused publishes (and every packet) in the log\nlog_type debug\n"
@@ -121,6 +144,9 @@ class EmbeddedMosquitto:
     trees: tuple = ()        # topic trees of [[mqtt.inputs]] outside sewerwatch/# (``telegraf/#``)
     autosave: str = AUTOSAVE
     log_denied: bool = False   # log_type debug: "Denied PUBLISH from ..." (and every packet)
+    collector_topics: tuple = ()     # every filter the collector subscribes to (collector_acl)
+    site_reads: dict = field(default_factory=dict)   # site id -> [topic filters it may read]
+    sparkplug_state: str | None = None   # spBv1.0/STATE/<host id> when run is a Sparkplug host
 
     @property
     def base(self) -> Path:
@@ -155,7 +181,10 @@ class EmbeddedMosquitto:
                         for t in self.trees if t != "sewerwatch/#")
         if SPARKPLUG_TREE in self.trees:   # the collector asks edge nodes for a rebirth (NCMD)
             extra += f"\nuser collector\ntopic write {SPARKPLUG_NCMD}\n\nuser device\ntopic read {SPARKPLUG_NCMD}\n"
-        return ACL + extra + "\n" + site_acl(self.sites)
+            if self.sparkplug_state:
+                extra += f"topic read {self.sparkplug_state}\n"
+        extra += "\n" + collector_acl(self.collector_topics, self.sparkplug_state)
+        return ACL + extra + "\n" + site_acl(self.sites) + site_read_acl(self.site_reads)
 
     def write_config(self) -> None:
         """(Re)write the broker's config, password file and ACL."""
