@@ -112,6 +112,7 @@ class MqttCollector:
         self.client.on_message = self._on_message
         self.client.on_subscribe = self._on_subscribe
         self.host_id = sparkplug_host_id
+        self._stopping = False
         self._state_ts = 0                     # [ms] of this connection's STATE will and birth
         self._sub_mids: dict[int, list[str]] = {}
         self.subscriptions: dict[str, str] = {}    # filter -> "granted QoS n" or "refused ..."
@@ -179,6 +180,7 @@ class MqttCollector:
     def stop(self) -> None:
         """Flush what was received, then disconnect (unflushed acks are simply not sent):
         the network loop writes the DISCONNECT and ends once the broker has closed."""
+        self._stopping = True
         if self.host_id and self._connected.is_set():
             self._publish_state(False)
         for comp in (self.network, self.flusher):
@@ -196,6 +198,7 @@ class MqttCollector:
             self.network.thread.join(5)
         else:
             self.client.loop_write()       # no loop runs: write the DISCONNECT here
+        self.flush()                       # what came in until the DISCONNECT (QoS 0 is sent once)
         if self._own_supervisor and self.supervisor is not None:
             self.supervisor.stop()
 
@@ -365,7 +368,7 @@ class MqttCollector:
                 self.passed_over[m.site] = self.passed_over.get(m.site, 0) + 1
         elif m.input is SPARKPLUG_STATE and self.host_id and m.sensor == self.host_id:
             state = parse_state(msg.payload)
-            if state is not None and not state[0] and self._connected.is_set() and not self._stop.is_set():
+            if state is not None and not state[0] and self._connected.is_set() and not self._stopping:
                 log.warning("Sparkplug: an offline STATE of this host %r was delivered; publishing online again",
                             self.host_id)
                 self._publish_state(True)
