@@ -47,4 +47,26 @@ def _check(args, ctx) -> int:
           + (f", signed by {head.signed_by}" if head.signed_by else ""))
     print(f"  enforcement: {guide.name} ({st.guide}), accidental-discharge reports due in "
           f"{st.accidental_report_hours:g} h, SNC periods {st.snc_periods}")
+    return _print_mqtt_access(cfg)
+
+
+def _print_mqtt_access(cfg) -> int:
+    """The collector's subscriptions and, per site, the subscription each of its topics
+    reaches the collector by (issue 22 item 1); exit 2 naming what would vanish."""
+    from foundation.errors import InputError
+    from sewerwatch import services
+
+    acc = services.mqtt_access(cfg)
+    reads = acc["collector_reads"]
+    print(f"  mqtt: the collector subscribes to {', '.join(acc['subscriptions'])}"
+          + ("" if reads is None else " (each readable under the embedded broker's ACL)" if all(reads.values())
+             else "") + ("" if not cfg.services.mqtt_url else
+                         " (your broker: give the collector's account read on each)"))
+    for site, covered in acc["sites"].items():
+        print(f"    site {site} publishes to " + ", ".join(f"{t} (via {f})" for t, f in covered.items()))
+    if acc["sparkplug_host"]:
+        print(f"    Sparkplug primary host: run, STATE on {acc['sparkplug_host']}")
+    if acc["problems"]:
+        raise InputError(f"{cfg.path}: mqtt: {acc['problems'][0]}"
+                         + (f" (and {len(acc['problems']) - 1} more)" if len(acc["problems"]) > 1 else ""))
     return 0

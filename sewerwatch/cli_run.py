@@ -154,6 +154,7 @@ def gather_status(ctx) -> dict:
     out["services"].pop("db_urls", None)
     out["services"].pop("mqtt_urls", None)
     out["run"] = _read_status(cfg.services.state_dir / STATUS_FILE) or {"running": False}
+    out["mqtt_access"] = _mqtt_access(cfg, out["run"])
     # one status file per collector: collect-status.json, collect-status-<client id>.json
     for path in sorted(cfg.services.state_dir.glob(COLLECT_STATUS_FILE.replace(".json", "*.json"))):
         collect = _read_status(path)
@@ -180,6 +181,15 @@ def gather_status(ctx) -> dict:
     return out
 
 
+def _mqtt_access(cfg, run: dict) -> dict:
+    """:func:`sewerwatch.services.mqtt_access` for the subscriptions the running collector
+    reports (the broker's answers), else the configured ones."""
+    granted = None
+    if run.get("running"):
+        granted = ((run.get("components") or {}).get("mqtt-network") or {}).get("subscriptions") or None
+    return services.mqtt_access(cfg, granted)
+
+
 def _pid_alive(pid) -> bool:
     if not pid:
         return False
@@ -204,6 +214,12 @@ def _status(args, ctx) -> int:
         print("run: not running (start it with 'sewerwatch run')")
     for key in sorted(k for k in st if k == "collect" or k.startswith("collect ")):
         _print_process(key, st[key])
+    acc = st["mqtt_access"]
+    print(f"mqtt subscriptions: {len(acc['subscriptions'])} ({', '.join(acc['subscriptions'])})"
+          + ("" if acc["problems"] else ", each site's topics covered" + (
+              ", readable under the broker's ACL" if acc["collector_reads"] is not None else "")))
+    for p in acc["problems"]:
+        print(f"  ! mqtt: {p}")
     if "database_error" in st:
         print(f"database: {st['database_error']}")
         return 0

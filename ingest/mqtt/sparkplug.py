@@ -227,6 +227,9 @@ class SparkplugHost:
             raise self._logged(f"data before birth: {mtype} of {who} before its edge node's NBIRTH "
                                "(aliases unknown); rebirth requested")
         if not p.HasField("seq"):
+            if mtype == "DDEATH":       # a death carries no reading (mqtt-spb-wrapper's has no seq): taken as one
+                state.devices.pop(device, None)
+                return Result(Readings.empty())
             raise Unusable(f"{mtype} of {who} without a seq")
         want = (state.seq + 1) % 256
         if p.seq != want:
@@ -294,10 +297,11 @@ class SparkplugHost:
     def _held_birth(self, state: _Node, key, decoded) -> Result:
         readings, bad, _ = decoded
         state.held_at = self.clock()
+        reason = _joined(bad) if bad else None
         if len(readings):
             state.held.append(readings)
-            return Result(Readings.empty(), bad=bad, held=key)
-        return Result(Readings.empty(), bad=bad)
+            return Result(Readings.empty(), bad=reason, held=key)
+        return Result(Readings.empty(), bad=reason)
 
     @staticmethod
     def _result(readings: Readings, bad: list, released=None) -> Result:

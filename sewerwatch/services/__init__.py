@@ -113,3 +113,59 @@ def server_description(url: str, timeout_s: int = 3) -> dict | None:
             return server.describe(conn).as_json()
     except psycopg.Error:
         return None
+
+
+def acl_reads(acl_text: str, user: str) -> list[str]:
+    """The topic filters ``user`` may read under a Mosquitto ACL file's text (``topic read``
+    and ``topic readwrite`` lines of its ``user`` blocks)."""
+    out, current = [], None
+    for line in acl_text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "user":
+            current = words[1]
+        elif current == user and len(words) >= 3 and words[0] == "topic" and words[1] in ("read", "readwrite"):
+            out.append(words[2])
+        elif current == user and len(words) == 2 and words[0] == "topic":      # "topic X": readwrite
+            out.append(words[1])
+    return out
+
+
+def mqtt_access(cfg: Config, granted: dict | None = None) -> dict:
+    """Whether every topic a site's account may publish to reaches the collector (issue 22
+    item 1): the collector's subscriptions (:func:`foundation.endpoints.collector_filters`,
+    or the ones a running collector reports with the broker's answers, ``granted``), each
+    site's topics and the subscription covering each, and for the embedded broker the read
+    access its ACL file (as written now) gives the collector. ``problems`` lists what
+    would make readings vanish at the broker: a site topic no subscription covers, a
+    subscription the broker refused, one the ACL gives no read on."""
+    from foundation.endpoints import filter_covers
+
+    subs = list(granted) if granted else collector_filters(cfg)
+    problems = []
+    sites = {}
+    for s in cfg.sites:
+        topics = site_topics(cfg, s.id)
+        covered = {t: next((f for f in subs if filter_covers(_unshared(f), t)), None) for t in topics}
+        sites[s.id] = covered
+        problems += [f"site {s.id} may publish to {t}, which no subscription of the collector covers"
+                     for t, f in covered.items() if f is None]
+    for f, st in (granted or {}).items():
+        if str(st).startswith("refused"):
+            problems.append(f"the broker refused the collector's subscription to {f} ({st})")
+    readable = None
+    if not cfg.services.mqtt_url:
+        _, mq = embedded(cfg)
+        acl = mq.base / "acl"
+        if acl.is_file():
+            reads = acl_reads(acl.read_text(), "collector")
+            readable = {f: any(filter_covers(r, _unshared(f)) for r in reads) for f in subs}
+            problems += [f"the broker's ACL ({acl}) gives the collector no read on {f}: nothing published there "
+                         "arrives (run 'sewerwatch services up' to write it again)" for f, ok in readable.items()
+                         if not ok]
+    return {"subscriptions": subs, "sites": sites, "collector_reads": readable, "problems": problems,
+            "sparkplug_host": sparkplug_state_topic(cfg) if sparkplug_host(cfg) else None}
+
+
+def _unshared(f: str) -> str:
+    """``$share/<group>/<filter>`` -> ``<filter>``."""
+    return f.split("/", 2)[2] if f.startswith("$share/") else f
