@@ -376,8 +376,9 @@ class AckPage:
         return local_time(t, self.tz)     # an aware datetime or an ISO-8601 text
 
     def _alert_view(self, r: dict, target: bool) -> dict:
-        """One alert as the page shows it: heading, evidence, the ordinance's words."""
-        d = r["details"] or {}
+        """One alert as the page shows it: heading, evidence (the episode as it is now), the
+        ordinance's words."""
+        d = current_episode(r["details"] or {}, r.get("episode"))
         site = r["site_name"] or r["site"] or d.get("site") or ""
         view = {"id": r["id"], "state": r["state"], "target": target, "heading": r["summary"] or r["rule"],
                 "evidence": [], "words": None, "citation": None, "acknowledged": None}
@@ -425,3 +426,21 @@ class AckPage:
             alerts_heading=alerts_heading, alerts_empty=alerts_empty)
         return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
 
+
+def current_episode(details: dict, episode: dict | None) -> dict:
+    """An alert's details with its episode as it is now (issue 22 item 7): the peak, its
+    time, the readings beyond the limit and the end from the violations row ``run`` keeps
+    current (:data:`alerts.store.PAGE_SQL`), over what they were when the alert opened."""
+    if not episode:
+        return details
+    ev = episode.get("evidence") or {}
+    out = dict(details)
+    if episode.get("peak") is not None:
+        out["peak"] = episode["peak"]
+    for key in ("peak_time", "readings", "duration_s"):
+        if ev.get(key) is not None:
+            out[key] = ev[key]
+    if episode.get("start"):
+        out["start"] = episode["start"]
+    out["end"] = episode.get("end")
+    return out

@@ -66,11 +66,23 @@ def with_unit(x, unit: str | None, parameter: str | None = None) -> str:
     return f"{_num(x)} {unit}".rstrip() if unit else _num(x)
 
 
+def reading_text(parameter: str, x, unit: str | None) -> str:
+    """``pH 3.1`` or ``Temperature 160 degF``: a parameter's value as a person writes it (pH
+    is its own unit, named once, before the number; issue 22 item 7: not "pH 3.1 pH")."""
+    if unit == "pH" or (parameter == "ph" and not unit):
+        return f"pH {_num(x)}"
+    return f"{PARAMETER_NAMES.get(parameter, parameter)} {with_unit(x, unit)}"
+
+
+def limit_text(comparison: str | None, x, unit: str | None) -> str:
+    """``< 5`` (pH, no unit repeated) or ``> 150 degF``."""
+    return f"{comparison or ''} {_num(x) if unit == 'pH' else with_unit(x, unit)}".strip()
+
+
 def summary(v: dict, site_name: str) -> str:
     """One line: site, parameter, value and limit with units, rule, start."""
-    param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
-    return (f"{site_name}: {param} {with_unit(v['peak'], v.get('unit'))} ({v.get('comparison') or ''} "
-            f"{with_unit(v['limit'], v.get('unit'))}, {v['rule']}) from {v['start']}")
+    return (f"{site_name}: {reading_text(v['parameter'], v['peak'], v.get('unit'))} "
+            f"({limit_text(v.get('comparison'), v['limit'], v.get('unit'))}, {v['rule']}) from {v['start']}")
 
 
 def readings_hint(v: dict, options=None) -> str:
@@ -112,8 +124,8 @@ def violation_message(alert_id: int | None, event: str, v: dict, *, site_name: s
     param = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
     unit = v.get("unit") or ""
     cmp_ = v.get("comparison") or ""
-    title = (f"[sewerwatch] {EVENT_WORDS.get(event, event.upper())} {_label(alert_id)}: {site_name} — {param} "
-             f"{with_unit(v['peak'], unit)} ({cmp_} {with_unit(v['limit'], unit)}, {v['rule']})")
+    title = (f"[sewerwatch] {EVENT_WORDS.get(event, event.upper())} {_label(alert_id)}: {site_name} — "
+             f"{reading_text(v['parameter'], v['peak'], unit)} ({limit_text(cmp_, v['limit'], unit)}, {v['rule']})")
     lines = [
         f"Alert {_label(alert_id)} — {EVENT_WORDS.get(event, event)}",
         "",

@@ -387,9 +387,20 @@ def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None 
 # -- the acknowledgement page (alerts.ackpage) ----------------------------------------------
 
 PAGE_COLS = ("id", "kind", "state", "rule", "summary", "details", "opened_at", "acknowledged_at", "acknowledged_by",
-             "ack_note", "resolved_at", "episodes", "site", "site_name")
+             "ack_note", "resolved_at", "episodes", "site", "site_name", "episode")
+#: The alerts, each with its episode as it is now (issue 22 item 7): the violations row of its
+#: latest episode (the first or one it continued), which ``run`` keeps current while it grows
+#: and closes when it ends, ``{start, end, peak, evidence}``; the alert's ``details`` are
+#: what it was when the alert opened.
 PAGE_SQL = """SELECT a.id, a.kind, a.state, a.rule, a.summary, a.details, a.opened_at, a.acknowledged_at,
-                     a.acknowledged_by, a.ack_note, a.resolved_at, a.episodes, s.key, s.name
+                     a.acknowledged_by, a.ack_note, a.resolved_at, a.episodes, s.key, s.name,
+                     (SELECT jsonb_build_object('start', v.start_time, 'end', v.end_time, 'peak', v.peak,
+                                                'evidence', v.evidence)
+                      FROM violations v
+                      WHERE v.id = a.violation_id OR v.id IN (
+                          SELECT (l.detail->>'violation_id')::bigint FROM audit_log l
+                          WHERE l.action = 'alert-episode-continued' AND l.object = 'alert:' || a.id)
+                      ORDER BY v.start_time DESC LIMIT 1)
               FROM alerts a LEFT JOIN sites s ON s.id = a.site_id"""
 
 

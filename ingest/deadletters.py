@@ -50,6 +50,8 @@ _UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 #: Why a Sparkplug B dead letter is not replayed.
 SPARKPLUG_NOTE = ("a Sparkplug B message depends on the births and sequence numbers before it; the edge node "
                   "sends its current values again on a rebirth request (the collector asks for one)")
+#: The topics of Sparkplug B dead letters (never replayed: :data:`SPARKPLUG_NOTE`).
+SPARKPLUG_LIKE = "spBv1.0/%"
 #: How many payload bytes ``show`` prints.
 SHOW_BYTES = 4096
 
@@ -163,7 +165,11 @@ def summary(conn, window_s: float = 3600.0, latest: int = 5) -> dict:
         "FROM dead_letters WHERE replayed_at IS NULL GROUP BY source ORDER BY 3 DESC", (window_s,)).fetchall()
     recent = conn.execute("SELECT id, received_at, source, topic, reason FROM dead_letters WHERE replayed_at IS NULL "
                           "ORDER BY received_at DESC, id DESC LIMIT %s", (latest,)).fetchall()
-    return {"window_s": window_s,
+    replayable, sparkplug = conn.execute(
+        "SELECT count(*) FILTER (WHERE source = ANY(%s) AND coalesce(topic, '') NOT LIKE %s), "
+        "count(*) FILTER (WHERE source = ANY(%s) AND topic LIKE %s) FROM dead_letters WHERE replayed_at IS NULL",
+        (list(REPLAYABLE), SPARKPLUG_LIKE, list(REPLAYABLE), SPARKPLUG_LIKE)).fetchone()
+    return {"window_s": window_s, "replayable": int(replayable), "sparkplug": int(sparkplug),
             "by_source": {s: {"last_window": int(h), "all": int(a)} for s, h, a in rows},
             "last_window": sum(int(h) for _, h, _ in rows), "all": sum(int(a) for _, _, a in rows),
             "latest": [dict(zip(("id", "received_at", "source", "topic", "reason"), r)) for r in recent]}

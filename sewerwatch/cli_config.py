@@ -64,6 +64,9 @@ def _print_mqtt_access(cfg) -> int:
                          " (your broker: give the collector's account read on each)"))
     for site, covered in acc["sites"].items():
         print(f"    site {site} publishes to " + ", ".join(f"{t} (via {f})" for t, f in covered.items()))
+    if acc["acl_stale"]:
+        print("    (the embedded broker's ACL on disk is from another config: 'sewerwatch services up' or 'run' "
+              "writes this one)")
     if acc["sparkplug_host"]:
         print(f"    Sparkplug primary host: run, STATE on {acc['sparkplug_host']}")
     if acc["problems"]:

@@ -245,7 +245,23 @@ def _print_dead_letters(dl: dict) -> None:
         print(f"  #{d['id']:<7} {d['received_at']:%Y-%m-%d %H:%M:%S} {d['source']:<10} {d['topic'] or '-'}: "
               f"{d['reason'][:140]}")
     if dl["all"]:
-        print("  ('sewerwatch deadletters list' shows them; 'deadletters replay' after fixing the config)")
+        print("  ('sewerwatch deadletters list' shows them" + replay_hint(dl) + ")")
+
+
+def replay_hint(dl: dict) -> str:
+    """What can be done with the dead letters not replayed (issue 22 item 7): ``replay`` is
+    offered only for those it can decode again (MQTT, not Sparkplug B); the others say what
+    brings their data back."""
+    out = []
+    if dl.get("replayable"):
+        out.append(f"'deadletters replay' stores the {dl['replayable']} MQTT one"
+                   f"{'s' * (dl['replayable'] != 1)} after the config is fixed")
+    if dl.get("sparkplug"):
+        out.append(f"{dl['sparkplug']} Sparkplug B: not replayable, the edge node's rebirth sends its values again")
+    lab = (dl.get("by_source") or {}).get("lab-import", {}).get("all", 0)
+    if lab:
+        out.append(f"{lab} lab-import: import the corrected file")
+    return "; " + "; ".join(out) if out else ""
 
 
 def _age(x) -> str:

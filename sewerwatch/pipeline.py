@@ -500,8 +500,19 @@ class Pipeline:
                                  r["site"], r["permit"], r["term_end"])
             await asyncio.sleep(wait)
 
+    def polled_devices(self) -> set:
+        """The Modbus devices this run polls (none with ``--no-modbus``; a shard's with
+        ``--shard``): the only ones whose health rows may raise its device alerts (issue 22
+        item 7: rows another process, or an earlier run, left are not this run's to alert)."""
+        if not self.modbus:
+            return set()
+        return {d.id for d in service.modbus_devices(self.cfg, self.shards)}
+
     async def _devices_down(self) -> dict:
         if not self.ingest.writer.stats.db_up:
+            return {}
+        polled = self.polled_devices()
+        if not polled:
             return {}
 
         def q():
@@ -514,7 +525,7 @@ class Pipeline:
             return {}
         return {("device-unreachable", d): {"site": site or self.device_sites.get(d, ""),
                                             "since": last_good.timestamp() if last_good else None,
-                                            "detail": err} for d, site, last_good, err in rows}
+                                            "detail": err} for d, site, last_good, err in rows if d in polled}
 
     # -- status -------------------------------------------------------------------------
 

@@ -152,18 +152,21 @@ def mqtt_access(cfg: Config, granted: dict | None = None) -> dict:
     for f, st in (granted or {}).items():
         if str(st).startswith("refused"):
             problems.append(f"the broker refused the collector's subscription to {f} ({st})")
-    readable = None
+    readable, stale = None, False
     if not cfg.services.mqtt_url:
         _, mq = embedded(cfg)
         acl = mq.base / "acl"
-        if acl.is_file():
-            reads = acl_reads(acl.read_text(), "collector")
-            readable = {f: any(filter_covers(r, _unshared(f)) for r in reads) for f in subs}
-            problems += [f"the broker's ACL ({acl}) gives the collector no read on {f}: nothing published there "
-                         "arrives (run 'sewerwatch services up' to write it again)" for f, ok in readable.items()
-                         if not ok]
+        # a running collector is judged by the ACL the broker has; the config by the ACL
+        # sewerwatch generates from it (what 'services up' and 'run' give the broker)
+        text = acl.read_text() if granted is not None and acl.is_file() else mq.acl_text()
+        stale = acl.is_file() and acl.read_text() != mq.acl_text()
+        reads = acl_reads(text, "collector")
+        readable = {f: any(filter_covers(r, _unshared(f)) for r in reads) for f in subs}
+        problems += [f"the broker's ACL ({acl}) gives the collector no read on {f}: nothing published there "
+                     "arrives (run 'sewerwatch services up' to write it again)" for f, ok in readable.items()
+                     if not ok]
     return {"subscriptions": subs, "sites": sites, "collector_reads": readable, "problems": problems,
-            "sparkplug_host": sparkplug_state_topic(cfg) if sparkplug_host(cfg) else None}
+            "acl_stale": stale, "sparkplug_host": sparkplug_state_topic(cfg) if sparkplug_host(cfg) else None}
 
 
 def _unshared(f: str) -> str:
