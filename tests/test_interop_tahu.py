@@ -20,13 +20,14 @@ from __future__ import annotations
 import collections
 import json
 import subprocess
+import sys
 import time
 import uuid
 
 import pytest
 
 from sewerwatch import services as sw_services
-from interop_support import INTEROP, dead_letters, need_npm_package, sparkplug_metrics, start_run, stored
+from interop_support import INTEROP, ROOT, clean_env, dead_letters, need_npm_package, sparkplug_metrics, start_run, stored
 from support import own_broker_village, wait_until
 
 SENSORS = {"ph": ("ph", "pH"), "t8": ("temperature", "degC"), "t16": ("temperature", "degC"),
@@ -112,6 +113,8 @@ def test_tahu_edge_node_loses_nothing_while_run_restarts_mid_stream(db, tmp_path
                                  f"{len(published)}); counts {result['counts']}; missing by sensor {sorted(collections.Counter(k[0] for k in missing).items())}; run log: " + "\n".join(x for x in log.read_text().splitlines() if "STATE" in x or "Sparkplug" in x or "error" in x.lower())[-4000:])
         assert wait_until(lambda: (_run_status(state).get("readings") or {}).get("evaluated", 0) > 0, 20)
         status = _run_status(state)
+        text = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg_path), "status"], cwd=ROOT,
+                              capture_output=True, text=True, env=clean_env(), timeout=60)
     finally:
         if edge is not None and edge.poll() is None:
             edge.kill()
@@ -141,3 +144,8 @@ def test_tahu_edge_node_loses_nothing_while_run_restarts_mid_stream(db, tmp_path
     sp = status["components"]["mqtt-network"]["sparkplug"]
     assert sp["host_id"] == "sewerwatch" and sp["historical_metrics"] > 0
     assert status["readings"]["late_dropped"] == 0                # the history was judged in time order
+    # status: the broker granted the collector's subscriptions, its ACL gives read on each
+    assert text.returncode == 0, text.stderr
+    assert ("mqtt subscriptions: 2 (sewerwatch/#, spBv1.0/#), each site's topics covered, readable under the "
+            "broker's ACL") in text.stdout
+    assert "'deadletters replay' stores" not in text.stdout and "Sparkplug B: not replayable" in text.stdout

@@ -224,3 +224,25 @@ def test_config_keys_and_one_site_per_edge_node():
                                                            "ignore_unmapped_fields": True}]}}, "v.toml")
     with pytest.raises(ConfigError, match=r"mqtt.sparkplug_host_id: expected one topic level"):
         sw_config.from_dict({**base, "mqtt": {"sparkplug_host_id": "a/b"}}, "v.toml")
+
+
+def test_a_refused_subscription_is_a_problem_of_the_collector_not_a_log_line():
+    """Mosquitto 2.0 grants every subscription and then delivers what the ACL allows (the
+    ACL check of ``status`` and ``config check`` covers that, tests/test_interop_clients.py);
+    other brokers refuse in the SUBACK (0x80, MQTT 5 0x87): paho's own reason codes here."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.reasoncodes import ReasonCode
+
+    from ingest.mqtt.collector import MqttCollector
+    from ingest.sink import Sink
+
+    tm = _map(("n", "", "Flow", "acme/flow"))
+    c = MqttCollector("mqtt://collector:x@127.0.0.1:1", tm, Sink())
+    c._sub_mids[7] = ["sewerwatch/#", "nodered/acme/ph"]
+    c._on_subscribe(c.client, None, 7, [ReasonCode(PacketTypes.SUBACK, identifier=1),
+                                        ReasonCode(PacketTypes.SUBACK, identifier=0x87)], None)
+    c._connected.set()
+    assert c.subscriptions == {"sewerwatch/#": "granted QoS 1", "nodered/acme/ph": "refused (Not authorized)"}
+    assert c._network_problem() == ("the broker refused the subscription to nodered/acme/ph: readings on those "
+                                    "topics never arrive (give the collector's account read access)")
+    assert c.status()["subscriptions"]["nodered/acme/ph"].startswith("refused")
