@@ -2,9 +2,9 @@
 
 Publishes, with the site's broker account: an NBIRTH (node metric Flow as UInt64), a
 DBIRTH of device "probe" (Int8, Int16, Int32, Int64 temperatures, a Float pH, a Boolean
-"Pump" and a String "Label"), then ``rounds`` DDATA with new values (names and aliases
-), then a DDEATH and an NDEATH. Prints one JSON line: every (metric, timestamp ms,
-value) published.
+"Pump" and a String "Label"), then ``rounds`` DDATA with new values (names and aliases),
+then a DDEATH and an NDEATH. Prints one JSON line: every (metric, timestamp ms, value)
+published.
 
     python pysparkplug_edge.py '{"host": ..., "port": ..., "username": ..., "password": ...,
                                  "group": ..., "node": ..., "rounds": 20}'
