@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -66,10 +67,9 @@ def test_tahu_edge_node_loses_nothing_while_run_restarts_mid_stream(db, tmp_path
     state = cfg.services.state_dir
     log = tmp_path / "run.log"
     cred = sw_services.site_credentials(cfg, site)
-    user, rest = cred["mqtt_url"].split("//", 1)[1].split(":", 1)
-    password = rest.rsplit("@", 1)[0]
-    from urllib.parse import unquote
-    edge_cfg = {"url": f"mqtt://127.0.0.1:{cfg.services.mqtt_port}", "username": user, "password": unquote(password),
+    u = urlsplit(cred["mqtt_url"])
+    edge_cfg = {"url": f"mqtt://127.0.0.1:{cfg.services.mqtt_port}", "username": unquote(u.username),
+                "password": unquote(u.password),
                 "group": group, "node": "tahu1", "hostId": cfg.sparkplug_host_id, "samples": 700, "rate": 50,
                 "skipSeqAt": 680, "timeout_s": 150}
     runs, edge = [], None

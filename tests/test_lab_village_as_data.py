@@ -107,7 +107,7 @@ def test_a_sixth_village_alerts_in_its_own_words(monkeypatch):
     monkeypatch.setenv("SEWERWATCH_PACK_PATH", str(VILLAGE))
     pack = load_pack("example-wi")
     title, body = violation_message(12, "open", v, site_name="Example Tannery", tz=pack.timezone)
-    assert "#12" in title and "Example Tannery" in title and "4.8 pH" in title
+    assert "#12" in title and "Example Tannery" in title and "pH 4.8 (below 5.5" in title
     assert "Started:     2026-03-02 08:02:00 CST" in body
     assert f"Ordinance:   {CODE} §18-12(b)" in body
     # its own duty to report (§18-21), in its words, and its own report form
