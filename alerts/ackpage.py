@@ -20,31 +20,34 @@ A superintendent opens the link of an alert message on a phone (:mod:`alerts.lin
   manager's own writes; an acknowledgement also has to be seen by ``sewerwatch alerts``, the
   digest and a restarted run, which read the database.)
 
-The server is aiohttp's, on ``run``'s event loop, one supervised component (``web``). It is
-meant to listen on the loopback address behind the utility's reverse proxy, which terminates
-TLS; ``[web] trusted_proxies`` are the peers whose ``X-Forwarded-For`` names the client for
-the rate limit. The access log never shows a token (:class:`AccessLog`). Plain HTML and CSS
-in one template (``templates/ack.html``, Jinja2 with autoescaping), no external assets, no
-scripts.
+The page is served by the office's web application (``web/``, issue 24: one server, one
+port, one supervised component ``web`` of ``run``), which mounts :meth:`AckPage.get` and
+:meth:`AckPage.post` at ``/ack/<token>`` without a session (the token is the capability)
+and without the office's CSRF check (there is no session to ride on). This module knows no
+web framework: each request is a call that returns a :class:`Reply`. It is meant to listen
+on the loopback address behind the utility's reverse proxy, which terminates TLS;
+``[web] trusted_proxies`` are the peers whose ``X-Forwarded-For`` names the client for the
+rate limit (:func:`foundation.clients.client_address`). The access log never shows a token
+(:func:`alerts.links.redact`). Plain HTML and CSS in one template (``templates/ack.html``,
+Jinja2 with autoescaping), no external assets, no scripts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
-from aiohttp import web
-from aiohttp.abc import AbstractAccessLogger
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from alerts import store
 from alerts.content import HEALTH_WORDS, PARAMETER_NAMES, local_time, with_unit
 from alerts.links import PATH, AckLinks, Claims, LinkExpired, LinkInvalid, redact
+from foundation.clients import client_address, networks
 
 log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
@@ -69,6 +72,15 @@ HEADERS = {
 
 _templates = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                          autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+
+
+@dataclass
+class Reply:
+    """One response of the page: status, the HTML, and headers (:data:`HEADERS` and more)."""
+
+    status: int
+    html: str
+    headers: dict = field(default_factory=dict)
 
 
 class DatabaseDown(Exception):
@@ -109,14 +121,6 @@ class RateLimiter:
                 del self._buckets[client]
 
 
-class AccessLog(AbstractAccessLogger):
-    """aiohttp's access log, one line a request, the token of a link withheld."""
-
-    def log(self, request, response, time_s):
-        self.logger.info('%s "%s %s" %d %.1f ms', request.remote, request.method, redact(request.path_qs),
-                         response.status, time_s * 1000.0)
-
-
 class AckPage:
     """The acknowledgement page of one utility.
 
@@ -137,73 +141,42 @@ class AckPage:
     def __init__(self, opts, links: AckLinks, db_url: str, *, tz: str, utility: str, clock=time.monotonic):
         self.opts, self.links, self.db_url, self.tz, self.utility = opts, links, db_url, tz, utility
         self.limiter = RateLimiter(opts.rate_per_min, opts.rate_burst, clock)
-        self.proxies = [ipaddress.ip_network(p, strict=False) for p in opts.trusted_proxies]
-        self.listening: str | None = None
+        self.proxies = networks(opts.trusted_proxies)
         self.stats = {"requests": 0, "acknowledged": 0, "rate_limited": 0, "refused": 0, "expired": 0,
                       "database_down": 0}
 
-    # -- serving ---------------------------------------------------------------------------
-
-    def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._guard], client_max_size=BODY_MAX)
-        app.router.add_get(PATH + "{token}", self._get)
-        app.router.add_post(PATH + "{token}", self._post)
-        app.router.add_get("/", self._root)
-        return app
-
-    async def serve(self, comp, stop: asyncio.Event) -> None:
-        """Serve until ``stop`` is set (``comp``: the supervised component, beaten each second)."""
-        runner = web.AppRunner(self.app(), handle_signals=False, access_log_class=AccessLog, access_log=access_log)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.opts.bind, self.opts.port, reuse_address=True).start()
-            host, port = runner.addresses[0][:2]
-            self.listening = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-            log.info("acknowledgement page on %s (links: %s%s...)", self.listening, self.links.base_url, PATH)
-            while not stop.is_set():
-                comp.beat()
-                try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except asyncio.TimeoutError:
-                    pass
-        finally:
-            self.listening = None
-            await runner.cleanup()
-
-    def problem(self) -> str | None:
-        """The supervisor's health check."""
-        return None if self.listening else f"not listening on {self.opts.bind}:{self.opts.port} yet"
-
     def status(self) -> dict:
-        return {"listening": self.listening, "public_url": self.links.base_url,
-                "link_lifetime_h": self.links.lifetime_s / 3600.0, **self.stats}
+        return {"public_url": self.links.base_url, "link_lifetime_h": self.links.lifetime_s / 3600.0, **self.stats}
 
     # -- requests ----------------------------------------------------------------------------
 
-    def client_of(self, request: web.Request) -> str:
+    def client_of(self, peer: str | None, forwarded_for: list[str]) -> str:
         """The client's address: the peer, or behind a trusted proxy the last address in
         ``X-Forwarded-For`` that is not a trusted proxy."""
-        peer = request.remote or "unknown"
-        if not self._trusted(peer):
-            return peer
-        hops = [h.strip() for h in ",".join(request.headers.getall("X-Forwarded-For", [])).split(",") if h.strip()]
-        for hop in reversed(hops):
-            if not self._trusted(hop):
-                return hop
-        return peer
+        return client_address(peer, forwarded_for, self.proxies)
 
-    def _trusted(self, address: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            return False
-        return any(ip in net for net in self.proxies)
+    async def get(self, token: str, client: str) -> Reply:
+        """``GET /ack/<token>``: the page of a link (never acknowledges)."""
+        return await self._guard(client, "GET", lambda: self._get(token))
 
-    @web.middleware
-    async def _guard(self, request: web.Request, handler):
+    async def post(self, token: str, form: dict, client: str) -> Reply:
+        """``POST /ack/<token>``: acknowledge with the form's ``name`` and ``note``."""
+        return await self._guard(client, "POST", lambda: self._post(token, form))
+
+    def refused(self, status: int, reason: str) -> Reply:
+        """The page of a request refused before it reached the page (too large, bad method)."""
+        what = "There is nothing here." if status in (404, 405) else f"The request was refused: {reason}."
+        return self._with_headers(self._page(status, reason, tone="bad", message=[
+            what, "Open the link from an alert message."]))
+
+    def _with_headers(self, reply: Reply) -> Reply:
+        reply.headers.update(HEADERS)
+        return reply
+
+    async def _guard(self, client: str, method: str, handler) -> Reply:
         """Rate limit, safety headers, and no traceback ever shown (or a token logged)."""
         self.stats["requests"] += 1
-        wait = self.limiter.take(self.client_of(request))
+        wait = self.limiter.take(client)
         if wait > 0:
             self.stats["rate_limited"] += 1
             seconds = max(1, math.ceil(wait))
@@ -213,37 +186,25 @@ class AckPage:
             resp.headers["Retry-After"] = str(seconds)
         else:
             try:
-                resp = await handler(request)
-            except web.HTTPException as exc:
-                what = ("There is nothing here." if exc.status in (404, 405) else
-                        f"The request was refused: {exc.reason}.")
-                resp = self._page(exc.status, exc.reason, tone="bad", message=[
-                    what, "Open the link from an alert message."])
+                resp = await handler()
             except Exception as exc:  # noqa: BLE001 - one line, never a traceback on the page
-                log.error("acknowledgement page: %s %s failed: %s: %s", request.method, redact(request.path),
+                log.error("acknowledgement page: %s %s failed: %s: %s", method, PATH + "<token withheld>",
                           type(exc).__name__, redact(str(exc)).splitlines()[0] if str(exc) else "")
                 resp = self._page(500, "Something went wrong", tone="bad", message=[
                     "The page could not be made. Nothing was acknowledged.",
                     "Try again in a minute, or use: sewerwatch alerts ack ID --by NAME."])
-        resp.headers.update(HEADERS)
-        return resp
+        return self._with_headers(resp)
 
-    async def _root(self, request):
-        return self._page(200, "Acknowledge an alert", message=[
-            "Open the acknowledgement link from an alert message (e-mail or push notification).",
-            "Each link works once and for a limited time."])
-
-    async def _get(self, request):
-        claims = self._claims(request)
-        if isinstance(claims, web.Response):
+    async def _get(self, token: str):
+        claims = self._claims(token)
+        if isinstance(claims, Reply):
             return claims
         return await self._show(claims)
 
-    async def _post(self, request):
-        claims = self._claims(request)
-        if isinstance(claims, web.Response):
+    async def _post(self, token: str, form: dict):
+        claims = self._claims(token)
+        if isinstance(claims, Reply):
             return claims
-        form = await request.post()
         name, note = str(form.get("name", "")).strip(), str(form.get("note", "")).strip()
         error = None
         if not name:
@@ -280,10 +241,10 @@ class AckPage:
             "This link has now been used; the alert stays open until the discharge is over."], tone="ok",
             just_acknowledged=True)
 
-    def _claims(self, request) -> Claims | web.Response:
+    def _claims(self, token: str) -> Claims | Reply:
         """The link's claims, or the page that refuses it."""
         try:
-            return self.links.read(request.match_info["token"])
+            return self.links.read(token)
         except LinkExpired as exc:
             self.stats["expired"] += 1
             c = exc.claims
@@ -420,11 +381,11 @@ class AckPage:
         return view
 
     def _page(self, status: int, title: str, *, message: list[str] | None = None, tone: str = "",
-              alerts=(), form=None, alerts_heading: str = "", alerts_empty: str | None = None) -> web.Response:
+              alerts=(), form=None, alerts_heading: str = "", alerts_empty: str | None = None) -> Reply:
         text = _templates.get_template("ack.html").render(
             title=title, utility=self.utility, message=message, tone=tone, alerts=list(alerts), form=form,
             alerts_heading=alerts_heading, alerts_empty=alerts_empty)
-        return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+        return Reply(status, text)
 
 
 def current_episode(details: dict, episode: dict | None) -> dict:

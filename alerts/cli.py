@@ -95,8 +95,10 @@ def _ack(args, ctx) -> int:
     if not args.by.strip():
         raise InputError("alerts ack: --by needs a name")
     cfg, conn, store = _connect(ctx)
+    from foundation.actor import Actor
+
     with conn:
-        before = store.acknowledge(conn, args.id, args.by, args.note)
+        before = store.acknowledge(conn, args.id, args.by, args.note, actor=Actor.os_user())
     if before is None:
         raise InputError(f"alerts ack: no alert #{args.id}")
     state, by = before

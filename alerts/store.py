@@ -359,11 +359,16 @@ def show_alert(conn, alert_id: int) -> dict | None:
     return rec
 
 
-def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None = None
+def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None = None, actor=None
                 ) -> tuple[str, str | None] | None:
     """Acknowledge ``alert_id`` in one transaction (the running manager sees it within a
     second and stops its escalation); audited (``via``: ``link`` from the acknowledgement
     page, None from ``sewerwatch alerts ack``).
+
+    ``by`` is the name the alert shows as acknowledging it; ``actor`` (a
+    :class:`foundation.actor.Actor`) who acted, for the audit row: the signed-in account of
+    the office (``web``), the operating-system user of ``sewerwatch alerts ack`` (``cli``).
+    Without one the audit row names ``by``.
 
     Returns
     -------
@@ -379,8 +384,11 @@ def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None 
         new_state = "resolved" if state == "resolved" else "acknowledged"
         conn.execute("UPDATE alerts SET state = %s, acknowledged_at = now(), acknowledged_by = %s, ack_note = %s "
                      "WHERE id = %s", (new_state, by, note, alert_id))
-        _audit_sync(conn, by, "alert-acknowledged", alert_id,
-                    {"from": state, "to": new_state, "note": note, **({"via": via} if via else {})})
+        if actor is not None:
+            via = via or actor.via
+        _audit_sync(conn, actor.audit_name if actor is not None else by, "alert-acknowledged", alert_id,
+                    {"from": state, "to": new_state, "note": note, **({"via": via} if via else {}),
+                     **({"by": by} if actor is not None and by != actor.audit_name else {})})
     return state, None
 
 

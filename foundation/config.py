@@ -197,6 +197,8 @@ class Site(Table):
     """Its Standard Industrial Classification code (a string: ``"2013"``)."""
     permit: Text | None = None
     """The number of its wastewater discharge permit."""
+    contacts: TextList = ()
+    """The people to call at the plant, one line each (``"J. Doe, plant manager, 608-555-0100"``): the office shows them."""
 
 
 @table
@@ -374,7 +376,8 @@ class IngestOptions(Table):
 
 @table
 class WebOptions(Table):
-    """``[web]``: the acknowledgement page ``sewerwatch run`` serves (only when the table is present)."""
+    """``[web]``: the office and the acknowledgement page ``sewerwatch run`` serves (only when the
+    table is present; ``sewerwatch web`` serves the office with these defaults without one)."""
 
     bind: Address = "127.0.0.1"
     """Address the page listens on (meant to sit behind the utility's reverse proxy)."""
@@ -390,6 +393,18 @@ class WebOptions(Table):
     """Requests one client address may make at once before the rate applies."""
     trusted_proxies: Networks = ("127.0.0.1", "::1")
     """Peer addresses (or networks) whose ``X-Forwarded-For`` header names the client."""
+    session_idle_min: Positive = 30.0
+    """The office (issue 24): a session without a click for this long ends [min]."""
+    session_max_h: Positive = 12.0
+    """A session of the office ends this long after its sign-in, whatever the clicks [h]."""
+    login_per_min: IntRange(1, 10_000) = 10
+    """Sign-in attempts one client address may make a minute."""
+    lockout_after: IntRange(1, 1000) = 5
+    """Failed sign-ins in a row after which an account is locked."""
+    lockout_min: Positive = 15.0
+    """How long a locked account stays locked [min] (``sewerwatch users enable`` unlocks it)."""
+    grafana_url: Url("http", "https") | None = None
+    """The Grafana server the dashboards were pushed to: an industrial user's page links its Site dashboard."""
 
     @property
     def link_base(self) -> str:

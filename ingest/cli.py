@@ -194,9 +194,11 @@ def _dl_show(args, ctx) -> int:
 def _dl_replay(args, ctx) -> int:
     from ingest import deadletters as dl
 
+    from foundation.actor import Actor
+
     f = _filters(args)
     with ctx.connect("owner") as conn:
-        out = dl.replay(conn, ctx.config, f, dry_run=args.dry_run)
+        out = dl.replay(conn, ctx.config, f, dry_run=args.dry_run, actor=Actor.os_user())
     if args.json:
         print(dl.as_json([o.__dict__ for o in out]))
     else:

@@ -198,9 +198,24 @@ class Outcome:
             f"; {self.reason}" if self.reason else "")
 
 
-def replay(conn, cfg, f: Filters, dry_run: bool = False) -> list[Outcome]:
+def replay(conn, cfg, f: Filters, dry_run: bool = False, actor=None) -> list[Outcome]:
     """Replay the dead letters ``f`` selects (see the module's docstring); one transaction
-    per letter, so what is done stays done."""
+    per letter, so what is done stays done. ``actor`` (:class:`foundation.actor.Actor`: the
+    operating-system user of ``sewerwatch deadletters replay``, the account of the office)
+    is recorded in the audit log with what each letter became."""
+    out = _replay(conn, cfg, f, dry_run)
+    if actor is not None and not dry_run and out:
+        with conn.transaction():
+            conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'deadletters-replay', %s, %s)",
+                         (actor.audit_name, "dead_letters", json.dumps({
+                             "via": actor.via, "ids": [o.id for o in out], "stored": sum(o.stored for o in out),
+                             "new": sum(o.new for o in out),
+                             "still_unusable": [o.id for o in out if o.reason is not None and not o.stored],
+                             "skipped": [o.id for o in out if o.skipped]})))
+    return out
+
+
+def _replay(conn, cfg, f: Filters, dry_run: bool) -> list[Outcome]:
     where, params = f.where()
     rows = conn.execute(f"SELECT id, received_at, source, topic, payload, reason, replayed_at, replayed_as "
                         f"FROM dead_letters{where} ORDER BY received_at, id"

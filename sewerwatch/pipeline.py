@@ -6,7 +6,8 @@
                                                  \\-> tap (call_soon_threadsafe) -> queue
     queue -> evaluator task (numpy, in one worker thread) -> AlertManager -> channels
     ticker task: acknowledgements, escalation, hold-off, sensor health, degraded, digest
-    web task (with [web]): the acknowledgement page the alerts' links open (aiohttp)
+    web task (with [web]): the office, the web application (web/, uvicorn on this loop), with the
+                           acknowledgement page the alerts' links open
     periodic tasks: storage maintenance, enforcement items fallen due (every 5 min),
                     permit reminders (once a day)
     status thread: <state dir>/run-status.json every two seconds
@@ -46,7 +47,6 @@ import numpy as np
 import psycopg
 
 from alerts import reminders as permit_reminders
-from alerts.ackpage import AckPage
 from alerts.channels import build_routes
 from alerts.episodes import LiveEpisodes, SensorInfo, sensors_from_db
 from alerts.health import HealthWatch
@@ -139,7 +139,8 @@ class Pipeline:
         self.reminded_on = None                     # the village's day the permit reminders last ran
         self.ingest = None
         self.links: AckLinks | None = None
-        self.page: AckPage | None = None
+        self.web = None                             # the office (web.server.WebServer), with [web]
+        self._last_status: dict | None = None
         self.manager: AlertManager | None = None
         self.episodes: LiveEpisodes | None = None
         self.health: HealthWatch | None = None
@@ -265,9 +266,11 @@ class Pipeline:
             loop.create_task(supervise_task(reminders, self._remind_daily, stopping), name="reminders")]
         web_task = None
         if self.links is not None:
-            self.page = AckPage(self.cfg.web, self.links, self.owner_url, tz=self.manager.tz, utility=self.cfg.name)
-            web = self.supervisor.add("web", stall_after=30.0, check=self.page.problem)
-            web_task = loop.create_task(supervise_task(web, lambda comp: self.page.serve(comp, stopping), stopping),
+            from sewerwatch.office import office_server
+            self.web = office_server(self.cfg, self.owner_url, self.state_dir, links=self.links, tz=self.manager.tz,
+                                     status_source=self._status_for_office)
+            web = self.supervisor.add("web", stall_after=30.0, check=self.web.problem)
+            web_task = loop.create_task(supervise_task(web, lambda comp: self.web.serve(comp, stopping), stopping),
                                         name="web")
         self.supervisor.add("status", self._status_loop, stall_after=30.0)
         self.ready.set()
@@ -545,8 +548,8 @@ class Pipeline:
                 else round(time.time() - self.last_evaluated_at, 3)})
         if "alerts" in comps and man is not None:
             comps["alerts"].update(man.status())
-        if "web" in comps and self.page is not None:
-            comps["web"].update(self.page.status())
+        if "web" in comps and self.web is not None:
+            comps["web"].update(self.web.status())
         problems = self.problems()
         if w is None:
             database = "unknown (starting)"
@@ -593,7 +596,17 @@ class Pipeline:
                 if attempt == 3:
                     raise
         st["running"] = not final
+        self._last_status = st
         service.write_status(self.status_path, st)
+
+    def _status_for_office(self) -> dict:
+        """The office's banners: the status the status thread wrote last (at most 2 s old),
+        or a fresh one where no status file is kept."""
+        if self._last_status is not None and not self._final:
+            return self._last_status
+        st = self.status()
+        st["running"] = not self._final
+        return st
 
 
 def run_until_signalled(pipeline: Pipeline) -> None:

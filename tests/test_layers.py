@@ -1,7 +1,8 @@
 """The floors of the house are checked, not only written.
 
 The import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``) say that
-imports run one way, down the floors: the shell (``sewerwatch``) on top; ``enforcement``;
+imports run one way, down the floors: the shell (``sewerwatch``) on top; ``web`` (the office);
+``enforcement``;
 ``alerts``, ``lab``, ``dashboards``, ``simulators``; ``ingest`` and ``limits``, independent of each
 other; ``foundation`` at the bottom; and that the collectors never import the alert
 manager. Lazy imports inside functions count as imports (grimp reads them too).
@@ -17,7 +18,8 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("foundation", "ingest", "limits", "alerts", "lab", "dashboards", "simulators", "enforcement", "sewerwatch")
+PACKAGES = ("foundation", "ingest", "limits", "alerts", "lab", "dashboards", "simulators", "enforcement", "web",
+            "sewerwatch")
 
 
 def test_the_import_linter_contracts_are_kept():

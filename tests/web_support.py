@@ -1,0 +1,105 @@
+"""Helpers for the office's tests: a village in a test database, accounts of every role, the
+office in process (Litestar's test client over the real database), and one headless
+Chromium for every browser test (``office_browser``, session-scoped, in ``conftest``-free
+form so each test module that needs it imports it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import types
+from dataclasses import replace
+from pathlib import Path
+
+from foundation import config as sw_config
+from foundation.actor import Actor
+from foundation.config import WebOptions
+from support import add_site_and_sensors
+from web import accounts
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+#: A phone's viewport [CSS px] (issue 24 item 7: every page works at 390 px).
+PHONE = (390, 844)
+DESKTOP = (1280, 900)
+ADMIN = Actor("test-admin", "cli")
+#: One account of each role, with its password.
+PEOPLE = {"super": ("Sam Super", "superintendent"), "coord": ("Cora Coordinator", "coordinator"),
+          "clerk": ("Cliff Clerk", "clerk"), "inspector": ("Ines Inspector", "inspector"),
+          "viewer": ("Vic Viewer", "viewer")}
+PASSWORD = "correct horse battery"
+
+
+def chromium_available() -> bool:
+    return bool(shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER))
+
+
+def add_people(db_url: str) -> None:
+    import psycopg
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        for user, (name, role) in PEOPLE.items():
+            accounts.add(conn, user, name, role, PASSWORD, actor=ADMIN)
+
+
+def village(db, name: str = "Acme Plating") -> dict:
+    """One site with pH and temperature sensors, its readings and an open alert."""
+    import psycopg
+    ids = add_site_and_sensors(db.url, "plater", {"ph": ("ph", "pH"), "temp": ("temperature", "degF")})
+    rec = {"site": "plater", "sensor": "ph", "parameter": "ph", "rule": "ph-min", "kind": "range",
+           "start": "2026-06-01T15:30:00Z", "end": None, "peak": 3.468, "peak_time": "2026-06-01T15:35:00Z",
+           "limit": 6.0, "unit": "pH", "comparison": "lower than", "citation": "Village of Palmyra Code §13.48(2)(g)",
+           "words": "No user shall discharge wastewater with a pH lower than 6.0", "pack": "palmyra-wi"}
+    with psycopg.connect(db.url) as conn:
+        conn.execute("UPDATE sites SET name = %s, sic = '3471' WHERE key = 'plater'", (name,))
+        conn.execute("INSERT INTO readings (time, sensor_id, value) SELECT now() - g * interval '1 s', %s, 7.0 + "
+                     "0.2 * sin(g / 600.0) FROM generate_series(1, 3600) g", (ids["ph"],))
+        aid = conn.execute(
+            "INSERT INTO alerts (kind, site_id, sensor_id, rule, state, summary, details) SELECT 'violation', "
+            "site_id, id, 'ph-min', 'notified', 'Acme Plating: pH 3.468 pH', %s FROM sensors WHERE id = %s "
+            "RETURNING id", (json.dumps(rec), ids["ph"])).fetchone()[0]
+    return {"ids": ids, "alert": aid}
+
+
+def office_config(tmp_path: Path, **web) -> sw_config.Config:
+    cfg = sw_config.from_dict({"utility": {"name": "Village of Palmyra", "timezone": "America/Chicago"},
+                               "services": {"state_dir": str(tmp_path)}}, "<tests>")
+    return replace(cfg, web=WebOptions(**web))
+
+
+@contextlib.contextmanager
+def office_client(db, tmp_path: Path, *, status=None, **web):
+    """Litestar's test client of the office over the test's database (no socket, no browser)."""
+    from litestar.testing import TestClient
+
+    from sewerwatch.office import office_server
+    cfg = office_config(tmp_path, **web)
+    server = office_server(cfg, db.url, tmp_path, status_source=(lambda: status) if status is not None else
+                           (lambda: {"running": True, "state": "ok", "problems": {}}))
+    server.office.open()
+    from web.app import asgi
+    app = asgi(server.office, "t" * 32)
+    try:
+        with TestClient(app=app, base_url="http://127.0.0.1") as client:
+            client.office = server.office
+            yield client
+    finally:
+        server.office.close()
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'name="_csrf_token" value="([^"]+)"', html)
+    assert m, "no CSRF token in the page"
+    return m.group(1)
+
+
+def sign_in(client, user: str, password: str = PASSWORD, follow: bool = True):
+    page = client.get("/login")
+    r = client.post("/login", data={"username": user, "password": password, "next": "/",
+                                    "_csrf_token": csrf_of(page.text)}, follow_redirects=follow)
+    return r
+
+
+def fake_comp():
+    return types.SimpleNamespace(beat=lambda: None)

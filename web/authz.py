@@ -1,0 +1,64 @@
+"""The one place the office authorises (issue 24 item 3): every route by role, every object by
+the account's industrial user.
+
+Each route handler names its permission in ``opt={"permission": ...}`` (:data:`web.roles.
+PERMISSIONS`, or :data:`web.roles.PUBLIC` for the sign-in, the acknowledgement link and the
+static files). :func:`guard`, the application's only guard, loads the session's account
+(:func:`web.sessions.current_account`) and lets the request through when its role holds the
+permission; a route that names none is refused (fails closed). Objects: an account of kind
+``industrial-user`` sees only its own site (:func:`require_site`), so the portal can reuse
+the pages.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+from web import roles, sessions
+
+log = logging.getLogger("sewerwatch.web.authz")
+
+#: The key of a route handler's ``opt`` naming its permission.
+OPT = "permission"
+
+
+class SignInNeeded(NotAuthorizedException):
+    """No session, or one that ended (the text says why, for the sign-in page)."""
+
+
+async def guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+    """Authorise one request (Litestar guard of the whole application)."""
+    permission = handler.opt.get(OPT)
+    if permission == roles.PUBLIC:
+        return
+    if permission not in roles.PERMISSIONS:
+        log.error("route %s names no known permission (%r): refused", connection.url.path, permission)
+        raise PermissionDeniedException("this page has no permission assigned")
+    account, why = await sessions.current_account(connection, passive=bool(handler.opt.get("passive")))
+    if account is None:
+        raise SignInNeeded(why or "Sign in to continue.")
+    connection.state.account = account
+    if account.kind != "staff" or not roles.may(account.role, permission):
+        office = connection.app.state.office
+        office.stats["forbidden"] += 1
+        log.warning("forbidden: %s (%s) %s %s needs %s", account.username, account.role or account.kind,
+                    connection.scope.get("method"), connection.url.path, permission)
+        raise PermissionDeniedException(f"{permission} is not allowed to the role {account.role or account.kind}")
+
+
+def may(account, permission: str) -> bool:
+    """For templates: show an action only to those who may take it."""
+    return account is not None and account.kind == "staff" and roles.may(account.role, permission)
+
+
+def require_site(account, site_id: int) -> None:
+    """An object of site ``site_id``: staff see every site, an industrial user's account only
+    its own (another site is "not found", which says nothing about it)."""
+    if account.kind == "staff":
+        return
+    if account.site_id != site_id:
+        raise NotFoundException("no such industrial user")

@@ -1,0 +1,90 @@
+"""How the office writes times, ages and numbers (issue 24 item 7): the village's local
+time, with the UTC offset where the clock alone is ambiguous (the hour repeated when
+daylight saving time ends); every number with its unit.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+#: Units as people write them.
+UNIT_WORDS = {"degF": "°F", "degC": "°C", "pH": "pH", "gpm": "gpm", "mgd": "MGD", "ft": "ft", "mg/l": "mg/l"}
+
+
+def _aware(t) -> datetime | None:
+    if t is None:
+        return None
+    if isinstance(t, (int, float)):
+        return datetime.fromtimestamp(t, timezone.utc)
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def ambiguous(local: datetime) -> bool:
+    """True when this wall-clock time happens twice (the DST hour repeated in autumn)."""
+    other = local.replace(fold=1 - local.fold)
+    return other.utcoffset() != local.utcoffset()
+
+
+def local(t, tz: str, *, seconds: bool = True, date: bool = True) -> str:
+    """``2026-06-01 10:30:05 CDT``; in the repeated DST hour ``01:30:00 CDT (UTC−05:00)``."""
+    t = _aware(t)
+    if t is None:
+        return "—"
+    lt = t.astimezone(ZoneInfo(tz))
+    fmt = ("%Y-%m-%d " if date else "") + ("%H:%M:%S" if seconds else "%H:%M") + " %Z"
+    text = lt.strftime(fmt)
+    if ambiguous(lt):
+        off = lt.utcoffset() or timedelta(0)
+        sign = "+" if off >= timedelta(0) else "−"
+        mins = abs(int(off.total_seconds())) // 60
+        text += f" (UTC{sign}{mins // 60:02d}:{mins % 60:02d})"
+    return text
+
+
+def iso_local(t, tz: str) -> str:
+    """The local time as ISO 8601 with its offset (for ``<time datetime=...>``)."""
+    t = _aware(t)
+    return "" if t is None else t.astimezone(ZoneInfo(tz)).isoformat(timespec="seconds")
+
+
+def age(seconds: float | None) -> str:
+    """``4 s``, ``3 min``, ``2 h 5 min``, ``3 days``; ``never`` for None."""
+    if seconds is None:
+        return "never"
+    s = max(0.0, float(seconds))
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s / 60:.0f} min"
+    if s < 48 * 3600:
+        h, m = divmod(int(s // 60), 60)
+        return f"{h} h {m} min" if m else f"{h} h"
+    return f"{s / 86400:.0f} days"
+
+
+def unit(u: str | None) -> str:
+    return UNIT_WORDS.get(u or "", u or "")
+
+
+def num(v, u: str | None = None, digits: int | None = None) -> str:
+    """A number as people read it, with its unit: ``7.21 pH``, ``68.4 °F``, ``1,250 gpm``."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    x = float(v)
+    if digits is None:
+        a = abs(x)
+        digits = 0 if a >= 1000 else 1 if a >= 100 else 2 if a >= 1 else 3
+    text = f"{x:,.{digits}f}"
+    uw = unit(u)
+    return f"{text} {uw}" if uw else text
+
+
+def duration(start, end) -> str:
+    a, b = _aware(start), _aware(end)
+    if a is None or b is None:
+        return ""
+    return age((b - a).total_seconds())

@@ -1,0 +1,120 @@
+"""What every page of the office needs: the config, the database, the time zone, the
+health of ``run`` (:class:`Office`); and the one way a page reads or acts (issue 24 item 2).
+
+Pages read with :meth:`Office.read` and act with :meth:`Office.act`: ``act(request, fn,
+*args)`` calls the package function ``fn(conn, *args, actor=<the signed-in account>)``, the
+same function the command line calls with the operating-system user, so the audit trail
+names who acted and no rule lives in a handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from foundation.actor import Actor
+
+log = logging.getLogger("sewerwatch.web")
+
+
+class DatabaseDown(Exception):
+    """The database could not be reached; the text says why (one line)."""
+
+
+class Office:
+    """The office of one utility.
+
+    Parameters
+    ----------
+    cfg : foundation.config.Config
+    opts : foundation.config.WebOptions
+        ``[web]`` (the defaults where the config has none).
+    db_url : str
+        The database (owner role: acknowledging and replaying write).
+    state_dir : Path
+        The state folder (sessions, the status of ``run``).
+    status_source : callable, optional
+        ``() -> dict | None``: the live status of ``run`` (its pipeline's :meth:`status`
+        when the office runs inside ``run``; the status file otherwise).
+    ack_page : alerts.ackpage.AckPage, optional
+        Mounted at ``/ack/<token>`` (needs ``[web]`` and the links' key).
+    """
+
+    def __init__(self, cfg, opts, db_url: str, *, state_dir: Path, status_source: Callable[[], dict | None]
+                 | None = None, ack_page=None, pool_size: int = 4):
+        self.cfg, self.opts, self.db_url, self.state_dir = cfg, opts, db_url, Path(state_dir)
+        self.status_source = status_source or (lambda: None)
+        self.ack_page = ack_page
+        self.utility = cfg.name
+        self.tz = timezone_of(cfg)
+        self.pool = ConnectionPool(db_url, min_size=1, max_size=pool_size, open=False, timeout=3.0,
+                                   kwargs={"connect_timeout": 3, "autocommit": True},
+                                   check=ConnectionPool.check_connection, name="sewerwatch-web",
+                                   reconnect_timeout=24 * 3600.0)
+        self.stats = {"requests": 0, "errors": 0, "database_down": 0, "signed_in": 0, "refused_sign_ins": 0,
+                      "forbidden": 0}
+        self._cache: dict[str, tuple[float, object]] = {}
+
+    def open(self) -> None:
+        """Open the pool without waiting for the database (pages say when it is down)."""
+        self.pool.open(wait=False)
+
+    def close(self) -> None:
+        self.pool.close(timeout=5.0)
+
+    # -- the one way to read and to act ------------------------------------------------------
+
+    def read(self, work: Callable):
+        """``work(conn)`` on a pooled autocommit connection; :class:`DatabaseDown` when the
+        database cannot be reached."""
+        try:
+            with self.pool.connection() as conn:
+                return work(conn)
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            self.stats["database_down"] += 1
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if isinstance(exc, PoolTimeout):
+                text = "no connection to the database within 3 s"
+            log.warning("office: the database is unreachable: %s", text)
+            raise DatabaseDown(text) from None
+
+    def act(self, account, fn: Callable, *args, **kwargs):
+        """Call the package function ``fn(conn, *args, actor=..., **kwargs)`` as ``account``."""
+        actor: Actor = account.actor
+        return self.read(lambda conn: fn(conn, *args, actor=actor, **kwargs))
+
+    def cached(self, key: str, ttl_s: float, make: Callable):
+        """``make()``, kept ``ttl_s`` seconds (what changes by the day, such as what is due)."""
+        hit = self._cache.get(key)
+        now = time.monotonic()
+        if hit is not None and now - hit[0] < ttl_s:
+            return hit[1]
+        value = make()
+        self._cache[key] = (now, value)
+        return value
+
+    def run_status(self) -> dict | None:
+        try:
+            return self.status_source()
+        except Exception as exc:  # noqa: BLE001 - the banner says it, the page goes on
+            return {"state": "unknown", "problems": {"status": f"could not be read: {exc}"}}
+
+
+def timezone_of(cfg) -> str:
+    """The village's time zone: ``[utility] timezone``, else its pack's."""
+    if cfg.timezone:
+        return cfg.timezone
+    return _pack_tz(cfg.pack)
+
+
+@lru_cache(maxsize=None)
+def _pack_tz(pack: str) -> str:
+    from limits.packs import load_pack
+
+    return load_pack(pack).timezone

@@ -1,0 +1,100 @@
+"""The Today page (issue 24 item 4): every industrial user's live state, the open alerts
+(acknowledged in place), what is due this week, and banners naming what is wrong. The page
+refreshes its live part itself every :data:`REFRESH_S` seconds (``static/js/live.js``
+fetching ``/today/live``), so what it shows is at most a few seconds old while ``run`` is up;
+every value shows its age, and a failed refresh says so on the page.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timezone
+
+from litestar import Request, get
+from typing import Annotated
+
+from litestar.params import FromQuery
+from litestar.response import Template
+
+from web import authz
+from web.office import DatabaseDown, Office
+from web.queries import alerts as alerts_q
+from web.queries import health
+from web.queries import today as today_q
+
+log = logging.getLogger("sewerwatch.web")
+
+#: How often the page fetches its live part [s] (what it shows is at most this old, plus the
+#: page's own time).
+REFRESH_S = 2.0
+#: What is due changes by the day: read again after this long [s]; permits likewise.
+DUE_TTL_S = 60.0
+
+VIEW = {authz.OPT: "view"}
+
+
+def _permits(office: Office):
+    from limits.permit_store import current_permits
+    return office.cached("permits", DUE_TTL_S, lambda: office.read(current_permits))
+
+
+def _due(office: Office):
+    """What enforcement lists as due (the same function as ``sewerwatch due``), a minute old at most."""
+    from enforcement.due import due_items
+    from enforcement.guide import load_guide
+    from enforcement.settings import settings
+
+    def make():
+        st = settings(office.cfg)
+        guide = load_guide(st.guide)
+        return office.read(lambda conn: due_items(conn, datetime.now(timezone.utc), st, guide))
+    return office.cached("due", DUE_TTL_S, make)
+
+
+def gather(office: Office) -> dict:
+    """The page's data and its banners; the database down is a banner, not an error page."""
+    db_error, data, extra = None, None, []
+    try:
+        permits = _permits(office)
+        try:
+            due = _due(office)
+        except DatabaseDown:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the rest of the page is still worth showing
+            log.warning("office: what is due could not be listed: %s: %s", type(exc).__name__, exc)
+            extra.append({"tone": "warn", "title": "What is due could not be listed",
+                          "text": f"{type(exc).__name__}: {exc}. 'sewerwatch due' shows it on the command line."})
+            due = []
+        data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due))
+        data["alerts"] = [alerts_q.view(a, office.tz) for a in data["alerts"]]
+    except DatabaseDown as exc:
+        db_error = str(exc)
+    banners = health.banners(db_error=db_error, run=office.run_status(), today=data) + extra
+    return {"today": data, "banners": banners, "generated": time.time(), "refresh_s": REFRESH_S}
+
+
+@get("/", opt=VIEW, sync_to_thread=True, name="today")
+def today_page(request: Request, done: FromQuery[str | None] = None) -> Template:
+    office = request.app.state.office
+    ctx = gather(office)
+    ctx.update(account=request.state.account, nav="today", flash=_flash(done))
+    return Template("today.html", context=ctx, status_code=200 if ctx["today"] is not None else 503)
+
+
+@get("/today/live", opt={**VIEW, "passive": True}, sync_to_thread=True)
+def today_live(request: Request) -> Template:
+    """The live part of the page alone (the refresh; not a click for the idle timer)."""
+    office = request.app.state.office
+    ctx = gather(office)
+    ctx.update(account=request.state.account)
+    return Template("today_live.html", context=ctx, status_code=200 if ctx["today"] is not None else 503)
+
+
+def _flash(done: str | None) -> str | None:
+    if done and done.startswith("ack-") and done[4:].isdigit():
+        return f"Alert #{done[4:]} is acknowledged: its escalation stops."
+    return None
+
+
+ROUTES = [today_page, today_live]

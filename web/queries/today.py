@@ -1,0 +1,242 @@
+"""What the Today page shows (issue 24 item 4), read in a few set-based queries.
+
+Every industrial user with its sensors (last value, its age and unit, the limits it is
+judged against and how close it is), its open episodes (start, peak), its devices' health;
+the open alerts; what is due or overdue this week; and the problems that make a banner
+(:mod:`web.queries.health`). The SQL here is what ``benchmarks/web.py`` runs bare as the
+page's peer (:data:`SQL`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from foundation.units import CANONICAL
+from limits.packs import load_pack
+from limits.permits import continuous, renewal, site_rules
+
+#: A sensor is stale when its last reading is older than this many sample intervals, and at
+#: least :data:`STALE_MIN_S` (as ``dash_site_status``, migration 0050).
+STALE_INTERVALS = 10
+STALE_MIN_S = 300.0
+#: "This week": due within this many days, or overdue.
+WEEK_DAYS = 7
+
+SQL = {
+    "sites": "SELECT id, key, name, pack, sic, permit FROM sites ORDER BY name, key",
+    "sensors": """
+        SELECT s.id, s.site_id, s.name, s.parameter, s.unit, s.source, s.address, s.interval_s,
+               last.time, last.value, last.quality
+        FROM sensors s
+        LEFT JOIN LATERAL (SELECT r.time, r.value, r.quality FROM readings r
+                           WHERE r.sensor_id = s.id ORDER BY r.time DESC LIMIT 1) last ON true
+        ORDER BY s.site_id, s.name""",
+    "episodes": """
+        SELECT id, site_id, sensor_id, parameter, rule, start_time, end_time, peak, limit_value, unit, citation,
+               evidence->>'peak_time'
+        FROM violations WHERE end_time IS NULL AND source = 'stream' ORDER BY start_time""",
+    "recent": """
+        SELECT site_id, count(*) FROM violations WHERE start_time > now() - interval '30 days' GROUP BY site_id""",
+    "alerts": """
+        SELECT a.id, a.kind, a.state, a.rule, a.summary, a.details, a.opened_at, a.acknowledged_at,
+               a.acknowledged_by, a.ack_note, a.episodes, a.site_id, s.key, s.name
+        FROM alerts a LEFT JOIN sites s ON s.id = a.site_id
+        WHERE a.state <> 'resolved' ORDER BY a.opened_at DESC, a.id DESC LIMIT 200""",
+    "devices": "SELECT device, site_key, state, last_good_at, last_error FROM device_health ORDER BY device",
+}
+
+ALERT_COLS = ("id", "kind", "state", "rule", "summary", "details", "opened_at", "acknowledged_at", "acknowledged_by",
+              "ack_note", "episodes", "site_id", "site", "site_name")
+
+
+@dataclass
+class Limit:
+    """One limit a sensor is judged against, and where its last value stands."""
+
+    rule: str
+    comparison: str
+    value: float               # [canonical unit]
+    op: str
+    citation: str
+    margin: float | None = None    # how far inside the limit the last value is [unit]; < 0 beyond it
+    beyond: bool = False
+
+
+@dataclass
+class SensorView:
+    id: int
+    name: str
+    parameter: str
+    unit: str
+    source: str
+    interval_s: float | None
+    last_time: datetime | None
+    last_value: float | None
+    quality: int | None
+    age_s: float | None
+    stale: bool
+    limits: list[Limit] = field(default_factory=list)
+    slug: str | None = None
+    episode: dict | None = None
+    gauge: dict | None = None
+
+
+@dataclass
+class SiteView:
+    id: int
+    key: str
+    name: str
+    pack: str
+    sic: str | None
+    permit: str | None
+    sensors: list[SensorView] = field(default_factory=list)
+    episodes: list[dict] = field(default_factory=list)
+    devices: list[dict] = field(default_factory=list)
+    alerts: int = 0
+    violations_30d: int = 0
+
+    @property
+    def state(self) -> str:
+        """``violation``, ``attention`` (stale, implausible, device down, open alert) or ``ok``."""
+        if self.episodes:
+            return "violation"
+        if self.alerts or any(s.stale or (s.quality or 0) != 0 for s in self.sensors) or \
+                any(d["state"] == "down" for d in self.devices):
+            return "attention"
+        if not self.sensors or all(s.last_time is None for s in self.sensors):
+            return "no-data"
+        return "ok"
+
+
+_RULES: dict = {}
+
+
+def site_continuous_rules(pack: str, permit):
+    """The continuous rules of a site: its pack with its permit's limits, the stricter
+    applying (:func:`limits.permits.site_rules`); kept per pack and permit version."""
+    key = (pack, None) if permit is None else (pack, permit.number, repr(permit.limits))
+    hit = _RULES.get(key)
+    if hit is None:
+        if len(_RULES) > 1024:
+            _RULES.clear()
+        hit = _RULES[key] = continuous(site_rules(load_pack(pack), permit))
+    return hit
+
+
+def sensor_limits(rules, parameter: str, value: float | None) -> tuple[list[Limit], str | None]:
+    """The range limits of ``parameter`` and where ``value`` stands; the slug rule in words."""
+    out, slug = [], None
+    for r in rules:
+        if not r.applies_to(parameter):
+            continue
+        if r.kind == "slug":
+            slug = (f"slug: more than {r.multiple:g} × the {r.window_h:g}-hour average for more than "
+                    f"{r.longer_than_min:g} min ({r.citation})")
+            continue
+        if r.limit_canonical is None or r.op is None:
+            continue
+        lim = Limit(r.id, r.comparison or r.op, r.limit_canonical, r.op, r.citation)
+        if value is not None and math.isfinite(value):
+            lim.margin = (value - r.limit_canonical) if r.op in ("<", "<=") else (r.limit_canonical - value)
+            lim.beyond = (value < r.limit_canonical if r.op == "<" else value <= r.limit_canonical if r.op == "<="
+                          else value > r.limit_canonical if r.op == ">" else value >= r.limit_canonical)
+        out.append(lim)
+    return out, slug
+
+
+def gauge(limits: list[Limit], value: float | None) -> dict | None:
+    """Where the value sits between its limits, for the little bar: fractions 0-1 of the
+    scale's ``lo``-``hi`` for the value and for each limit."""
+    if value is None or not math.isfinite(value) or not limits:
+        return None
+    lows = [lim.value for lim in limits if lim.op in ("<", "<=")]
+    highs = [lim.value for lim in limits if lim.op in (">", ">=")]
+    lo_lim, hi_lim = (max(lows) if lows else None), (min(highs) if highs else None)
+    if lo_lim is not None and hi_lim is not None:
+        span = hi_lim - lo_lim
+        lo, hi = lo_lim - span * 0.3, hi_lim + span * 0.3
+    elif hi_lim is not None:
+        lo, hi = min(0.0, value), max(hi_lim * 1.25, value)
+    else:
+        lo, hi = min(lo_lim * 0.5, value), max(lo_lim * 2.0, value)
+    lo, hi = min(lo, value), max(hi, value)
+    if hi <= lo:
+        return None
+
+    def f(x):
+        return max(0.0, min(1.0, (x - lo) / (hi - lo)))
+    return {"value": f(value), "low": None if lo_lim is None else f(lo_lim),
+            "high": None if hi_lim is None else f(hi_lim)}
+
+
+def read(conn, *, now: datetime | None = None, permits=None, due=None) -> dict:
+    """Everything the Today page shows, at ``now`` (default: the database's clock).
+
+    Parameters
+    ----------
+    permits : dict, optional
+        ``{site key: Permit}`` (:func:`limits.permit_store.current_permits`; the page keeps
+        them a minute).
+    due : list, optional
+        :class:`enforcement.due.Item` s (the page keeps them a minute).
+    """
+    now = now or conn.execute("SELECT now()").fetchone()[0]
+    permits = permits or {}
+    sites = {r[0]: SiteView(*r) for r in conn.execute(SQL["sites"]).fetchall()}
+    episodes_by_sensor = {}
+    for e in conn.execute(SQL["episodes"]).fetchall():
+        ep = dict(zip(("id", "site_id", "sensor_id", "parameter", "rule", "start", "end", "peak", "limit", "unit",
+                       "citation", "peak_time"), e))
+        episodes_by_sensor.setdefault(ep["sensor_id"], []).append(ep)
+        if ep["site_id"] in sites:
+            sites[ep["site_id"]].episodes.append(ep)
+    site_rules_of = {s.id: site_continuous_rules(s.pack, permits.get(s.key)) for s in sites.values()}
+    for (sid, site_id, name, parameter, unit, source, address, interval_s, t, v, q) in conn.execute(
+            SQL["sensors"]).fetchall():
+        site = sites.get(site_id)
+        if site is None:
+            continue
+        age = None if t is None else max(0.0, (now - t).total_seconds())
+        stale = t is None or age > max(STALE_MIN_S, STALE_INTERVALS * (interval_s or 60.0))
+        limits, slug = sensor_limits(site_rules_of[site_id], parameter, v)
+        eps = episodes_by_sensor.get(sid) or []
+        view = SensorView(sid, name, parameter, CANONICAL.get(parameter, unit), source, interval_s, t, v, q, age, stale,
+                          limits, slug, eps[-1] if eps else None, gauge(limits, v))
+        site.sensors.append(view)
+    for site_id, n in conn.execute(SQL["recent"]).fetchall():
+        if site_id in sites:
+            sites[site_id].violations_30d = n
+    alerts = [dict(zip(ALERT_COLS, r)) for r in conn.execute(SQL["alerts"]).fetchall()]
+    for a in alerts:
+        if a["site_id"] in sites:
+            sites[a["site_id"]].alerts += 1
+    by_key = {s.key: s for s in sites.values()}
+    devices = [dict(zip(("device", "site", "state", "last_good_at", "last_error"), r))
+               for r in conn.execute(SQL["devices"]).fetchall()]
+    for d in devices:
+        if d["site"] in by_key:
+            by_key[d["site"]].devices.append(d)
+    ordered = sorted(sites.values(), key=lambda s: ({"violation": 0, "attention": 1, "no-data": 2, "ok": 3}[s.state],
+                                                    s.name.lower()))
+    return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices,
+            "due": this_week(due or [], now, permits, {s.key: s.name for s in sites.values()})}
+
+
+def this_week(items, now: datetime, permits: dict, names: dict | None = None) -> list[dict]:
+    """What is due within :data:`WEEK_DAYS` days or overdue: the enforcement items, and the
+    permits whose term ends (palmyra-wi §13.54(4) renewal) within the week."""
+    until = (now + timedelta(days=WEEK_DAYS)).date().isoformat()
+    out = [{"kind": i.kind, "site": i.site, "site_name": i.site_name, "overdue": i.overdue, "due": i.due,
+            "title": i.title, "citation": i.citation} for i in items if i.overdue or i.due[:10] <= until]
+    today = now.astimezone(timezone.utc).date()
+    for key, permit in permits.items():
+        st = renewal(permit, today)
+        end = st.ends or st.term_end
+        if end <= today + timedelta(days=WEEK_DAYS):
+            out.append({"kind": "permit-renewal", "site": key, "site_name": (names or {}).get(key, key), "overdue": end < today,
+                        "due": end.isoformat(), "title": f"permit {permit.number}: term ends {end.isoformat()}",
+                        "citation": "renewal of the permit"})
+    out.sort(key=lambda d: (not d["overdue"], d["due"]))
+    return out

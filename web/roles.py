@@ -1,0 +1,57 @@
+"""Roles and what each may do: the one table the office authorises by (issue 24 item 3).
+
+Every route of the web application names one permission (:data:`PERMISSIONS`); the guard
+(:func:`web.authz.guard`) lets an account through when its role holds it. Pages that show
+something name ``view``; an action names its own. The industrial users' portal (an account
+of kind ``industrial-user``, bound to one site) gets permissions of its own, checked with
+the object's site (:func:`web.authz.may_see_site`).
+"""
+
+from __future__ import annotations
+
+#: The staff roles, most powerful first (issue 24 item 3).
+ROLES = ("superintendent", "coordinator", "clerk", "inspector", "viewer")
+
+#: What each role is for, in words (``sewerwatch users list``, the accounts page).
+ROLE_WORDS = {
+    "superintendent": "everything",
+    "coordinator": "everything (the pretreatment coordinator)",
+    "clerk": "lab results and bills",
+    "inspector": "field records, readings, acknowledging alerts",
+    "viewer": "read only (a council member, the state's auditor)",
+}
+
+#: Account kinds: the utility's staff, and an industrial user's people (the portal).
+KINDS = ("staff", "industrial-user")
+
+_ALL = set(ROLES)
+_EVERYTHING = {"superintendent", "coordinator"}
+
+#: permission -> the staff roles that hold it.
+PERMISSIONS: dict[str, frozenset[str]] = {
+    # pages
+    "view": frozenset(_ALL),
+    # actions of this issue
+    "alerts.acknowledge": frozenset(_EVERYTHING | {"inspector"}),
+    "deadletters.replay": frozenset(_EVERYTHING),
+    # the actions the next pages bring (named here so the table is whole)
+    "lab.import": frozenset(_EVERYTHING | {"clerk"}),
+    "bills.issue": frozenset(_EVERYTHING | {"clerk"}),
+    "field.record": frozenset(_EVERYTHING | {"inspector"}),
+    "notices.issue": frozenset(_EVERYTHING),
+    "accounts.manage": frozenset(_EVERYTHING),
+}
+
+#: Routes anyone may open without a session: the sign-in and the acknowledgement link
+#: (whose token is its own capability), the stylesheet and the script.
+PUBLIC = "public"
+
+
+def may(role: str | None, permission: str) -> bool:
+    """True when ``role`` holds ``permission`` (an unknown permission is nobody's)."""
+    return role is not None and role in PERMISSIONS.get(permission, ())
+
+
+def second_factor_roles() -> tuple[str, ...]:
+    """The roles that may issue notices: the ones offered a TOTP second factor."""
+    return tuple(r for r in ROLES if may(r, "notices.issue"))
