@@ -3,8 +3,8 @@ changed or cut; GET never acknowledges; single use; acknowledged before by the c
 rate limiting per client address (behind a trusted proxy too); the database down; the
 access log and the console without tokens; ``[web]`` in the config.
 
-The page runs alone here (:class:`alerts.ackpage.AckPage` on a loop of its own) against a
-real database; ``tests/test_ack_browser.py`` drives it in headless Chromium through
+The page runs here mounted in the office's server alone (:class:`alerts.ackpage.AckPage` in
+:class:`web.server.WebServer`, on a loop of its own) against a real database; ``tests/test_ack_browser.py`` drives it in headless Chromium through
 ``sewerwatch run``'s pipeline.
 """
 
@@ -20,6 +20,8 @@ import types
 import urllib.error
 import urllib.parse
 import urllib.request
+from email.message import Message  # noqa: F401 - the headers type
+from pathlib import Path
 
 import pytest
 from itsdangerous.encoding import base64_decode, base64_encode
@@ -38,20 +40,31 @@ KEY = "k" * 43
 
 
 class Served:
-    """An :class:`AckPage` serving on a loop of its own in a thread."""
+    """An :class:`AckPage` mounted in the office (its one server, as ``run`` serves it), on
+    a loop of its own in a thread."""
 
-    def __init__(self, page: AckPage):
+    def __init__(self, page: AckPage, tmp_path=None):
+        import tempfile
+
+        from web.office import Office
+        from web.server import WebServer
+
         self.page = page
+        state = Path(tempfile.mkdtemp(prefix="sw-ack-"))
+        cfg = sw_config.from_dict({"utility": {"name": "Village of Palmyra", "timezone": "America/Chicago"},
+                                   "services": {"state_dir": str(state)}}, "<tests>")
+        self.server = WebServer(Office(cfg, page.opts, page.db_url, state_dir=state, ack_page=page), "c" * 32)
         self.loop = asyncio.new_event_loop()
         self.stop = asyncio.Event()
         comp = types.SimpleNamespace(beat=lambda: None)
-        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(page.serve(comp, self.stop),),
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self.server.serve(comp, self.stop),),
                                        daemon=True)
         self.thread.start()
         end = time.monotonic() + 10
-        while page.listening is None and time.monotonic() < end:
+        while self.server.listening is None and time.monotonic() < end:
             time.sleep(0.02)
-        assert page.listening, "the page did not start"
+        assert self.server.listening, "the page did not start"
+        self.listening = self.server.listening
 
     def close(self):
         self.loop.call_soon_threadsafe(self.stop.set)
@@ -59,15 +72,15 @@ class Served:
         self.loop.close()
 
 
-def http(url: str, data: dict | None = None, headers: dict | None = None) -> tuple[int, str, dict]:
+def http(url: str, data: dict | None = None, headers: dict | None = None) -> tuple[int, str, "Message"]:
     """(status, body, headers) of a GET, or a POST of the form ``data``."""
     body = urllib.parse.urlencode(data).encode() if data is not None else None
     req = urllib.request.Request(url, data=body, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, r.read().decode(), dict(r.headers)
+            return r.status, r.read().decode(), r.headers       # case-insensitive, as HTTP is
     except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(), dict(e.headers)
+        return e.code, e.read().decode(), e.headers
 
 
 def _alert(db, site="plater") -> int:
@@ -95,7 +108,7 @@ def _page(db_url: str, port: int = 0, **web) -> tuple[AckPage, AckLinks]:
 
 def _on(served: Served, url: str) -> str:
     """A link made for the public address, sent to where the page listens."""
-    return served.page.listening + url[url.index("/ack/"):]
+    return served.listening + url[url.index("/ack/"):]
 
 
 def test_get_never_acknowledges_post_does_once(db, caplog):
@@ -168,9 +181,9 @@ def test_acknowledged_before_expired_changed_and_cut_links(db):
         forged = base64_encode(json.dumps({**claims, "a": aid + 1}, separators=(",", ":"))).decode() + "." + rest
         assert links.read(token).alert_id == aid and forged != token
         for bad in (forged, token[: len(token) // 2], "not-a-token", AckLinks("x" * 43, "", 60).token(aid, None, "open")):
-            status, body, _ = http(served.page.listening + "/ack/" + bad, {"name": "Eve", "note": ""})
+            status, body, _ = http(served.listening + "/ack/" + bad, {"name": "Eve", "note": ""})
             assert status == 400 and "This link is not valid" in body and "Eve" not in body
-        status, body, _ = http(served.page.listening + "/elsewhere")
+        status, body, _ = http(served.listening + "/elsewhere")
         assert status == 404 and "There is nothing here" in body and "Traceback" not in body
         status, body, _ = http(url, {"name": "Pat", "note": "x" * 20_000})     # more than a form's worth
         assert status == 413 and "The request was refused" in body

@@ -83,6 +83,7 @@ def office_client(db, tmp_path: Path, *, status=None, **web):
     try:
         with TestClient(app=app, base_url="http://127.0.0.1") as client:
             client.office = server.office
+            client.litestar = app.app          # the Litestar application behind the edge
             yield client
     finally:
         server.office.close()

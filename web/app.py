@@ -101,7 +101,7 @@ def templates(office: Office) -> Environment:
     env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles,
                        grafana_url=office.opts.grafana_url)
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
-                       age=formats.age, num=formats.num, unit=formats.unit, duration=formats.duration)
+                       age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration)
     return env
 
 

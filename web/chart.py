@@ -120,8 +120,9 @@ def svg(s: Series, t0: float, t1: float, tz: str, title: str) -> str:
         mid = " ".join(f"{x(s.t[i] + width_t / 2):.1f},{y((s.lo[i] + s.hi[i]) / 2):.1f}" for i in run)
         parts.append(f'<polyline points="{mid}" class="line"/>')
     for v, label in s.limits:
+        ly = y(v) - 5 if y(v) - PAD_T > 16 else y(v) + 14      # the label above its line, below it at the top
         parts.append(f'<line x1="{PAD_L}" x2="{PAD_L + pw}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="limit"/>'
-                     f'<text x="{PAD_L + pw - 4}" y="{y(v) - 5:.1f}" class="limitlabel">{escape(label)}</text>')
+                     f'<text x="{PAD_L + pw - 4}" y="{ly:.1f}" class="limitlabel">{escape(label)}</text>')
     if not runs:
         parts.append(f'<text x="{PAD_L + pw / 2}" y="{PAD_T + ph / 2}" class="empty">no readings in this range</text>')
     parts.append(f'<text x="6" y="{PAD_T + 10}" class="unit">{escape(formats.unit(s.unit))}</text></svg>')

@@ -77,10 +77,15 @@ def num(v, u: str | None = None, digits: int | None = None) -> str:
     x = float(v)
     if digits is None:
         a = abs(x)
-        digits = 0 if a >= 1000 else 1 if a >= 100 else 2 if a >= 1 else 3
+        digits = 0 if a >= 1000 else 1 if a >= 10 else 2 if a >= 0.1 or a == 0 else 3
     text = f"{x:,.{digits}f}"
     uw = unit(u)
     return f"{text} {uw}" if uw else text
+
+
+def short(v) -> str:
+    """A setting as written: ``1``, ``0.5``, ``15``."""
+    return "—" if v is None else f"{float(v):g}"
 
 
 def duration(start, end) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 
 from foundation.units import CANONICAL
+from web import formats
 from web.chart import BUCKETS, Series
 from web.queries.today import sensor_limits, site_continuous_rules
 
@@ -86,7 +87,8 @@ def series(conn, site: dict, permit, t0: datetime, t1: datetime) -> list[tuple[d
             lo[idx], hi[idx], cnt[idx] = arr[:, 1], arr[:, 2], arr[:, 3]
         limits, _ = sensor_limits(rules, s["parameter"], None)
         unit = CANONICAL.get(s["parameter"], s["unit"])
-        labels = [(lim.value, f"{lim.comparison} {lim.value:g}: {lim.citation}") for lim in limits]
+        labels = [(lim.value, f"violation if {lim.comparison} {lim.value:g} {formats.unit(unit)} · {lim.citation}")
+                  for lim in limits]
         episodes = [(a.timestamp(), None if e is None else e.timestamp()) for sid, a, e in eps if sid == s["id"]]
         out.append((s, Series(starts, lo, hi, cnt, unit, labels, episodes)))
     return out

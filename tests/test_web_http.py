@@ -1,0 +1,404 @@
+"""The office over HTTP, in process (Litestar's test client) against the real database
+(issue 24 items 2, 3, 6, 7): every route authorised, sessions, CSRF, the sign-in's rate limit
+and lockout, the second factor, escaping, the error pages, one action one function (the audit
+trail names the account), the pages' contents.
+
+The browser tests (``tests/test_web_browser.py``) drive the same application in Chromium
+through ``sewerwatch run``; these cover what a client can send that a browser would not.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+
+import psycopg
+import pyotp
+import pytest
+
+from foundation.actor import Actor
+from web import accounts, roles
+from web.app import build_app
+from web_support import ADMIN, PASSWORD, PEOPLE, add_people, csrf_of, office_client, sign_in, village
+
+#: Example values of the path parameters, to open every route.
+PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y.z", "file_path": "css/office.css"}
+
+
+def _routes(client):
+    """(method, path with values, permission) of every route of the application."""
+    app = client.litestar
+    out = []
+    for route in app.routes:
+        for handler in route.route_handlers:
+            path = route.path
+            for name in re.findall(r"{(\w+):\w+}", path):
+                path = re.sub(r"{" + name + r":\w+}", PATH_VALUES[name], path)
+            for method in sorted(handler.http_methods - {"OPTIONS"}):   # Litestar's own OPTIONS answers
+                out.append((method, path, handler.opt.get("permission")))
+    return out
+
+
+def test_every_route_names_a_permission_and_needs_a_session_but_the_sign_in_and_the_link(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        routes = _routes(c)
+        assert len(routes) >= 14
+        public = sorted({p for m, p, perm in routes if perm == roles.PUBLIC})
+        assert public == ["/ack/x.y.z", "/login", "/login/code", "/static/css/office.css"]
+        assert [r for r in routes if r[2] != roles.PUBLIC and r[2] not in roles.PERMISSIONS] == []
+        token = csrf_of(c.get("/login").text)
+        for method, path, perm in routes:
+            if perm == roles.PUBLIC:
+                continue
+            r = c.request(method, path, data={"_csrf_token": token, "note": "x"} if method == "POST" else None,
+                          follow_redirects=False)
+            assert r.status_code == 303 and r.headers["location"].startswith("/login?next="), (method, path, r.status_code)
+    with psycopg.connect(db.url) as conn:            # nothing was done by the requests without a session
+        assert conn.execute("SELECT acknowledged_by FROM alerts").fetchone()[0] is None
+        assert conn.execute("SELECT count(*) FROM audit_log WHERE action LIKE 'alert-%%'").fetchone()[0] == 0
+
+
+def test_roles_see_and_may_what_the_table_says(db, tmp_path):
+    v = village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        for user, (name, role) in PEOPLE.items():
+            c.cookies.clear()
+            r = sign_in(c, user)
+            assert r.status_code == 200 and "Acme Plating" in r.text and name in r.text, user
+            may_ack = role in ("superintendent", "coordinator", "inspector")
+            assert (f'id="ack-{v["alert"]}"' in r.text) == may_ack, user
+            token = csrf_of(r.text)
+            # the viewer and the clerk: refused, 403, nothing written
+            if not may_ack:
+                r = c.post(f"/alerts/{v['alert']}/acknowledge", data={"_csrf_token": token, "note": "no"})
+                assert r.status_code == 403 and "Not allowed for your role" in r.text and "Traceback" not in r.text
+            r = c.post("/deadletters/replay", data={"_csrf_token": token, "ids": "1"})
+            assert r.status_code == (200 if role in ("superintendent", "coordinator") else 403), user
+        assert c.office.stats["forbidden"] == 2 + 3       # viewer, clerk acknowledging; three roles replaying
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT acknowledged_by FROM alerts").fetchone()[0] is None
+
+
+def test_acknowledging_calls_the_same_function_as_the_cli_and_the_audit_names_the_account(db, tmp_path):
+    v = village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        r = sign_in(c, "inspector")
+        note = 'Called the plant <script>alert("x")</script>'
+        r = c.post(f"/alerts/{v['alert']}/acknowledge", data={"_csrf_token": csrf_of(r.text), "note": note,
+                                                             "back": "today"})
+        assert r.status_code == 200 and f"Alert #{v['alert']} is acknowledged" in r.text
+        assert "Acknowledged by Ines Inspector" in r.text
+        assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in r.text and '<script>alert("x")' not in r.text
+        # a second acknowledgement changes nothing and says who did it
+        r = c.post(f"/alerts/{v['alert']}/acknowledge", data={"_csrf_token": csrf_of(r.text), "note": "again"})
+        assert r.status_code == 409 and "had already been acknowledged by Ines Inspector" in r.text
+    with psycopg.connect(db.url) as conn:
+        row = conn.execute("SELECT state, acknowledged_by, ack_note FROM alerts").fetchone()
+        audit = conn.execute("SELECT actor, detail FROM audit_log WHERE action = 'alert-acknowledged'").fetchall()
+    assert row == ("acknowledged", "Ines Inspector", note)
+    assert audit == [("inspector", {"from": "notified", "to": "acknowledged", "note": note, "via": "web",
+                                    "by": "Ines Inspector"})]
+
+
+def test_the_cli_acknowledgement_audits_the_operating_system_user(db):
+    from alerts import store
+    v = village(db)
+    with psycopg.connect(db.url) as conn:
+        store.acknowledge(conn, v["alert"], "Pat Jones", "on my way", actor=Actor("pjones-os", "cli"))
+        assert conn.execute("SELECT actor, detail->>'via', detail->>'by' FROM audit_log WHERE action = "
+                            "'alert-acknowledged'").fetchone() == ("pjones-os", "cli", "Pat Jones")
+
+
+def test_a_form_without_its_csrf_token_is_refused(db, tmp_path):
+    v = village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "super")
+        for data in ({"note": "forged"}, {"note": "forged", "_csrf_token": "not-the-token"}):
+            r = c.post(f"/alerts/{v['alert']}/acknowledge", data=data)
+            assert r.status_code == 403 and "This form could not be accepted" in r.text
+        r = c.post("/login", data={"username": "super", "password": PASSWORD})     # the sign-in form too
+        assert r.status_code == 403
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT acknowledged_by FROM alerts").fetchone()[0] is None
+
+
+def test_site_names_and_notes_are_shown_as_text(db, tmp_path):
+    village(db, name='Acme <script>alert("site")</script> Plating')
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "super")
+        for path in ("/", "/alerts", "/sites/plater", "/sensors", "/today/live"):
+            body = c.get(path).text
+            assert "Acme &lt;script&gt;alert(&#34;site&#34;)&lt;/script&gt; Plating" in body, path
+            assert '<script>alert("site")' not in body, path
+            assert re.findall(r"<script[^>]*>", body) in ([], ['<script src="/static/js/live.js" defer>']), path
+
+
+def _session(c, value: str) -> None:
+    """Send ``value`` as the session cookie (and only it)."""
+    for cookie in list(c.cookies.jar):
+        if cookie.name == "sewerwatch_session":
+            c.cookies.jar.clear(cookie.domain, cookie.path, cookie.name)
+    c.cookies.set("sewerwatch_session", value, domain="127.0.0.1")
+
+
+def test_a_new_session_id_at_sign_in_and_the_old_one_is_gone(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        _session(c, "f" * 64)                                     # planted before the sign-in
+        sign_in(c, "viewer")
+        new = c.cookies.get("sewerwatch_session")
+        assert new and new != "f" * 64 and len(new) == 64
+        assert c.get("/", follow_redirects=False).status_code == 200
+        first = new
+        c.cookies.clear()
+        sign_in(c, "viewer")
+        second = c.cookies.get("sewerwatch_session")
+        assert second != first
+        c.cookies.clear()
+        _session(c, first)                                        # the earlier session still stands (its own)
+        assert c.get("/", follow_redirects=False).status_code == 200
+        _session(c, second)
+        token = csrf_of(c.get("/").text)
+        assert c.post("/logout", data={"_csrf_token": token}, follow_redirects=False).status_code == 303
+        _session(c, second)                                       # signed out: the id is worth nothing
+        r = c.get("/", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/login")
+
+
+def test_idle_and_absolute_expiry(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path, session_idle_min=1.5 / 60) as c:
+        sign_in(c, "viewer")
+        for _ in range(3):                                        # clicks keep it alive
+            time.sleep(0.5)
+            assert c.get("/sensors", follow_redirects=False).status_code == 200
+        deadline = time.monotonic() + 6
+        r = None
+        while time.monotonic() < deadline:     # the page's own refreshes do not (passive)
+            time.sleep(0.5)
+            r = c.get("/today/live", headers={"X-Sewerwatch-Live": "1"}, follow_redirects=False)
+            if r.status_code == 401:
+                break
+        assert r.status_code == 401 and r.json() == {"signed_out": True, "why": "idle"}
+        r = c.get("/", follow_redirects=True)
+        assert "Sign in" in r.text
+    with office_client(db, tmp_path, session_max_h=1.0 / 3600) as c:
+        sign_in(c, "viewer")
+        time.sleep(1.2)
+        r = c.get("/alerts", follow_redirects=True)
+        assert "hours after you signed in" in r.text and 'id="sign-in"' in r.text
+
+
+def test_reset_password_disable_and_role_end_the_sessions_at_the_next_request(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        for change, words in ((lambda conn: accounts.reset_password(conn, "coord", PASSWORD + "!", actor=ADMIN),
+                               "was changed"),
+                              (lambda conn: accounts.set_role(conn, "coord", "viewer", actor=ADMIN), "was changed"),
+                              (lambda conn: accounts.disable(conn, "coord", actor=ADMIN), "has been disabled")):
+            c.cookies.clear()
+            with psycopg.connect(db.url) as conn:
+                accounts.enable(conn, "coord", actor=ADMIN)
+                pw = PASSWORD + "!" if accounts.get(conn, "coord").session_epoch > 1 else PASSWORD
+            r = sign_in(c, "coord", pw)
+            assert "Cora Coordinator" in r.text
+            with psycopg.connect(db.url) as conn:
+                change(conn)
+            r = c.get("/alerts", follow_redirects=True)
+            assert words in r.text and 'id="sign-in"' in r.text
+    with psycopg.connect(db.url) as conn:
+        rows = conn.execute("SELECT detail->>'why' FROM audit_log WHERE action = 'logout' ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["changed", "changed", "disabled"]
+
+
+def test_sign_ins_rate_limited_and_an_account_locked_after_repeated_failures(db, tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="sewerwatch")
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path, lockout_after=3, lockout_min=10, login_per_min=4) as c:
+        codes = [sign_in(c, "clerk", "wrong password!").status_code for _ in range(3)]
+        assert codes == [401, 401, 403]                        # the third failure locks
+        r = sign_in(c, "clerk")                                # the right password: still locked
+        assert r.status_code == 403 and "locked after repeated failed sign-ins" in r.text
+        r = sign_in(c, "super")                                # the fifth attempt from this address
+        assert r.status_code == 429 and "Too many sign-in attempts" in r.text
+    with psycopg.connect(db.url) as conn:
+        acts = conn.execute("SELECT action, detail->>'reason' FROM audit_log WHERE object = 'account:clerk' AND "
+                            "action <> 'account-added' "
+                            "ORDER BY id").fetchall()
+        assert acts[:4] == [("login-failed", "wrong password"), ("login-failed", "wrong password"),
+                            ("login-failed", "wrong password"), ("account-locked", None)]
+        assert acts[4] == ("login-failed", "locked")
+        accounts.enable(conn, "clerk", actor=ADMIN)            # unlocks
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "account clerk LOCKED until" in logged and "rate limited" in logged
+    assert PASSWORD not in logged and "wrong password!" not in logged
+    with office_client(db, tmp_path) as c:
+        assert "Cliff Clerk" in sign_in(c, "clerk").text
+
+
+def test_second_factor_for_the_roles_that_issue_notices(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with psycopg.connect(db.url) as conn:
+        acc, uri = accounts.totp_enable(conn, "super", actor=ADMIN)
+        with pytest.raises(Exception, match="roles that can issue notices"):
+            accounts.totp_enable(conn, "clerk", actor=ADMIN)
+    secret = re.search(r"secret=([A-Z2-7]+)", uri).group(1)
+    with office_client(db, tmp_path) as c:
+        r = sign_in(c, "super")
+        assert 'id="code"' in r.text and "Sam Super" not in r.text
+        assert c.get("/", follow_redirects=False).status_code == 303     # no session yet
+        r = c.post("/login/code", data={"_csrf_token": csrf_of(r.text), "code": "000000", "next": "/"})
+        assert r.status_code == 401 and "not right" in r.text
+        code = pyotp.TOTP(secret).now()
+        r = c.post("/login/code", data={"_csrf_token": csrf_of(r.text), "code": code, "next": "/"})
+        assert r.status_code == 200 and "Sam Super" in r.text
+        c.cookies.clear()
+        r = sign_in(c, "super")
+        r = c.post("/login/code", data={"_csrf_token": csrf_of(r.text), "code": code, "next": "/"})
+        assert r.status_code == 401                            # a code works once
+
+
+def test_error_pages_say_what_to_do_never_a_traceback(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "super")
+        r = c.get("/nowhere")
+        assert r.status_code == 404 and "There is nothing here" in r.text
+        r = c.get("/alerts/999999")
+        assert r.status_code == 404 and "Traceback" not in r.text
+        r = c.get("/sites/nosuchsite")
+        assert r.status_code == 404
+        r = c.get("/login?next=https://evil.example/")              # no open redirect
+        assert 'value="/"' in r.text
+    from dataclasses import replace
+
+    from web.office import Office
+    db_down = replace(db, urls={**db.urls, "owner": "postgresql://nobody:x@127.0.0.1:1/none"})
+    with office_client(db_down, tmp_path) as c:
+        r = c.get("/login")
+        assert r.status_code == 200                               # the sign-in page needs no database
+        r = sign_in(c, "super")
+        assert r.status_code == 503 and "The database cannot be reached" in r.text and "Traceback" not in r.text
+    assert Office  # the class the page is made from
+
+
+def test_today_shows_limits_closeness_episodes_and_banners(db, tmp_path):
+    v = village(db)
+    add_people(db.url)
+    with psycopg.connect(db.url) as conn:
+        conn.execute("INSERT INTO readings (time, sensor_id, value) VALUES (now(), %s, 6.4), "
+                     "(now() - interval '20 minutes', %s, 70.0)", (v["ids"]["ph"], v["ids"]["temp"]))
+        conn.execute("INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, start_time, peak, "
+                     "limit_value, unit, source) SELECT site_id, id, 'ph', 'ph-min', 'palmyra-wi', 'Village of Palmyra "
+                     "Code §13.48(2)(g)', '2026-06-01T15:30:00Z', 3.47, 6.0, 'pH', 'stream' FROM sensors WHERE id = %s",
+                     (v["ids"]["ph"],))
+    status = {"running": True, "state": "degraded", "problems": {"mqtt-network": "broker disconnected for 12 s"}}
+    with office_client(db, tmp_path, status=status) as c:
+        body = sign_in(c, "viewer").text
+    text = re.sub(r"<[^>]+>", " ", body)
+    text = re.sub(r"\s+", " ", text)
+    # palmyra-wi §13.48(2)(g): pH lower than 6.0 or higher than 9.0; 6.4 is 0.40 pH inside the lower limit
+    assert "6.40 pH" in text and "Violation if lower than 6.00 pH or higher than 9.00 pH" in text
+    assert "0.40 pH inside the limit" in text and "Village of Palmyra Code §13.48(2)(g)" in text
+    # §13.48(2)(a): temperature higher than 150 °F; 70 °F is 80 °F inside; 20 minutes old: stale
+    assert "70.0 °F" in text and "80.0 °F inside the limit" in text and "20 min ago" in text
+    assert "Violation since 10:30:00 CDT (ph-min): peak 3.47 pH, limit 6.00 pH" in text
+    assert "sewerwatch run is degraded: mqtt-network." in text and "broker disconnected for 12 s" in text
+    assert "Open alerts 1" in text and "lower than 6.00 pH" in text
+
+
+def test_the_database_down_is_a_banner_on_the_live_part(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "viewer")
+        c.office.pool.close()
+        from psycopg_pool import ConnectionPool
+        c.office.pool = ConnectionPool("postgresql://nobody:x@127.0.0.1:1/none", min_size=0, max_size=1, timeout=1.0,
+                                       open=True)
+        r = c.get("/today/live", headers={"X-Sewerwatch-Live": "1"})
+    # the session's account cannot be read either: the request says the database is down
+    assert r.status_code == 503 and "The database cannot be reached" in r.text
+
+
+def test_site_page_chart_draws_limits_and_episodes(db, tmp_path):
+    v = village(db)
+    add_people(db.url)
+    with psycopg.connect(db.url) as conn:
+        conn.execute("INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, start_time, end_time,"
+                     " peak, limit_value, unit, days_of_violation, source) SELECT site_id, id, 'ph', 'ph-min', "
+                     "'palmyra-wi', 'Village of Palmyra Code §13.48(2)(g)', now() - interval '30 minutes', now() - "
+                     "interval '20 minutes', 4.1, 6.0, 'pH', 1, 'stream' FROM sensors WHERE id = %s", (v["ids"]["ph"],))
+    with office_client(db, tmp_path, grafana_url="http://grafana.village.example:3000") as c:
+        sign_in(c, "viewer")
+        body = c.get("/sites/plater").text
+        week = c.get("/sites/plater?range=7d").text
+        custom = c.get("/sites/plater?since=2026-06-01&until=2026-06-02").text
+    svgs = re.findall(r"<svg [^>]*class=\"chart\".*?</svg>", body, re.S)
+    assert len(svgs) == 2                                     # ph and temp
+    ph = next(s for s in svgs if "ph (ph)" in s)
+    assert "violation if lower than 6 pH · Village of Palmyra Code §13.48(2)(g)" in ph
+    assert "violation if higher than 9 pH" in ph and ph.count('class="episode"') == 1
+    assert ph.count('class="line"') >= 1 and "no readings in this range" not in ph
+    assert "no readings in this range" in next(s for s in svgs if "temp" in s)
+    assert "SIC" in body and "3471" in body and ">1<" in body                 # one day of violation
+    assert "http://grafana.village.example:3000/d/sewerwatch-site?var-site=plater" in body
+    assert "last 7 days" in week and "2026-06-01 00:00 CDT to 2026-06-03 00:00 CDT" in custom
+
+
+def test_dead_letters_listed_shown_and_replayed_as_the_account(db, tmp_path):
+    import paho  # noqa: F401 - the replay decodes MQTT payloads
+    village(db)
+    add_people(db.url)
+    with psycopg.connect(db.url) as conn:
+        lid = conn.execute("INSERT INTO dead_letters (source, topic, payload, reason) VALUES ('mqtt', "
+                           "'sewerwatch/plater/ph', %s, 'unknown sensor') RETURNING id",
+                           (b'{"t": "2026-06-01T12:00:00Z", "v": 7.3, "u": "pH"}',)).fetchone()[0]
+        conn.execute("INSERT INTO dead_letters (source, topic, payload, reason) VALUES ('mqtt', 'junk', %s, "
+                     "'not JSON <b>bold</b>')", (b"\xff\xfe",))
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "coord")
+        body = c.get("/deadletters").text
+        assert "unknown sensor" in body and "not JSON &lt;b&gt;bold&lt;/b&gt;" in body and "2 matches" in body
+        one = c.get(f"/deadletters/{lid}").text
+        assert "&#34;v&#34;: 7.3" in one and "(text)" in one
+        r = c.post("/deadletters/replay", data={"_csrf_token": csrf_of(one), "ids": str(lid)})
+        assert r.status_code == 200 and f"#{lid} sewerwatch/plater/ph: stored 1 reading (1 new)" in r.text
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT replayed_at IS NOT NULL FROM dead_letters WHERE id = %s", (lid,)).fetchone()[0]
+        actor, detail = conn.execute("SELECT actor, detail FROM audit_log WHERE action = 'deadletters-replay'"
+                                     ).fetchone()
+    assert actor == "coord" and detail["via"] == "web" and detail["ids"] == [lid] and detail["new"] == 1
+
+
+def test_local_times_name_the_offset_in_the_repeated_hour():
+    from web import formats
+    # 2026-11-01: US daylight saving time ends at 02:00 CDT; 01:00-02:00 happens twice
+    assert formats.local("2026-11-01T06:30:00Z", "America/Chicago") == "2026-11-01 01:30:00 CDT (UTC−05:00)"
+    assert formats.local("2026-11-01T07:30:00Z", "America/Chicago") == "2026-11-01 01:30:00 CST (UTC−06:00)"
+    assert formats.local("2026-06-01T15:30:00Z", "America/Chicago") == "2026-06-01 10:30:00 CDT"
+    assert formats.num(1250.4, "gpm") == "1,250 gpm" and formats.num(68.04, "degF") == "68.0 °F"
+    assert formats.age(4) == "4 s" and formats.age(3 * 3600 + 300) == "3 h 5 min"
+
+
+def test_the_permission_table(db):
+    assert roles.may("inspector", "alerts.acknowledge") and not roles.may("clerk", "alerts.acknowledge")
+    assert not any(roles.may("viewer", p) for p in roles.PERMISSIONS if p != "view")
+    assert roles.may("clerk", "bills.issue") and not roles.may("inspector", "bills.issue")
+    assert roles.second_factor_roles() == ("superintendent", "coordinator")
+    assert build_app  # noqa: the application is built from these (tests above)
+    assert json  # noqa
