@@ -99,7 +99,17 @@ def _disconnect(conn: psycopg.Connection, name: str) -> None:
 
 @pytest.fixture
 def db(services: Services, request) -> Database:
-    test = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    yield from _database(services, request.node.nodeid)
+
+
+@pytest.fixture(scope="module")
+def module_db(services: Services, request) -> Database:
+    """A migrated database shared by the tests of one module (e.g. those of one running ``run``)."""
+    yield from _database(services, request.node.nodeid)
+
+
+def _database(services: Services, nodeid: str):
+    test = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
     name = f"swt_{os.getpid()}_{next(_counter)}_{test}"
     with services.admin() as conn:
         for attempt in range(20):
@@ -116,3 +126,26 @@ def db(services: Services, request) -> Database:
     yield database
     with services.admin() as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """One headless Chromium for every browser test of the session (``tests/browser.py``);
+    each test gets it without cookies, at a desktop's size."""
+    import browser as browser_mod
+
+    if not browser_mod.available():
+        pytest.skip("Debian's chromium and chromium-driver are missing: run scripts/setup")
+    pytest.importorskip("selenium.webdriver")
+    b = browser_mod.Browser(tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield b
+    finally:
+        b.quit()
+
+
+@pytest.fixture
+def chromium(browser):
+    """The session's browser, fresh for this test."""
+    browser.fresh()
+    return browser

@@ -2,8 +2,8 @@
 
 The acid dump goes through Mosquitto, the collector, the evaluator and the alert manager of
 ``sewerwatch run``'s pipeline to a real SMTP server (aiosmtpd); the link in the received
-e-mail is opened in Debian's Chromium driven by selenium (Debian's chromedriver), at a
-phone's width; a name and a note are typed and the form sent. Then no escalation mail goes
+e-mail is opened in Debian's Chromium driven by selenium (Debian's chromedriver; the session's
+one browser, ``browser`` in ``conftest.py``), at a phone's width; a name and a note are typed and the form sent. Then no escalation mail goes
 out after ``escalate_after``, the alert row shows the acknowledgement, the used link says
 so, an expired link says so, and a changed one is refused.
 
@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import shutil
-import struct
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -34,49 +33,20 @@ from sewerwatch.services.scratch import free_port
 from support import add_site_and_sensors, mqtt_client, publish_all, wait_until
 from test_alerts_e2e import _messages, _scenario, _setup, _start
 
-webdriver = pytest.importorskip("selenium.webdriver")
+pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402 - after the skip
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 #: A phone's viewport [CSS px].
 PHONE = (412, 915)
 PREVIEW = Path(__file__).resolve().parents[1] / "alerts" / "previews" / "ack-page.png"
 
-pytestmark = pytest.mark.skipif(not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
-                                reason="Debian's chromium and chromium-driver are missing: run scripts/setup")
 
-
-def chromium(profile: Path):
-    """Headless Chromium at a phone's size; no background traffic (the machine has no
-    outside network), a fresh profile."""
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-              "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--hide-scrollbars", f"--user-data-dir={profile}"):
-        opts.add_argument(a)
-    # a phone's viewport (a desktop window is at least 500 px wide)
-    opts.add_experimental_option("mobileEmulation", {"deviceMetrics": {"width": PHONE[0], "height": PHONE[1],
-                                                                       "pixelRatio": 1.0}})
-    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=opts)
-
-
-def screenshot(driver, path: Path) -> tuple[int, int]:
-    """The whole page at the phone's width as a PNG; its size [px]."""
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    png = driver.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": PHONE[0], "height": height, "scale": 1}})["data"]
-    import base64
-    path.write_bytes(base64.b64decode(png))
-    return struct.unpack(">II", path.read_bytes()[16:24])
-
-
-def test_link_in_the_mail_acknowledges_from_a_phone_and_escalation_stops(db, services, tmp_path, caplog):
-    for name in ("sewerwatch", "aiohttp"):         # what the service logs (not selenium's own requests)
+def test_link_in_the_mail_acknowledges_from_a_phone_and_escalation_stops(db, services, tmp_path, caplog, chromium):
+    for name in ("sewerwatch", "uvicorn"):         # what the service logs (not selenium's own requests)
         caplog.set_level(logging.DEBUG, logger=name)
     mail = MailCatcher().start()
-    driver = chromium(tmp_path / "chromium-profile")
+    chromium.phone(PHONE)
+    driver = chromium.driver
     try:
         contacts = [{"name": "Superintendent", "urls": [mail.url("super@village.example")]},
                     {"name": "Village President", "urls": [mail.url("president@village.example")], "escalation": True}]
@@ -88,7 +58,7 @@ def test_link_in_the_mail_acknowledges_from_a_phone_and_escalation_stops(db, ser
         other = _other_open_alert(db)
         pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
         try:
-            assert wait_until(lambda: p.page.listening is not None, 10)
+            assert wait_until(lambda: p.web.listening is not None, 10)
             publish_all(pub, _messages(site, _scenario(), 600, 645))
             assert wait_until(lambda: len(mail.to("super@village.example")) >= 1, 15)
             opened = next(iter(p.manager.active.values())).opened
@@ -110,7 +80,7 @@ def test_link_in_the_mail_acknowledges_from_a_phone_and_escalation_stops(db, ser
             driver.find_element(By.ID, "name").send_keys("Pat Jones")
             driver.find_element(By.ID, "note").send_keys("Called the plant: neutralising tank bypassed, closed.")
             shot = tmp_path / "ack-page.png"
-            width, height = screenshot(driver, shot)
+            width, height = chromium.screenshot(shot)
             assert width == PHONE[0] and height > 600
             if os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):
                 PREVIEW.parent.mkdir(exist_ok=True)
@@ -151,10 +121,9 @@ def test_link_in_the_mail_acknowledges_from_a_phone_and_escalation_stops(db, ser
         assert (state, by, note, escalated) == ("acknowledged", "Pat Jones",
                                                 "Called the plant: neutralising tank bypassed, closed.", None)
         assert mail.to("president@village.example") == []
-        logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith(("sewerwatch", "aiohttp")))
+        logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith(("sewerwatch", "uvicorn")))
         assert token not in logged and "/ack/<token withheld>" in logged
     finally:
-        driver.quit()
         mail.stop()
 
 
