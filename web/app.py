@@ -88,9 +88,10 @@ class Edge:
         try:
             await self.app(scope, receive, send_with_headers)
         finally:
+            took = time.perf_counter() - started
             path = scope["path"] + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else "")
-            access_log.info('%s "%s %s" %d %.1f ms', client, scope["method"], redact(path), status[0],
-                            (time.perf_counter() - started) * 1000.0)
+            self.office.timings.append((scope["method"], scope["path"], status[0], took))
+            access_log.info('%s "%s %s" %d %.1f ms', client, scope["method"], redact(path), status[0], took * 1000.0)
 
 
 def templates(office: Office) -> Environment:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -60,6 +61,8 @@ class Office:
         self.stats = {"requests": 0, "errors": 0, "database_down": 0, "signed_in": 0, "refused_sign_ins": 0,
                       "forbidden": 0}
         self._cache: dict[str, tuple[float, object]] = {}
+        #: (method, path, status, server time [s]) of the latest requests (the access log's figures)
+        self.timings: deque = deque(maxlen=2000)
 
     def open(self) -> None:
         """Open the pool without waiting for the database (pages say when it is down)."""

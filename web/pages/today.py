@@ -71,7 +71,8 @@ def gather(office: Office) -> dict:
     except DatabaseDown as exc:
         db_error = str(exc)
     banners = health.banners(db_error=db_error, run=office.run_status(), today=data) + extra
-    return {"today": data, "banners": banners, "generated": time.time(), "refresh_s": REFRESH_S}
+    return {"today": data, "banners": banners, "generated": time.time(), "refresh_s": REFRESH_S,
+            "cards_max": today_q.CARDS_MAX}
 
 
 @get("/", opt=VIEW, sync_to_thread=True, name="today")

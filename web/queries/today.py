@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from foundation.units import CANONICAL
+from web import formats
 from limits.packs import load_pack
 from limits.permits import continuous, renewal, site_rules
 
@@ -21,6 +22,8 @@ from limits.permits import continuous, renewal, site_rules
 #: least :data:`STALE_MIN_S` (as ``dash_site_status``, migration 0050).
 STALE_INTERVALS = 10
 STALE_MIN_S = 300.0
+#: Above this many industrial users, those in compliance are one row each (cards for the rest).
+CARDS_MAX = 12
 #: "This week": due within this many days, or overdue.
 WEEK_DAYS = 7
 
@@ -51,7 +54,7 @@ ALERT_COLS = ("id", "kind", "state", "rule", "summary", "details", "opened_at", 
               "ack_note", "episodes", "site_id", "site", "site_name")
 
 
-@dataclass
+@dataclass(slots=True)
 class Limit:
     """One limit a sensor is judged against, and where its last value stands."""
 
@@ -64,7 +67,7 @@ class Limit:
     beyond: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class SensorView:
     id: int
     name: str
@@ -81,9 +84,36 @@ class SensorView:
     slug: str | None = None
     episode: dict | None = None
     gauge: dict | None = None
+    # in words, made once here rather than by the template (600 sensors a page)
+    value_text: str = ""
+    limits_text: str = ""
+    margin_text: str = ""
+    beyond: bool = False
+    citation: str = ""
+
+    age_text: str = ""
+    row_text: str = ""
+
+    def words(self) -> None:
+        """The value and its age in words (every sensor)."""
+        self.value_text = formats.num(self.last_value, self.unit)
+        self.age_text = f"{formats.age(self.age_s)} ago" if self.last_time is not None else "no reading yet"
+        self.row_text = f"{self.name} {self.value_text} · {self.age_text}"
+
+    def detail(self, rules) -> None:
+        """The limits it is judged against and where the value stands (a card's sensors)."""
+        self.limits, self.slug = sensor_limits(rules, self.parameter, self.last_value)
+        self.gauge = gauge(self.limits, self.last_value)
+        self.limits_text = " or ".join(f"{lim.comparison} {formats.num(lim.value, self.unit)}" for lim in self.limits)
+        self.citation = self.limits[0].citation if self.limits else ""
+        near = min((lim for lim in self.limits if lim.margin is not None), key=lambda lim: lim.margin, default=None)
+        self.beyond = bool(self.episode) or (near is not None and near.beyond)
+        if near is not None:
+            self.margin_text = (f"beyond the limit by {formats.num(-near.margin, self.unit)}" if near.beyond
+                                else f"{formats.num(near.margin, self.unit)} inside the limit")
 
 
-@dataclass
+@dataclass(slots=True)
 class SiteView:
     id: int
     key: str
@@ -97,8 +127,9 @@ class SiteView:
     alerts: int = 0
     violations_30d: int = 0
 
-    @property
-    def state(self) -> str:
+    state: str = ""
+
+    def judge(self) -> str:
         """``violation``, ``attention`` (stale, implausible, device down, open alert) or ``ok``."""
         if self.episodes:
             return "violation"
@@ -200,10 +231,10 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None) -> dict:
             continue
         age = None if t is None else max(0.0, (now - t).total_seconds())
         stale = t is None or age > max(STALE_MIN_S, STALE_INTERVALS * (interval_s or 60.0))
-        limits, slug = sensor_limits(site_rules_of[site_id], parameter, v)
         eps = episodes_by_sensor.get(sid) or []
         view = SensorView(sid, name, parameter, CANONICAL.get(parameter, unit), source, interval_s, t, v, q, age, stale,
-                          limits, slug, eps[-1] if eps else None, gauge(limits, v))
+                          episode=eps[-1] if eps else None)
+        view.words()
         site.sensors.append(view)
     for site_id, n in conn.execute(SQL["recent"]).fetchall():
         if site_id in sites:
@@ -218,9 +249,15 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None) -> dict:
     for d in devices:
         if d["site"] in by_key:
             by_key[d["site"]].devices.append(d)
+    compact = len(sites) > CARDS_MAX
+    for s in sites.values():
+        s.state = s.judge()
+        if not compact or s.state != "ok":          # a card: each sensor with its limits
+            for sensor in s.sensors:
+                sensor.detail(site_rules_of[s.id])
     ordered = sorted(sites.values(), key=lambda s: ({"violation": 0, "attention": 1, "no-data": 2, "ok": 3}[s.state],
                                                     s.name.lower()))
-    return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices,
+    return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices, "compact": compact,
             "due": this_week(due or [], now, permits, {s.key: s.name for s in sites.values()})}
 
 

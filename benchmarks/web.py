@@ -1,0 +1,216 @@
+"""Benchmark: the office at a real program's size (issue 24 item 9).
+
+Setup: a TimescaleDB cluster of the benchmark's own (scratch state folder, removed
+afterwards) with 200 industrial users, 600 sensors (pH, temperature, flow each) and a day of
+readings at 1 Hz up to now (51.8 M readings; ``BENCH_QUICK=1``: two hours, 4.3 M), loaded by
+binary COPY; 10 users in an open violation episode with its alert, 10 with a no-data alert.
+
+- sewerwatch: the Today page (``GET /``, signed in) served by the office's application in
+  process (Litestar's test client), its server time as the access log measures it (from the
+  request's arrival at the application to its last byte: routing, the session, the guard's
+  account check, every query, the template), p95 of ``N`` requests after one warm-up; and an industrial user's
+  page with its 24-hour charts (``GET /sites/<key>``), p95.
+- peer: the bare SQL queries each page needs (the session's account; :data:`web.queries.today.SQL`;
+  the profile and the chart's bucketing query of :mod:`web.queries.site`), run by psycopg on one connection
+  and fetched, p95 of as many runs, each right after one of the page's (so that the shared
+  machine's load weighs on both alike).
+
+``ratio`` = the peer's p95 / the page's p95 (1.0: the page costs nothing beyond its queries;
+the issue asks at least 0.5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from foundation.actor import Actor  # noqa: E402
+from ingest.batch import Readings  # noqa: E402
+from ingest.writer import copy_binary  # noqa: E402
+
+SITES, PER_SITE = 200, 3
+PARAMS = (("ph", "pH", 7.2, 0.3), ("temperature", "degF", 68.0, 4.0), ("flow", "gpm", 120.0, 40.0))
+N = 60
+PASSWORD = "benchmark password"
+
+
+def p95(xs: list[float]) -> float:
+    return float(np.percentile(np.asarray(xs), 95))
+
+
+def load(url: str, hours: float, log=print) -> int:
+    """The program: sites, sensors, readings at 1 Hz for ``hours`` up to now, episodes, alerts."""
+    now = time.time()
+    with psycopg.connect(url) as conn:
+        ids = []
+        for i in range(SITES):
+            sid = conn.execute("INSERT INTO sites (key, name, pack, sic, permit) VALUES (%s, %s, 'palmyra-wi', %s, %s) "
+                               "RETURNING id", (f"iu{i:03d}", f"Industrial User {i:03d}", str(2000 + i % 900),
+                                                f"PAL-IU-2026-{i:03d}")).fetchone()[0]
+            for p, u, _, _ in PARAMS:
+                ids.append(conn.execute(
+                    "INSERT INTO sensors (site_id, name, parameter, unit, source, address, interval_s) VALUES "
+                    "(%s, %s, %s, %s, 'mqtt', %s, 1) RETURNING id", (sid, p, p, u, f"mqtt:sewerwatch/iu{i:03d}/{p}")
+                ).fetchone()[0])
+        conn.commit()
+        ids = np.asarray(ids, dtype=np.int32)
+        base = np.tile(np.array([b for _, _, b, _ in PARAMS]), SITES)
+        amp = np.tile(np.array([a for _, _, _, a in PARAMS]), SITES)
+        start = int(now - hours * 3600)
+        written, began = 0, time.monotonic()
+        step = 600                                   # ten minutes of every sensor a COPY
+        for t in range(start, int(now), step):
+            secs = np.arange(t, min(t + step, int(now)), dtype=np.int64)
+            k = len(secs)
+            t_us = np.tile(secs * 1_000_000, len(ids))
+            sid = np.repeat(ids, k)
+            v = (np.repeat(base, k) + np.repeat(amp, k) * np.sin(np.tile(secs, len(ids)) / 900.0
+                                                              + np.repeat(np.arange(len(ids)), k)))
+            with conn.cursor() as cur, cur.copy("COPY readings (time, sensor_id, value, quality) FROM STDIN "
+                                                "(FORMAT BINARY)") as cp:
+                cp.write(copy_binary(Readings(t_us, sid, v, np.zeros(len(v), dtype=np.int16))))
+            conn.commit()
+            written += len(v)
+            if log and (t - start) % 7200 < step:
+                log(f"  {written:,} readings ({written / max(time.monotonic() - began, 1e-9):,.0f}/s)", flush=True)
+        for i in range(10):                          # open episodes with their alerts
+            ph = int(ids[i * 10 * PER_SITE])
+            site = conn.execute("SELECT site_id FROM sensors WHERE id = %s", (ph,)).fetchone()[0]
+            conn.execute("INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, start_time, peak,"
+                         " limit_value, unit, source) VALUES (%s, %s, 'ph', 'ph-min', 'palmyra-wi', 'Village of Palmyra "
+                         "Code §13.48(2)(g)', now() - interval '10 minutes', 3.4, 6.0, 'pH', 'stream')", (site, ph))
+            rec = {"site": f"iu{i * 10:03d}", "sensor": "ph", "parameter": "ph", "rule": "ph-min", "peak": 3.4,
+                   "limit": 6.0, "unit": "pH", "comparison": "lower than", "start": "2026-06-01T15:30:00Z",
+                   "citation": "Village of Palmyra Code §13.48(2)(g)", "words": "pH lower than 6.0"}
+            conn.execute("INSERT INTO alerts (kind, site_id, sensor_id, rule, state, summary, details) VALUES "
+                         "('violation', %s, %s, 'ph-min', 'notified', 'pH 3.4', %s)", (site, ph, json.dumps(rec)))
+            flow = int(ids[(i * 10 + 5) * PER_SITE + 2])
+            conn.execute("INSERT INTO alerts (kind, site_id, sensor_id, rule, state, summary, details) SELECT "
+                         "'sensor-health', site_id, id, 'no-data', 'notified', 'no data', %s FROM sensors WHERE id = %s",
+                         (json.dumps({"rule": "no-data", "site": "x", "sensor": "flow"}), flow))
+        conn.commit()
+    return written
+
+
+def bare_account(conn) -> None:
+    """The query every signed-in request makes: the session's account (web.accounts.by_id)."""
+    from web.accounts import COLS
+    conn.execute(f"SELECT {', '.join(COLS)} FROM web_accounts WHERE id = %s", (1,)).fetchone()
+
+
+def bare_today(conn) -> None:
+    from web.queries.today import SQL
+    bare_account(conn)
+    for q in SQL.values():
+        conn.execute(q).fetchall()
+
+
+def bare_site(conn, key: str) -> None:
+    from web.queries.site import BUCKETS_SQL
+    from web.chart import BUCKETS
+    bare_account(conn)
+    row = conn.execute("SELECT id FROM sites WHERE key = %s", (key,)).fetchone()
+    sensors = conn.execute("SELECT s.id FROM sensors s LEFT JOIN LATERAL (SELECT time, value, quality FROM readings r "
+                           "WHERE r.sensor_id = s.id ORDER BY time DESC LIMIT 1) l ON true WHERE s.site_id = %s",
+                           (row[0],)).fetchall()
+    t1 = datetime.now(timezone.utc)
+    t0 = t1 - timedelta(hours=24)
+    conn.execute(BUCKETS_SQL, {"w": timedelta(seconds=86400 / BUCKETS), "origin": t0, "ids": [s[0] for s in sensors],
+                               "t0": t0, "t1": t1}).fetchall()
+    conn.execute("SELECT id FROM violations WHERE site_id = %s ORDER BY start_time DESC LIMIT 200", (row[0],)).fetchall()
+
+
+def measure(url: str, state: Path) -> dict:
+    from dataclasses import replace
+
+    from litestar.testing import TestClient
+
+    from foundation import config as sw_config
+    from foundation.config import WebOptions
+    from sewerwatch.office import office_server
+    from web import accounts
+    from web.app import asgi
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        accounts.add(conn, "bench", "Bench Mark", "viewer", PASSWORD, actor=Actor("bench", "cli"))
+    cfg = replace(sw_config.from_dict({"utility": {"name": "Benchmark village", "timezone": "America/Chicago"},
+                                       "services": {"state_dir": str(state)}}, "<bench>"), web=WebOptions())
+    server = office_server(cfg, url, state, status_source=lambda: {"running": True, "state": "ok", "problems": {}})
+    server.office.open()
+    import gc
+    gc.freeze()                  # as WebServer.serve does once the office is built
+    out = {}
+    try:
+        with TestClient(app=asgi(server.office, "b" * 32), base_url="http://127.0.0.1") as c:
+            import re
+            page = c.get("/login")
+            token = re.search(r'name="_csrf_token" value="([^"]+)"', page.text).group(1)
+            r = c.post("/login", data={"username": "bench", "password": PASSWORD, "_csrf_token": token, "next": "/"})
+            assert r.status_code == 200 and "Industrial User 199" in r.text, r.text[:500]
+            with psycopg.connect(url, autocommit=True) as conn:
+                for name, path, bare in (("today", "/", bare_today), ("site", "/sites/iu000",
+                                                                      lambda conn: bare_site(conn, "iu000"))):
+                    for _ in range(6):                         # warm-up (psycopg prepares from the 5th run)
+                        c.get(path)
+                        bare(conn)
+                    server.office.timings.clear()
+                    sql = []
+                    for _ in range(N):                         # one after the other: the same load on both
+                        r = c.get(path)
+                        assert r.status_code == 200
+                        a = time.perf_counter()
+                        bare(conn)
+                        sql.append(time.perf_counter() - a)
+                    # the server's own time of each request (as its access log says), not the client's
+                    out[name] = [t for m, p, st, t in server.office.timings if p == path and st == 200]
+                    assert len(out[name]) == N
+                    out[name + "_sql"] = sql
+                    out[name + "_bytes"] = len(r.content)
+    finally:
+        server.office.close()
+    return out
+
+
+def main() -> int:
+    quick = os.environ.get("BENCH_QUICK") == "1"
+    hours = 2.0 if quick else 24.0
+    from sewerwatch.services.scratch import scratch   # the benchmark's own cluster
+
+    with scratch(mosquitto=False, prefix="sewerwatch-bench-web-") as sc, tempfile.TemporaryDirectory() as state:
+        url = sc.pg.url("owner")
+        began = time.monotonic()
+        n = load(url, hours, log=print)
+        print(f"loaded {SITES} industrial users, {SITES * PER_SITE} sensors, {n:,} readings ({hours:g} h at 1 Hz) "
+              f"in {time.monotonic() - began:.0f} s", flush=True)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
+        m = measure(url, Path(state))
+    t, ts, s, ss = (p95(m[k]) * 1000 for k in ("today", "today_sql", "site", "site_sql"))
+    print(f"Today page: p95 {t:.1f} ms (median {statistics.median(m['today']) * 1000:.1f} ms, "
+          f"{m['today_bytes']:,} bytes); its bare SQL: p95 {ts:.1f} ms -> ratio {ts / t:.2f}", flush=True)
+    print(f"industrial user's page, 24-hour charts: p95 {s:.1f} ms ({m['site_bytes']:,} bytes); its bare SQL: "
+          f"p95 {ss:.1f} ms -> ratio {ss / s:.2f}", flush=True)
+    print(json.dumps({
+        "benchmark": "web-today" + ("-quick" if quick else ""), "value": round(t, 1),
+        "unit": f"ms, p95 server time of the Today page ({SITES} industrial users, {SITES * PER_SITE} sensors, "
+                f"{hours:g} h at 1 Hz)",
+        "peer": "the page's bare SQL queries by psycopg, p95", "peer_value": round(ts, 1), "ratio": round(ts / t, 2),
+        "site_page_p95_ms": round(s, 1), "site_sql_p95_ms": round(ss, 1), "site_ratio": round(ss / s, 2),
+        "readings": n}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
