@@ -90,7 +90,8 @@ class DatabaseDown(Exception):
 class RateLimiter:
     """A token bucket per client address: ``burst`` requests at once, then ``per_min`` a minute.
 
-    Written here (a few lines) rather than taken from a library: aiohttp has none, and the
+    Written here (a few lines) rather than taken from a library: the page wants a burst and
+    then a steady rate per address (Litestar's rate limit counts fixed windows), and the
     maintained Python rate-limit library is named ``limits``, the import name of this
     project's own ordinance package.
     """

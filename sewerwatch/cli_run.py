@@ -309,6 +309,11 @@ def _print_process(name: str, r: dict) -> None:
             extra.append(f"listening on {c.get('listening') or 'nothing yet'}, links to {c['public_url']}/ack/...; "
                          f"{c.get('acknowledged', 0)} acknowledged, {c.get('refused', 0)} links refused, "
                          f"{c.get('expired', 0)} expired, {c.get('rate_limited', 0)} rate limited")
+        if "office" in c:
+            o = c["office"]
+            extra.append(f"office: {o.get('requests', 0)} requests, {o.get('signed_in', 0)} sign-ins, "
+                         f"{o.get('refused_sign_ins', 0)} refused, {o.get('forbidden', 0)} forbidden, "
+                         f"{o.get('errors', 0)} errors")
         if "outbox" in c:
             extra.append(f"alert writes waiting {c['outbox'].get('pending_ops', 0)}")
         health = "healthy" if c.get("healthy") else f"PROBLEM: {c.get('problem')}"

@@ -385,6 +385,24 @@ def test_dead_letters_listed_shown_and_replayed_as_the_account(db, tmp_path):
     assert actor == "coord" and detail["via"] == "web" and detail["ids"] == [lid] and detail["new"] == 1
 
 
+def test_behind_a_proxy_path_every_link_and_redirect_has_it(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path, public_url="https://sewer.example.org/sewerwatch",
+                       base_url="https://127.0.0.1") as c:      # the proxy speaks https to the browser
+        r = c.get("/alerts", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/sewerwatch/login?next=/alerts"
+        page = c.get("/login")
+        assert 'href="/sewerwatch/static/css/office.css"' in page.text and 'action="/sewerwatch/login"' in page.text
+        r = c.post("/login", data={"username": "viewer", "password": PASSWORD, "next": "/alerts",
+                                   "_csrf_token": csrf_of(page.text)}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/sewerwatch/alerts"
+        assert "Secure" in r.headers["set-cookie"]                   # https: the session cookie is Secure
+        body = c.get("/").text
+        assert 'data-url="/sewerwatch/today/live"' in body and 'href="/sewerwatch/sites/plater"' in body
+        assert 'href="/sites/' not in body and 'action="/alerts' not in body
+
+
 def test_local_times_name_the_offset_in_the_repeated_hour():
     from web import formats
     # 2026-11-01: US daylight saving time ends at 02:00 CDT; 01:00-02:00 happens twice

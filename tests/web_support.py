@@ -69,7 +69,7 @@ def office_config(tmp_path: Path, **web) -> sw_config.Config:
 
 
 @contextlib.contextmanager
-def office_client(db, tmp_path: Path, *, status=None, **web):
+def office_client(db, tmp_path: Path, *, status=None, base_url: str = "http://127.0.0.1", **web):
     """Litestar's test client of the office over the test's database (no socket, no browser)."""
     from litestar.testing import TestClient
 
@@ -81,7 +81,7 @@ def office_client(db, tmp_path: Path, *, status=None, **web):
     from web.app import asgi
     app = asgi(server.office, "t" * 32)
     try:
-        with TestClient(app=app, base_url="http://127.0.0.1") as client:
+        with TestClient(app=app, base_url=base_url) as client:
             client.office = server.office
             client.litestar = app.app          # the Litestar application behind the edge
             yield client

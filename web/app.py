@@ -99,7 +99,7 @@ def templates(office: Office) -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "svg"]),
                       trim_blocks=True, lstrip_blocks=True)
     tz = office.tz
-    env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles,
+    env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles, base=office.prefix,
                        grafana_url=office.opts.grafana_url)
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration)
@@ -116,7 +116,8 @@ def error_page(request: Request, exc: Exception) -> Response:
         target = path + ("?" + request.url.query if request.url.query else "")
         if request.headers.get("x-sewerwatch-live"):
             return Response({"signed_out": True, "why": code}, status_code=401)
-        return Redirect(f"/login?next={_quote(target)}" + (f"&why={code}" if code else ""), status_code=303)
+        return Redirect(office.url(f"/login?next={_quote(target)}" + (f"&why={code}" if code else "")),
+                        status_code=303)
     if isinstance(exc, DatabaseDown):
         status, title = 503, "The database cannot be reached"
         lines = [f"{exc}.", "Nothing was changed. This page tries again when you reload it; sewerwatch run keeps "

@@ -15,6 +15,7 @@ from collections import deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -53,6 +54,9 @@ class Office:
         self.status_source = status_source or (lambda: None)
         self.ack_page = ack_page
         self.utility = cfg.name
+        #: The path the reverse proxy serves the office under (``public_url``'s: "/sewerwatch"),
+        #: put before every link and redirect; "" at the root of its host.
+        self.prefix = urlsplit(opts.public_url or "").path.rstrip("/")
         self.tz = timezone_of(cfg)
         self.pool = ConnectionPool(db_url, min_size=1, max_size=pool_size, open=False, timeout=3.0,
                                    kwargs={"connect_timeout": 3, "autocommit": True},
@@ -63,6 +67,10 @@ class Office:
         self._cache: dict[str, tuple[float, object]] = {}
         #: (method, path, status, server time [s]) of the latest requests (the access log's figures)
         self.timings: deque = deque(maxlen=2000)
+
+    def url(self, path: str) -> str:
+        """A path of the office as the browser reaches it (behind the proxy's prefix)."""
+        return self.prefix + path
 
     def open(self) -> None:
         """Open the pool without waiting for the database (pages say when it is down)."""

@@ -87,7 +87,7 @@ def acknowledge(request: Request, alert_id: FromPath[int],
             "flash_warn": f"Alert #{alert_id} had already been acknowledged by {before[1]}: nothing was changed."})
     target = {"today": f"/?done=ack-{alert_id}#alerts", "alerts": f"/alerts?done=ack-{alert_id}",
               "alert": f"/alerts/{alert_id}?done=ack"}[back]
-    return Redirect(target, status_code=303)
+    return Redirect(office.url(target), status_code=303)
 
 
 ROUTES = [alerts_page, alert_page, acknowledge]

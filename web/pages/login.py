@@ -56,10 +56,10 @@ def routes(rate_limit) -> list:
         if res.outcome == "ok":
             office.stats["signed_in"] += 1
             await sessions.sign_in(request, res.account)
-            return Redirect(target, status_code=303)
+            return Redirect(office.url(target), status_code=303)
         if res.outcome == "second-factor":
             await sessions.pending_second_factor(request, res.account)
-            return Redirect(f"/login/code?next={target}", status_code=303)
+            return Redirect(office.url(f"/login/code?next={target}"), status_code=303)
         office.stats["refused_sign_ins"] += 1
         return Template("login.html", status_code=401 if res.outcome == "refused" else 403, context={
             "next": target, "error": res.message, "message": None, "username": username, "account": None, "nav": None})
@@ -67,7 +67,7 @@ def routes(rate_limit) -> list:
     @get("/login/code", opt=PUBLIC)
     async def code_form(request: Request, next: Q = None) -> Template | Redirect:
         if sessions.pending_account_id(request) is None:
-            return Redirect("/login", status_code=303)
+            return Redirect(request.app.state.office.url("/login"), status_code=303)
         return Template("login_code.html", context={"next": _next(next), "error": None, "account": None, "nav": None})
 
     @post("/login/code", opt=PUBLIC, middleware=[rate_limit.middleware], status_code=200)
@@ -78,7 +78,7 @@ def routes(rate_limit) -> list:
         pending = sessions.pending_account_id(request)
         target = _next(data.get("next"))
         if pending is None:
-            return Redirect("/login?why=signed-out", status_code=303)
+            return Redirect(office.url("/login?why=signed-out"), status_code=303)
         client = request.scope["state"].get("client", "")
         res = await anyio.to_thread.run_sync(lambda: office.read(lambda conn: accounts.second_factor(
             conn, pending, str(data.get("code", ""))[:12], client=client, lockout_after=opts.lockout_after,
@@ -86,7 +86,7 @@ def routes(rate_limit) -> list:
         if res.outcome == "ok":
             office.stats["signed_in"] += 1
             await sessions.sign_in(request, res.account)
-            return Redirect(target, status_code=303)
+            return Redirect(office.url(target), status_code=303)
         office.stats["refused_sign_ins"] += 1
         if res.outcome in ("locked", "disabled"):
             sessions.sign_out(request)
@@ -103,6 +103,6 @@ def routes(rate_limit) -> list:
         await anyio.to_thread.run_sync(lambda: office.read(lambda conn: accounts.signed_out(
             conn, account, client, "signed out")))
         sessions.sign_out(request)
-        return Redirect("/login?why=signed-out", status_code=303)
+        return Redirect(office.url("/login?why=signed-out"), status_code=303)
 
     return [login_form, login, code_form, code, logout]

@@ -53,11 +53,12 @@
   }
 
   function tick() {
-    fetch("/today/live", {headers: {"X-Sewerwatch-Live": "1"}, credentials: "same-origin", cache: "no-store"})
+    fetch(live.getAttribute("data-url") || "/today/live", {headers: {"X-Sewerwatch-Live": "1"}, credentials: "same-origin", cache: "no-store"})
       .then(function (r) {
         if (r.status === 401) {
           return r.json().then(function (j) {
-            window.location.assign("/login?next=%2F" + (j && j.why ? "&why=" + encodeURIComponent(j.why) : ""));
+            window.location.assign((live.getAttribute("data-login") || "/login") + "?next=%2F" +
+                                   (j && j.why ? "&why=" + encodeURIComponent(j.why) : ""));
             return null;
           });
         }
