@@ -70,9 +70,11 @@ public_url = "{self.base}"
 login_per_min = 200
 lockout_after = 3
 [[sites]]
-id = "plater"
+id = "plating"
 name = '{SITE_NAME}'
 sic = "3471"
+permit = "PAL-IU-2026-02"
+contacts = ["R. Alvarez, plant manager, 262-555-0142"]
 [[sites]]
 id = "candy"
 name = "Sweet Creek Confections"
@@ -97,6 +99,8 @@ escalation = true
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
         mig = self.sw("db", "migrate")
         assert mig.returncode == 0, mig.stderr
+        imp = self.sw("permit", "import", str(ROOT / "examples" / "permits" / "plating.toml"))   # pH 6.5 to 9.0
+        assert imp.returncode == 0, imp.stderr
         # one account through the command line (the password on stdin), the rest through the same function
         r = self.sw("users", "add", "super", "--name", PEOPLE["super"][0], "--role", "superintendent",
                     "--password-stdin", input=PASSWORD + "\n")
@@ -120,7 +124,7 @@ escalation = true
         self.publisher = threading.Thread(target=self._publish, daemon=True)
         self.publisher.start()
 
-    SENSORS = (("plater", "ph", "ph", "pH"), ("plater", "temp", "temperature", "degF"), ("candy", "ph", "ph", "pH"),
+    SENSORS = (("plating", "ph", "ph", "pH"), ("plating", "temp", "temperature", "degF"), ("candy", "ph", "ph", "pH"),
                ("candy", "flow", "flow", "gpm"))
 
     def _publish(self):
@@ -224,13 +228,15 @@ def test_an_acid_dump_appears_on_today_within_5_s_and_is_acknowledged_there(vill
     d = chromium.driver
     sign_in(chromium, village, "super")
     assert wait_until(lambda: "Industrial users" in chromium.text(), 10)
-    card = lambda: chromium.text("site-plater")                   # noqa: E731
+    card = lambda: chromium.text("site-plating")                   # noqa: E731
     assert "Violation since" not in card() and "7.20 pH" in card()
-    village.values["plater/ph"] = 3.1                      # the acid dump
+    village.values["plating/ph"] = 3.1                      # the acid dump
     dumped = time.monotonic()
     assert wait_until(lambda: "Violation since" in card(), 5.0), card()
     seen_s = time.monotonic() - dumped
-    assert "3.10 pH" in card() and "beyond the limit by 2.90 pH" in card() and "lower than 6.00 pH" in card()
+    # the permit's pH 6.5 (condition 4) is stricter than the ordinance's 6.0 (§13.48(2)(g)), so it applies
+    assert "3.10 pH" in card() and "beyond the limit by 3.40 pH" in card() and "less than 6.50 pH" in card(), card()
+    assert "Permit PAL-IU-2026-02, condition 4" in card()
     assert wait_until(lambda: d.find_elements(By.CSS_SELECTOR, "#alerts article.alert-violation"), 5)
     art = d.find_element(By.CSS_SELECTOR, "#alerts article.alert-violation")
     aid = int(art.get_attribute("id").split("-")[1])
@@ -247,7 +253,7 @@ def test_an_acid_dump_appears_on_today_within_5_s_and_is_acknowledged_there(vill
     assert note in chromium.text(f"alert-{aid}")                       # shown as text
     with pytest.raises(NoAlertPresentException):
         d.switch_to.alert
-    village.values["plater/ph"] = 7.2
+    village.values["plating/ph"] = 7.2
     with psycopg.connect(village.db.url) as conn:
         opened = conn.execute("SELECT extract(epoch FROM opened_at) FROM alerts WHERE id = %s", (aid,)).fetchone()[0]
         actor, detail = conn.execute("SELECT actor, detail FROM audit_log WHERE action = 'alert-acknowledged' AND "
@@ -308,7 +314,7 @@ def test_pages_at_a_phone_and_a_desktop_screenshots(village, chromium):
     shots = {}
     for size in ("desktop", "phone"):
         chromium.phone() if size == "phone" else chromium.desktop()
-        for name, path in (("today", "/"), ("site", "/sites/plater"), ("alerts", "/alerts?state=all")):
+        for name, path in (("today", "/"), ("site", "/sites/plating"), ("alerts", "/alerts?state=all")):
             d.get(village.base + path)
             assert wait_until(lambda: d.find_elements(By.TAG_NAME, "footer"), 10)
             assert _labelled(d) == [], (name, size)
@@ -322,6 +328,9 @@ def test_pages_at_a_phone_and_a_desktop_screenshots(village, chromium):
             shots[f"{name}-{size}"] = shot
     text = chromium.text()
     assert "CST" in text or "CDT" in text                      # the village's local time
+    d.get(village.base + "/sites/plating")
+    text = chromium.text()
+    assert "R. Alvarez, plant manager, 262-555-0142" in text and "PAL-IU-2026-02, issued 2026-01-15" in text
     if os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):
         PREVIEWS.mkdir(exist_ok=True)
         for key, shot in shots.items():

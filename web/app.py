@@ -97,7 +97,7 @@ class Edge:
 def templates(office: Office) -> Environment:
     """The office's Jinja2 environment (autoescaped) with its helpers."""
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "svg"]),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, auto_reload=False)   # templates change with a release
     tz = office.tz
     env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles, base=office.prefix,
                        grafana_url=office.opts.grafana_url)

@@ -66,7 +66,7 @@ def gather(office: Office) -> dict:
             extra.append({"tone": "warn", "title": "What is due could not be listed",
                           "text": f"{type(exc).__name__}: {exc}. 'sewerwatch due' shows it on the command line."})
             due = []
-        data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due))
+        data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix))
         data["alerts"] = [alerts_q.view(a, office.tz) for a in data["alerts"]]
     except DatabaseDown as exc:
         db_error = str(exc)

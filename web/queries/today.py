@@ -128,6 +128,15 @@ class SiteView:
     violations_30d: int = 0
 
     state: str = ""
+    row_html: str = ""
+
+    def row(self, base: str) -> None:
+        """The site as one row of the table of those in compliance, made here (escaped by
+        markupsafe) rather than by the template: above 12 users most of the page is rows."""
+        from markupsafe import Markup
+        cells = Markup("").join(Markup("<td>{}</td>").format(s.row_text) for s in self.sensors)
+        self.row_html = Markup('<tr id="site-{}"><th scope="row"><a href="{}/sites/{}">{}</a></th>{}</tr>').format(
+            self.key, base, self.key, self.name, cells)
 
     def judge(self) -> str:
         """``violation``, ``attention`` (stale, implausible, device down, open alert) or ``ok``."""
@@ -202,11 +211,13 @@ def gauge(limits: list[Limit], value: float | None) -> dict | None:
             "high": None if hi_lim is None else f(hi_lim)}
 
 
-def read(conn, *, now: datetime | None = None, permits=None, due=None) -> dict:
+def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "") -> dict:
     """Everything the Today page shows, at ``now`` (default: the database's clock).
 
     Parameters
     ----------
+    base : str
+        The office's path behind the proxy (links).
     permits : dict, optional
         ``{site key: Permit}`` (:func:`limits.permit_store.current_permits`; the page keeps
         them a minute).
@@ -255,6 +266,8 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None) -> dict:
         if not compact or s.state != "ok":          # a card: each sensor with its limits
             for sensor in s.sensors:
                 sensor.detail(site_rules_of[s.id])
+        else:
+            s.row(base)
     ordered = sorted(sites.values(), key=lambda s: ({"violation": 0, "attention": 1, "no-data": 2, "ok": 3}[s.state],
                                                     s.name.lower()))
     return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices, "compact": compact,
