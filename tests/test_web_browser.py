@@ -107,6 +107,25 @@ escalation = true
         assert r.returncode == 0 and "added as superintendent" in r.stdout, r.stderr
         from web import accounts
         from web_support import ADMIN
+        with psycopg.connect(db.url) as conn:      # the day before (as the collectors stored it), one a minute
+            conn.execute("""
+                INSERT INTO readings (time, sensor_id, value)
+                SELECT date_trunc('minute', now()) - g * interval '1 minute', s.id,
+                       CASE s.parameter WHEN 'ph' THEN 7.2 + 0.25 * sin(g / 90.0) WHEN 'flow' THEN 120 + 40 * sin(g / 200.0)
+                                        ELSE 68 + 4 * sin(g / 240.0) END
+                FROM sensors s, generate_series(3, 1440) g""")
+            conn.execute("""
+                UPDATE readings SET value = 6.1 FROM sensors s JOIN sites t ON t.id = s.site_id
+                WHERE readings.sensor_id = s.id AND t.key = 'plating' AND s.name = 'ph'
+                  AND time BETWEEN date_trunc('minute', now()) - interval '6 hours'
+                               AND date_trunc('minute', now()) - interval '5 hours 35 minutes'""")
+            conn.execute("""
+                INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, start_time, end_time, peak,
+                                        limit_value, unit, days_of_violation, source)
+                SELECT s.site_id, s.id, 'ph', 'ph-min', 'palmyra-wi', 'Permit PAL-IU-2026-02, condition 4',
+                       date_trunc('minute', now()) - interval '6 hours',
+                       date_trunc('minute', now()) - interval '5 hours 35 minutes', 6.1, 6.5, 'pH', 1, 'batch'
+                FROM sensors s JOIN sites t ON t.id = s.site_id WHERE t.key = 'plating' AND s.name = 'ph'""")
         with psycopg.connect(db.url, autocommit=True) as conn:
             for user, (name, role) in PEOPLE.items():
                 if user != "super":
