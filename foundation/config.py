@@ -197,7 +197,7 @@ class Site(Table):
     """Its Standard Industrial Classification code (a string: ``"2013"``)."""
     permit: Text | None = None
     """The number of its wastewater discharge permit."""
-    contacts: TextList = ()
+    contacts: TextList | None = None
     """The people to call at the plant, one line each (``"J. Doe, plant manager, 608-555-0100"``): the office shows them."""
 
 

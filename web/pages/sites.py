@@ -49,7 +49,7 @@ def site_page(request: Request, key: FromPath[str], span: Annotated[str | None, 
         grafana = (f"{office.opts.grafana_url.rstrip('/')}/d/sewerwatch-site?var-site={key}"
                    f"&from={int(t0.timestamp() * 1000)}&to={int(t1.timestamp() * 1000)}")
     devices_cfg = [d for d in office.cfg.devices if d.site == key]
-    site["contacts"] = next((s.contacts for s in office.cfg.sites if s.id == key), ())
+    site["contacts"] = next((s.contacts for s in office.cfg.sites if s.id == key), None) or ()
     return Template("site.html", context={
         "account": account, "nav": "today", "site": site, "permit": permit, "renewal": renewal, "charts": charts,
         "range": chosen, "since": since or "", "until": until or "", "t0": t0, "t1": t1, "grafana": grafana,
