@@ -377,3 +377,20 @@ def test_sewerwatch_web_serves_the_same_application(village, tmp_path):
         proc.terminate()
         assert proc.wait(30) == 0
         err.close()
+
+
+def test_a_refresh_that_fails_says_how_old_the_page_is(village, chromium):
+    """Never a quietly stale page: with the office out of reach the page says since when."""
+    d = chromium.driver
+    sign_in(chromium, village, "viewer")
+    assert wait_until(lambda: "refreshes every 2 s" in chromium.text("live-status"), 10)
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/today/live*"]})
+    try:
+        assert wait_until(lambda: "what this page shows is" in chromium.text("lost"), 10), chromium.text("lost")
+        first = chromium.text("lost")
+        assert "No news from sewerwatch since" in first and "It keeps trying" in first
+        assert wait_until(lambda: chromium.text("lost") != first, 5)            # the age counts up
+    finally:
+        d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    assert wait_until(lambda: chromium.text("lost") == "", 10)                # back: the banner goes

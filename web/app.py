@@ -39,6 +39,8 @@ log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
 
 HERE = Path(__file__).resolve().parent
+#: Paths whose successful GETs the access log keeps at debug level (refreshes, static files).
+QUIET_PATHS = ("/today/live", "/static/")
 #: Largest request body [bytes] the office takes (forms; uploads name their own).
 BODY_MAX = 1 << 20
 
@@ -91,7 +93,10 @@ class Edge:
             took = time.perf_counter() - started
             path = scope["path"] + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else "")
             self.office.timings.append((scope["method"], scope["path"], status[0], took))
-            access_log.info('%s "%s %s" %d %.1f ms', client, scope["method"], redact(path), status[0], took * 1000.0)
+            # the Today page's own refreshes (every 2 s a browser) and static files only at debug level
+            quiet = scope["method"] == "GET" and status[0] < 400 and scope["path"].startswith(QUIET_PATHS)
+            access_log.log(logging.DEBUG if quiet else logging.INFO, '%s "%s %s" %d %.1f ms', client, scope["method"],
+                           redact(path), status[0], took * 1000.0)
 
 
 def templates(office: Office) -> Environment:

@@ -11,6 +11,7 @@
   var lost = document.getElementById("lost");
   var shownAt = parseFloat(live.getAttribute("data-generated") || "0") * 1000 || Date.now();
   var failing = false;
+  var why = "";
 
   function clock(ms) {
     var d = new Date(ms);
@@ -48,8 +49,8 @@
     if (!failing) { return; }
     var s = Math.round((Date.now() - shownAt) / 1000);
     lost.hidden = false;
-    lost.textContent = "No contact with sewerwatch since " + clock(shownAt) + ": what this page shows is " + s +
-      " s old. It keeps trying.";
+    lost.textContent = (why && why !== "Failed to fetch" ? why + ". " : "") + "No news from sewerwatch since " +
+      clock(shownAt) + ": what this page shows is " + s + " s old. It keeps trying.";
   }
 
   function tick() {
@@ -62,15 +63,24 @@
             return null;
           });
         }
-        return r.text();
+        return r.text().then(function (html) {
+          if (!r.ok && !/data-live=/.test(html)) {     // an error page, not the page's parts
+            var tpl = document.createElement("template");
+            tpl.innerHTML = html;
+            var h = tpl.content.querySelector("h1");
+            throw new Error(h ? h.textContent : "HTTP " + r.status);
+          }
+          return html;
+        });
       })
       .then(function (html) {
         if (html === null) { return; }
         failing = false;
+        why = "";
         lost.hidden = true;
         apply(html);
       })
-      .catch(function () { failing = true; age(); })
+      .catch(function (err) { failing = true; why = err && err.message ? err.message : ""; age(); })
       .then(function () { window.setTimeout(tick, every); });
   }
 
