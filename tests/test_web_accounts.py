@@ -12,6 +12,13 @@ import pytest
 
 from sewerwatch import cli
 from web import accounts
+from web_support import cheap_hashes
+
+
+@pytest.fixture(autouse=True)
+def _cheap_hashes():
+    with cheap_hashes():
+        yield
 
 
 @pytest.fixture
@@ -67,4 +74,4 @@ def test_users_commands_and_the_audit_trail(db, village, monkeypatch, capsys):
     assert rows == [(me, "account-added", "cli"), (me, "account-role", "cli"), (me, "account-role", "cli"),
                     (me, "account-totp-on", "cli"), (me, "account-password-reset", "cli"),
                     (me, "account-disabled", "cli")]
-    assert acc.session_epoch == 6 and stored.startswith("$argon2id$") and "new long" not in stored
+    assert acc.session_epoch == 6 and stored.startswith("$argon2id$v=19$") and "new long" not in stored

@@ -21,7 +21,13 @@ import pytest
 from foundation.actor import Actor
 from web import accounts, roles
 from web.app import build_app
-from web_support import ADMIN, PASSWORD, PEOPLE, add_people, csrf_of, office_client, sign_in, village
+from web_support import ADMIN, PASSWORD, PEOPLE, add_people, cheap_hashes, csrf_of, office_client, sign_in, village
+
+@pytest.fixture(autouse=True)
+def _cheap_hashes():
+    with cheap_hashes():
+        yield
+
 
 #: Example values of the path parameters, to open every route.
 PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y.z", "file_path": "css/office.css"}

@@ -28,6 +28,8 @@ log = logging.getLogger("sewerwatch.web")
 #: How often the page fetches its live part [s] (what it shows is at most this old, plus the
 #: page's own time).
 REFRESH_S = 2.0
+#: Above this many open alerts, Today shows each in one line (its page has the evidence).
+ALERTS_FULL_MAX = 6
 #: What is due changes by the day: read again after this long [s]; permits likewise.
 DUE_TTL_S = 60.0
 
@@ -72,7 +74,7 @@ def gather(office: Office) -> dict:
         db_error = str(exc)
     banners = health.banners(db_error=db_error, run=office.run_status(), today=data) + extra
     return {"today": data, "banners": banners, "generated": time.time(), "refresh_s": REFRESH_S,
-            "cards_max": today_q.CARDS_MAX}
+            "alerts_full_max": ALERTS_FULL_MAX}
 
 
 @get("/", opt=VIEW, sync_to_thread=True, name="today")

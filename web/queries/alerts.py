@@ -115,7 +115,8 @@ def view(r: dict, tz: str) -> dict:
         words, citation = d.get("words"), d.get("citation")
     if r.get("episodes") and r["episodes"] > 1:
         ev.append(("Episodes", str(r["episodes"])))
-    return {"id": r["id"], "kind": r["kind"], "state": r["state"], "rule": r["rule"], "heading": heading,
+    line = " · ".join(f"{label} {text}" for label, text in ev[:4])
+    return {"id": r["id"], "kind": r["kind"], "summary_line": line, "state": r["state"], "rule": r["rule"], "heading": heading,
             "site": r.get("site"), "site_name": site, "opened_at": r["opened_at"], "evidence": ev, "words": words,
             "citation": citation, "acknowledged_by": r.get("acknowledged_by"),
             "acknowledged_at": r.get("acknowledged_at"), "ack_note": r.get("ack_note"),

@@ -78,6 +78,7 @@
         failing = false;
         why = "";
         lost.hidden = true;
+        lost.textContent = "";
         apply(html);
       })
       .catch(function (err) { failing = true; why = err && err.message ? err.message : ""; age(); })
