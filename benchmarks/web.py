@@ -5,10 +5,11 @@ afterwards) with 200 industrial users, 600 sensors (pH, temperature, flow each) 
 readings at 1 Hz up to now (51.8 M readings; ``BENCH_QUICK=1``: two hours, 4.3 M), loaded by
 binary COPY; 10 users in an open violation episode with its alert, 10 with a no-data alert.
 
-- sewerwatch: the Today page (``GET /``, signed in) served by the office's application in
-  process (Litestar's test client), its server time as the access log measures it (from the
+- sewerwatch: the Today page (``GET /``, signed in) served by ``sewerwatch web`` (a process
+  of its own, as on an office machine), its server time as its access log says (from the
   request's arrival at the application to its last byte: routing, the session, the guard's
-  account check, every query, the template), p95 of ``N`` requests after one warm-up; and an industrial user's
+  account check, every query, the template), p95 of ``N`` requests after a warm-up, fetched
+  by httpx from this process; and an industrial user's
   page with its 24-hour charts (``GET /sites/<key>``), p95.
 - peer: the bare SQL queries each page needs (the session's account; :data:`web.queries.today.SQL`;
   the profile and the chart's bucketing query of :mod:`web.queries.site`), run by psycopg on one connection
@@ -133,54 +134,70 @@ def bare_site(conn, key: str) -> None:
 
 
 def measure(url: str, state: Path) -> dict:
-    from dataclasses import replace
+    """The pages' server times from ``sewerwatch web`` as a process of its own (its access log's
+    figure for each request), the bare SQL's in this process, one after the other."""
+    import re
+    import subprocess
 
-    from litestar.testing import TestClient
+    import httpx
 
-    from foundation import config as sw_config
-    from foundation.config import WebOptions
-    from sewerwatch.office import office_server
+    from sewerwatch.services.scratch import free_port
     from web import accounts
-    from web.app import asgi
 
     with psycopg.connect(url, autocommit=True) as conn:
         accounts.add(conn, "bench", "Bench Mark", "viewer", PASSWORD, actor=Actor("bench", "cli"))
-    cfg = replace(sw_config.from_dict({"utility": {"name": "Benchmark village", "timezone": "America/Chicago"},
-                                       "services": {"state_dir": str(state)}}, "<bench>"), web=WebOptions())
-    server = office_server(cfg, url, state, status_source=lambda: {"running": True, "state": "ok", "problems": {}})
-    server.office.open()
-    import gc
-    gc.freeze()                  # as WebServer.serve does once the office is built
+    port = free_port()
+    cfg = state / "bench.toml"
+    cfg.write_text(f'[utility]\nname = "Benchmark village"\ntimezone = "America/Chicago"\n[services]\n'
+                   f'db_url = "{url}"\nstate_dir = "{state}"\n[web]\nport = {port}\nlogin_per_min = 1000\n')
+    log = state / "web.err"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    cmd = [sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     out = {}
     try:
-        with TestClient(app=asgi(server.office, "b" * 32), base_url="http://127.0.0.1") as c:
-            import re
+        deadline = time.monotonic() + 60
+        while "the office on http" not in log.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("sewerwatch web did not start: " + log.read_text()[-2000:])
+            time.sleep(0.1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c, \
+                psycopg.connect(url, autocommit=True) as conn:
             page = c.get("/login")
             token = re.search(r'name="_csrf_token" value="([^"]+)"', page.text).group(1)
-            r = c.post("/login", data={"username": "bench", "password": PASSWORD, "_csrf_token": token, "next": "/"})
+            r = c.post("/login", data={"username": "bench", "password": PASSWORD, "_csrf_token": token, "next": "/"},
+                       follow_redirects=True)
             assert r.status_code == 200 and "Industrial User 199" in r.text, r.text[:500]
-            with psycopg.connect(url, autocommit=True) as conn:
-                for name, path, bare in (("today", "/", bare_today), ("site", "/sites/iu000",
-                                                                      lambda conn: bare_site(conn, "iu000"))):
-                    for _ in range(6):                         # warm-up (psycopg prepares from the 5th run)
-                        c.get(path)
-                        bare(conn)
-                    server.office.timings.clear()
-                    sql = []
-                    for _ in range(N):                         # one after the other: the same load on both
-                        r = c.get(path)
-                        assert r.status_code == 200
-                        a = time.perf_counter()
-                        bare(conn)
-                        sql.append(time.perf_counter() - a)
-                    # the server's own time of each request (as its access log says), not the client's
-                    out[name] = [t for m, p, st, t in server.office.timings if p == path and st == 200]
-                    assert len(out[name]) == N
-                    out[name + "_sql"] = sql
-                    out[name + "_bytes"] = len(r.content)
+            for name, path, bare in (("today", "/", bare_today), ("site", "/sites/iu000",
+                                                                  lambda conn: bare_site(conn, "iu000"))):
+                for _ in range(6):                         # warm-up (psycopg prepares from the 5th run)
+                    c.get(path)
+                    bare(conn)
+                before = len(_served(log, path))
+                sql = []
+                for _ in range(N):                         # one after the other: the same load on both
+                    r = c.get(path)
+                    assert r.status_code == 200
+                    a = time.perf_counter()
+                    bare(conn)
+                    sql.append(time.perf_counter() - a)
+                time.sleep(0.5)                            # the log written
+                out[name] = _served(log, path)[before:]
+                assert len(out[name]) == N, len(out[name])
+                out[name + "_sql"] = sql
+                out[name + "_bytes"] = len(r.content)
     finally:
-        server.office.close()
+        proc.terminate()
+        proc.wait(30)
     return out
+
+
+def _served(log: Path, path: str) -> list[float]:
+    """The server times [s] of the successful GETs of ``path`` in the office's access log."""
+    import re
+    pat = re.compile(r'"GET ' + re.escape(path) + r'" 200 ([0-9.]+) ms')
+    return [float(m.group(1)) / 1000.0 for m in pat.finditer(log.read_text())]
 
 
 def main() -> int:
@@ -188,7 +205,8 @@ def main() -> int:
     hours = 2.0 if quick else 24.0
     from sewerwatch.services.scratch import scratch   # the benchmark's own cluster
 
-    with scratch(mosquitto=False, prefix="sewerwatch-bench-web-") as sc, tempfile.TemporaryDirectory() as state:
+    with scratch(mosquitto=False, prefix="sewerwatch-bench-web-") as sc, \
+            tempfile.TemporaryDirectory(prefix="sewerwatch-bench-web-state-") as state:
         url = sc.pg.url("owner")
         began = time.monotonic()
         n = load(url, hours, log=print)

@@ -207,8 +207,14 @@ def gauge(limits: list[Limit], value: float | None) -> dict | None:
 
     def f(x):
         return max(0.0, min(1.0, (x - lo) / (hi - lo)))
-    return {"value": f(value), "low": None if lo_lim is None else f(lo_lim),
-            "high": None if hi_lim is None else f(hi_lim)}
+    g = {"value": f(value), "low": None if lo_lim is None else f(lo_lim), "high": None if hi_lim is None else f(hi_lim)}
+    # the bar's coordinates in its 200-unit box, written once here
+    g["mark_x"] = f"{g['value'] * 200 - 2:.1f}"
+    if g["low"] is not None:
+        g["low_w"] = f"{g['low'] * 200:.1f}"
+    if g["high"] is not None:
+        g["high_x"], g["high_w"] = f"{g['high'] * 200:.1f}", f"{200 - g['high'] * 200:.1f}"
+    return g
 
 
 def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "") -> dict:
