@@ -58,6 +58,7 @@ class Chunk:
     dead_letters: list[DeadLetter]
     health: list[dict]
     callbacks: list[Callable[[], None]]
+    seq: int = 0        # the newest sequence number of the batches taken (0: none)
 
     def __len__(self) -> int:
         return len(self.readings) + len(self.dead_letters) + len(self.health)
@@ -78,13 +79,16 @@ class Sink:
         self._waiting = 0
         self._cond = threading.Condition()
         self._closed = False
-        self._listeners: list[Callable[[Readings], None]] = []
+        self._listeners: list[Callable[[Readings, int], None]] = []
         self.accepted = 0  # readings accepted so far
+        self.seq = 0       # sequence number of the last batch put
         self.last_put_at: float | None = None       # [epoch s] when readings were last put
         self._dead_log: deque = deque()             # (epoch s, reason) of the last hour
 
-    def subscribe(self, listener: Callable[[Readings], None]) -> None:
-        """Call ``listener`` with every batch as it is put (the streaming evaluator's tap)."""
+    def subscribe(self, listener: Callable[[Readings, int], None]) -> None:
+        """Call ``listener`` with every batch as it is put and its sequence number (the
+        streaming evaluator's tap). Sequence numbers rise by one a batch, in the order the
+        writer takes them: the writer's ``stored_seq`` says which are in the database."""
         self._listeners.append(listener)
 
     def put(self, readings: Readings, on_durable: Callable[[], None] | None = None,
@@ -104,13 +108,15 @@ class Sink:
                 if left is not None and left <= 0:
                     return False
                 self._cond.wait(left)
-            self._items.append(("r", readings, on_durable))
+            self.seq += 1
+            seq = self.seq
+            self._items.append(("r", readings, on_durable, seq))
             self._waiting += n
             self.accepted += n
             self.last_put_at = time.time()
             self._cond.notify_all()
         for listener in self._listeners:
-            listener(readings)
+            listener(readings, seq)
         return True
 
     def dead_letter(self, letter: DeadLetter, on_durable: Callable[[], None] | None = None) -> None:
@@ -119,11 +125,17 @@ class Sink:
             letter.received_at_us = time.time_ns() // 1000
         now = time.time()
         with self._cond:
-            self._items.append(("d", letter, on_durable))
+            self._items.append(("d", letter, on_durable, 0))
             self._dead_log.append((now, letter.reason))
             while self._dead_log and (now - self._dead_log[0][0] > DEAD_LOG_S or len(self._dead_log) > 100_000):
                 self._dead_log.popleft()
             self._cond.notify_all()
+
+    def note_dead(self, reasons: list[str]) -> None:
+        """Dead letters the writer made itself (conflicting readings), for ``status``."""
+        now = time.time()
+        with self._cond:
+            self._dead_log.extend((now, r) for r in reasons)
 
     def recent_dead_letters(self, window_s: float = DEAD_LOG_S, latest: int = 5) -> dict:
         """Dead letters handed over in the last ``window_s`` seconds: ``{"count", "latest":
@@ -137,7 +149,7 @@ class Sink:
     def health(self, record: dict) -> None:
         """Hand over a device health record (see ``ingest/writer.py`` for its keys)."""
         with self._cond:
-            self._items.append(("h", record, None))
+            self._items.append(("h", record, None, 0))
             self._cond.notify_all()
 
     def take(self, max_readings: int = 50_000, max_delay: float = 0.2) -> Chunk | None:
@@ -160,12 +172,13 @@ class Sink:
                 if left <= 0:
                     break
                 self._cond.wait(min(left, 0.02))
-            parts, letters, health, callbacks, n = [], [], [], [], 0
+            parts, letters, health, callbacks, n, seq = [], [], [], [], 0, 0
             while self._items and n < max_readings:
-                kind, item, cb = self._items.popleft()
+                kind, item, cb, s = self._items.popleft()
                 if kind == "r":
                     parts.append(item)
                     n += len(item)
+                    seq = s
                 elif kind == "d":
                     letters.append(item)
                 else:
@@ -174,7 +187,7 @@ class Sink:
                     callbacks.append(cb)
             self._waiting -= n
             self._cond.notify_all()
-        return Chunk(Readings.concat(parts), letters, health, callbacks)
+        return Chunk(Readings.concat(parts), letters, health, callbacks, seq)
 
     def pending(self) -> int:
         with self._cond:

@@ -45,6 +45,8 @@ from ingest.sink import Chunk, DeadLetter
 log = logging.getLogger("sewerwatch.spool")
 
 MAGIC = b"SWSP"
+#: What :meth:`Spool.probe` writes [bytes]: a few records of a typical batch.
+PROBE_BYTES = 64 * 1024
 HEADER = struct.Struct("<4scII")
 
 
@@ -92,12 +94,15 @@ class Spool:
         self.offset_path = self.dir / "spool.offset"
         self.torn_tails = 0
         self.error: str | None = None          # why the last append failed; None: it worked
+        self.why: str | None = None            # the same, short: "no space left on device", "over its cap"
+        self.probe_error: str | None = None    # why the last probe (a write while the database is up) failed
         self._mem_offset: int | None = None    # the committed offset, when newer than the file's
         self._dirty = False                    # a failed append may have left a partial record
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             self.error = f"cannot create the spool folder {self.dir}: {exc.strerror or exc}"
+            self.why = f"cannot create its folder: {(exc.strerror or str(exc)).lower()}"
 
     def recover(self) -> int:
         """Cut a torn or corrupt tail left by a crash, so appends follow whole records.
@@ -155,7 +160,48 @@ class Spool:
         except OSError:
             free = None
         return {"path": str(self.path), "bytes": self.size(), "pending_bytes": len(self), "max_bytes": self.max_bytes,
-                "free_bytes": free, "writable": self.error is None, "error": self.error}
+                "free_bytes": free, "writable": self.error is None and self.probe_error is None,
+                "error": self.error or self.probe_error}
+
+    def free_bytes(self) -> int | None:
+        """Free space where the spool lives [bytes], or None when it cannot be told."""
+        try:
+            return shutil.disk_usage(self.dir).free
+        except OSError:
+            return None
+
+    def problem(self) -> str | None:
+        """``spool cannot be written: <why> (free N bytes)`` when the last append or probe
+        failed, else None."""
+        if self.error is None and self.probe_error is None:
+            return None
+        free = self.free_bytes()
+        return (f"spool cannot be written: {self.why or self.probe_error} "
+                f"(free {'unknown' if free is None else f'{free:,} bytes'}; {self.dir})")
+
+    def probe(self, size: int = PROBE_BYTES) -> bool:
+        """Write, fsync and remove ``size`` bytes beside the spool: whether an outage could
+        be spooled now (the writer probes while the database is up, so a spool that cannot
+        be written is said before it is needed). Sets :attr:`probe_error`."""
+        probe = self.dir / "spool.probe"
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, b"\0" * size)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.probe_error = None
+            return True
+        except OSError as exc:
+            self.probe_error = exc.strerror or str(exc)
+            return False
+        finally:
+            try:
+                probe.unlink()
+            except OSError:
+                pass
 
     def append(self, chunk: Chunk) -> None:
         """Append ``chunk`` and fsync: when this returns, the chunk survives a crash.
@@ -191,12 +237,15 @@ class Spool:
             self._write(blob, before)
         except SpoolUnwritable as exc:
             self.error = str(exc)
+            self.why = f"over its cap of {self.max_bytes:,} bytes ([ingest] spool_max_bytes)"
             raise
         except OSError as exc:
             reason = {errno.ENOSPC: "full", errno.EDQUOT: "full", errno.EROFS: "read-only"}.get(exc.errno, "error")
             self.error = f"cannot write the spool {self.path}: {exc.strerror or exc}"
+            self.why = exc.strerror or str(exc)
             raise SpoolUnwritable(reason, self.error) from None
-        self.error = None
+        self.error = self.why = None
+        self.probe_error = None
 
     def _write(self, blob: bytes, before: int) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -292,6 +341,8 @@ class Spool:
         database already has (harmless), never skips new ones. When the offset cannot be
         written the records stay, marked replayed in memory.
         """
+        if self.why is not None and self.why.startswith("over its cap"):
+            self.error = self.why = None        # emptied: under its cap again
         if self._write_offset(0):
             self._mem_offset = None
             try:

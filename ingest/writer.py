@@ -36,7 +36,7 @@ import numpy as np
 import psycopg
 
 from ingest.batch import Readings
-from ingest.sink import Chunk, Sink
+from ingest.sink import Chunk, DeadLetter, Sink
 from ingest.spool import Spool, SpoolUnwritable
 from ingest.supervise import Component, Supervisor
 
@@ -51,7 +51,23 @@ _TUPLE = np.dtype([("nfields", ">i2"), ("len_t", ">i4"), ("t", ">i8"), ("len_s",
                    ("len_v", ">i4"), ("v", ">f8"), ("len_q", ">i4"), ("q", ">i2")])
 
 STAGING = """CREATE TEMP TABLE IF NOT EXISTS staging_readings (
-    time timestamptz, sensor_id int, value double precision, quality smallint) ON COMMIT DELETE ROWS"""
+    time timestamptz, sensor_id int, value double precision, quality smallint, ord bigserial)
+    ON COMMIT DELETE ROWS"""
+
+#: Readings of the staging table that differ from what is stored at their (sensor, time),
+#: in the order they came (``0100_reading_conflicts.sql``: the ingest role may not read
+#: ``readings``; the function answers for the keys it is given only).
+CONFLICTS = """SELECT sensor_id, time, stored, received, stored_quality, received_quality, site, sensor
+    FROM reading_conflicts(
+        (SELECT array_agg(sensor_id ORDER BY ord) FROM staging_readings),
+        (SELECT array_agg(time ORDER BY ord) FROM staging_readings),
+        (SELECT array_agg(value ORDER BY ord) FROM staging_readings),
+        (SELECT array_agg(quality ORDER BY ord) FROM staging_readings))"""
+
+#: A database write that has taken longer than this is "database slow" [s].
+SLOW_AFTER_S = 2.0
+#: How often the writer probes, while the database is up, that the spool could be written [s].
+PROBE_EVERY_S = 10.0
 
 
 def copy_binary(r: Readings) -> bytes:
@@ -66,10 +82,18 @@ def copy_binary(r: Readings) -> bytes:
     return COPY_HEADER + rows.tobytes() + COPY_TRAILER
 
 
-def store_readings(conn: psycopg.Connection, r: Readings) -> tuple[int, bool]:
+def store_readings(conn: psycopg.Connection, r: Readings, conflicts: list | None = None) -> tuple[int, bool]:
     """Write ``r`` into ``readings`` in ``conn``'s open transaction, dropping what is stored
     already: binary COPY straight in (in a savepoint), or, when a reading is there already,
-    COPY to the staging table and ``INSERT ... ON CONFLICT DO NOTHING``.
+    COPY to the staging table and ``INSERT ... ON CONFLICT DO NOTHING`` in the order they
+    came (the first of a sensor and time stays).
+
+    Parameters
+    ----------
+    conflicts : list, optional
+        Extended with the readings not stored because another value (or quality) is stored
+        at their sensor and time (issue 20, item 6): ``(sensor id, time, stored, received,
+        stored quality, received quality, site, sensor)``. An identical resend is no conflict.
 
     Returns
     -------
@@ -88,10 +112,27 @@ def store_readings(conn: psycopg.Connection, r: Readings) -> tuple[int, bool]:
             with cur.copy("COPY staging_readings (time, sensor_id, value, quality) FROM STDIN (FORMAT BINARY)") as cp:
                 cp.write(stream)
             cur.execute("INSERT INTO readings (time, sensor_id, value, quality) "
-                        "SELECT time, sensor_id, value, quality FROM staging_readings ON CONFLICT DO NOTHING")
+                        "SELECT time, sensor_id, value, quality FROM staging_readings ORDER BY ord "
+                        "ON CONFLICT DO NOTHING")
             inserted = cur.rowcount
+            if conflicts is not None and inserted < len(r):
+                conflicts += cur.execute(CONFLICTS).fetchall()
             cur.execute("TRUNCATE staging_readings")
             return inserted, True
+
+
+def conflict_letter(row) -> "DeadLetter":
+    """The dead letter of a reading refused because another value is stored at its sensor
+    and time (a row of :data:`CONFLICTS`)."""
+    sensor_id, t, stored, received, sq, rq, site, sensor = row
+    key = f"{site}/{sensor}" if site else f"sensor {sensor_id}"
+    what = (f"stored {stored:g}, received {received:g}" if stored != received or sq == rq
+            else f"stored {stored:g} with quality {sq}, received quality {rq}")
+    payload = json.dumps({"sensor_id": sensor_id, "time": t.isoformat(), "value": received, "quality": rq,
+                          "stored": stored, "stored_quality": sq}).encode()
+    return DeadLetter("readings", key, payload,
+                      f"conflict: {what} ({key} at {t.astimezone(timezone.utc).isoformat().replace('+00:00', 'Z')}; "
+                      "the first stays)", {"sensor_id": sensor_id})
 
 
 def _us_to_ts(us):
@@ -110,8 +151,11 @@ class WriterStats:
     replayed_chunks: int = 0
     staged_chunks: int = 0          # chunks that held duplicates and went through staging
     outages: int = 0
-    db_up: bool = False
+    db_up: bool | None = None            # None: not connected yet (starting)
     db_down_since: float | None = None   # [epoch s]
+    conflicts: int = 0                   # readings refused: another value stored at their sensor and time
+    stored_seq: int = 0                  # the sink's batches up to this one are in the database
+    spooled_seq: int = 0                 # ... up to this one are in the spool (in the database once replayed)
     last_error: str | None = None
     last_commit_at: float | None = None  # [epoch s]
     spool_failures: int = 0              # appends the spool refused
@@ -150,6 +194,9 @@ class Writer:
         self._next_try = 0.0
         self._backoff = 0.25
         self._held: Chunk | None = None      # taken from the sink, not yet durable
+        self._writing_since: float | None = None   # [monotonic s] a database write in progress
+        self._chunk_taken_at: float | None = None  # [epoch s] when the chunk being written left the sink
+        self._probed_at = 0.0
         self.supervisor: Supervisor | None = None
         self.component: Component | None = None
         self._own_supervisor = False
@@ -192,8 +239,10 @@ class Writer:
                 pass
 
     def _run(self, comp: Component) -> None:
+        self._connection()          # find out now whether the database is up, not at the first chunk
         while True:
             comp.beat()
+            self._probe_spool()
             if self._held is not None:
                 self._wait(comp, 1.0)
                 self.handle(self._held)
@@ -214,25 +263,68 @@ class Writer:
             comp.beat()
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
 
+    def _probe_spool(self) -> None:
+        """While the database is up, find out every :data:`PROBE_EVERY_S` whether the spool
+        could be written (a writer whose spool cannot be written is never healthy)."""
+        if self.stats.db_up and time.monotonic() - self._probed_at >= PROBE_EVERY_S:
+            self._probed_at = time.monotonic()
+            self.spool.probe()
+
+    def behind_s(self) -> float | None:
+        """How long the database write in progress has taken [s], or None (none)."""
+        since = self._writing_since
+        return None if since is None else time.monotonic() - since
+
     def problem(self) -> str | None:
-        """Why the writer is not storing readings as it should, or None (its health check)."""
+        """Why the writer is not storing readings as it should, or None (its health check).
+
+        The same words as :meth:`database_state` and the "sewerwatch degraded" mail: a spool
+        that cannot be written says why and how much space is free; a write that waits on a
+        slow or locked database is "database slow (N s behind)", not "down"."""
         now = time.time()
-        if self._held is not None:
-            return (f"cannot store {self.stats.held_readings:,} readings for {now - (self.stats.held_since or now):.0f} s: "
-                    f"database unreachable ({(self.stats.last_error or '').splitlines()[0][:120] if self.stats.last_error else 'down'}) "
-                    f"and the spool cannot be written ({self.spool.error}); the collectors are not acknowledging, "
-                    f"the broker keeps the messages")
-        if not self.stats.db_up and self.stats.outages:
+        spool = self.spool.problem()
+        if self.stats.held_since is not None:
+            return (f"{spool or 'spool cannot be written'}; and the database is unreachable "
+                    f"({_first_line(self.stats.last_error) or 'down'}): cannot store {self.stats.held_readings:,} readings "
+                    f"for {now - self.stats.held_since:.0f} s, the collectors are not acknowledging, the broker keeps the "
+                    "messages")
+        behind = self.behind_s()
+        if behind is not None and behind >= SLOW_AFTER_S:
+            return (f"database slow ({behind:.0f} s behind): a write of {self._pending_readings():,} readings has "
+                    "waited that long (locks or load); readings wait in memory, nothing is lost")
+        if self.stats.db_up is False and self.stats.outages:
             since = self.stats.db_down_since
             return (f"database unreachable" + (f" for {now - since:.0f} s" if since else "") +
-                    f"; readings spooled ({len(self.spool):,} bytes waiting)")
+                    f" ({_first_line(self.stats.last_error) or 'down'}); readings spooled ({len(self.spool):,} bytes "
+                    "waiting)" + (f"; {spool}" if spool else ""))
+        if spool:
+            return f"{spool}; storing goes on while the database is up, but an outage could not be spooled"
         return None
+
+    def database_state(self) -> str:
+        """The database as the writer sees it, for ``status`` and ``collect``'s report:
+        ``connecting``, ``up``, ``slow (N s behind)``, ``down (spooling)`` or ``down, NOT
+        STORING (...)``."""
+        if self.stats.held_since is not None:
+            return f"down, NOT STORING ({self.spool.problem() or 'spool cannot be written'}; the broker keeps the messages)"
+        behind = self.behind_s()
+        if behind is not None and behind >= SLOW_AFTER_S:
+            return f"slow ({behind:.0f} s behind)"
+        if self.stats.db_up is None:
+            return "connecting"
+        return "up" if self.stats.db_up else "down (spooling)"
+
+    def _pending_readings(self) -> int:
+        held = self._held
+        return len(held.readings) if held is not None else 0
 
     def status(self) -> dict:
         """For ``sewerwatch status``: the database, the spool, what is waiting."""
         st = self.stats
         now = time.time()
-        return {"db_up": st.db_up, "db_down_for_s": None if st.db_down_since is None else round(now - st.db_down_since, 1),
+        return {"db_up": st.db_up, "database": self.database_state(), "conflicts": st.conflicts,
+                "stored_seq": st.stored_seq,
+                "db_down_for_s": None if st.db_down_since is None else round(now - st.db_down_since, 1),
                 "db_error": st.last_error, "sink_pending_readings": self.sink.pending(),
                 "held_readings": st.held_readings, "readings_inserted": st.readings_inserted,
                 "readings_spooled": st.readings_spooled, "dead_letters": st.dead_letters,
@@ -255,10 +347,11 @@ class Writer:
             self._replay()
         if len(chunk):
             if self.spool.empty() and self._write(chunk):
-                pass
+                self.stats.stored_seq = max(self.stats.stored_seq, chunk.seq)
             else:
                 try:
                     self._spool_in_parts(chunk)
+                    self.stats.spooled_seq = max(self.stats.spooled_seq, chunk.seq)
                 except SpoolUnwritable as exc:
                     if self.stats.held_since is None:
                         self.stats.spool_failures += 1
@@ -296,7 +389,7 @@ class Writer:
                         raise
                     part //= 2                          # a full disk may still take a smaller part
             self.stats.readings_spooled += part
-            chunk = Chunk(chunk.readings.take(slice(part, n)), [], [], chunk.callbacks)
+            chunk = Chunk(chunk.readings.take(slice(part, n)), [], [], chunk.callbacks, chunk.seq)
             self._held = chunk
             if not len(chunk.readings):
                 return
@@ -341,6 +434,7 @@ class Writer:
         conn = self._connection()
         if conn is None:
             return False
+        self._writing_since = time.monotonic()
         try:
             with conn.transaction():
                 self._write_in(conn, chunk)
@@ -357,22 +451,36 @@ class Writer:
             self.stats.errors.append(str(exc)[:500])
             self._down(exc)
             return False
+        finally:
+            self._writing_since = None
 
     def _write_in(self, conn: psycopg.Connection, chunk: Chunk) -> None:
         r = chunk.readings
+        letters = chunk.dead_letters
         if len(r):
-            inserted, staged = store_readings(conn, r)
+            conflicts: list = []
+            inserted, staged = store_readings(conn, r, conflicts)
             self.stats.staged_chunks += staged
             self.stats.readings_inserted += inserted
             self.stats.readings_offered += len(r)
-        if chunk.dead_letters:
+            if conflicts:
+                now_us = time.time_ns() // 1000
+                new = [conflict_letter(c) for c in conflicts]
+                for d in new:
+                    d.received_at_us = now_us
+                letters = letters + new
+                self.stats.conflicts += len(new)
+                self.sink.note_dead([d.reason for d in new])
+                log.warning("%d readings refused: another value is stored at their sensor and time (first: %s)",
+                            len(new), new[0].reason)
+        if letters:
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO dead_letters (received_at, source, topic, payload, reason, detail) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
                     [(_us_to_ts(d.received_at_us), d.source, d.topic, d.payload, d.reason, json.dumps(d.detail))
-                     for d in chunk.dead_letters])
-            self.stats.dead_letters += len(chunk.dead_letters)
+                     for d in letters])
+            self.stats.dead_letters += len(letters)
         if chunk.health:
             self._health(conn, chunk.health)
 
@@ -415,7 +523,12 @@ class Writer:
             self.spool.commit(end)
             self.stats.replayed_chunks += 1
         self.spool.clear()
+        self.stats.stored_seq = max(self.stats.stored_seq, self.stats.spooled_seq)
         log.info("spool replayed")
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0][:160] if (text or "").strip() else ""
 
 
 def default_spool_dir(state_dir: Path) -> Path:
