@@ -6,19 +6,45 @@
 lasts, not after) and those that *closed* (returned by ``push``). An episode that opens and
 closes within one batch is reported in both lists. A slug episode opens only once it has
 lasted longer than the rule's minimum duration (the evaluator reports nothing shorter).
+
+Time cannot blind it (issue 20, item 1). Each live batch first goes through
+:class:`alerts.arrivals.Arrivals` (readings stamped too far ahead of the receive clock wait
+for it; offsets and clock skew per sensor). A reading older than the newest one judged for
+its sensor is never dropped: its sensor is judged again (:meth:`LiveEpisodes._rejudge`)
+from the stored readings once the writer has stored it (the sink's sequence numbers), over
+a window around the late readings, by the same evaluator ``check --from --to`` uses
+(:mod:`limits.rejudge`). Where that window reaches what the live evaluator still holds, the
+judgement runs to the newest reading and its state replaces the sensor's own, so later
+readings go on from the right history. The episodes found are matched with those reported
+before: a row continues under its new start, merged rows are withdrawn, new episodes open
+(and close) as any other; the moves and withdrawals are :meth:`take_changes` for the alert
+manager. Without a store of readings (``source``: tests and tools) late readings are
+counted in ``dropped_late`` and not judged.
+
+A sensor without a nominal interval is held back until its interval is learned (issue 20,
+item 4): the time-weighted median spacing of its first readings (a start-up burst of
+readings milliseconds apart covers milliseconds of time and cannot move it), once at least
+:data:`LEARN_AT_MEDIAN` spacings agree with it, bounded by :data:`LEARN_MIN_S` and
+:data:`LEARN_MAX_S`; it is then stored so ``check --from --to`` uses the same one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import logging
+import time as _time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from limits.evaluator import NO_BASELINE, SensorMeta, violations
+from alerts.arrivals import Arrivals
+from limits import core, rejudge
+from limits.evaluator import DEFAULT_GAP_MULTIPLE, NO_BASELINE, SensorMeta, iso_utc, violations
 from limits.packs import load_pack
 from limits.permit_store import current_permits
 from limits.permits import continuous, site_rules
 from limits.streaming import StreamingEvaluator
+
+log = logging.getLogger("sewerwatch.episodes")
 
 
 @dataclass(frozen=True)
@@ -33,8 +59,21 @@ class SensorInfo:
     permit: object = None        # the site's current discharge permit (limits.permits.Permit) or None
 
 
-#: Readings of a sensor without a nominal interval held back to learn it (5 spacings).
-LEARN_READINGS = 6
+#: Distinct readings of a sensor without a nominal interval looked at, at least, to learn it.
+LEARN_READINGS = 12
+#: Spacings within 25 % of the learned interval needed before it is taken.
+LEARN_AT_MEDIAN = 5
+#: Distinct readings after which the time-weighted median is taken whatever the agreement
+#: (an irregular sensor is not held back for ever).
+LEARN_FALLBACK = 200
+#: Bounds of a learned interval [s] (a faster or slower sensor gives its interval_s).
+LEARN_MIN_S, LEARN_MAX_S = 0.1, 3600.0
+#: Episodes remembered per sensor for matching a judgement again [us] (older: the database's).
+KNOWN_KEEP_US = 2 * core.DAY_US
+#: Time one push spends judging sensors again at most [s]; the rest waits for the next.
+REJUDGE_BUDGET_S = 0.5
+#: After a failed judgement again (the database unreachable), wait this long [s].
+REJUDGE_RETRY_S = 2.0
 
 SENSORS_SQL = """SELECT se.id, si.id, si.key, se.name, se.parameter, se.interval_s, si.pack
                  FROM sensors se JOIN sites si ON si.id = se.site_id ORDER BY se.id"""
@@ -46,6 +85,38 @@ def sensors_from_db(conn) -> list[SensorInfo]:
     return [SensorInfo(*r, permit=permits.get(r[2])) for r in conn.execute(SENSORS_SQL).fetchall()]
 
 
+def learned_interval_us(times_us) -> int | None:
+    """A sensor's nominal interval [us] from its first readings' stamps, or None (not yet).
+
+    The time-weighted median spacing: the spacing at which half of the time the readings
+    span is covered by spacings no longer than it. A burst of readings a few milliseconds
+    apart spans a few milliseconds and moves it by as much. Taken once at least
+    :data:`LEARN_AT_MEDIAN` spacings lie within 25 % of it.
+    """
+    t = np.unique(np.asarray(times_us, dtype=np.int64))
+    if len(t) < LEARN_READINGS:
+        return None
+    d = np.sort(np.diff(t))
+    cum = np.cumsum(d)
+    med = int(d[np.searchsorted(cum, cum[-1] / 2.0)])
+    if med <= 0 or (int((np.abs(d - med) <= 0.25 * med).sum()) < LEARN_AT_MEDIAN and len(t) < LEARN_FALLBACK):
+        return None
+    return int(min(max(med, LEARN_MIN_S * core.US), LEARN_MAX_S * core.US))
+
+
+@dataclass
+class _LateWork:
+    """Late readings of one sensor waiting to be judged again."""
+
+    first: int                   # the oldest late reading [us]
+    last: int                    # the newest late reading [us]
+    needs_seq: int               # the sink's sequence number the writer must have stored
+    readings: int = 0
+    since: float = 0.0           # [epoch s] first noted
+    retry_at: float = 0.0        # [monotonic s]
+    buffer: list = field(default_factory=list)   # readings judged live since (not yet stored, maybe)
+
+
 class LiveEpisodes:
     """Streaming evaluation of every sensor by its site's pack.
 
@@ -53,20 +124,29 @@ class LiveEpisodes:
     ----------
     sensors : list of SensorInfo
         The sensors that may report (others are ignored).
+    source : alerts.stored.StoredReadings, optional
+        The stored readings, episodes and the writer's progress, for judging late readings
+        again; None: late readings are counted, not judged.
+    skew_limit_s : float
+        ``[alerts] clock_skew_s``: see :class:`alerts.arrivals.Arrivals`.
     """
 
-    def __init__(self, sensors: list[SensorInfo]):
+    def __init__(self, sensors: list[SensorInfo], source=None, skew_limit_s: float = 60.0,
+                 gap_multiple: float = DEFAULT_GAP_MULTIPLE):
         self.sensors = {s.id: s for s in sensors}
+        self.source = source
+        self.gap_multiple = gap_multiple
         # one evaluator per rule set: a pack, or a pack merged with a site's permit (the
         # stricter of the two; limits.permits.site_rules)
         sets = sorted({(s.pack, s.permit.number if s.permit else "") for s in sensors})
         permit_of = {(s.pack, s.permit.number): s.permit for s in sensors if s.permit}
         self.packs = [load_pack(p) for p, _ in sets]
         self.rules = [continuous(site_rules(pk, permit_of.get(k))) for pk, k in zip(self.packs, sets)]
+        self.rule_index = [{r.id: i for i, r in enumerate(rules)} for rules in self.rules]
         self.meta = [{s.id: SensorMeta(s.parameter, s.interval_s, s.site, s.name,
                                        normal=s.permit.normal_flow_gpm if s.permit and s.parameter == "flow" else None)
                       for s in sensors if (s.pack, s.permit.number if s.permit else "") == k} for k in sets]
-        self.evaluators = [StreamingEvaluator(r, m) for r, m in zip(self.rules, self.meta)]
+        self.evaluators = [StreamingEvaluator(r, m, gap_multiple) for r, m in zip(self.rules, self.meta)]
         top = max(self.sensors, default=0) + 1
         self.pack_of = np.full(top, -1, dtype=np.int32)
         for s in sensors:
@@ -75,15 +155,48 @@ class LiveEpisodes:
         self.ignored = 0
         self._learning = {s.id: [] for s in sensors if not s.interval_s}   # sensor -> held batches
         self.learned: dict[int, float] = {}    # sensor -> interval [s] learned, not yet stored
+        self.arrivals = Arrivals(skew_limit_s)
+        self._late: dict[int, _LateWork] = {}
+        self._known: dict[int, dict[tuple[int, int], int]] = {}    # sensor -> {(rule, start): last}
+        self._changes: list[dict] = []
+        self._seq = 0                          # the newest sink sequence number pushed
+        self.dropped_late = 0                  # late readings not judged (no source)
+        self.rejudged = 0                      # judgements again done
+        self.rejudge_error: str | None = None
+        self._pruned_at = 0.0
 
-    def push(self, sensor, time_us, value, quality) -> tuple[list[dict], list[dict]]:
+    # -- pushing -------------------------------------------------------------------------
+
+    def push(self, sensor, time_us, value, quality, received_s=None, seq: int = 0,
+             now_s: float | None = None) -> tuple[list[dict], list[dict]]:
         """Evaluate a batch; return the violation records that opened and that closed.
 
+        Parameters
+        ----------
+        sensor, time_us, value, quality : array_like
+            The readings [sensor id, us UTC, canonical unit, quality].
+        received_s : float or array_like, optional
+            When they arrived [epoch s] (live batches; None: stored readings, e.g. a warm-up).
+        seq : int
+            The sink's sequence number of the batch (the newest of its parts).
+        now_s : float, optional
+            The clock [epoch s] (default: the system's).
+
         Records are :func:`limits.evaluator.violations` records with ``sensor_id`` and
-        ``site_id`` added.
+        ``site_id`` added. Moves and withdrawals of earlier episodes found by judging late
+        readings again wait in :meth:`take_changes`.
         """
+        now_s = _time.time() if now_s is None else now_s
+        self._seq = max(self._seq, int(seq))
         sensor = np.asarray(sensor, dtype=np.int64)
-        time_us, value, quality = np.asarray(time_us), np.asarray(value), np.asarray(quality)
+        time_us, value, quality = np.asarray(time_us, dtype=np.int64), np.asarray(value), np.asarray(quality)
+        if received_s is not None:
+            sensor, time_us, value, quality = self.arrivals.admit(sensor, time_us, value, quality, received_s)
+        else:
+            due = self.arrivals.release(now_s)
+            if len(due[0]):
+                sensor, time_us, value, quality = (np.concatenate([a, d]) for a, d in
+                                                   zip((sensor, time_us, value, quality), due))
         if self._learning:
             sensor, time_us, value, quality = self._learn(sensor, time_us, value, quality)
         known = (sensor >= 0) & (sensor < len(self.pack_of))
@@ -95,21 +208,246 @@ class LiveEpisodes:
             m = pk == k
             if not m.any():
                 continue
-            done = ev.push(sensor[m], time_us[m], value[m], quality[m])
+            s, t, v, q = self._in_order(ev, sensor[m], time_us[m], value[m], quality[m], now_s)
+            done = ev.push(s, t, v, q)
             still = ev.open_episodes()
-            keys_now = {(int(e["sensor"]), int(e["rule"]), int(e["start"])) for e in still}
-            new_open = [i for i, e in enumerate(still)
-                        if (int(e["sensor"]), int(e["rule"]), int(e["start"])) not in self._open[k]]
-            done_new = [i for i, e in enumerate(done)
-                        if (int(e["sensor"]), int(e["rule"]), int(e["start"])) not in self._open[k]]
-            if new_open:
-                opened += self._records(k, still[new_open])
-            if done_new:
-                opened += self._records(k, done[done_new])
-            if len(done):
-                closed += self._records(k, done)
-            self._open[k] = keys_now
+            o, c = self._diff(k, done, still)
+            opened += o
+            closed += c
+        if self._late:
+            o, c = self._judge_late(now_s)
+            opened += o
+            closed += c
+        if now_s - self._pruned_at > 600:
+            self._prune(now_s)
         return opened, closed
+
+    def _in_order(self, ev: StreamingEvaluator, s, t, v, q, now_s: float):
+        """The readings newer than the newest judged of their sensor; the others are noted
+        (a repeated stamp is a duplicate: the first stays, as in the database) and, where
+        older, their sensor is queued to be judged again."""
+        codes, inv = np.unique(s, return_inverse=True)
+        latest = ev.latest_many(codes)[inv]
+        seen = latest != np.iinfo(np.int64).min
+        behind = np.where(seen, latest - np.where(seen, t, 0), -1)
+        older = behind >= 0
+        # readings judged live while a sensor waits to be judged again: kept for that judgement
+        if self._late:
+            for c in set(codes.tolist()) & set(self._late):
+                mine = (s == c) & ~older
+                if mine.any():
+                    self._late[c].buffer.append((t[mine], v[mine], q[mine]))
+        if not older.any():
+            return s, t, v, q
+        self.arrivals.note_order(s[older], behind[older])
+        late = behind > 0
+        if late.any():
+            if self.source is None:
+                self.dropped_late += int(late.sum())
+            else:
+                lc, li = np.unique(s[late], return_inverse=True)
+                lo = np.full(len(lc), np.iinfo(np.int64).max)
+                hi = np.full(len(lc), np.iinfo(np.int64).min)
+                np.minimum.at(lo, li, t[late])
+                np.maximum.at(hi, li, t[late])
+                n = np.bincount(li)
+                for c, a, b, cnt in zip(lc.tolist(), lo.tolist(), hi.tolist(), n.tolist()):
+                    w = self._late.get(c)
+                    if w is None:
+                        self._late[c] = _LateWork(a, b, self._seq, cnt, since=now_s)
+                    else:
+                        # everything pushed so far is stored once the writer reaches this batch
+                        w.first, w.last, w.needs_seq = min(w.first, a), max(w.last, b), self._seq
+                        w.readings += cnt
+                        w.buffer.clear()
+        keep = ~older
+        return s[keep], t[keep], v[keep], q[keep]
+
+    def _diff(self, k: int, done, still) -> tuple[list[dict], list[dict]]:
+        """Records of the episodes first seen open (or closed unseen) and of those closed."""
+        keys_now = {(int(e["sensor"]), int(e["rule"]), int(e["start"])) for e in still}
+        new_open = [i for i, e in enumerate(still)
+                    if (int(e["sensor"]), int(e["rule"]), int(e["start"])) not in self._open[k]]
+        done_new = [i for i, e in enumerate(done)
+                    if (int(e["sensor"]), int(e["rule"]), int(e["start"])) not in self._open[k]]
+        opened, closed = [], []
+        if new_open:
+            opened += self._records(k, still[new_open])
+        if done_new:
+            opened += self._records(k, done[done_new])
+        if len(done):
+            closed += self._records(k, done)
+        self._open[k] = keys_now
+        self._remember(done)
+        self._remember(still)
+        return opened, closed
+
+    def _remember(self, eps) -> None:
+        for e in eps:
+            self._known.setdefault(int(e["sensor"]), {})[(int(e["rule"]), int(e["start"]))] = int(e["last"])
+
+    def _prune(self, now_s: float) -> None:
+        self._pruned_at = now_s
+        horizon = int(now_s * core.US) - KNOWN_KEEP_US
+        for c, eps in list(self._known.items()):
+            for key in [key for key, last in eps.items() if last < horizon]:
+                del eps[key]
+            if not eps:
+                del self._known[c]
+
+    # -- late readings ---------------------------------------------------------------------
+
+    def due(self, now_s: float) -> bool:
+        """Whether held readings are due or late readings can be judged now (an empty
+        :meth:`push` does it)."""
+        if self.arrivals.due(now_s):
+            return True
+        if not self._late or self.source is None:
+            return False
+        stored = self.source.stored_seq()
+        mono = _time.monotonic()
+        return any(w.needs_seq <= stored and w.retry_at <= mono for w in self._late.values())
+
+    def take_changes(self) -> list[dict]:
+        """Moves and withdrawals of episodes reported before, in order, since the last call:
+        ``{"op": "move", "sensor_id", "rule", "old_start", "record", "open"}`` (the row of
+        ``old_start`` continues as ``record``) and ``{"op": "withdraw", "sensor_id", "rule",
+        "start", "into"}`` (merged into the episode starting at ``into``, or, None, gone)."""
+        out, self._changes = self._changes, []
+        return out
+
+    @property
+    def late_waiting(self) -> dict[int, dict]:
+        """Sensors whose late readings wait to be judged again: readings, oldest [us], since."""
+        return {c: {"readings": w.readings, "oldest_us": w.first, "since": w.since} for c, w in self._late.items()}
+
+    def _judge_late(self, now_s: float) -> tuple[list[dict], list[dict]]:
+        if self.source is None:
+            return [], []
+        try:
+            stored = self.source.stored_seq()
+        except Exception:  # noqa: BLE001 - no progress known: wait
+            return [], []
+        opened, closed = [], []
+        began = _time.monotonic()
+        for c in sorted(self._late, key=lambda c: self._late[c].since):
+            w = self._late[c]
+            if w.needs_seq > stored or w.retry_at > _time.monotonic():
+                continue
+            if _time.monotonic() - began > REJUDGE_BUDGET_S:
+                break
+            try:
+                o, cl = self._rejudge(c, w, now_s)
+            except Exception as exc:  # noqa: BLE001 - the database went away: tried again
+                w.retry_at = _time.monotonic() + REJUDGE_RETRY_S
+                text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                if self.rejudge_error != text:
+                    log.warning("judging late readings of sensor %d again failed (%s); trying again", c, text)
+                self.rejudge_error = text[:300]
+                continue
+            self.rejudge_error = None
+            del self._late[c]
+            self.rejudged += 1
+            opened += o
+            closed += cl
+        return opened, closed
+
+    def _old_episodes(self, k: int, c: int, since_us: int) -> np.ndarray:
+        """Episodes of sensor ``c`` reported before whose last reading is at or after
+        ``since_us``: remembered ones, and the database's rows (any run's, any source but lab)."""
+        rows = {key: last for key, last in self._known.get(c, {}).items() if last >= since_us}
+        for rule_id, start, last in self.source.episodes(c, since_us):
+            ri = self.rule_index[k].get(rule_id)
+            if ri is not None and last >= since_us:
+                rows.setdefault((ri, start), last)
+        out = np.empty(len(rows), dtype=rejudge.OLD_DTYPE)
+        for j, ((ri, start), last) in enumerate(sorted(rows.items())):
+            out[j] = (ri, start, last)
+        return out
+
+    def _rejudge(self, c: int, w: _LateWork, now_s: float) -> tuple[list[dict], list[dict]]:
+        """Judge sensor ``c`` again from its stored readings around its late ones, as
+        ``check --from --to`` would (see the module's description)."""
+        k = int(self.pack_of[c])
+        ev, rules, m = self.evaluators[k], self.rules[k], self.meta[k][c]
+        gap = ev.gap_of(c) or int(round(self.gap_multiple * (m.interval_s or 1.0) * core.US))
+        lead = rejudge.lead_us(rules, m.parameter, gap)
+        tail = rejudge.slug_window_us(rules, m.parameter) + 2 * gap
+        affected = w.first - gap
+        old = self._old_episodes(k, c, affected)
+        history = self.source.first_reading(c)
+        start = min([w.first - lead] + old["start"].tolist()) - gap
+        if history is not None:
+            start = max(start, history)
+        latest = ev.latest(c)
+        held = ev.open_episodes()
+        open_starts = held["start"][held["sensor"] == c].tolist()
+        live_from = None if latest is None else min([latest] + open_starts) - tail
+        end = w.last + tail + 1
+        # stored readings up to what the hold lets through (still-held ones come later)
+        bound = int((now_s + self.arrivals.tolerance_s + max(self.arrivals.offset_s(c), 0.0)) * core.US) + 1
+        for _ in range(8):
+            live = live_from is None or end >= live_from
+            s, t, v, q = self.source.read(c, start, bound if live else end)
+            if live and w.buffer:
+                s, t, v, q = _with_buffer(c, (s, t, v, q), w.buffer)
+            fresh, done, still = rejudge.judge(rules, {c: m}, s, t, v, q, gap_multiple=self.gap_multiple,
+                                               history_start=None if history is None else {c: history})
+            eps = np.concatenate([done, still])
+            ok = core.valid_mask(v, q)
+            first_usable = int(t[ok][0]) if ok.any() else None
+            if rejudge.needs_earlier(eps, first_usable, start, history):
+                start = max(start - 2 * lead, history if history is not None else start - 2 * lead)
+                continue
+            if not live and len(still):
+                end += max(tail, end - start)
+                continue
+            break
+        new = eps[eps["last"] >= affected]
+        old = old if live else old[old["start"] < end]
+        plan = rejudge.reconcile(old, new)
+        recs = self._records(k, new) if len(new) else []
+        still_keys = {(int(e["rule"]), int(e["start"])) for e in still} if live else set()
+        old_last = {(int(o["rule"]), int(o["start"])): int(o["last"]) for o in old}
+        opened, closed = [], []
+        for i, e in enumerate(new):
+            row, rec = plan.rows[i], recs[i]
+            key = (int(e["rule"]), int(e["start"]))
+            is_open = key in still_keys
+            if row is not None and row != key[1]:
+                self._changes.append({"op": "move", "sensor_id": c, "rule": rules[key[0]].id,
+                                      "old_start": iso_utc(row), "record": rec, "open": is_open})
+            if is_open:
+                continue                      # reported through the open set below
+            if row is None:
+                opened.append(rec)
+                closed.append(rec)
+            elif row != key[1] or old_last.get((key[0], row)) != int(e["last"]):
+                closed.append(rec)
+        for ri, old_start, into in plan.withdrawn:
+            self._changes.append({"op": "withdraw", "sensor_id": c, "rule": rules[ri].id,
+                                  "start": iso_utc(old_start), "into": None if into is None else iso_utc(into)})
+        known = self._known.setdefault(c, {})
+        for o in old:
+            known.pop((int(o["rule"]), int(o["start"])), None)
+        self._remember(new)
+        if live:
+            ev.adopt(fresh, [c])
+            mine = {key for key in self._open[k] if key[0] == c}
+            now_open = ev.open_episodes()
+            now_open = now_open[now_open["sensor"] == c]
+            new_keys = {(c, int(e["rule"]), int(e["start"])) for e in now_open}
+            fresh_open = [i for i, e in enumerate(now_open) if (c, int(e["rule"]), int(e["start"])) not in mine]
+            if fresh_open:
+                opened += self._records(k, now_open[fresh_open])
+            self._open[k] = (self._open[k] - mine) | new_keys
+        log.info("sensor %d: %d late readings judged again from the stored readings (%s window, %d episodes, "
+                 "%d moved, %d withdrawn)", c, w.readings, "live" if live else "past", len(new),
+                 sum(1 for ch in self._changes if ch.get("sensor_id") == c and ch["op"] == "move"),
+                 len(plan.withdrawn))
+        return opened, closed
+
+    # -- learning intervals ------------------------------------------------------------------
 
     def _learn(self, sensor, time_us, value, quality):
         """Hold back the readings of sensors still learning their interval; release a
@@ -122,13 +460,10 @@ class LiveEpisodes:
             m = sensor == c
             held = self._learning[c]
             held.append((time_us[m], value[m], quality[m]))
-            times = np.unique(np.concatenate([h[0] for h in held]))
-            if len(times) < LEARN_READINGS:
+            interval_us = learned_interval_us(np.concatenate([h[0] for h in held]))
+            if interval_us is None:
                 continue
-            interval_us = int(np.median(np.diff(times)))
             interval_s = round(interval_us / 1000) / 1000          # whole milliseconds
-            if interval_s <= 0:
-                continue
             self._set_interval(c, interval_s)
             del self._learning[c]
             released.append((c, held))
@@ -151,6 +486,8 @@ class LiveEpisodes:
     def learning(self) -> list[int]:
         """Sensors whose readings are held back until their interval is known."""
         return sorted(self._learning)
+
+    # -- records -----------------------------------------------------------------------------
 
     def open_records(self) -> list[dict]:
         """Every episode still open, as records (its latest peak and last reading)."""
@@ -178,6 +515,17 @@ class LiveEpisodes:
                 out.append({"sensor_id": s.id, "site": s.site, "sensor": s.name, "note": NO_BASELINE})
         return sorted(out, key=lambda x: (x["site"], x["sensor"]))
 
-    @property
-    def dropped_late(self) -> int:
-        return sum(ev.dropped_late for ev in self.evaluators)
+
+def _with_buffer(c: int, stored, buffer):
+    """Stored readings of sensor ``c`` with those judged live since its late ones (not all
+    stored yet); where a time is in both, the stored one (the first) stays."""
+    s, t, v, q = stored
+    bt = np.concatenate([b[0] for b in buffer])
+    fresh = ~np.isin(bt, t)
+    if not fresh.any():
+        return stored
+    t2 = np.concatenate([t, bt[fresh]])
+    v2 = np.concatenate([v, np.concatenate([b[1] for b in buffer])[fresh]])
+    q2 = np.concatenate([q, np.concatenate([b[2] for b in buffer])[fresh]])
+    order = np.argsort(t2, kind="stable")
+    return np.full(len(t2), c, dtype=np.int64), t2[order], v2[order].astype(np.float64), q2[order]

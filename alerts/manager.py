@@ -357,6 +357,53 @@ class AlertManager:
         if self._dirty:
             self._save()
 
+    async def on_rejudged(self, changes: list[dict]) -> None:
+        """Episodes reported before that late readings changed
+        (:meth:`alerts.episodes.LiveEpisodes.take_changes`), before the openings and
+        closings of the same judgement: a row that continues under an earlier start
+        (``move``), a row merged into another or gone (``withdraw``). One episode stays one
+        ``violations`` row and one alert's one episode; nothing is notified again."""
+        now = self.clock()
+        for ch in changes:
+            sensor_id, rule = int(ch["sensor_id"]), ch["rule"]
+            key = AlertKey.violation(sensor_id, rule)
+            a = self.active.get(key)
+            if ch["op"] == "move":
+                old, rec = ch["old_start"], ch["record"]
+                new = rec["start"]
+                self._op({"op": "violation-move", "old_start": old, "v": rec, "end": None if ch["open"] else rec["end"]})
+                uid = self.alerted.get((sensor_id, rule, old))
+                if uid is not None:
+                    self.alerted[(sensor_id, rule, new)] = uid
+                if a is not None and old in a.starts:
+                    a.starts[a.starts.index(old)] = new
+                    if a.record.get("start") == old:
+                        a.record = {**a.record, "start": new}
+                    self._dirty = True
+                self._audit("violation-moved", a if a is not None and new in a.starts else None,
+                            {"rule": rule, "from": old, "to": new, "why": "late readings judged again"},
+                            violation_of=(sensor_id, rule, new))
+            elif ch["op"] == "withdraw":
+                start, into = ch["start"], ch["into"]
+                self._op({"op": "violation-withdraw", "sensor_id": sensor_id, "rule": rule, "start": start,
+                          "into": into})
+                if into is not None and (sensor_id, rule, start) in self.alerted:
+                    self.alerted.setdefault((sensor_id, rule, into), self.alerted[(sensor_id, rule, start)])
+                if a is not None and start in a.starts:
+                    a.starts.remove(start)
+                    if into is not None and into in a.starts and a.episodes > 1:
+                        a.episodes -= 1
+                        self._op({"op": "episodes", "uid": a.uid, "episodes": a.episodes})
+                    if not a.starts and a.ended is None:
+                        a.ended = now            # its one episode is gone: resolved after the hold-off
+                        self._op({"op": "episode-ended", "uid": a.uid, "at": now, "details": None})
+                    self._dirty = True
+                self._audit("violation-withdrawn", a, {"rule": rule, "start": start, "merged_into": into,
+                                                       "why": "late readings judged again"},
+                            object_=None if a is not None else f"sensor:{sensor_id}")
+        if self._dirty:
+            self._save()
+
     async def on_growing(self, records: list[dict]) -> None:
         """Episodes still open (records as for :meth:`on_episodes`): their ``violations``
         rows are brought up to date as they grow, at most every :data:`GROW_EVERY_S`."""

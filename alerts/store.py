@@ -186,13 +186,23 @@ class AlertStore:
 # ``fresh`` is False when the op was applied before (a replay from the journal): nothing is
 # written again, and an op with a result reads it back.
 
+#: An episode's row, written as it opens, grows and closes. An open record (end NULL) never
+#: reopens a row that was closed (issue 20, item 5: a warm-up or a takeover judging a closed
+#: episode again sees it open for a moment); only a judgement again of late readings
+#: (``violation-move``) sets an end explicitly.
 VIOLATION_UPSERT = """INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time,
         end_time, peak, limit_value, unit, days_of_violation, evidence, source)
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'stream')
-    ON CONFLICT (sensor_id, rule, start_time) DO UPDATE SET end_time = EXCLUDED.end_time,
+    ON CONFLICT (sensor_id, rule, start_time) DO UPDATE SET
+        end_time = COALESCE(EXCLUDED.end_time, violations.end_time),
         peak = EXCLUDED.peak, limit_value = EXCLUDED.limit_value,
-        days_of_violation = EXCLUDED.days_of_violation, evidence = EXCLUDED.evidence
+        days_of_violation = EXCLUDED.days_of_violation,
+        evidence = CASE WHEN EXCLUDED.end_time IS NULL AND violations.end_time IS NOT NULL
+                        THEN violations.evidence ELSE EXCLUDED.evidence END
     RETURNING id"""
+
+#: The tables whose rows point at a violation (merged rows are pointed at the one kept).
+VIOLATION_REFERENCES = ("alerts", "findings", "user_reports", "notices")
 
 ALERTED_BEFORE = """SELECT id FROM alerts WHERE violation_id = %s
     UNION ALL
@@ -222,6 +232,71 @@ async def _alert_id(conn, uid: str | None) -> int | None:
 async def _op_violation(conn, op, fresh):
     cur = await conn.execute(VIOLATION_UPSERT, _violation_params(op["v"], op.get("end")))
     return (await cur.fetchone())[0]
+
+
+async def _violation_id(conn, sensor_id, rule, start) -> int | None:
+    cur = await conn.execute("SELECT id FROM violations WHERE sensor_id = %s AND rule = %s AND start_time = %s",
+                             (sensor_id, rule, start))
+    row = await cur.fetchone()
+    return None if row is None else row[0]
+
+
+async def _merge_rows(conn, old_id: int, into_id: int) -> None:
+    """Point everything that names violation ``old_id`` at ``into_id``, then remove it."""
+    for table in VIOLATION_REFERENCES:
+        await conn.execute(f"UPDATE {table} SET violation_id = %s WHERE violation_id = %s", (into_id, old_id))
+    await conn.execute("DELETE FROM violations WHERE id = %s", (old_id,))
+
+
+async def _op_violation_move(conn, op, fresh):
+    """A row whose episode late readings began earlier: it continues under the new start
+    (merged into a row stored under that start already, if any), with the record's end."""
+    v = op["v"]
+    old_id = await _violation_id(conn, v["sensor_id"], v["rule"], op["old_start"])
+    if old_id is None:       # never written (or moved already): the record is the row
+        cur = await conn.execute(VIOLATION_UPSERT, _violation_params(v, op.get("end")))
+        return (await cur.fetchone())[0]
+    kept = await _violation_id(conn, v["sensor_id"], v["rule"], v["start"])
+    if kept is not None and kept != old_id:
+        await _merge_rows(conn, old_id, kept)
+    else:
+        kept = old_id
+    p = _violation_params(v, op.get("end"))
+    await conn.execute("UPDATE violations SET start_time = %s, end_time = %s, peak = %s, limit_value = %s, "
+                       "days_of_violation = %s, evidence = %s WHERE id = %s",
+                       (p[7], p[8], p[9], p[10], p[12], p[13], kept))
+    return kept
+
+
+async def _op_violation_withdraw(conn, op, fresh):
+    """A row whose episode late readings merged into another (``into``: that one's start)
+    or showed was none: removed, what named it pointed at the one kept; a row with no
+    successor that a notice or finding names is kept (and the withdrawal audited)."""
+    if not fresh:
+        return None
+    vid = await _violation_id(conn, op["sensor_id"], op["rule"], op["start"])
+    if vid is None:
+        return None
+    into = None if op.get("into") is None else await _violation_id(conn, op["sensor_id"], op["rule"], op["into"])
+    if into is not None and into != vid:
+        await _merge_rows(conn, vid, into)
+        return into
+    cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM findings WHERE violation_id = %s) OR "
+                             "EXISTS (SELECT 1 FROM notices WHERE violation_id = %s) OR "
+                             "EXISTS (SELECT 1 FROM user_reports WHERE violation_id = %s)", (vid, vid, vid))
+    if (await cur.fetchone())[0]:
+        log.warning("violation %d: late readings show no such episode, but a notice or finding names it: kept", vid)
+        return vid
+    await conn.execute("UPDATE alerts SET violation_id = NULL WHERE violation_id = %s", (vid,))
+    await conn.execute("DELETE FROM violations WHERE id = %s", (vid,))
+    return None
+
+
+async def _op_episodes(conn, op, fresh):
+    """An alert's count of episodes (two of its episodes merged into one)."""
+    if fresh:
+        await conn.execute("UPDATE alerts SET episodes = %s WHERE id = %s", (op["episodes"], await _alert_id(conn, op["uid"])))
+    return None
 
 
 async def _op_open_violation(conn, op, fresh):
@@ -327,7 +402,8 @@ async def _op_interval(conn, op, fresh):
 #: op name -> how it is applied
 OPS = {"violation": _op_violation, "open-violation": _op_open_violation, "open-health": _op_open_health,
        "state": _op_state, "episode-continued": _op_episode, "episode-ended": _op_episode,
-       "episode-resumed": _op_episode, "attempt": _op_attempt, "audit": _op_audit, "interval": _op_interval}
+       "episode-resumed": _op_episode, "attempt": _op_attempt, "audit": _op_audit, "interval": _op_interval,
+       "violation-move": _op_violation_move, "violation-withdraw": _op_violation_withdraw, "episodes": _op_episodes}
 
 
 # -- the CLI's statements (a synchronous connection from the command's context) -------------

@@ -34,6 +34,8 @@ from foundation.units import CONVERSIONS, SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
 DEFAULT_MQTT_PORT = 51883
+#: The embedded broker's sites' listener is this far above ``mqtt_port`` unless configured.
+SITES_PORT_OFFSET = 1000
 #: The documented topic scheme (DESIGN.md): ``sewerwatch/<site>/<sensor>``.
 DEFAULT_TOPIC_PATTERN = "sewerwatch/{site}/{sensor}"
 #: Payload formats an ``[[mqtt.inputs]]`` entry may name (ingest/mqtt/README.md).
@@ -52,7 +54,8 @@ TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 RECORDS_YEARS_MIN = 3
 
 __all__ = ["Config", "Site", "Device", "Sensor", "Contact", "Alerts", "AlertOptions", "Retention",
-           "IngestOptions", "WebOptions", "Services", "MqttInput", "load", "from_dict", "find_pack", "pack_dirs"]
+           "IngestOptions", "WebOptions", "Services", "MqttInput", "RunOptions", "load", "from_dict", "find_pack",
+           "pack_dirs"]
 
 
 def _timezone(v):
@@ -99,6 +102,21 @@ def _host_id(v):
         raise fail((), f"expected one topic level without /, + or # (the host id of spBv1.0/STATE/<host id>), "
                    f"got {v!r}")
     return v
+
+
+def _mosquitto_duration(v):
+    if not isinstance(v, str) or not re.fullmatch(r"[1-9]\d{0,5}[hdwmy]", v):
+        raise fail((), f"expected a duration such as \"12h\", \"7d\", \"2w\" (h, d, w, m for months, y), "
+                   f"got {show(v)}")
+    return v
+
+
+def _slugs(v):
+    if isinstance(v, tuple):
+        return v
+    if not isinstance(v, list) or not all(isinstance(x, str) and SLUG.match(x) for x in v) or len(set(v)) != len(v):
+        raise fail((), f"expected a list of distinct short lowercase ids (letters, digits, - and _), got {show(v)}")
+    return tuple(v)
 
 
 def _share_group(v):
@@ -170,6 +188,28 @@ class Services(Table):
     mqtt_log_denied: Bool = False
     """The embedded broker writes its debug log, in which every publish its ACL refused is a line
     "Denied PUBLISH from <client> ..." (for wiring a device, not for production rates)."""
+    mqtt_sites_port: IntRange(1024, 65535) | None = None
+    """Port of the embedded Mosquitto's listener for the sites' devices, where an account's client id is
+    its user name (default ``mqtt_port`` + 1000; ``mqtt_port`` is sewerwatch's own clients')."""
+    mqtt_session_expiry: Annotated[str, BeforeValidator(_mosquitto_duration)] = "7d"
+    """Persistent broker sessions of clients gone this long expire (Mosquitto's units: h, d, w, m, y)."""
+    mqtt_max_queued_messages: IntRange(100, 1 << 40) = 5_000_000
+    """Each client's broker queue, in messages (sized for the longest outage of ``run`` to ride out)."""
+    mqtt_max_queued_bytes: IntRange(1 << 16, 1 << 50) = 1 << 30
+    """Each client's broker queue, in bytes."""
+
+    @property
+    def sites_port(self) -> int:
+        """The embedded broker's port for the sites' devices."""
+        return self.mqtt_sites_port or self.mqtt_port + SITES_PORT_OFFSET
+
+    @model_validator(mode="after")
+    def _ports(self):
+        if self.sites_port > 65535 or self.sites_port == self.mqtt_port:
+            why = (f"it is mqtt_port's ({self.mqtt_port})" if self.mqtt_sites_port
+                   else f"mqtt_port {self.mqtt_port} + {SITES_PORT_OFFSET} is not a port")
+            raise fail(("mqtt_sites_port",), f"the sites' listener needs a port of its own ({why})")
+        return self
 
     def with_environment(self) -> "Services":
         """These services with the ``SEWERWATCH_*`` environment overrides applied."""
@@ -179,7 +219,8 @@ class Services(Table):
         return replace(self, db_url=env.get("SEWERWATCH_DB_URL") or self.db_url,
                        mqtt_url=env.get("SEWERWATCH_MQTT_URL") or self.mqtt_url, state_dir=state,
                        pg_port=int(env.get("SEWERWATCH_PG_PORT") or self.pg_port),
-                       mqtt_port=int(env.get("SEWERWATCH_MQTT_PORT") or self.mqtt_port))
+                       mqtt_port=int(env.get("SEWERWATCH_MQTT_PORT") or self.mqtt_port),
+                       mqtt_sites_port=int(env.get("SEWERWATCH_MQTT_SITES_PORT") or self.mqtt_sites_port or 0) or None)
 
 
 @table
@@ -199,6 +240,13 @@ class Site(Table):
     """The number of its wastewater discharge permit."""
     contacts: TextList | None = None
     """The people to call at the plant, one line each (``"J. Doe, plant manager, 608-555-0100"``): the office shows them."""
+    mqtt_devices: Annotated[tuple[str, ...], BeforeValidator(_slugs)] = ()
+    """Devices of the site that connect to the broker on their own, each with an account of its own
+    (``site-<id>.<device>``; on the embedded broker an account is one connection)."""
+
+    def broker_accounts(self) -> list[str]:
+        """The ids of the site's broker accounts: its own (``acme``) and one per device (``acme.probe``)."""
+        return [self.id] + [f"{self.id}.{d}" for d in self.mqtt_devices]
 
 
 @table
@@ -323,10 +371,27 @@ class Alerts(Table):
     """Local HH:MM of the daily digest, false for none."""
     readings_url: Url("http", "https") | None = None
     """A link template with ``{site}``, ``{sensor}``, ``{from_ms}``, ``{to_ms}`` (e.g. a Grafana dashboard)."""
+    clock_skew_s: Positive = 60.0
+    """A device whose stamps run steadily further ahead of or behind the collector's clock than this raises a
+    "clock-skew" sensor-health alert [s]; a late reading this much older than its sensor's newest is "late"."""
 
 
 #: The ``[alerts]`` keys beyond contacts, hold-off and escalation.
 AlertOptions = Alerts
+
+
+@table
+class RunOptions(Table):
+    """``[run]``: leadership and liveness of ``sewerwatch run``."""
+
+    lease_s: Positive = 5.0
+    """The leader's lease in the database [s], renewed every second: a frozen leader loses it after this long
+    and a standby takes over."""
+    deadman_url: Url("http", "https") | None = None
+    """A dead man's switch (a healthchecks-style URL) the leader GETs every ``deadman_every_s`` while its loop
+    answers; the service alerts when the pings stop."""
+    deadman_every_s: Positive = 60.0
+    """How often the dead man's switch is pinged [s]."""
 
 
 @table
@@ -604,6 +669,8 @@ class Config(Table):
     """Bounds on what the collectors accept."""
     web: WebOptions | None = None
     """The acknowledgement page; absent: no page, no links."""
+    run: RunOptions = RunOptions()
+    """``sewerwatch run``'s lease and the dead man's switch."""
     path: Internal = "<dict>"
     raw: Internal = None
 

@@ -27,7 +27,11 @@ push on the benchmark machine). A flow sensor read every minute keeps 1,440 read
 read every second, 86,400.
 
 Readings must arrive in time order per sensor: a reading at or before the latest time
-already seen for its sensor is dropped and counted in ``dropped_late``.
+already seen for its sensor is dropped and counted in ``dropped_late``. The live path never
+lets that happen silently (issue 20): :class:`alerts.episodes.LiveEpisodes` takes such
+readings aside, judges their sensor again from the stored readings with a fresh evaluator
+(:mod:`limits.rejudge`), and puts that evaluator's state in place of the sensor's own
+(:meth:`StreamingEvaluator.adopt`).
 """
 
 from __future__ import annotations
@@ -152,6 +156,59 @@ class StreamingEvaluator:
             if win and self._last.get(c, first) - win < first:
                 out.append(c)
         return out
+
+    def latest(self, code: int) -> int | None:
+        """The latest reading time pushed for sensor ``code`` [us UTC], or None."""
+        return self._last.get(code)
+
+    def latest_many(self, codes) -> np.ndarray:
+        """:meth:`latest` of each of ``codes`` [us UTC]; the int64 minimum where none."""
+        return np.array([self._last.get(c, _NEG) for c in np.asarray(codes).tolist()], dtype=np.int64)
+
+    def gap_of(self, code: int) -> int | None:
+        """Sensor ``code``'s gap limit [us], once its spacing is known."""
+        return self._gap.get(code)
+
+    def adopt(self, other: "StreamingEvaluator", codes) -> None:
+        """Take ``other``'s state for sensors ``codes`` in place of this evaluator's own.
+
+        ``other`` judged the sensors again from their stored readings (late readings among
+        them, :mod:`limits.rejudge`) with the same rules; what it keeps (the readings later
+        ones still need, their running sums and baselines, open episodes, the episodes
+        already reported) is exactly what this evaluator would hold had the readings come in
+        time order. Running sums are only ever differenced within a sensor, so one sensor's
+        block may come from another evaluator.
+        """
+        codes = np.unique(np.asarray(list(codes), dtype=np.int64))
+        if not len(codes):
+            return
+        keep = ~np.isin(self._s, codes)
+        take = np.isin(other._s, codes)
+        S = np.concatenate([self._s[keep], other._s[take]])
+        order = np.argsort(S, kind="stable")      # each sensor's block comes whole from one side
+        self._s = S[order]
+        self._t = np.concatenate([self._t[keep], other._t[take]])[order]
+        self._v = np.concatenate([self._v[keep], other._v[take]])[order]
+        for ri in self._P:
+            self._P[ri] = np.concatenate([self._P[ri][keep], other._P[ri][take]])[order]
+            self._H[ri] = np.concatenate([self._H[ri][keep], other._H[ri][take]])[order]
+            self._avg[ri] = np.concatenate([self._avg[ri][keep], other._avg[ri][take]])[order]
+        for c in codes.tolist():
+            for mine, theirs in ((self._first, other._first), (self._last, other._last),
+                                 (self._gap, other._gap), (self._active, other._active)):
+                if c in theirs:
+                    mine[c] = theirs[c]
+                else:
+                    mine.pop(c, None)
+            for ri in range(len(self.rules)):
+                if (c, ri) in other._mark:
+                    self._mark[(c, ri)] = other._mark[(c, ri)]
+                else:
+                    self._mark.pop((c, ri), None)
+        opened = np.concatenate([self._open[~np.isin(self._open["sensor"], codes)],
+                                 other._open[np.isin(other._open["sensor"], codes)]])
+        self._open = opened[np.lexsort((opened["rule"], opened["start"], opened["sensor"]))]
+        self._trimmed_size = len(self._t)
 
     @property
     def kept_readings(self) -> int:

@@ -50,6 +50,7 @@ from alerts import reminders as permit_reminders
 from alerts.channels import build_routes
 from alerts.episodes import LiveEpisodes, SensorInfo, sensors_from_db
 from alerts.health import HealthWatch
+from alerts.stored import StoredReadings
 from alerts.links import AckLinks
 from alerts.manager import AlertManager
 from enforcement.due import run_periodically as enforcement_alerts
@@ -154,7 +155,7 @@ class Pipeline:
         self._queue: asyncio.Queue | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._eval_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sewerwatch-eval")
-        self._inflight: Readings | None = None
+        self._inflight: tuple | None = None     # (readings, sink sequence number, received [epoch s] or None)
         self._problem_since: dict[str, float] = {}
         self._restarted: dict[str, tuple[float, str]] = {}    # component -> (monotonic, what)
         self._eval_error: tuple[float, str] | None = None
@@ -227,8 +228,9 @@ class Pipeline:
         sensors, sites, refs = await self._load_waiting()
         self.sensor_names = {s.id: (s.site, s.name, s.site_id) for s in sensors}
         self.device_sites = {d.id: d.site for d in self.cfg.devices}
-        self.episodes = LiveEpisodes(sensors)
         opts = self.cfg.alert_options
+        self.stored = StoredReadings(self.owner_url, self._stored_seq)
+        self.episodes = LiveEpisodes(sensors, source=self.stored, skew_limit_s=opts.clock_skew_s)
         # health is watched for the config's sensors (all of the database's without any):
         # sensors dropped from the config stay in the database as evidence but report nothing
         keys = {s.key for s in self.cfg.sensors}
@@ -243,8 +245,8 @@ class Pipeline:
         if self.warm_up_s > 0:
             await self._warm_up()
 
-        def tap(readings: Readings) -> None:   # called in the collector's thread
-            loop.call_soon_threadsafe(self._queue.put_nowait, readings)
+        def tap(readings: Readings, seq: int) -> None:   # called in the collector's thread
+            loop.call_soon_threadsafe(self._queue.put_nowait, (readings, seq, time.time()))
 
         self.ingest = await loop.run_in_executor(None, lambda: service.start(
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
@@ -330,7 +332,7 @@ class Pipeline:
                       str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
             return
         for b in batches:
-            self._queue.put_nowait(b)
+            self._queue.put_nowait((b, 0, None))     # stored readings: no arrival to judge
             self.warmed_up += len(b)
         log.info("warm-up: %d stored readings queued for judging before collecting", self.warmed_up)
 
@@ -376,9 +378,16 @@ class Pipeline:
 
     # -- tasks --------------------------------------------------------------------------
 
-    def _evaluate_batch(self, r: Readings, now: float):
-        self.health.observe(r.sensor_id, r.time_us, r.value, r.quality, now)
-        return self.episodes.push(r.sensor_id, r.time_us, r.value, r.quality)
+    def _stored_seq(self) -> int:
+        """How far the writer has stored the sink's batches (late readings wait for it)."""
+        return self.ingest.writer.stats.stored_seq if self.ingest is not None else 0
+
+    def _evaluate_batch(self, batch, now: float):
+        r, seq, received = batch
+        if len(r):
+            self.health.observe(r.sensor_id, r.time_us, r.value, r.quality, now)
+        return self.episodes.push(r.sensor_id, r.time_us, r.value, r.quality, received_s=received, seq=seq,
+                                  now_s=now)
 
     async def _evaluate(self, comp: Component) -> None:
         loop = asyncio.get_running_loop()
@@ -386,32 +395,37 @@ class Pipeline:
             comp.beat()
             if self._inflight is None:
                 try:
-                    first = await asyncio.wait_for(self._queue.get(), 1.0)
+                    parts = [await asyncio.wait_for(self._queue.get(), 1.0)]
                 except asyncio.TimeoutError:
-                    continue
-                parts = [first]
+                    # nothing came: readings held for their stamp, or late ones now stored, may be due
+                    if not self.episodes.due(self.clock()):
+                        continue
+                    parts = [(Readings.empty(), 0, None)]
                 while not self._queue.empty():
                     parts.append(self._queue.get_nowait())
-                done = None in parts
+                done = any(p is None for p in parts)
                 parts = [p for p in parts if p is not None]
                 if not parts:
                     if done:
                         return
                     continue
                 # kept until judged: a restarted evaluator takes it up again
-                self._inflight = Readings.concat(parts)
+                self._inflight = _merge_parts(parts)
             else:
                 done = False
             batch = self._inflight
             try:
                 opened, closed = await loop.run_in_executor(self._eval_pool, self._evaluate_batch, batch,
                                                             self.clock())
-                self.evaluated += len(batch)
+                self.evaluated += len(batch[0])
                 self.last_evaluated_at = time.time()
             except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the judging of the rest
-                self._evaluation_failed(batch, exc)
+                self._evaluation_failed(batch[0], exc)
                 opened, closed = [], []
             self._inflight = None
+            changes = self.episodes.take_changes()
+            if changes:
+                await self.manager.on_rejudged(changes)
             if opened or closed:
                 await self.manager.on_episodes(opened, closed)
             if done:
@@ -440,6 +454,7 @@ class Pipeline:
                 devices = await self._devices_down()
                 last_devices = now
             problems = dict(self.health.problems(self.clock()))
+            problems.update(self.episodes.arrivals.problems(self.clock()))
             problems.update(devices)
             await self.manager.on_health(problems, self.sensor_names)
             await self.manager.on_system(self._degraded_now())
@@ -607,6 +622,20 @@ class Pipeline:
         st = self.status()
         st["running"] = not self._final
         return st
+
+
+def _merge_parts(parts: list) -> tuple:
+    """Queued ``(readings, seq, received)`` parts as one: readings concatenated, the newest
+    sequence number, each reading's arrival time (None for stored readings)."""
+    if len(parts) == 1:
+        return parts[0]
+    readings = Readings.concat([p[0] for p in parts])
+    seq = max(p[1] for p in parts)
+    if all(p[2] is None for p in parts):
+        return readings, seq, None
+    now = time.time()
+    received = np.concatenate([np.full(len(p[0]), now if p[2] is None else p[2]) for p in parts])
+    return readings, seq, received
 
 
 def run_until_signalled(pipeline: Pipeline) -> None:
