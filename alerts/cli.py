@@ -8,6 +8,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from alerts import content, digest
+from foundation.display import localise
 from foundation.errors import InputError
 
 
@@ -68,7 +69,7 @@ def _list(args, ctx) -> int:
     tz = _tz(cfg)
     for r in recs:
         ack = f" ack by {r['acknowledged_by']}" if r["acknowledged_by"] else ""
-        print(f"#{r['id']:<5} {r['state']:<12} {content.local_time(r['opened_at'], tz)}  {r['summary']}{ack}")
+        print(f"#{r['id']:<5} {r['state']:<12} {content.local_time(r['opened_at'], tz)}  {localise(r['summary'], tz)}{ack}")
     return 0
 
 
@@ -81,12 +82,16 @@ def _show(args, ctx) -> int:
     if args.json:
         print(json.dumps(rec, default=str))
         return 0
+    tz = _tz(cfg)
     for k in store.SHOW_COLS:
         if k != "details" and rec[k] is not None:
-            print(f"{k + ':':<17}{rec[k]}")
+            value = rec[k]
+            shown = (content.local_time(value, tz) if hasattr(value, "astimezone")
+                     else localise(value, tz) if isinstance(value, str) else value)
+            print(f"{k + ':':<17}{shown}")
     print("notifications:")
     for n in rec["notifications"]:
-        print(f"  {n['at']}  {n['event']:<9} {n['status']:<6} attempt {n['attempt']}  {n['contact']} via "
+        print(f"  {content.local_time(n['at'], tz)}  {n['event']:<9} {n['status']:<6} attempt {n['attempt']}  {n['contact']} via "
               f"{n['channel']}" + (f"  ({n['error']})" if n["error"] else ""))
     return 0
 

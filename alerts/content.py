@@ -13,9 +13,9 @@ time thereof, type of waste, concentration and volume, and corrective actions").
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from zoneinfo import ZoneInfo
+from datetime import datetime
 
+from foundation import display
 from foundation.errors import InputError
 from limits.packs import ReportDuty, load_pack
 
@@ -48,17 +48,11 @@ def _ack_line(alert_id, link: dict | None = None) -> str:
 
 def local_time(iso_or_dt, tz: str) -> str:
     """``2026-06-01 10:30:00 CDT`` from an ISO-8601 UTC text or aware datetime."""
-    if isinstance(iso_or_dt, str):
-        dt = datetime.fromisoformat(iso_or_dt.replace("Z", "+00:00"))
-    else:
-        dt = iso_or_dt
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M:%S %Z")
+    return display.local_time(iso_or_dt, tz)
 
 
 def _num(x) -> str:
-    return "n/a" if x is None else f"{float(x):.4g}"
+    return display.num(x, ".4g")
 
 
 def with_unit(x, unit: str | None, parameter: str | None = None) -> str:
@@ -79,10 +73,12 @@ def limit_text(comparison: str | None, x, unit: str | None) -> str:
     return f"{comparison or ''} {_num(x) if unit == 'pH' else with_unit(x, unit)}".strip()
 
 
-def summary(v: dict, site_name: str) -> str:
-    """One line: site, parameter, value and limit with units, rule, start."""
+def summary(v: dict, site_name: str, tz: str | None = None) -> str:
+    """One line: site, parameter, value and limit with units, rule, start (in ``tz`` with its
+    zone, issue 20 item 10; UTC without)."""
+    start = local_time(v["start"], tz) if tz else v["start"]
     return (f"{site_name}: {reading_text(v['parameter'], v['peak'], v.get('unit'))} "
-            f"({limit_text(v.get('comparison'), v['limit'], v.get('unit'))}, {v['rule']}) from {v['start']}")
+            f"({limit_text(v.get('comparison'), v['limit'], v.get('unit'))}, {v['rule']}) from {start}")
 
 
 def readings_hint(v: dict, options=None) -> str:

@@ -452,7 +452,7 @@ class AlertManager:
             self._seen(episode, self.alerted[episode], v)
             return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
-        summary = content.summary(v, site_name)
+        summary = content.summary(v, site_name, self.tz)
         a = Active(uid=uuid.uuid4().hex, id=None, kind="violation", key=key, rule=v["rule"], site=v["site"],
                    site_name=site_name, record=rec, opened=self.clock(), starts=[v["start"]], summary=summary)
         self.active[key] = a

@@ -151,7 +151,7 @@ def broker_urls() -> dict | None:
     try:
         from foundation import config
         from sewerwatch import services
-        st = services.status(config.load())
+        st = services.status(config.load(), show_secrets=True)
     except Exception:  # no services package, not set up, or no config: Modbus only
         return None
     if not st.get("mosquitto", {}).get("running", not st.get("mosquitto", {}).get("embedded", True)):

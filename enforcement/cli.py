@@ -12,6 +12,7 @@ import json
 from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
+from foundation.display import local_time, num
 from foundation.errors import InputError
 
 
@@ -263,7 +264,7 @@ def _findings_list(args, ctx) -> int:
         return 0
     for v in vs:
         print(f"violation {v['id']:<5} {v['site']:<12} {fnd.violation_kind(v):<14} {v['rule']:<16} "
-              f"{v['start'].astimezone(tz):%Y-%m-%d %H:%M} peak {v['peak']:g} {v['unit'] or ''} ({v['source']}"
+              f"{local_time(v['start'], str(tz), seconds=False)} peak {num(v['peak'])} {v['unit'] or ''} ({v['source']}"
               + (f", alert #{v['alert_id']}" if v["alert_id"] else "") + ")")
     for f in fs:
         crit = f" SNC ({f['snc_criterion']})" if f["snc_criterion"] else ""
@@ -572,7 +573,7 @@ def _notice_show(args, ctx) -> int:
           + (f" (due {n['response_due']})" if n["response_due"] else ""))
     print("  audit trail:")
     for e in ev:
-        print(f"    {e['at']:%Y-%m-%d %H:%M} {e['actor']:<14} {e['event']:<18}"
+        print(f"    {local_time(e['at'], str(_tz(ctx)), seconds=False)} {e['actor']:<14} {e['event']:<18}"
               + (f" {e['from'] or '-'} -> {e['to']}" if e["to"] else "") + (f"  {e['note']}" if e["note"] else ""))
     return 0
 

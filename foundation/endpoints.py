@@ -156,6 +156,17 @@ def topic_matches(filt: str, topic: str) -> bool:
     return len(f) == len(t)
 
 
+def hide_password(url: str | None) -> str | None:
+    """``url`` with its password replaced by ``***`` (what a person or a log may read)."""
+    if not url or "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    cred, host = rest.rsplit("@", 1)
+    if ":" not in cred:
+        return url
+    return f"{scheme}://{cred.split(':', 1)[0]}:***@{host}"
+
+
 def pg_url(account: str, password: str, port: int, database: str = DATABASE) -> str:
     """URL of an embedded-cluster ``account`` (``admin``, ``owner``, ``ingest``, ``grafana``)."""
     return f"postgresql://{DB_ROLES[account]}:{password}@{HOST}:{port}/{database}"
@@ -167,7 +178,8 @@ def broker_url(account: str, password: str, port: int) -> str:
 
 
 def site_broker_url(site: str, password: str, port: int) -> str:
-    """URL of site ``site``'s account on the embedded broker."""
+    """URL of site ``site``'s account on the embedded broker (its sites' listener, where the
+    client id is the account's name)."""
     return f"mqtt://{site_user(site)}:{quote(password, safe='')}@{HOST}:{port}"
 
 
@@ -199,11 +211,12 @@ class Endpoints:
 def endpoints(cfg) -> Endpoints:
     """The endpoints of ``cfg`` (:class:`foundation.config.Config`)."""
     svc = cfg.services
-    pw = secrets.load_or_create(svc.state_dir, [s.id for s in cfg.sites])
+    accounts = [(a, s.id) for s in cfg.sites for a in s.broker_accounts()]
+    pw = secrets.load_or_create(svc.state_dir, [a for a, _ in accounts])
     db_urls = {} if svc.db_url else {a: pg_url(a, pw["db"][a], svc.pg_port) for a in DB_ROLES}
     mqtt_urls = {} if svc.mqtt_url else {a: broker_url(a, pw["mqtt"][a], svc.mqtt_port) for a in MQTT_USERS}
-    site_urls = {} if svc.mqtt_url else {s.id: site_broker_url(s.id, pw["mqtt_sites"][s.id], svc.mqtt_port)
-                                         for s in cfg.sites}
+    site_urls = {} if svc.mqtt_url else {a: site_broker_url(a, pw["mqtt_sites"][a], svc.sites_port)
+                                         for a, _ in accounts}
     return Endpoints(
         db_url=svc.db_url or db_urls["owner"],
         mqtt_url=svc.mqtt_url or mqtt_urls["admin"],

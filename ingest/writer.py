@@ -294,7 +294,7 @@ class Writer:
                     "waited that long (locks or load); readings wait in memory, nothing is lost")
         if self.stats.db_up is False and self.stats.outages:
             since = self.stats.db_down_since
-            return (f"database unreachable" + (f" for {now - since:.0f} s" if since else "") +
+            return ("database unreachable" + (f" for {now - since:.0f} s" if since else "") +
                     f" ({_first_line(self.stats.last_error) or 'down'}); readings spooled ({len(self.spool):,} bytes "
                     "waiting)" + (f"; {spool}" if spool else ""))
         if spool:

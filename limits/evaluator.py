@@ -314,8 +314,8 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
         rec = {
             "site": m.site, "sensor": m.name, "parameter": m.parameter, "rule": rule.id,
             "kind": rule.kind, "start": iso["start"][k], "end": iso["end"][k], "last": iso["last"][k],
-            "duration_s": (end - start) / core.US, "peak": peak, "peak_time": iso["peak_time"][k],
-            "limit": limit, "unit": CANONICAL[m.parameter], "comparison": rule.comparison,
+            "duration_s": (end - start) / core.US, "peak": peak + 0.0, "peak_time": iso["peak_time"][k],
+            "limit": limit + 0.0, "unit": CANONICAL[m.parameter], "comparison": rule.comparison,
             "citation": rule.citation, "provenance": rule.provenance, "words": rule.words, "pack": pack.id,
             "days_of_violation": d, "readings": n, "applies": rule.origin,
         }

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from foundation.display import local_time, localise
 from foundation.errors import InputError, SchemaMissing, SewerwatchError
 from ingest.cli import add_sharing_arguments
 from foundation.paths import COLLECT_STATUS_FILE
@@ -33,8 +34,11 @@ def register(sub) -> None:
                    "(collect, judge and alert nothing) and take over within seconds when the leader dies")
     add_sharing_arguments(p, group=False)
     p.set_defaults(func=_run)
-    p = sub.add_parser("status", help="services, collectors, device health and open alerts")
+    p = sub.add_parser("status", help="services, collectors, device health and open alerts; exit 0 ok, 1 degraded, "
+                       "2 not running or not responding (the monitoring-plugin convention)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="include the services' URLs with their passwords (for integrators; never needed otherwise)")
     p.set_defaults(func=_status)
 
 
@@ -146,11 +150,11 @@ def _read_status(path: Path) -> dict | None:
     return st
 
 
-def gather_status(ctx) -> dict:
+def gather_status(ctx, show_secrets: bool = False) -> dict:
     """Services, the running pipeline (its status file), ``collect`` if it runs, device
-    health and open alerts."""
+    health and open alerts. Passwords only with ``show_secrets`` (issue 20, item 8)."""
     cfg = ctx.config
-    out: dict = {"services": services.status(cfg)}
+    out: dict = {"services": services.status(cfg, show_secrets=show_secrets)}
     out["services"].pop("db_urls", None)
     out["services"].pop("mqtt_urls", None)
     out["run"] = _read_status(cfg.services.state_dir / STATUS_FILE) or {"running": False}
@@ -200,20 +204,43 @@ def _pid_alive(pid) -> bool:
         return False
 
 
+#: ``sewerwatch status`` exit codes (the monitoring-plugin convention, as Nagios and Icinga read them).
+OK, DEGRADED, NOT_RUNNING = 0, 1, 2
+
+
+def status_code(st: dict) -> int:
+    """The exit code of :func:`gather_status`'s answer: :data:`NOT_RUNNING` when ``run`` is not
+    running or not responding (a collector not responding too), :data:`DEGRADED` when anything
+    it or a collector reports is not healthy or the database cannot be read, else :data:`OK`
+    (a standby that sees a leader is OK)."""
+    r = st.get("run") or {}
+    procs = [r] + [v for k, v in st.items() if k == "collect" or k.startswith("collect ")]
+    if not r.get("running") or any(p.get("state") == "unresponsive" for p in procs):
+        return NOT_RUNNING
+    if "database_error" in st or any((p.get("problems") or {}) or p.get("state") not in (None, "ok", "standby")
+                                     for p in procs) or (st.get("mqtt_access") or {}).get("problems"):
+        return DEGRADED
+    if r.get("state") == "standby" and not (r.get("leadership") or {}).get("leader"):
+        return DEGRADED          # standing by, and nobody leads
+    return OK
+
+
 def _status(args, ctx) -> int:
-    st = gather_status(ctx)
+    st = gather_status(ctx, show_secrets=args.show_secrets)
+    code = status_code(st)
     if args.json:
-        print(json.dumps(st, default=str))
-        return 0
+        print(json.dumps({**st, "exit_code": code}, default=str))
+        return code
+    tz = _village_tz(ctx.config)
     s = st["services"]
     print(f"services: timescaledb {_svc(s['timescaledb'])}, mosquitto {_svc(s['mosquitto'])}")
     r = st["run"]
     if r.get("running") or r.get("state") == "unresponsive":
-        _print_process("run", r)
+        _print_process("run", r, tz)
     else:
         print("run: not running (start it with 'sewerwatch run')")
     for key in sorted(k for k in st if k == "collect" or k.startswith("collect ")):
-        _print_process(key, st[key])
+        _print_process(key, st[key], tz)
     acc = st["mqtt_access"]
     print(f"mqtt subscriptions: {len(acc['subscriptions'])} ({', '.join(acc['subscriptions'])})"
           + ("" if acc["problems"] else ", each site's topics covered" + (
@@ -222,19 +249,28 @@ def _status(args, ctx) -> int:
         print(f"  ! mqtt: {p}")
     if "database_error" in st:
         print(f"database: {st['database_error']}")
-        return 0
+        return code
     print(f"devices: {len(st['devices'])}" + ("" if st["devices"] else " (no Modbus health recorded)"))
     for d in st["devices"]:
         print(f"  {d['device']:<20} {d['state']:<5} last good {d['last_good_at']}  polls {d['polls']}, "
               f"transport errors {d['transport_errors']}" + (f"  ({d['last_error']})" if d["state"] == "down" else ""))
     print(f"open alerts: {len(st['open_alerts'])}")
     for a in st["open_alerts"]:
-        print(f"  #{a['id']:<5} {a['state']:<12} {a['kind']:<13} {a['summary']}")
-    _print_dead_letters(st["dead_letters"])
-    return 0
+        print(f"  #{a['id']:<5} {a['state']:<12} {a['kind']:<13} {localise(a['summary'], tz)}")
+    _print_dead_letters(st["dead_letters"], tz)
+    return code
 
 
-def _print_dead_letters(dl: dict) -> None:
+def _village_tz(cfg) -> str:
+    """The village's time zone (the config's, else its pack's)."""
+    if cfg.timezone:
+        return cfg.timezone
+    from limits.packs import load_pack  # lazy: packs pull in numpy
+
+    return load_pack(cfg.pack).timezone
+
+
+def _print_dead_letters(dl: dict, tz: str) -> None:
     """The stored dead letters not replayed: counts by source in the last hour and in all,
     the latest reasons, and where to look further."""
     hours = dl["window_s"] / 3600
@@ -242,7 +278,7 @@ def _print_dead_letters(dl: dict) -> None:
           + ("" if not dl["by_source"] else " (" + ", ".join(
               f"{s} {c['last_window']}/{c['all']}" for s, c in dl["by_source"].items()) + ")"))
     for d in dl["latest"]:
-        print(f"  #{d['id']:<7} {d['received_at']:%Y-%m-%d %H:%M:%S} {d['source']:<10} {d['topic'] or '-'}: "
+        print(f"  #{d['id']:<7} {local_time(d['received_at'], tz)} {d['source']:<10} {d['topic'] or '-'}: "
               f"{d['reason'][:140]}")
     if dl["all"]:
         print("  ('sewerwatch deadletters list' shows them" + replay_hint(dl) + ")")
@@ -268,7 +304,7 @@ def _age(x) -> str:
     return "never" if x is None else f"{x:.1f} s ago"
 
 
-def _print_process(name: str, r: dict) -> None:
+def _print_process(name: str, r: dict, tz: str) -> None:
     """One process's status: its state and problems, every component, queues, dead letters."""
     lead = r.get("leadership") or {}
     if r.get("state") == "standby" and r.get("running"):
@@ -282,8 +318,9 @@ def _print_process(name: str, r: dict) -> None:
     print(f"{name}: {'running' if r.get('running') else 'NOT RESPONDING'} (pid {r.get('pid')}), "
           f"{'all components healthy' if state == 'OK' else state}")
     if lead.get("role") == "leader":
-        print(f"  leader (term {lead.get('terms')}, since {time.strftime('%H:%M:%S', time.localtime(lead['since']))}"
-              f"; lock {lead.get('lock')}); judged {r.get('warmed_up', 0)} stored readings again at the start")
+        print(f"  leader (term {lead.get('terms')}, since {local_time(lead['since'], tz)}"
+              f"; lease {lead.get('lease') or lead.get('lock')}); judged {r.get('warmed_up', 0)} stored readings again "
+              "at the start")
     for comp, problem in (r.get("problems") or {}).items():
         print(f"  ! {comp}: {problem}")
     for cname, c in (r.get("components") or {}).items():
@@ -331,13 +368,38 @@ def _print_process(name: str, r: dict) -> None:
     if dl:
         print(f"  dead letters in the last hour: {dl.get('count', 0)}")
         for d in dl.get("latest", []):
-            print(f"    {time.strftime('%H:%M:%S', time.localtime(d['at']))}  {d['reason'][:160]}")
+            print(f"    {local_time(d['at'], tz)}  {d['reason'][:160]}")
+    for a in r.get("arrivals") or []:
+        print(f"  {a['site']}/{a['sensor']}: {arrival_words(a)}")
     for nb in r.get("slug_without_baseline") or []:
         print(f"  {nb['site']}/{nb['sensor']}: {nb['note']}")
     al = r.get("alerts")
     if al:
         print(f"  alerts: active {al.get('active', 0)}, sent {al.get('sent', 0)}, failed attempts "
               f"{al.get('failed', 0)}, undelivered {al.get('lost', 0)}")
+
+
+def arrival_words(a: dict) -> str:
+    """One sensor's stamps against the receive clock, in words (``status``)."""
+    parts = []
+    if a.get("late"):
+        parts.append(f"{a['late']} late readings (up to {a.get('most_behind_s', 0):.0f} s older than its newest), "
+                     "judged again from the stored readings")
+    if a.get("reordered"):
+        parts.append(f"{a['reordered']} reordered")
+    if a.get("duplicate"):
+        parts.append(f"{a['duplicate']} repeated stamps (the first stays)")
+    if a.get("ahead"):
+        parts.append(f"{a['ahead']} stamped ahead of the clock, held until it" +
+                     (f" ({a['held_now']} now)" if a.get("held_now") else ""))
+    if a.get("skew_s") is not None:
+        parts.append(f"CLOCK SKEW: stamps {abs(a['skew_s']):.0f} s {'ahead of' if a['skew_s'] > 0 else 'behind'} the "
+                     "collector's clock")
+    elif abs(a.get("offset_s") or 0) >= 1:
+        parts.append(f"clock offset {a['offset_s']:+.1f} s")
+    if a.get("waiting_to_be_judged"):
+        parts.append(f"{a['waiting_to_be_judged']} late readings waiting to be judged (until stored)")
+    return "; ".join(parts) or "in order"
 
 
 def _svc(s: dict) -> str:

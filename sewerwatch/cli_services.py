@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from foundation.endpoints import hide_password
 from sewerwatch import services
 
 
@@ -15,6 +16,8 @@ def register(sub) -> None:
     ssub.add_parser("down", help="stop the embedded services; their data stays").set_defaults(func=_down)
     st = ssub.add_parser("status", help="the services in use, their URLs and state")
     st.add_argument("--json", action="store_true", help="print JSON")
+    st.add_argument("--show-secrets", action="store_true",
+                    help="show the URLs with their passwords (for integrators and tools; otherwise ***)")
     st.set_defaults(func=_status)
     cr = ssub.add_parser("credentials", help="the broker account of one site's devices (for the integrator)")
     cr.add_argument("site", help="the site id (the config's [[sites]] id)")
@@ -40,7 +43,7 @@ def _down(args, ctx) -> int:
 
 
 def _status(args, ctx) -> int:
-    st = services.status(ctx.config)
+    st = services.status(ctx.config, show_secrets=args.show_secrets)
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
@@ -73,15 +76,15 @@ def _credentials(args, ctx) -> int:
     print(f"topics:  {', '.join(cred['topics'])}  (publish only; anything else is refused)")
     if cred["reads"]:
         print(f"reads:   {', '.join(cred['reads'])}  (its Sparkplug edge nodes' commands, the primary host's STATE)")
+    print(f"client:  the broker gives the connection the id {cred['client_id']!r} (one connection per account)")
+    for device, url in cred["devices"].items():
+        print(f"device {device}: {url}")
+    if not cred["devices"]:
+        print("(a second device that connects on its own: list it in the site's mqtt_devices for an account of its own)")
     print("(run 'sewerwatch services up' after adding a site to the config: it creates the account)")
     return 0
 
 
 def _hide(url: str) -> str:
     """``url`` with its password replaced by ``***``."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    cred, host = rest.rsplit("@", 1)
-    user = cred.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
+    return hide_password(url)

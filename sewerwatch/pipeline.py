@@ -78,6 +78,8 @@ SENSOR_CACHE_FILE = "sensors-cache.json"
 DEGRADED_AFTER_S = 5.0
 #: A component that died stays "degraded" this long after its restart [s].
 RESTART_REPORTED_S = 60.0
+#: Late readings waiting longer than this to be judged again (the database up) are a problem [s].
+LATE_WAIT_S = 30.0
 #: Readings read at a time by a new leader's warm-up.
 WARM_UP_CHUNK = 50_000
 #: How often the permit reminders look whether the village's day has changed [s].
@@ -358,6 +360,14 @@ class Pipeline:
     def _evaluator_problem(self) -> str | None:
         if self._eval_error is not None and time.monotonic() - self._eval_error[0] <= RESTART_REPORTED_S:
             return self._eval_error[1]
+        if self.episodes is not None and self.episodes.late_waiting and self.ingest is not None \
+                and self.ingest.writer.stats.db_up:
+            waiting = self.episodes.late_waiting
+            oldest = min(w["since"] for w in waiting.values())
+            if time.time() - oldest > LATE_WAIT_S:
+                why = f" ({self.episodes.rejudge_error})" if self.episodes.rejudge_error else ""
+                return (f"late readings of {len(waiting)} sensor(s) ({sum(w['readings'] for w in waiting.values())} "
+                        f"readings) not judged for {time.time() - oldest:.0f} s{why}")
         if self._queue is not None and self._queue.qsize() > 1000:
             return f"{self._queue.qsize()} batches waiting to be judged"
         return None
@@ -566,12 +576,7 @@ class Pipeline:
         if "web" in comps and self.web is not None:
             comps["web"].update(self.web.status())
         problems = self.problems()
-        if w is None:
-            database = "unknown (starting)"
-        elif ing.writer._held is not None:
-            database = "down; spool full or unwritable: NOT STORING (broker keeps the messages)"
-        else:
-            database = "up" if w.db_up else "down (spooling)"
+        database = "unknown (starting)" if w is None else ing.writer.database_state()
         return {
             "pid": os.getpid(), "started": self.started, "updated": time.time(),
             "state": "degraded" if problems else "ok", "problems": problems,
@@ -581,7 +586,9 @@ class Pipeline:
             "collectors": {"mqtt": bool(ing and ing.mqtt), "modbus": bool(ing and ing.modbus),
                            "mqtt_connected": ing.mqtt.connected if ing and ing.mqtt else None},
             "readings": {**base["readings"], "evaluated": self.evaluated,
-                         "late_dropped": self.episodes.dropped_late if self.episodes else 0},
+                         "late_not_judged": self.episodes.dropped_late if self.episodes else 0,
+                         "judged_again": self.episodes.rejudged if self.episodes else 0},
+            "arrivals": self.arrivals_status(),
             "queues": {**base["queues"], "evaluator_batches": self._queue.qsize() if self._queue else 0,
                        "alert_writes": len(man.outbox) if man else 0},
             "dead_letters": base["dead_letters"],
@@ -591,6 +598,24 @@ class Pipeline:
             "spool": ing.writer.spool.status() if ing else None,
             "alerts": {"active": len(man.active) if man else 0, **(man.stats if man else {})},
         }
+
+    def arrivals_status(self) -> list[dict]:
+        """Per sensor with anything to say (issue 20, item 1): readings late, reordered,
+        duplicate and held for their stamp, the clock offset and skew, late readings waiting
+        to be judged again."""
+        if self.episodes is None:
+            return []
+        waiting = self.episodes.late_waiting
+        out = []
+        for c, rec in self.episodes.arrivals.status().items():
+            site, name, _ = self.sensor_names.get(c, ("?", str(c), None))
+            out.append({"sensor_id": c, "site": site, "sensor": name, **rec,
+                        "waiting_to_be_judged": waiting.get(c, {}).get("readings", 0)})
+        for c, w in waiting.items():
+            if not any(o["sensor_id"] == c for o in out):
+                site, name, _ = self.sensor_names.get(c, ("?", str(c), None))
+                out.append({"sensor_id": c, "site": site, "sensor": name, "waiting_to_be_judged": w["readings"]})
+        return sorted(out, key=lambda o: (o["site"], o["sensor"]))
 
     def _status_loop(self, comp: Component) -> None:
         """The status file, from a thread of its own: it stays truthful when the loop is stuck

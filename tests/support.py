@@ -141,7 +141,8 @@ def own_broker_village(path, db_url: str, site: str, sensors: dict[str, tuple[st
     the loaded config (bring the broker up with ``services.up(cfg, db=False)``)."""
     state = state_dir("sewerwatch-village-")
     path.write_text(f'[utility]\nname = "Own broker village"\n[services]\ndb_url = "{db_url}"\n'
-                    f'state_dir = "{state}"\nmqtt_port = {free_port()}\n[[sites]]\nid = "{site}"\nname = "Acme"\n'
+                    f'state_dir = "{state}"\nmqtt_port = {free_port()}\nmqtt_sites_port = {free_port()}\n[[sites]]\nid = "{site}"\n'
+                    f'name = "Acme"\n'
                     + sensors_toml(site, sensors) + extra)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     mig = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(path), "db", "migrate"],

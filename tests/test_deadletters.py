@@ -171,13 +171,14 @@ def test_the_broker_refuses_a_publish_outside_the_site_mqtt5_says_so_and_the_log
     state = state_dir("sewerwatch-denied-")
     cfg = sw_config.from_dict({"services": {"state_dir": str(state), "mqtt_port": free_port(),
                                             "db_url": "postgresql://unused@127.0.0.1:1/x", "mqtt_log_denied": True},
-                               "sites": [{"id": s, "name": s} for s in ("acme", "candy")]}, "<test>")
+                               "sites": [{"id": "acme", "name": "acme", "mqtt_devices": ["v3"]},
+                                         {"id": "candy", "name": "candy"}]}, "<test>")
     ep = sw_services.up(cfg, db=False)
     v5 = v3 = watcher = None
     try:
         watcher, got = topic_watcher(ep.mqtt("admin"))
         v5, acks5 = _site_client(ep.site_urls["acme"], "acme-v5", mqtt.MQTTv5)
-        v3, acks3 = _site_client(ep.site_urls["acme"], "acme-v3", mqtt.MQTTv311)
+        v3, acks3 = _site_client(ep.site_urls["acme.v3"], "acme-v3", mqtt.MQTTv311)   # a device of its own
         assert wait_until(lambda: v5.is_connected() and v3.is_connected(), 5)
         denied5 = v5.publish("sewerwatch/candy/ph", b"7.0", qos=1).mid
         allowed5 = v5.publish("sewerwatch/acme/ph", b"7.0", qos=1).mid
@@ -193,5 +194,6 @@ def test_the_broker_refuses_a_publish_outside_the_site_mqtt5_says_so_and_the_log
     assert not acks3[denied3].is_failure                       # MQTT 3.1.1: acknowledged, silently dropped
     assert got == ["sewerwatch/acme/ph"]
     log = (state / "mqtt" / "mosquitto.log").read_text()
-    assert "Denied PUBLISH from acme-v5" in log and "'sewerwatch/candy/ph'" in log
-    assert "Denied PUBLISH from acme-v3" in log and "'sewerwatch/candy/flow'" in log
+    # the client ids are the accounts' names, whatever the clients asked for (issue 20, item 2)
+    assert "Denied PUBLISH from site-acme " in log and "'sewerwatch/candy/ph'" in log
+    assert "Denied PUBLISH from site-acme.v3 " in log and "'sewerwatch/candy/flow'" in log

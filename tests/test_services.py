@@ -39,7 +39,7 @@ def own_services():
         return proc
 
     def status() -> dict:
-        return json.loads(cli("services", "status", "--json").stdout)
+        return json.loads(cli("services", "status", "--json", "--show-secrets").stdout)
 
     cli.status = status
     yield cli

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from foundation import secrets as _secrets
 from foundation.config import Config
-from foundation.endpoints import (Endpoints, collector_filters, endpoints, input_trees, site_topics,
+from foundation.endpoints import (Endpoints, collector_filters, endpoints, hide_password, input_trees, site_topics,
                                   sparkplug_host, sparkplug_site_topics, sparkplug_state_topic)
 from foundation.errors import InputError
 from sewerwatch.services.mosquitto import EmbeddedMosquitto
@@ -21,14 +21,19 @@ __all__ = ["Endpoints", "down", "embedded", "endpoints", "site_credentials", "st
 def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     """The embedded services described by ``cfg`` (created or not)."""
     state = cfg.services.state_dir
-    pw = _secrets.load_or_create(state, [s.id for s in cfg.sites])
+    accounts = [(a, s.id) for s in cfg.sites for a in s.broker_accounts()]
+    pw = _secrets.load_or_create(state, [a for a, _ in accounts])
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
-    sites = {s.id: (pw["mqtt_sites"][s.id], site_topics(cfg, s.id)) for s in cfg.sites}
+    # a site's devices with accounts of their own (issue 20, item 2) publish where the site may
+    sites = {a: (pw["mqtt_sites"][a], site_topics(cfg, site)) for a, site in accounts}
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
             EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg),
                               log_denied=cfg.services.mqtt_log_denied, collector_topics=tuple(collector_filters(cfg)),
-                              site_reads={s.id: sparkplug_site_topics(cfg, s.id)[1] for s in cfg.sites},
-                              sparkplug_state=sparkplug_state_topic(cfg) if sparkplug_host(cfg) else None))
+                              site_reads={a: sparkplug_site_topics(cfg, site)[1] for a, site in accounts},
+                              sparkplug_state=sparkplug_state_topic(cfg) if sparkplug_host(cfg) else None,
+                              sites_port=cfg.services.sites_port, session_expiry=cfg.services.mqtt_session_expiry,
+                              max_queued_messages=cfg.services.mqtt_max_queued_messages,
+                              max_queued_bytes=cfg.services.mqtt_max_queued_bytes))
 
 
 def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True) -> Endpoints:
@@ -49,8 +54,12 @@ def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True)
             pg.start()
         bootstrap.embedded(pg)
     if mqtt and not cfg.services.mqtt_url:
+        if mq.running() and not mq.conf_current():
+            # listeners and bounds are not reloaded by SIGHUP; a clean stop saves the sessions
+            log("restarting Mosquitto: its listeners or bounds changed")
+            mq.stop()
         if not mq.running():
-            log(f"starting Mosquitto on 127.0.0.1:{mq.port}")
+            log(f"starting Mosquitto on 127.0.0.1:{mq.port} (sites' devices: 127.0.0.1:{mq.sites_port})")
             mq.start()
         elif mq.sync_accounts():
             log("Mosquitto: site accounts brought up to date with the config")
@@ -84,18 +93,26 @@ def site_credentials(cfg: Config, site: str) -> dict:
         raise InputError("the broker is configured ([services] mqtt_url), not embedded: its accounts are managed "
                          "there")
     ep = endpoints(cfg)
+    devices = {d: ep.site_urls[f"{site}.{d}"] for d in cfg.site(site).mqtt_devices}
     return {"site": site, "mqtt_url": ep.site_urls[site], "topics": site_topics(cfg, site),
-            "reads": sparkplug_site_topics(cfg, site)[1]}
+            "reads": sparkplug_site_topics(cfg, site)[1], "client_id": f"site-{site}", "devices": devices}
 
 
-def status(cfg: Config) -> dict:
-    """The services in use: URLs (with credentials for the embedded ones) and process state."""
+def status(cfg: Config, show_secrets: bool = False) -> dict:
+    """The services in use: URLs and process state. The URLs' passwords are ``***`` unless
+    ``show_secrets`` (``--show-secrets``, for integrators: issue 20, item 8)."""
     ep = endpoints(cfg)
     pg, mq = embedded(cfg)
-    out = {"db_url": ep.db_url, "mqtt_url": ep.mqtt_url, "state_dir": str(cfg.services.state_dir),
-           "db_urls": ep.db_urls, "mqtt_urls": ep.mqtt_urls, "site_mqtt_urls": ep.site_urls}
-    out["timescaledb"] = {"embedded": False, "url": ep.db_url} if not ep.db_embedded else {"embedded": True, **pg.status()}
-    out["mosquitto"] = {"embedded": False, "url": ep.mqtt_url} if not ep.mqtt_embedded else {"embedded": True, **mq.status()}
+    shown = (lambda u: u) if show_secrets else hide_password
+    out = {"db_url": shown(ep.db_url), "mqtt_url": shown(ep.mqtt_url), "state_dir": str(cfg.services.state_dir),
+           "db_urls": {k: shown(u) for k, u in ep.db_urls.items()},
+           "mqtt_urls": {k: shown(u) for k, u in ep.mqtt_urls.items()},
+           "site_mqtt_urls": {k: shown(u) for k, u in ep.site_urls.items()},
+           "secrets_shown": show_secrets}
+    out["timescaledb"] = ({"embedded": False, "url": shown(ep.db_url)} if not ep.db_embedded
+                          else {"embedded": True, **pg.status()})
+    out["mosquitto"] = ({"embedded": False, "url": shown(ep.mqtt_url)} if not ep.mqtt_embedded
+                        else {"embedded": True, **mq.status()})
     if not ep.db_embedded or out["timescaledb"].get("running"):
         out["timescaledb"]["server"] = server_description(ep.db_url)
     return out

@@ -15,6 +15,23 @@ Accounts and what they may do (``acl`` below):
 Persistence is on and queues are deep, so a collector's persistent QoS 1 session keeps its
 messages while the collector is down and across a broker restart. How promptly queued
 messages reach the disk is :data:`AUTOSAVE` (the README states the window).
+
+Identity (issue 20, item 2): two listeners, each with its own password file
+(``per_listener_settings``). sewerwatch's own clients (``run``, ``collect``, the notifier,
+the admin and the simulators' ``device`` account) connect to ``mqtt_port``; the sites'
+devices to ``mqtt_sites_port``, whose password file holds only the sites' accounts and
+where Mosquitto replaces every client id by the account's user name
+(``use_username_as_clientid``, a per-listener option of Mosquitto 2.0). A site's account
+therefore can neither log in where sewerwatch's clients are nor take any client id but its
+own: not ``run``'s, not a collector's, not another site's (:func:`listeners`).
+
+Bounds (item 9, :func:`session_bounds`): persistent sessions gone longer than
+``mqtt_session_expiry`` expire, and each client's queue is capped in messages and bytes;
+Mosquitto applies these to every client alike, so the caps are sized for the longest
+outage of ``run`` the README promises to ride out.
+
+Passwords never reach a command line (item 8): the password files are written as plain
+``user:password`` lines (0600) and hashed in place by ``mosquitto_passwd -U``.
 """
 
 from __future__ import annotations
@@ -101,11 +118,7 @@ def site_read_acl(reads: dict) -> str:
 DEBUG_LOG = "# [services] mqtt_log_denied: refused publishes (and every packet) in the log\nlog_type debug\n"
 
 CONF = """# written by sewerwatch; the embedded broker's settings
-per_listener_settings false
-listener {port} 127.0.0.1
-allow_anonymous false
-password_file {dir}/passwd
-acl_file {dir}/acl
+per_listener_settings true
 persistence true
 persistence_location {dir}/data/
 {autosave}
@@ -115,12 +128,56 @@ log_type error
 log_type warning
 log_type notice
 {debug_line}connection_messages true
-# A collector's persistent session must hold its backlog while it is down.
-max_queued_messages 5000000
-max_queued_bytes 0
+{bounds}
 max_inflight_messages 20000
 {user_line}
-"""
+{listeners}"""
+
+
+def session_bounds(expiry: str, max_messages: int, max_bytes: int) -> str:
+    """The broker's bounds on sessions and queues (issue 20, item 9; ``[services]
+    mqtt_session_expiry``, ``mqtt_max_queued_messages``, ``mqtt_max_queued_bytes``)."""
+    return (f"# persistent sessions of clients gone for {expiry} expire; each client's queue is capped (the\n"
+            f"# collectors' sessions are sized for the outage of run the README promises to ride out)\n"
+            f"persistent_client_expiration {expiry}\n"
+            f"max_queued_messages {max_messages}\n"
+            f"max_queued_bytes {max_bytes}")
+
+
+def listeners(port: int, sites_port: int, base: Path) -> str:
+    """The two listeners (issue 20, item 2): sewerwatch's own clients on ``port``, the
+    sites' devices on ``sites_port`` with their client id forced to their account's name."""
+    return (f"# sewerwatch's own clients: run, collect, the notifier, admin, the simulators' device account\n"
+            f"listener {port} {HOST}\n"
+            f"allow_anonymous false\n"
+            f"password_file {base}/passwd\n"
+            f"acl_file {base}/acl\n"
+            f"\n"
+            f"# the sites' devices: an account's client id is its user name, so no site can take\n"
+            f"# run's, a collector's or another site's identity\n"
+            f"listener {sites_port} {HOST}\n"
+            f"allow_anonymous false\n"
+            f"password_file {base}/passwd-sites\n"
+            f"acl_file {base}/acl\n"
+            f"use_username_as_clientid true\n")
+
+
+def write_password_file(path: Path, accounts: list[tuple[str, str]]) -> None:
+    """A Mosquitto password file of ``accounts`` (user, password): written as plain lines
+    into a file only its owner reads, then hashed in place by ``mosquitto_passwd -U``, so
+    no password is ever on a command line (``ps`` shows every process's arguments)."""
+    new = path.with_name(path.name + ".new")
+    new.unlink(missing_ok=True)
+    fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        for user, password in accounts:
+            if ":" in user or "\n" in user + password:
+                raise ServiceError(f"broker account {user!r}: a user name may not hold ':' nor a password a newline")
+            f.write(f"{user}:{password}\n")
+    if accounts:
+        run([find_binary("mosquitto_passwd"), "-U", str(new)], what="mosquitto_passwd")
+    os.replace(new, path)
+    os.chmod(path, 0o600)
 
 
 @dataclass
@@ -147,6 +204,14 @@ class EmbeddedMosquitto:
     collector_topics: tuple = ()     # every filter the collector subscribes to (collector_acl)
     site_reads: dict = field(default_factory=dict)   # site id -> [topic filters it may read]
     sparkplug_state: str | None = None   # spBv1.0/STATE/<host id> when run is a Sparkplug host
+    sites_port: int | None = None    # the sites' listener; None: port + 1000
+    session_expiry: str = "7d"
+    max_queued_messages: int = 5_000_000
+    max_queued_bytes: int = 1 << 30
+
+    def __post_init__(self):
+        if self.sites_port is None:
+            self.sites_port = self.port + 1000
 
     @property
     def base(self) -> Path:
@@ -160,8 +225,8 @@ class EmbeddedMosquitto:
         return broker_url(account, self.passwords[account], self.port)
 
     def site_url(self, site: str) -> str:
-        """The URL of site ``site``'s devices' account."""
-        return site_broker_url(site, self.sites[site][0], self.port)
+        """The URL of site ``site``'s devices' account (on the sites' listener)."""
+        return site_broker_url(site, self.sites[site][0], self.sites_port)
 
     def pid(self) -> int | None:
         pid = read_pid(self.base / "mosquitto.pid")
@@ -171,8 +236,23 @@ class EmbeddedMosquitto:
         return self.pid() is not None and port_open(HOST, self.port)
 
     def status(self) -> dict:
-        return {"running": self.running(), "pid": self.pid(), "port": self.port,
-                "state_dir": str(self.base), "log": str(self.log_file)}
+        return {"running": self.running(), "pid": self.pid(), "port": self.port, "sites_port": self.sites_port,
+                "sites_listening": port_open(HOST, self.sites_port), "state_dir": str(self.base),
+                "log": str(self.log_file)}
+
+    def conf_text(self) -> str:
+        """The broker's config file."""
+        run_as = "mosquitto" if is_root() and system_user("mosquitto") else ("root" if is_root() else "")
+        return CONF.format(dir=self.base, user_line=f"user {run_as}" if run_as else "",
+                           autosave=self.autosave, debug_line=DEBUG_LOG if self.log_denied else "",
+                           bounds=session_bounds(self.session_expiry, self.max_queued_messages, self.max_queued_bytes),
+                           listeners=listeners(self.port, self.sites_port, self.base))
+
+    def conf_current(self) -> bool:
+        """Whether the running broker was started with the config it would be given now
+        (listeners and bounds are not reloaded by SIGHUP: a change needs a restart)."""
+        conf = self.base / "mosquitto.conf"
+        return conf.is_file() and conf.read_text() == self.conf_text()
 
     def acl_text(self) -> str:
         """The ACL file: the fixed accounts, the collector and device accounts on the
@@ -187,26 +267,17 @@ class EmbeddedMosquitto:
         return ACL + extra + "\n" + site_acl(self.sites) + site_read_acl(self.site_reads)
 
     def write_config(self) -> None:
-        """(Re)write the broker's config, password file and ACL."""
+        """(Re)write the broker's config, password files and ACL."""
         (self.base / "data").mkdir(parents=True, exist_ok=True)
-        run_as = "mosquitto" if is_root() and system_user("mosquitto") else ("root" if is_root() else "")
-        conf = CONF.format(port=self.port, dir=self.base, user_line=f"user {run_as}" if run_as else "",
-                           autosave=self.autosave, debug_line=DEBUG_LOG if self.log_denied else "")
-        (self.base / "mosquitto.conf").write_text(conf)
+        (self.base / "mosquitto.conf").write_text(self.conf_text())
         (self.base / "acl").write_text(self.acl_text())
-        passwd = self.base / "passwd"
-        new = self.base / "passwd.new"
-        new.unlink(missing_ok=True)
-        tool = find_binary("mosquitto_passwd")
-        new.touch(mode=0o600)
-        accounts = [(user, self.passwords[a]) for a, user in USERNAMES.items()]
-        accounts += [(site_user(site), pw) for site, (pw, _) in sorted(self.sites.items())]
-        for user, password in accounts:
-            run([tool, "-b", str(new), user, password], what="mosquitto_passwd")
-        os.replace(new, passwd)
-        for f in ("passwd", "acl", "mosquitto.conf"):
-            os.chmod(self.base / f, 0o600 if f == "passwd" else 0o644)
-        if run_as == "mosquitto":
+        own = [(user, self.passwords[a]) for a, user in USERNAMES.items()]
+        sites = [(site_user(site), pw) for site, (pw, _) in sorted(self.sites.items())]
+        write_password_file(self.base / "passwd", own)
+        write_password_file(self.base / "passwd-sites", sites)
+        for f in ("acl", "mosquitto.conf"):
+            os.chmod(self.base / f, 0o644)
+        if is_root() and system_user("mosquitto"):
             chown_tree(self.base, "mosquitto")
 
     def start(self) -> None:
@@ -231,7 +302,8 @@ class EmbeddedMosquitto:
         to the config) and have it reload them (SIGHUP); True when it did."""
         acl = self.base / "acl"
         want = self.acl_text()
-        if not self.running() or (acl.is_file() and acl.read_text() == want):
+        if not self.running() or (acl.is_file() and acl.read_text() == want
+                                   and (self.base / "passwd-sites").is_file()):
             return False
         self.write_config()
         os.kill(self.pid(), signal.SIGHUP)

@@ -79,7 +79,7 @@ def scratch(postgres: bool = True, mosquitto: bool = True, migrated: bool = True
     d = state_dir(prefix)
     pw = secrets.load_or_create(d)
     pg = EmbeddedPostgres(d, free_port(), pw["db"]) if postgres else None
-    mq = EmbeddedMosquitto(d, free_port(), pw["mqtt"]) if mosquitto else None
+    mq = EmbeddedMosquitto(d, free_port(), pw["mqtt"], sites_port=free_port()) if mosquitto else None
     try:
         if pg is not None:
             pg.init()
