@@ -68,6 +68,8 @@ ALERTED_KEEP = 20_000
 #: Episodes alerted this recently are taken from the database when it is reached [s]
 #: (more than a new leader's warm-up, sewerwatch.leader).
 ALERTED_WITHIN_S = 2 * 86400.0
+#: An alert write waiting this long is "database slow" [s].
+SLOW_AFTER_S = 2.0
 #: A growing episode's violations row is brought up to date at most this often [s].
 GROW_EVERY_S = 5.0
 
@@ -128,9 +130,10 @@ class AlertManager:
 
     def __init__(self, cfg, db_url: str, routes: list[Route], sites: dict, *, clock=time.time,
                  timezone_name: str | None = None, workers: int = 4, state_dir: Path | None = None,
-                 open_wait_s: float = 1.0, links=None):
+                 open_wait_s: float = 1.0, links=None, gate=None):
         self.cfg = cfg
         self.links = links
+        self.gate = gate        # async (timeout) -> bool: whether this run may still send and write
         self.db_url = db_url
         self.routes = routes
         self.sites = sites
@@ -145,7 +148,7 @@ class AlertManager:
         state_dir = Path(state_dir) if state_dir is not None else None
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
         self.outbox = Outbox(self.store, state_dir / OUTBOX_FILE if state_dir is not None else None,
-                             on_db_up=self._catch_up)
+                             on_db_up=self._catch_up, gate=gate)
         self._outbox_task: asyncio.Task | None = None
         self._deliveries: set[asyncio.Task] = set()
         self._last_ack_poll = 0.0
@@ -175,7 +178,7 @@ class AlertManager:
             for t in pending:
                 t.cancel()
                 log.error("alert delivery still retrying at shutdown; abandoned (recorded as failed attempts)")
-        if self.outbox.db_up and not await self.outbox.flush(timeout):
+        if self.outbox.db_up and (self.gate is None or await self.gate(0.0)) and not await self.outbox.flush(timeout):
             log.error("%d alert writes not applied at shutdown; kept in the journal", len(self.outbox))
         self._save()
         if self._outbox_task is not None:
@@ -206,6 +209,10 @@ class AlertManager:
             return "the alert outbox stopped; restarting it"
         if self.outbox.db_up is False and len(self.outbox):
             return (f"alert database unreachable ({self.outbox.last_error}); {len(self.outbox)} writes wait, "
+                    "notifications go on")
+        behind = self.outbox.behind_s()
+        if behind is not None and behind >= SLOW_AFTER_S:
+            return (f"database slow ({behind:.0f} s behind): {len(self.outbox)} alert writes wait (locks or load); "
                     "notifications go on")
         return None
 
@@ -702,6 +709,11 @@ class AlertManager:
         if a is not None and a.kind == "system":
             subject = f"system:{a.key.subject}"
         for attempt in range(1, attempts + 1):
+            if self.gate is not None and not await self.gate():
+                self.stats["not_sent"] = self.stats.get("not_sent", 0) + 1
+                log.warning("alert %s %s via %s not sent: this run no longer leads (another took over while it "
+                            "stood still)", label, event, ch.name)
+                return False
             try:
                 await loop.run_in_executor(self._pool, ch.send, title, body, payload)
                 error = None

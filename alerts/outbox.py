@@ -47,8 +47,9 @@ class Outbox:
         Awaited (once each time) when the database becomes reachable again.
     """
 
-    def __init__(self, store, path: Path | None = None, on_db_up=None):
+    def __init__(self, store, path: Path | None = None, on_db_up=None, gate=None):
         self.store = store
+        self.gate = gate      # async (timeout) -> bool: ops wait while this run is unsure it still leads
         self.path = Path(path) if path is not None else None
         self.on_db_up = on_db_up
         self._ops: deque = deque()
@@ -60,10 +61,17 @@ class Outbox:
         self.journal_error: str | None = None
         self.applied = 0
         self.dropped = 0
+        self.applying_since: float | None = None   # [monotonic s] an op being applied
+        self.slow_since: float | None = None       # [monotonic s] ops time out: the database is slow, not down
         self._refused_logged = 0.0
 
     def __len__(self) -> int:
         return len(self._ops)
+
+    def behind_s(self) -> float | None:
+        """How long the alert writes have been held up by a slow database [s], or None."""
+        since = self.slow_since if self.slow_since is not None else self.applying_since
+        return None if since is None else time.monotonic() - since
 
     def status(self) -> dict:
         return {"pending_ops": len(self._ops), "db_up": self.db_up, "applied": self.applied,
@@ -148,15 +156,32 @@ class Outbox:
                     pass
                 continue
             op = self._ops[0]
+            if self.gate is not None and not await self.gate(1.0):
+                await asyncio.sleep(0.5)          # not leading (or unsure): the ops wait in the journal
+                continue
+            self.applying_since = time.monotonic()
             try:
                 result = await asyncio.wait_for(self.store.apply(op), APPLY_TIMEOUT_S)
-            except (psycopg.OperationalError, psycopg.InterfaceError, OSError, asyncio.TimeoutError) as exc:
+            except asyncio.TimeoutError:
+                # the op waited its whole time (a lock, a loaded server): slow, not down
+                self.applying_since = None
+                if self.slow_since is None:
+                    self.slow_since = time.monotonic() - APPLY_TIMEOUT_S
+                    log.warning("alert database slow: a write waited %.0f s; %d writes wait, notifications go on",
+                                APPLY_TIMEOUT_S, len(self._ops))
+                await self.store.reset()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+                continue
+            except (psycopg.OperationalError, psycopg.InterfaceError, OSError) as exc:
+                self.applying_since = None
                 self._down(exc)
                 await self.store.reset()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
                 continue
             except psycopg.Error as exc:
+                self.applying_since = None
                 # the database refused this op (not an outage): kept, tried again, said loudly
                 self._refused(op, exc)
                 await self.store.reset()
@@ -164,8 +189,10 @@ class Outbox:
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
                 continue
             except Exception as exc:  # noqa: BLE001 - a malformed op can never be applied
+                self.applying_since = None
                 self._drop(op, exc)
                 continue
+            self.applying_since = self.slow_since = None
             backoff = BACKOFF_MIN_S
             self._ops.popleft()
             self.applied += 1

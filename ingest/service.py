@@ -87,7 +87,8 @@ class Ingest:
 def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path,
           client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1,
           listeners=(), supervisor: Supervisor | None = None, refs=None, share_group: str | None = None,
-          shards=None, modbus: bool = True, sparkplug_host_id: str | None = None) -> Ingest:
+          shards=None, modbus: bool = True, sparkplug_host_id: str | None = None,
+          may_connect=None) -> Ingest:
     """Start the writer and the collectors the config describes.
 
     Parameters
@@ -119,6 +120,9 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     sparkplug_host_id : str, optional
         The MQTT collector is the Sparkplug primary host of this id (``run``:
         :func:`foundation.endpoints.sparkplug_host`; ``collect`` is none).
+    may_connect : callable, optional
+        Asked before the MQTT collector (re)connects: a leader that stood still must not
+        take its session back from the one that took over (``sewerwatch.leader``).
     """
     if refs is None:
         with db.connect(db_url=ingest_url) as conn:
@@ -137,7 +141,8 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
         topics = topic_map(cfg, refs[0], patterns)
         ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id,
                                  bounds=Bounds.from_options(cfg.ingest),
-                                 share_group=share_group, sparkplug_host_id=sparkplug_host_id).start(sup)
+                                 share_group=share_group, sparkplug_host_id=sparkplug_host_id,
+                                 may_connect=may_connect).start(sup)
     devices = modbus_devices(cfg, shards) if modbus else []
     if devices and any(s.source == "modbus" for s in cfg.sensors):
         ing.modbus = _start_modbus(cfg, devices, modbus_refs, sink, sup, scale)

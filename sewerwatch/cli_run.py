@@ -49,8 +49,9 @@ def _run(args, ctx) -> int:
     import psycopg
 
     from ingest.service import modbus_devices, write_status
-    from sewerwatch.leader import WARM_UP_S, Leadership, LeaderLock, StepDown, lead_or_stand_by
-    from sewerwatch.pipeline import Pipeline, run_until_signalled
+    from sewerwatch.leader import WARM_UP_S, LeaderLease, Leadership, StepDown, acquire_or_wait, lead_or_stand_by
+    from sewerwatch.liveness import STATUS_FRESH_S, Liveness
+    from sewerwatch.pipeline import Pipeline
 
     cfg = ctx.config
     modbus_devices(cfg, None if args.no_modbus else args.shard)     # a bad --shard: one line, exit 2
@@ -66,57 +67,87 @@ def _run(args, ctx) -> int:
     state = cfg.services.state_dir
     state.mkdir(parents=True, exist_ok=True)
     spool = Path(args.spool_dir) if args.spool_dir else state / "spool"
-    leadership = Leadership(LeaderLock(ep.db("owner")), standby=args.standby)
+    lease = LeaderLease(ep.db("owner"), lease_s=cfg.run.lease_s)
+    leadership: Leadership | None = Leadership(lease, standby=args.standby)
+    current: dict = {"pipeline": None}
+
+    def status_fresh() -> bool:
+        p = current["pipeline"]
+        comp = p.supervisor.components.get("status") if p is not None else None
+        return comp is None or time.monotonic() - comp.last_beat < STATUS_FRESH_S
+
+    def describe() -> str:
+        p = current["pipeline"]
+        if leadership is not None and leadership.role == "standby":
+            return "standing by"
+        if p is None or not p.ready.is_set():
+            return "starting"
+        probs = p.problems()
+        return "degraded: " + "; ".join(f"{k}: {v}" for k, v in probs.items())[:200] if probs else "ok"
+
+    live = Liveness(cfg.run.deadman_url, cfg.run.deadman_every_s,
+                    leading=lambda: leadership is None or leadership.role == "leader",
+                    status_fresh=status_fresh, describe=describe)
 
     def make() -> Pipeline:
-        return Pipeline(cfg, owner_url=ep.db("owner"), ingest_url=ep.db("ingest"),
-                        mqtt_url=None if args.no_mqtt else ep.mqtt("collector"), notifier_url=ep.mqtt("notifier"),
-                        spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id, state_dir=state,
-                        warm_up_s=WARM_UP_S if args.standby else 0.0, leadership=leadership, shards=args.shard,
-                        modbus=not args.no_modbus)
+        # a restart (or a takeover) mid-episode judges the recent readings again first, so it
+        # continues the open row rather than starting another (issue 20, item 5)
+        p = Pipeline(cfg, owner_url=ep.db("owner"), ingest_url=ep.db("ingest"),
+                     mqtt_url=None if args.no_mqtt else ep.mqtt("collector"), notifier_url=ep.mqtt("notifier"),
+                     spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id, state_dir=state,
+                     warm_up_s=WARM_UP_S, leadership=leadership, shards=args.shard,
+                     modbus=not args.no_modbus, liveness=live)
+        current["pipeline"] = p
+        return p
 
     if not args.standby:
         try:
-            if not leadership.lock.try_acquire():
-                holder = leadership.lock.holder() or {}
-                leadership.lock.close()
+            if not acquire_or_wait(lease, cfg.run.lease_s + 1.0):
+                holder = lease.holder() or {}
+                lease.close()
                 raise SewerwatchError(f"run: another run leads this database ({holder.get('name', 'unknown')}); "
                                       "start this one with --standby to take over when it stops")
-            leadership.role, leadership.terms = "leader", 1
+            leadership.acquired()
         except psycopg.OperationalError as exc:
             logging.getLogger("sewerwatch.leader").warning(
-                "database unreachable at start (%s): running without the leader lock", str(exc).strip()[:200])
+                "database unreachable at start (%s): running without the lease", str(exc).strip()[:200])
             leadership = None
     print("run: " + ("standing by: leads when no other run leads this database; " if args.standby else
                      "collectors, writer, evaluator and alerts running; ")
           + "SIGTERM or Ctrl-C stops after writing everything", file=sys.stderr, flush=True)
-    if leadership is None:
-        p = make()
-        run_until_signalled(p)
-    else:
-        started = time.time()
+    started = time.time()
 
-        def standby_status() -> None:
-            write_status(state / STATUS_FILE, {"pid": os.getpid(), "started": started, "updated": time.time(),
-                                               "running": True, "state": "standby", "problems": {},
-                                               "leadership": leadership.status()})
+    def standby_status() -> None:
+        write_status(state / STATUS_FILE, {"pid": os.getpid(), "started": started, "updated": time.time(),
+                                           "running": True, "state": "standby", "problems": {},
+                                           "leadership": leadership.status(), **live.status()})
 
-        async def main():
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, stop.set)
-            return await lead_or_stand_by(leadership, make, stop, standby_status)
+    async def main():
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        live_stop = asyncio.Event()
+        pinger = loop.create_task(live.run(live_stop), name="liveness")
         try:
-            p = asyncio.run(main())
-        except StepDown as exc:
-            raise SewerwatchError(f"run: {exc}") from None
-        if p is None:
-            write_status(state / STATUS_FILE, {"pid": os.getpid(), "started": started, "updated": time.time(),
-                                               "running": False, "state": "standby", "problems": {},
-                                               "leadership": leadership.status()})
-            print("run: stopped (was standing by)", file=sys.stderr, flush=True)
-            return 0
+            if leadership is None:
+                p = make()
+                await p.run(stop)
+                return p
+            return await lead_or_stand_by(leadership, make, stop, standby_status)
+        finally:
+            live_stop.set()
+            await pinger
+    try:
+        p = asyncio.run(main())
+    except StepDown as exc:
+        raise SewerwatchError(f"run: {exc}") from None
+    if p is None:
+        write_status(state / STATUS_FILE, {"pid": os.getpid(), "started": started, "updated": time.time(),
+                                           "running": False, "state": "standby", "problems": {},
+                                           "leadership": leadership.status()})
+        print("run: stopped (was standing by)", file=sys.stderr, flush=True)
+        return 0
     st = p.status()
     print(f"run: stopped; {st['readings']['accepted']} readings accepted, {st['readings']['inserted']} inserted, "
           f"{st['readings']['spooled']} spooled; alerts opened {st['alerts']['opened']}, "
@@ -310,9 +341,11 @@ def _print_process(name: str, r: dict, tz: str) -> None:
     if r.get("state") == "standby" and r.get("running"):
         leader = lead.get("leader")
         print(f"{name}: STANDBY (pid {r.get('pid')}): collects, judges and alerts nothing; takes over when the "
-              "leader stops; leader: " + (f"{leader['name']} (server pid {leader['pid']}, since {leader['since']})"
-                                          if leader else "none seen" + (f" (database: {lead['database_error']})"
-                                                                         if lead.get("database_error") else "")))
+              "leader's lease expires; leader: " + (
+                  f"{leader['name']} (term {leader['term']}, since {local_time(leader['since'], tz)}, lease "
+                  + ("EXPIRED" if leader.get("expired") else f"until {local_time(leader['expires'], tz)}") + ")"
+                  if leader else "none seen" + (f" (database: {lead['database_error']})"
+                                                if lead.get("database_error") else "")))
         return
     state = (r.get("state") or "ok").upper()
     print(f"{name}: {'running' if r.get('running') else 'NOT RESPONDING'} (pid {r.get('pid')}), "

@@ -1,14 +1,23 @@
 """Who leads ``sewerwatch run``: one leader judges and alerts, a standby waits to take over.
 
-Several ``run`` instances may run against one database (issue 15, item 4). The leader holds
-a PostgreSQL session-level advisory lock on a connection of its own; the others are
-standbys that collect nothing, judge nothing, alert nobody, and try the lock every
-``POLL_S``. Why a lock and not a lease row with a heartbeat: the server releases the lock
-the moment the leader's session ends, and a leader killed by SIGKILL or a crash ends it at
-once (the kernel closes its socket), so a standby takes over within a poll (0.5 s) with no
-lease length to tune, no clock to trust and no write every few seconds. A leader whose host
-vanishes without closing the socket is found by TCP keepalives, set here on both sides
-(``KEEPALIVE_*``: about 10 s).
+Several ``run`` instances may run against one database (issue 15, item 4). Leadership is a
+**lease** in the database (``run_lease``, migration 0101; issue 20, item 3): the leader
+renews it every :data:`CHECK_S`, each renewal good for ``[run] lease_s`` (5 s) of the
+database's clock; a standby tries to take it every :data:`POLL_S` and succeeds once it has
+expired. A lock was not enough: a frozen leader (SIGSTOP, a hung disk, a paused VM) keeps
+its connection, so it kept the lock, and nobody took over. A lease a frozen process cannot
+renew expires, and a standby leads within ``lease_s`` and a poll. Only the database's clock
+is compared with itself; the hosts' clocks never are.
+
+The leader that thaws must not act on what it had in hand. :meth:`Leadership.fence` is the
+gate every notification, every database write of the alerts and every (re)connection of its
+MQTT collector passes: closed when the lease is known lost, and *unsure* when the last
+renewal is older than the lease without the database being down (the process stood still):
+then it waits for the next renewal, which either succeeds (nobody took over: go on) or
+finds another term (step down: nothing in hand is sent). While the database is unreachable
+the leader leads on from memory (alerts never wait for the database, issue 12); a standby
+cannot take an expired lease meanwhile, and after the database returns it waits
+:data:`GRACE_S` so the leader of before the outage renews first.
 
 What the new leader does so that no episode is alerted twice or missed:
 
@@ -23,17 +32,11 @@ What the new leader does so that no episode is alerted twice or missed:
   second alert, no second e-mail), and an episode the old leader had not alerted yet (it
   died first) is alerted now.
 
-The database going down while both run: both lose the lock. The leader keeps judging and
-alerting from memory (alerts never wait for the database, issue 12) and tries to take the
-lock back every ``CHECK_S``; a standby that lost its own connection waits ``GRACE_S``
-after the database returns before it tries, so the old leader takes the lock back first. A
-leader that finds the database reachable and the lock held by another steps down at once
-(its collectors stop, it becomes a standby). Two leaders alert at the same time only while
-a leader is cut off from a database the standby still reaches (a network partition): the
-standby takes over when the server drops the old session (keepalives, about 10 s), and the
-old leader goes on from memory until it reaches the database again, then steps down; the
-database's episode records keep the alert rows single, not the e-mails. README "A standby
-for run" has the figures.
+Two leaders alert at the same time only while a leader is cut off from a database the
+standby still reaches (a network partition): the standby takes over once the lease has
+expired, the old leader goes on from memory until it reaches the database again, then finds
+another term and steps down; the database's episode records keep the alert rows single, not
+the e-mails. README "A standby for run" has the figures.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets as _random
 import socket
 import time
 
@@ -48,98 +52,130 @@ import psycopg
 
 log = logging.getLogger("sewerwatch.leader")
 
-#: The advisory lock's key (per database): "SW" and 1.
-LOCK_KEY = 0x5357_0001
-#: A standby tries the lock this often [s].
+#: A standby tries to take the lease this often [s].
 POLL_S = 0.5
-#: A leader checks its lock's connection this often, and tries to take a lost lock back [s].
+#: The leader renews its lease this often [s].
 CHECK_S = 1.0
 #: After the database was unreachable for a standby, it waits this long before it tries the
-#: lock, so that the leader of before the outage takes it back first [s].
+#: lease, so that the leader of before the outage renews it first [s].
 GRACE_S = 5.0
 #: Readings judged again by a new leader before it collects [s].
 WARM_UP_S = 900.0
-#: TCP keepalives of the lock's connection, client and server side: idle [s], interval [s], count.
-KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 4, 2, 3
+#: The lease's length unless configured ([run] lease_s) [s].
+LEASE_S = 5.0
 
-HOLDER_SQL = """SELECT a.pid, a.application_name, a.client_addr::text, a.backend_start
-    FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = %s AND l.objsubid = 1"""
+ACQUIRE_SQL = """INSERT INTO run_lease AS l (id, holder, term, acquired_at, renewed_at, expires_at)
+    VALUES (1, %(me)s, 1, now(), now(), now() + make_interval(secs => %(lease)s))
+    ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, term = l.term + 1, acquired_at = now(),
+        renewed_at = now(), expires_at = EXCLUDED.expires_at
+    WHERE l.expires_at < now() OR l.holder = %(dead)s
+    RETURNING term"""
+RENEW_SQL = """UPDATE run_lease SET renewed_at = now(), expires_at = now() + make_interval(secs => %(lease)s)
+    WHERE id = 1 AND holder = %(me)s AND term = %(term)s RETURNING term"""
+HOLDER_SQL = """SELECT holder, term, acquired_at, renewed_at, expires_at, expires_at < now() FROM run_lease
+    WHERE id = 1"""
 
 
-class LeaderLock:
-    """The right to lead: ``pg_try_advisory_lock`` on a dedicated connection.
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class LeaderLease:
+    """The right to lead: the row of ``run_lease``, taken when expired, renewed while led.
 
     Parameters
     ----------
     url : str
-        Database URL (any role may take an advisory lock).
-    name : str
-        Who asks (``application_name`` of the connection, shown in ``sewerwatch status``).
+        Database URL (the owner role).
+    name : str, optional
+        Who asks (``sewerwatch-run <host> pid <pid>``, shown in ``sewerwatch status``); a
+        random token is added so two processes never share a name.
+    lease_s : float
+        How long a renewal is good for [s].
     """
 
-    def __init__(self, url: str, name: str | None = None):
+    def __init__(self, url: str, name: str | None = None, lease_s: float = LEASE_S):
         self.url = url
-        self.name = name or f"sewerwatch-run {socket.gethostname()} pid {os.getpid()}"
+        base = name or f"sewerwatch-run {socket.gethostname()} pid {os.getpid()}"
+        self.name = base
+        self.me = f"{base} {_random.token_hex(4)}"
+        self.lease_s = float(lease_s)
         self.conn: psycopg.Connection | None = None
         self.held = False
+        self.term: int | None = None
 
     def _connect(self) -> psycopg.Connection:
         if self.conn is None or self.conn.closed:
-            self.conn = psycopg.connect(
-                self.url, autocommit=True, connect_timeout=3, application_name=self.name[:63],
-                keepalives=1, keepalives_idle=KEEPALIVE_IDLE_S, keepalives_interval=KEEPALIVE_INTERVAL_S,
-                keepalives_count=KEEPALIVE_COUNT)
-            # the server side too: a leader's host that vanishes frees the lock in ~10 s
-            self.conn.execute(f"SET tcp_keepalives_idle = {KEEPALIVE_IDLE_S}; "
-                              f"SET tcp_keepalives_interval = {KEEPALIVE_INTERVAL_S}; "
-                              f"SET tcp_keepalives_count = {KEEPALIVE_COUNT}; SET statement_timeout = '3s'")
+            self.conn = psycopg.connect(self.url, autocommit=True, connect_timeout=3,
+                                        application_name=self.name[:63],
+                                        options="-c statement_timeout=3000")
         return self.conn
 
-    def try_acquire(self) -> bool:
-        """Take the lock if it is free. Raises :class:`psycopg.OperationalError` when the
-        database is unreachable."""
+    def _run(self, sql: str, params=None):
         try:
-            got = self._connect().execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]
+            return self._connect().execute(sql, params).fetchone()
         except psycopg.Error:
-            self.close()
+            self.close(keep_held=True)
             raise
-        self.held = bool(got)
+
+    def try_acquire(self) -> bool:
+        """Take the lease if it has expired (or its holder is a process of this host that is
+        gone). Raises :class:`psycopg.OperationalError` when the database is unreachable."""
+        row = self._run(ACQUIRE_SQL, {"me": self.me, "lease": self.lease_s, "dead": self._dead_holder() or ""})
+        self.held = row is not None
+        self.term = row[0] if row else None
         return self.held
 
-    def connect(self) -> None:
-        """Open the connection only (raises when the database is unreachable)."""
+    def _dead_holder(self) -> str | None:
+        """The holder's name when it is a process of this host that no longer runs (a
+        ``run`` killed and started again need not wait out its own lease)."""
         try:
-            self._connect().execute("SELECT 1")
+            row = self._connect().execute(HOLDER_SQL).fetchone()
         except psycopg.Error:
-            self.close()
-            raise
-
-    def still_held(self) -> bool:
-        """Whether the lock's session is alive (then the lock is ours: only its end frees it)."""
-        if not self.held or self.conn is None:
-            return False
-        try:
-            self.conn.execute("SELECT 1")
-            return True
-        except psycopg.Error:
-            self.close()
-            return False
-
-    def holder(self) -> dict | None:
-        """Who holds the lock now (pid, application name, address, since), or None."""
-        try:
-            row = self._connect().execute(HOLDER_SQL, (LOCK_KEY,)).fetchone()
-        except psycopg.Error:
-            self.close()
             return None
         if row is None:
             return None
-        return {"pid": row[0], "name": row[1], "address": row[2], "since": row[3].isoformat()}
+        parts = row[0].split()
+        if len(parts) >= 5 and parts[0] == "sewerwatch-run" and parts[1] == socket.gethostname() and parts[2] == "pid":
+            try:
+                os.kill(int(parts[3]), 0)
+            except ProcessLookupError:
+                return row[0]
+            except (OSError, ValueError):
+                return None
+        return None
 
-    def close(self) -> None:
-        """Drop the connection (and with it the lock)."""
-        self.held = False
+    def renew(self) -> bool:
+        """Renew the lease; False when another term holds it (lost). Raises
+        :class:`psycopg.OperationalError` when the database is unreachable."""
+        if self.term is None:
+            return False
+        row = self._run(RENEW_SQL, {"me": self.me, "lease": self.lease_s, "term": self.term})
+        if row is None:
+            self.held = False
+        return row is not None
+
+    def connect(self) -> None:
+        """Open the connection only (raises when the database is unreachable)."""
+        self._run("SELECT 1")
+
+    def holder(self) -> dict | None:
+        """Who holds the lease (name, term, since, renewed, expires, expired), or None."""
+        try:
+            row = self._connect().execute(HOLDER_SQL).fetchone()
+        except psycopg.Error:
+            self.close(keep_held=True)
+            return None
+        if row is None:
+            return None
+        return {"name": row[0].rsplit(" ", 1)[0], "term": row[1], "since": row[2].isoformat(),
+                "renewed": row[3].isoformat(), "expires": row[4].isoformat(), "expired": row[5]}
+
+    def close(self, keep_held: bool = False) -> None:
+        """Drop the connection (the lease stays until it expires, unless released)."""
+        if not keep_held:
+            self.held = False
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -147,35 +183,79 @@ class LeaderLock:
                 pass
             self.conn = None
 
+    def release(self) -> None:
+        """Give the lease up at once (a clean stop: a standby need not wait for it to expire)."""
+        if self.term is not None:
+            try:
+                self._connect().execute("DELETE FROM run_lease WHERE id = 1 AND holder = %s AND term = %s",
+                                        (self.me, self.term))
+            except psycopg.Error:
+                pass
+        self.close()
+
 
 class Leadership:
-    """Stand by until the lock is free, lead while it is held (:func:`lead_or_stand_by`).
+    """Stand by until the lease is free, lead while it is held (:func:`lead_or_stand_by`).
 
-    ``role`` is ``standby`` or ``leader``; ``status()`` is what the status file shows.
+    ``role`` is ``standby`` or ``leader``; ``status()`` is what the status file shows;
+    :meth:`fence` (and :meth:`may_act`) gate what a leader does.
     """
 
-    def __init__(self, lock: LeaderLock, standby: bool = True, grace_s: float = GRACE_S):
+    def __init__(self, lock: LeaderLease, standby: bool = True, grace_s: float = GRACE_S):
         self.lock, self.standby, self.grace_s = lock, standby, grace_s
         self.role = "standby"
         self.since = time.time()
         self.leader: dict | None = None          # who leads, as a standby sees it
         self.db_error: str | None = None
-        self.lock_lost_since: float | None = None
-        self.took_over_in_s: float | None = None   # from the lock's release seen to leading [s]
+        self.renewed_at: float | None = None     # [monotonic s] the last renewal that succeeded
+        self.unreachable_since: float | None = None   # [monotonic s] renewals failing: database down
+        self.lost = False
         self.terms = 0
+        self.stepped_down = 0
+
+    # -- the fence ---------------------------------------------------------------------
+
+    def may_act(self) -> bool | None:
+        """True: lead on; False: the lease is lost (do nothing more); None: unsure — the
+        last renewal is older than the lease and the database was not down (this process
+        stood still), wait for the next renewal."""
+        if self.role != "leader" or self.lost:
+            return False
+        if self.renewed_at is None:
+            return True
+        if time.monotonic() - self.renewed_at <= self.lock.lease_s or self.unreachable_since is not None:
+            return True
+        return None
+
+    async def fence(self, timeout: float = 30.0) -> bool:
+        """Wait until :meth:`may_act` is sure; True to go on (send, write, connect)."""
+        end = time.monotonic() + timeout
+        while True:
+            ok = self.may_act()
+            if ok is not None:
+                return ok
+            if time.monotonic() > end:
+                return False
+            await asyncio.sleep(0.05)
 
     def status(self) -> dict:
-        out = {"role": self.role, "since": self.since, "terms": self.terms}
+        out = {"role": self.role, "since": self.since, "terms": self.terms, "lease_s": self.lock.lease_s}
         if self.role == "standby":
             out["leader"] = self.leader
             out["database_error"] = self.db_error
         else:
-            out["lock"] = "held" if self.lock_lost_since is None else (
-                f"lost {time.time() - self.lock_lost_since:.0f} s ago (database unreachable); leading from memory")
+            age = None if self.renewed_at is None else time.monotonic() - self.renewed_at
+            out["term"] = self.lock.term
+            out["lease"] = ("held" + ("" if age is None else f", renewed {age:.1f} s ago")
+                            if self.unreachable_since is None else
+                            f"not renewed for {time.monotonic() - self.unreachable_since:.0f} s (database unreachable); "
+                            "leading from memory")
         return out
 
+    # -- standing by and leading ---------------------------------------------------------
+
     async def wait_for_lock(self, stop: asyncio.Event, on_standby=lambda: None) -> bool:
-        """Stand by until the lock is ours (True) or ``stop`` is set (False)."""
+        """Stand by until the lease is ours (True) or ``stop`` is set (False)."""
         loop = asyncio.get_running_loop()
         not_before = 0.0
         was_down = False
@@ -184,13 +264,12 @@ class Leadership:
             try:
                 if was_down:
                     await loop.run_in_executor(None, self.lock.connect)     # raises while it is down
-                    # the database is back: the leader of before the outage takes its lock back first
+                    # the database is back: the leader of before the outage renews first
                     was_down, not_before = False, time.monotonic() + self.grace_s
-                    log.info("database reachable again; standing by %.0f s for the leader to take its lock back",
+                    log.info("database reachable again; standing by %.0f s for the leader to renew its lease",
                              self.grace_s)
                 elif time.monotonic() >= not_before and await loop.run_in_executor(None, self.lock.try_acquire):
-                    self.role, self.since, self.leader, self.db_error = "leader", time.time(), None, None
-                    self.terms += 1
+                    self._led()
                     return True
                 self.leader = await loop.run_in_executor(None, self.lock.holder)
                 self.db_error = None
@@ -205,36 +284,43 @@ class Leadership:
                 pass
         return False
 
+    def _led(self) -> None:
+        self.role, self.since, self.leader, self.db_error = "leader", time.time(), None, None
+        self.renewed_at, self.unreachable_since, self.lost = time.monotonic(), None, False
+        self.terms += 1
+        log.info("leading (term %s of the lease, %.0f s, renewed every %.0f s)", self.lock.term, self.lock.lease_s,
+                 CHECK_S)
+
+    def acquired(self) -> None:
+        """A plain ``run`` took the lease before it started (:func:`acquire_or_wait`)."""
+        self._led()
+
     async def keep(self, step_down: asyncio.Event, stop: asyncio.Event) -> None:
-        """While leading: check the lock every :data:`CHECK_S`. Lost with the database
-        unreachable: lead on from memory and take it back when it returns; the database
-        reachable and the lock another's: set ``step_down``."""
+        """While leading: renew every :data:`CHECK_S`. The database unreachable: lead on from
+        memory; another term holds the lease: set ``step_down`` (the fence is closed first)."""
         loop = asyncio.get_running_loop()
         while not stop.is_set() and not step_down.is_set():
-            await asyncio.sleep(CHECK_S)
-            if await loop.run_in_executor(None, self.lock.still_held):
-                continue
-            if self.lock_lost_since is None:
-                self.lock_lost_since = time.time()
-                log.error("leader: lost the lock's connection; leading on from memory, taking it back when the "
-                          "database returns")
             try:
-                got = await loop.run_in_executor(None, self.lock.try_acquire)
-            except psycopg.OperationalError:
-                continue                         # the database is down for everyone: lead on
-            if got:
-                log.info("leader: lock taken back after %.1f s", time.time() - self.lock_lost_since)
-                self.lock_lost_since = None
-            else:
-                holder = await loop.run_in_executor(None, self.lock.holder)
-                log.error("leader: another run leads now (%s); stepping down", holder)
-                self.lock_lost_since = None
-                step_down.set()
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+                ok = await loop.run_in_executor(None, self.lock.renew)
+            except psycopg.OperationalError as exc:
+                if self.unreachable_since is None:
+                    self.unreachable_since = time.monotonic()
+                    log.error("leader: cannot renew the lease (%s); leading on from memory, renewing when the "
+                              "database returns", _first_line(exc))
+                await asyncio.sleep(CHECK_S)
+                continue
+            if ok:
+                if self.unreachable_since is not None:
+                    log.info("leader: lease renewed after %.1f s", time.monotonic() - self.unreachable_since)
+                self.renewed_at, self.unreachable_since = time.monotonic(), None
+                await asyncio.sleep(CHECK_S)
+                continue
+            self.lost = True
+            holder = await loop.run_in_executor(None, self.lock.holder)
+            log.error("leader: the lease is another's now (%s, term %s); stepping down without sending what was "
+                      "in hand", (holder or {}).get("name"), (holder or {}).get("term"))
+            self.stepped_down += 1
+            step_down.set()
 
 
 async def lead_or_stand_by(leadership: Leadership, make_pipeline, stop: asyncio.Event, on_standby=lambda: None):
@@ -242,7 +328,7 @@ async def lead_or_stand_by(leadership: Leadership, make_pipeline, stop: asyncio.
 
     ``make_pipeline()`` builds a :class:`sewerwatch.pipeline.Pipeline` for one term (with
     ``--standby``, one that judges the recent readings again first: it may be taking over).
-    Without ``leadership.standby`` (a plain ``run``) the caller holds the lock already and a
+    Without ``leadership.standby`` (a plain ``run``) the caller holds the lease already and a
     step-down ends the run. Returns the last term's pipeline (None when it never led).
     """
     pipeline = None
@@ -268,7 +354,11 @@ async def lead_or_stand_by(leadership: Leadership, make_pipeline, stop: asyncio.
         finally:
             for t in (keeper, relayer):
                 t.cancel()
-            leadership.lock.close()
+            if step_down.is_set():
+                leadership.lock.close()
+            else:
+                await asyncio.get_running_loop().run_in_executor(None, leadership.lock.release)
+            leadership.role = "standby"
         if step_down.is_set():
             if not leadership.standby:
                 raise StepDown("another run leads now; this one stepped down (start it with --standby to wait)")
@@ -276,5 +366,24 @@ async def lead_or_stand_by(leadership: Leadership, make_pipeline, stop: asyncio.
     return pipeline
 
 
+def acquire_or_wait(lease: LeaderLease, wait_s: float) -> bool:
+    """A plain ``run``: take the lease, waiting up to ``wait_s`` for a holder that stopped
+    renewing it (a run killed a moment ago) to let it expire. False when it is still held."""
+    end = time.monotonic() + wait_s
+    while True:
+        if lease.try_acquire():
+            return True
+        holder = lease.holder()
+        if holder is not None and not holder["expired"] and time.monotonic() >= end:
+            return False
+        if time.monotonic() >= end + 1.0:
+            return False
+        time.sleep(0.25)
+
+
 class StepDown(Exception):
     """A plain ``run`` (not ``--standby``) found another leader and stopped."""
+
+
+#: The old name of the leader's right (it was an advisory lock until issue 20).
+LeaderLock = LeaderLease

@@ -126,7 +126,7 @@ class Pipeline:
                  client_id: str = "sewerwatch-run", clock=time.time, tick_s: float = 0.2,
                  console_stream=None, routes=None, max_delay: float = 0.1, state_dir: Path | None = None,
                  degraded_after_s: float = DEGRADED_AFTER_S, enforcement_first_s: float = 30.0,
-                 warm_up_s: float = 0.0, leadership=None, shards=None, modbus: bool = True):
+                 warm_up_s: float = 0.0, leadership=None, shards=None, modbus: bool = True, liveness=None):
         self.cfg = cfg
         self.owner_url, self.ingest_url = owner_url, ingest_url
         self.mqtt_url, self.notifier_url = mqtt_url, notifier_url
@@ -137,6 +137,7 @@ class Pipeline:
         self.degraded_after_s = degraded_after_s
         self.enforcement_first_s = enforcement_first_s
         self.warm_up_s, self.leadership, self.shards, self.modbus = warm_up_s, leadership, shards, modbus
+        self.liveness = liveness                    # sewerwatch.liveness.Liveness: shown in the status
         self.warmed_up = 0                          # readings judged again at the start of a term
         self._round_errors: dict[str, str] = {}     # periodic component -> its last round's error
         self.reminded_on = None                     # the village's day the permit reminders last ran
@@ -241,8 +242,11 @@ class Pipeline:
         routes = self._routes if self._routes is not None else build_routes(
             self.cfg, self.notifier_url, self.console_stream, client_id=f"{self.client_id}-notifier")
         self.links = self._ack_links()
+        # a leader that stood still (SIGSTOP) sends and writes nothing until it knows it still
+        # leads (sewerwatch.leader: the fence)
+        gate = self.leadership.fence if self.leadership is not None else None
         self.manager = await AlertManager(self.cfg, self.owner_url, routes, sites, clock=self.clock,
-                                          state_dir=self.state_dir, links=self.links).start()
+                                          state_dir=self.state_dir, links=self.links, gate=gate).start()
         self._queue = asyncio.Queue()
         if self.warm_up_s > 0:
             await self._warm_up()
@@ -253,7 +257,8 @@ class Pipeline:
         self.ingest = await loop.run_in_executor(None, lambda: service.start(
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
             client_id=self.client_id, max_delay=self.max_delay, listeners=[tap], supervisor=self.supervisor,
-            refs=refs, shards=self.shards, modbus=self.modbus, sparkplug_host_id=sparkplug_host(self.cfg)))
+            refs=refs, shards=self.shards, modbus=self.modbus, sparkplug_host_id=sparkplug_host(self.cfg),
+            may_connect=None if self.leadership is None else (lambda: self.leadership.may_act() is True)))
         stopping = asyncio.Event()
         evaluator = self.supervisor.add("evaluator", stall_after=60.0, check=self._evaluator_problem)
         ticker = self.supervisor.add("alerts", stall_after=60.0, check=self.manager.problem)
@@ -581,6 +586,7 @@ class Pipeline:
             "pid": os.getpid(), "started": self.started, "updated": time.time(),
             "state": "degraded" if problems else "ok", "problems": problems,
             "leadership": self.leadership.status() if self.leadership is not None else None,
+            **(self.liveness.status() if self.liveness is not None else {}),
             "warmed_up": self.warmed_up,
             "components": comps,
             "collectors": {"mqtt": bool(ing and ing.mqtt), "modbus": bool(ing and ing.modbus),

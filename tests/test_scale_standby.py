@@ -181,10 +181,10 @@ def test_the_standby_takes_over_an_acid_dump_in_10_s_and_it_is_alerted_once(db, 
     assert stored == len(stream.sent)
 
 
-def test_database_down_under_a_leader_and_a_standby_the_leader_alerts_alone_and_keeps_its_lock(services, tmp_path):
-    """The database stops while both run: both lose the lock. The leader goes on judging and
+def test_database_down_under_a_leader_and_a_standby_the_leader_alerts_alone_and_keeps_its_lease(services, tmp_path):
+    """The database stops while both run: neither can renew or take the lease. The leader goes on judging and
     mails an acid dump from memory; the standby neither leads nor alerts. When the database
-    returns the standby waits out its grace, the leader takes its lock back first: one leader,
+    returns the standby waits out its grace, the leader renews its lease first: one leader,
     one alert row, one e-mail."""
     from support import own_postgres
 
@@ -240,5 +240,5 @@ def test_database_down_under_a_leader_and_a_standby_the_leader_alerts_alone_and_
             close_all(pub, *procs.values(), *logs, mail)
     violations = [m for m in mail.to("super@village.example") if m["subject"].startswith("[sewerwatch] VIOLATION")]
     assert roles == {("leader", "standby")}, roles                 # never two leaders, never none
-    assert "lock taken back" in leader_log
+    assert "lease renewed after" in leader_log
     assert len(violations) == 1

@@ -85,7 +85,8 @@ class MqttCollector:
     def __init__(self, url: str, topics: TopicMap, sink: Sink, client_id: str = "sewerwatch-collector",
                  qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000,
                  bounds: Bounds = DEFAULT_BOUNDS, max_buffered_rows: int = 200_000,
-                 share_group: str | None = None, sparkplug_host_id: str | None = None):
+                 share_group: str | None = None, sparkplug_host_id: str | None = None,
+                 may_connect=None):
         u = urlsplit(url)
         if u.scheme not in ("mqtt", "mqtts") or not u.hostname:
             raise ValueError(f"not an MQTT URL: {url!r}")
@@ -94,6 +95,7 @@ class MqttCollector:
         self.flush_interval, self.flush_rows = flush_interval, flush_rows
         self.bounds, self.max_buffered_rows = bounds, max_buffered_rows
         self.share_group, self.client_id = share_group, client_id
+        self.may_connect = may_connect           # asked before each (re)connect; None: always
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
                                   protocol=mqtt.MQTTv311, manual_ack=True)
         if u.username:
@@ -246,6 +248,9 @@ class MqttCollector:
                 if self._need_connect or time.monotonic() > stop_by:
                     return
             if self._need_connect:
+                if self.may_connect is not None and not self.may_connect():
+                    self._stop.wait(0.2)         # not (yet) allowed: a leader unsure it still leads
+                    continue
                 if not self._connect(comp):
                     continue
             rc = self.client.loop(timeout=0.2)
