@@ -102,6 +102,22 @@ class Arrivals:
             return tuple(np.concatenate([np.asarray(a), d]) for a, d in zip((sensor, time_us, value, quality), due))
         return sensor, time_us, np.asarray(value), np.asarray(quality)
 
+    def hold_future(self, sensor, time_us, value, quality, now_s: float):
+        """Stored readings (a warm-up): those stamped ahead of ``now_s`` beyond the tolerance
+        are held as if they had just arrived (a takeover must not judge a stamp that the
+        leader before it held); returns the rest, with held readings now due."""
+        time_us = np.asarray(time_us, dtype=np.int64)
+        ahead = time_us / US > now_s + self.tolerance_s
+        if ahead.any():
+            self._held = tuple(np.concatenate([h, np.asarray(x)[ahead]])
+                               for h, x in zip(self._held, (sensor, time_us, value, quality)))
+            keep = ~ahead
+            sensor, time_us, value, quality = (np.asarray(x)[keep] for x in (sensor, time_us, value, quality))
+        due = self.release(now_s)
+        if len(due[0]):
+            return tuple(np.concatenate([np.asarray(a), d]) for a, d in zip((sensor, time_us, value, quality), due))
+        return sensor, time_us, value, quality
+
     def due(self, now_s: float) -> bool:
         """Whether held readings are due at ``now_s`` [epoch s]."""
         return bool(len(self._held[0])) and bool(self._due_mask(now_s).any())

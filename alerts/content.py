@@ -24,7 +24,8 @@ PARAMETER_NAMES = {"ph": "pH", "temperature": "Temperature", "flow": "Flow", "le
 EVENT_WORDS = {"open": "VIOLATION", "escalate": "ESCALATED (unacknowledged)", "resolve": "RESOLVED",
                "continue": "VIOLATION CONTINUES"}
 HEALTH_WORDS = {"no-data": "no data", "flatline": "flatline", "device-unreachable": "device unreachable",
-                "sensor-fault": "sensor fault (readings outside the physically possible range or flagged)"}
+                "sensor-fault": "sensor fault (readings outside the physically possible range or flagged)",
+                "clock-skew": "clock skew (its stamps run ahead of or behind the collector's clock)"}
 
 
 def _label(alert_id) -> str:

@@ -193,10 +193,8 @@ class LiveEpisodes:
         if received_s is not None:
             sensor, time_us, value, quality = self.arrivals.admit(sensor, time_us, value, quality, received_s)
         else:
-            due = self.arrivals.release(now_s)
-            if len(due[0]):
-                sensor, time_us, value, quality = (np.concatenate([a, d]) for a, d in
-                                                   zip((sensor, time_us, value, quality), due))
+            sensor, time_us, value, quality = self.arrivals.hold_future(sensor, time_us, value, quality, now_s)
+            sensor = np.asarray(sensor, dtype=np.int64)
         if self._learning:
             sensor, time_us, value, quality = self._learn(sensor, time_us, value, quality)
         known = (sensor >= 0) & (sensor < len(self.pack_of))
@@ -400,7 +398,7 @@ class LiveEpisodes:
                 start = max(start - 2 * lead, history if history is not None else start - 2 * lead)
                 continue
             if not live and len(still):
-                end += max(tail, end - start)
+                live_from = end          # a run still going at the window's end: judge on to the newest
                 continue
             break
         new = eps[eps["last"] >= affected]
