@@ -109,7 +109,7 @@ def _collect(args, ctx) -> int:
         problems = i.supervisor.problems()
         print(f"collect: accepted {i.sink.accepted} readings, inserted {w.readings_inserted}, "
               f"spooled {w.readings_spooled}, dead letters {w.dead_letters}, "
-              f"database {'up' if w.db_up else 'DOWN (spooling)'}"
+              f"database {i.writer.database_state()}"
               + ("".join(f"; DEGRADED {k}: {v}" for k, v in problems.items())), file=sys.stderr, flush=True)
 
     group = args.group or cfg.mqtt_share_group

@@ -8,7 +8,6 @@ and the alerts on top (it subscribes to the same sink and hands its own
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -20,6 +19,7 @@ from pathlib import Path
 from foundation import db, paths
 from foundation.config import Config
 from foundation.errors import InputError
+from foundation.statusfile import write_status
 from ingest.modbus.collector import ModbusCollector
 from ingest.modbus.options import Options
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
@@ -187,16 +187,6 @@ def _start_modbus(cfg: Config, devices: list, refs, sink: Sink, sup: Supervisor,
 
     sup.add("modbus", body, stall_after=60.0)
     return collector
-
-
-def write_status(path: Path, status: dict) -> None:
-    """Write ``status`` to ``path`` atomically (a full disk leaves the last one in place)."""
-    try:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(status, indent=1, default=str))
-        tmp.replace(path)
-    except OSError as exc:
-        log.warning("could not write the status file %s: %s", path, exc.strerror or exc)
 
 
 def run_until_signalled(ing: Ingest, report=lambda ing: None, every: float = 10.0,

@@ -334,6 +334,16 @@ class Spool:
             if parts or letters or health:
                 yield Chunk(Readings.concat(parts), letters, health, []), f.tell()
 
+    def _drop_offset(self) -> bool:
+        """Remove the offset file (no offset is offset 0): where a full disk cannot take even
+        the offset's rewrite, removing it frees space instead of needing any, and the spool
+        can be emptied."""
+        try:
+            self.offset_path.unlink(missing_ok=True)
+            return True
+        except OSError:
+            return False
+
     def clear(self) -> None:
         """Empty the spool once every record is replayed.
 
@@ -343,7 +353,7 @@ class Spool:
         """
         if self.why is not None and self.why.startswith("over its cap"):
             self.error = self.why = None        # emptied: under its cap again
-        if self._write_offset(0):
+        if self._write_offset(0) or self._drop_offset():
             self._mem_offset = None
             try:
                 os.truncate(self.path, 0)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from foundation.display import local_time, localise
+from foundation.statusfile import read_status
 from foundation.errors import InputError, SchemaMissing, SewerwatchError
 from ingest.cli import add_sharing_arguments
 from foundation.paths import COLLECT_STATUS_FILE
@@ -163,11 +164,8 @@ STALE_AFTER_S = 10.0
 def _read_status(path: Path) -> dict | None:
     """A status file, judged: ``running`` only when its process lives and it is fresh; a
     live process with a stale file is ``unresponsive`` (and nothing in it is healthy)."""
-    if not path.is_file():
-        return None
-    try:
-        st = json.loads(path.read_text())
-    except (OSError, ValueError):
+    st = read_status(path)
+    if st is None:
         return None
     age = time.time() - st.get("updated", 0)
     alive = bool(st.get("running")) and _pid_alive(st.get("pid"))
@@ -369,7 +367,8 @@ def _print_process(name: str, r: dict, tz: str) -> None:
         if "spool" in c:
             sp = c["spool"]
             free = sp.get("free_bytes")
-            extra.append(f"database {'up' if c.get('db_up') else 'DOWN'}, sink {c.get('sink_pending_readings', 0)}, "
+            extra.append(f"database {c.get('database') or ('up' if c.get('db_up') else 'DOWN')}, "
+                         f"sink {c.get('sink_pending_readings', 0)}, "
                          f"held {c.get('held_readings', 0)}, spool {sp['bytes']:,} of {sp['max_bytes']:,} bytes "
                          f"(free {'?' if free is None else f'{free:,}'})"
                          + ("" if sp.get("writable") else f", UNWRITABLE: {sp.get('error')}"))

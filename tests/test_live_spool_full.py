@@ -60,7 +60,7 @@ def test_a_full_spool_disk_is_loud_and_loses_nothing(services, tmp_path):
             assert st["state"] == "degraded" and "No space left on device" in st["problems"]["writer"]
             assert "the broker keeps the messages" in st["problems"]["writer"]
             assert writer["spool"]["writable"] is False and writer["spool"]["free_bytes"] < 20 << 10
-            assert st["database"].startswith("down; spool full or unwritable")
+            assert st["database"].startswith("down, NOT STORING (spool cannot be written: No space left on device")
             assert wait_until(lambda: degraded("DEGRADED: Full disk village: writer"), 10), \
                 [x["body"]["title"] for x in hook.posts]
             stored_while_full = p.ingest.writer.stats.readings_spooled
