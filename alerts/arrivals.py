@@ -13,7 +13,7 @@ work only over the sensors present) and
 * counts, per sensor, the readings **reordered** (older than the newest seen for the sensor
   by less than the skew limit), **late** (by more) and **duplicate** (the same stamp again),
   as :class:`alerts.episodes.LiveEpisodes` finds them;
-* estimates each sensor's **clock offset**: once a second of receive time at most, the
+* estimates each sensor's **clock offset**: at most twice a second of receive time, the
   median of ``stamp - receive time`` over the sensor's readings in the batch, kept for the
   last :data:`SKEW_SAMPLES` samples. A median beyond ``clock_skew_s`` (``[alerts]``, default
   60 s) that is *steady* (the samples' spread within the limit) is a sensor-health
@@ -33,7 +33,7 @@ US = 1_000_000
 HOLD_TOLERANCE_S = 1.0
 #: Offset samples kept per sensor, and the least time between two of them [s].
 SKEW_SAMPLES = 15
-SKEW_SAMPLE_EVERY_S = 1.0
+SKEW_SAMPLE_EVERY_S = 0.5
 #: Samples needed before the sensor's usual offset moves the hold threshold.
 OFFSET_MIN_SAMPLES = 5
 

@@ -62,9 +62,10 @@ def test_the_first_hour_in_the_wrong_order(user):
     # no config anywhere: config check says where it looked
     one_line(user("config", "check"), 2, "looked for --config FILE", str(home / "sewerwatch.toml"),
              "examples/demo-village.toml")
-    # nothing running yet: status says how to start it, and is not an error
+    # nothing running yet: status says how to start it, and exits 2 (not running: the
+    # monitoring-plugin convention, issue 20)
     r = user("status")
-    assert r.returncode == 0 and "sewerwatch services up" in r.stdout
+    assert r.returncode == 2 and "sewerwatch services up" in r.stdout
     r = user("services", "up")
     assert r.returncode == 0, r.stderr
 
@@ -92,7 +93,7 @@ def test_the_first_hour_in_the_wrong_order(user):
     # lab import refuses instead of dead-lettering every row
     one_line(user("lab", "import", "lab.csv"), 2, "lab import: the database knows no sites", "--config FILE")
     r = user("status")
-    assert r.returncode == 0 and "open alerts: 0" in r.stdout
+    assert r.returncode == 2 and "open alerts: 0" in r.stdout and "run: not running" in r.stdout
     # a site that is not there; a scenario offset past its day; a push without a token
     one_line(user("dashboards", "preview", "previews", "--site", "nowhere"), 2,
              "--site: unknown site 'nowhere'", "the database has no sites yet")

@@ -164,3 +164,75 @@ def test_broker_acls_keep_each_account_to_its_topics(services):
     payloads = sorted(p for t, p in seen if "acl" in t)
     assert payloads == sorted([b'{"t": 0, "v": 7, "u": "pH"}', b"real alert"])
     assert collected == [("sewerwatch/acl/ph", b'{"t": 0, "v": 7, "u": "pH"}')]
+
+
+def _command_lines() -> list[str]:
+    """Every process's command line now (what ``ps`` shows anyone on the machine)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    out.append(f.read().replace(b"\0", b" ").decode("utf-8", "replace"))
+            except OSError:
+                pass
+    return out
+
+
+def test_no_password_on_a_command_line_nor_in_any_output_without_show_secrets(tmp_path):
+    """Issue 20, item 8: ``services up`` (initdb, PostgreSQL, Mosquitto and its password files)
+    puts no password on any command line, watched every few milliseconds while it runs; no
+    output of ``services up|status`` or ``status`` shows one, with or without ``--json``;
+    ``--show-secrets`` shows them (for integrators)."""
+    state = state_dir("sewerwatch-secrets-")
+    cfg = tmp_path / "village.toml"
+    cfg.write_text(f'[utility]\nname = "Secret village"\n[services]\nstate_dir = "{state}"\npg_port = {free_port()}\n'
+                   f'mqtt_port = {free_port()}\nmqtt_sites_port = {free_port()}\n'
+                   '[[sites]]\nid = "acme"\nname = "Acme"\nmqtt_devices = ["probe"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+
+    def sw(*argv):
+        return subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), *argv], capture_output=True,
+                              text=True, env=env, cwd=ROOT, timeout=180)
+
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.update(_command_lines())
+            time.sleep(0.005)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        up = sw("services", "up")
+        assert up.returncode == 0, up.stderr
+        assert sw("db", "migrate").returncode == 0
+        done.set()
+        watcher.join(5)
+        secrets = json.loads((state / "secrets.json").read_text())
+        passwords = [p for section in ("db", "mqtt", "mqtt_sites") for p in secrets[section].values()]
+        assert len(secrets["mqtt_sites"]) == 2 and len(passwords) >= 10     # acme and acme.probe among them
+        outputs = {"services up": up.stdout + up.stderr}
+        for argv in (("services", "status"), ("services", "status", "--json"), ("status",), ("status", "--json"),
+                     ("services", "credentials", "acme", "--json")):
+            r = sw(*argv)
+            outputs[" ".join(argv)] = r.stdout + r.stderr
+        leaked = [(where, p[:4] + "...") for where, text in outputs.items() for p in passwords
+                  if p in text and not where.startswith("services credentials")]
+        assert not leaked, leaked
+        on_cmdline = [p[:4] + "..." for p in passwords if any(p in line for line in seen)]
+        assert not on_cmdline, on_cmdline
+        assert any("mosquitto_passwd -U" in line for line in seen)          # the watcher saw the hashing
+        assert "***" in outputs["services status --json"] and "***" in outputs["status --json"]
+        shown = sw("services", "status", "--json", "--show-secrets").stdout
+        assert secrets["db"]["owner"] in shown and secrets["mqtt"]["collector"] in shown
+        assert secrets["db"]["owner"] in sw("status", "--json", "--show-secrets").stdout
+        # the integrator's command gives the site's and the device's own accounts, on the sites' listener
+        cred = json.loads(outputs["services credentials acme --json"])
+        assert secrets["mqtt_sites"]["acme"] in cred["mqtt_url"] and "probe" in cred["devices"]
+        assert f":{cfg.read_text().split('mqtt_sites_port = ')[1].split()[0]}" in cred["mqtt_url"]
+    finally:
+        done.set()
+        sw("services", "down")
+        shutil.rmtree(state, ignore_errors=True)

@@ -36,6 +36,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -91,6 +92,8 @@ class Device(threading.Thread):
     def publish(self, stamps_ms, values) -> None:
         payload = (json.dumps({"t": stamps_ms[0], "v": values[0], "u": "pH"}) if len(stamps_ms) == 1
                    else json.dumps({"u": "pH", "t": stamps_ms, "v": values}))
+        if self.dump_first_sent is None and 3.0 in values:
+            self.dump_first_sent = time.time()
         info = self.client.publish(f"sewerwatch/{self.site}/ph", payload, qos=1)
         info.wait_for_publish(10)
         for t, v in zip(stamps_ms, values):
@@ -106,7 +109,6 @@ class Device(threading.Thread):
                     break
                 time.sleep(max(0.0, at - time.time()))
                 now = time.time()
-                dumping = self.dump_at <= k < self.dump_at + self.dump_s
                 if self.extra:
                     self.extra(self, k, now)
                 if k % self.batch == self.batch - 1:
@@ -119,10 +121,9 @@ class Device(threading.Thread):
                     else:
                         self.publish(*part)
                         if held is not None:
+                            time.sleep(0.6)             # the first of the pair comes 0.6 s after the second
                             self.publish(*held)
                             held = None
-                    if dumping and self.dump_first_sent is None and 3.0 in values and held is None:
-                        self.dump_first_sent = time.time()
                 k += 1
             self.client.loop_stop()
             self.client.disconnect()
@@ -149,11 +150,25 @@ def village(db, tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     u = uuid.uuid4().hex[:6]
     hook = WebhookCatcher().start()
+    pings: list[float] = []
+
+    class Deadman(BaseHTTPRequestHandler):          # a healthchecks-style service: counts the GETs
+        def do_GET(self):
+            pings.append(time.monotonic())
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+    deadman = ThreadingHTTPServer(("127.0.0.1", 0), Deadman)
+    threading.Thread(target=deadman.serve_forever, daemon=True).start()
     sites = [f"{c}-{u}" for c in CASES] + [f"frozen-{u}", f"killed-{u}"]
     text = (f'[utility]\nname = "Watched village"\npack = "palmyra-wi"\ntimezone = "America/Chicago"\n'
             f'[alerts]\nconsole = false\nmqtt = false\ndigest_at = false\nhold_off_s = 20\n'
             f'escalate_after_min = 600\nno_data_after_s = 3600\n[[alerts.contacts]]\nname = "Hook"\n'
-            f'urls = ["{hook.url("/hook")}"]\n[run]\nlease_s = 3\n')
+            f'urls = ["{hook.url("/hook")}"]\n[run]\nlease_s = 3\n'
+            f'deadman_url = "http://127.0.0.1:{deadman.server_address[1]}/ping"\ndeadman_every_s = 2\n')
     for s in sites:
         text += f'[[sites]]\nid = "{s}"\nname = "{s}"\n'
         if s.startswith("impostor"):       # its meter publishes; its own account and "spare" play the impostor
@@ -180,9 +195,10 @@ def village(db, tmp_path, monkeypatch):
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert mig.returncode == 0, mig.stderr
     yield {"u": u, "cfg": cfg, "paths": paths, "states": states, "env": env, "hook": hook, "ep": ep,
-           "sites": sites, "db_url": db.url}
+           "sites": sites, "db_url": db.url, "pings": pings}
     sw_services.down(cfg)
     hook.stop()
+    deadman.shutdown()
 
 
 def _run(v, name: str, tmp_path, standby: bool = False) -> subprocess.Popen:
@@ -192,6 +208,10 @@ def _run(v, name: str, tmp_path, standby: bool = False) -> subprocess.Popen:
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=v["env"])
     p.err_file = err
     return p
+
+
+def _leader(v) -> str:
+    return "a" if _role(v["states"]["a"]) == "leader" else "b"
 
 
 def _role(state: Path) -> str | None:
@@ -269,6 +289,15 @@ def test_the_watched_party_cannot_blind_the_monitor(village, tmp_path):
             print(f"{c}: alerted {latency:.1f} s after the dump's first reading was sent")
             assert len(posts) == 1, (c, [p["body"]["title"] for p in posts])
             assert latency <= 5.0, (c, latency)
+        # status shows each sensor's late, reordered and skewed readings, and exits 0 (leading, healthy)
+        shown = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(v["paths"][_leader(v)]), "status"],
+                               capture_output=True, text=True, cwd=ROOT, env=v["env"], timeout=60)
+        assert f"{site['stepped']}/ph: " in shown.stdout and "CLOCK SKEW: stamps 3600 s behind" in shown.stdout, shown.stdout
+        assert f"{site['reordered']}/ph: " in shown.stdout and "reordered" in shown.stdout.split(
+            f"{site['reordered']}/ph: ")[1].splitlines()[0]
+        assert f"{site['ahead']}/ph: 1 stamped ahead of the clock, held until it (1 now)" in shown.stdout
+        assert "4 reordered" in shown.stdout.split(f"{site['dup']}/ph: ")[1].splitlines()[0]
+        assert shown.returncode == 0, shown.stdout
 
         # -- the leader frozen for 60 s; a dump meanwhile; the new leader killed mid-dump -----------
         frozen, killed = f"frozen-{u}", f"killed-{u}"
@@ -307,6 +336,8 @@ def test_the_watched_party_cannot_blind_the_monitor(village, tmp_path):
               f"during the freeze {frozen_latency:.1f} s after its first reading")
         assert frozen_latency <= 15.0, frozen_latency
         assert all_posts == {x: 1 for x in v["sites"]}, all_posts         # no episode alerted twice
+        gaps = [b - a for a, b in zip(v["pings"], v["pings"][1:])]
+        assert len(v["pings"]) >= 30 and max(gaps) < 15, gaps      # the dead man's switch never went quiet
         thawed_log = open(procs[leader].err_file.name).read()
         assert "stepping down without sending" in thawed_log, thawed_log[-3000:]
         by[frozen], by[killed] = dev_frozen, dev_killed
