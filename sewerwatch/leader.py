@@ -9,6 +9,11 @@ its connection, so it kept the lock, and nobody took over. A lease a frozen proc
 renew expires, and a standby leads within ``lease_s`` and a poll. Only the database's clock
 is compared with itself; the hosts' clocks never are.
 
+A leader that dies (SIGKILL, a crash) is taken over within a poll, as when this was a lock:
+the lease names the server process of the leader's connection, and a lease whose
+connection is gone is void. A frozen leader's connection stays open, so only the expiry
+frees its lease.
+
 The leader that thaws must not act on what it had in hand. :meth:`Leadership.fence` is the
 gate every notification, every database write of the alerts and every (re)connection of its
 MQTT collector passes: closed when the lease is known lost, and *unsure* when the last
@@ -64,13 +69,18 @@ WARM_UP_S = 900.0
 #: The lease's length unless configured ([run] lease_s) [s].
 LEASE_S = 5.0
 
-ACQUIRE_SQL = """INSERT INTO run_lease AS l (id, holder, term, acquired_at, renewed_at, expires_at)
-    VALUES (1, %(me)s, 1, now(), now(), now() + make_interval(secs => %(lease)s))
+#: Taken when expired, or when its holder's connection is gone (a leader killed or crashed:
+#: the kernel closed its socket and the server ended its session), or when its holder is a
+#: process of this host that no longer runs.
+ACQUIRE_SQL = """INSERT INTO run_lease AS l (id, holder, term, acquired_at, renewed_at, expires_at, backend_pid)
+    VALUES (1, %(me)s, 1, now(), now(), now() + make_interval(secs => %(lease)s), pg_backend_pid())
     ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, term = l.term + 1, acquired_at = now(),
-        renewed_at = now(), expires_at = EXCLUDED.expires_at
+        renewed_at = now(), expires_at = EXCLUDED.expires_at, backend_pid = EXCLUDED.backend_pid
     WHERE l.expires_at < now() OR l.holder = %(dead)s
+        OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.backend_pid)
     RETURNING term"""
-RENEW_SQL = """UPDATE run_lease SET renewed_at = now(), expires_at = now() + make_interval(secs => %(lease)s)
+RENEW_SQL = """UPDATE run_lease SET renewed_at = now(), expires_at = now() + make_interval(secs => %(lease)s),
+        backend_pid = pg_backend_pid()
     WHERE id = 1 AND holder = %(me)s AND term = %(term)s RETURNING term"""
 HOLDER_SQL = """SELECT holder, term, acquired_at, renewed_at, expires_at, expires_at < now() FROM run_lease
     WHERE id = 1"""
