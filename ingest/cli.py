@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+from foundation.display import local_time
+
 #: The MQTT client id of ``sewerwatch collect`` unless given.
 DEFAULT_CLIENT_ID = "sewerwatch-collector"
 
@@ -156,7 +158,8 @@ def _dl_list(args, ctx) -> int:
         print(f"newest {shown}" + (f" of {res['total']}" if shown < res["total"] else "") + ":")
         for d in res["letters"]:
             mark = f"  [replayed as {d['replayed_as']}]" if d["replayed_at"] else ""
-            print(f"  #{d['id']:<7} {d['received_at']:%Y-%m-%d %H:%M:%S} {d['source']:<10} {d['topic'] or '-'}: "
+            print(f"  #{d['id']:<7} {local_time(d['received_at'], ctx.config.timezone)} {d['source']:<10} "
+                  f"{d['topic'] or '-'}: "
                   f"{d['reason'][:160]}{mark}")
     return 0
 
@@ -170,15 +173,16 @@ def _dl_show(args, ctx) -> int:
         print(dl.as_json(d))
         return 0
     kind, shown = dl.payload_text(d["payload"])
-    print(f"dead letter #{d['id']} ({d['source']}), received {d['received_at']:%Y-%m-%d %H:%M:%S %Z}")
+    tz = ctx.config.timezone
+    print(f"dead letter #{d['id']} ({d['source']}), received {local_time(d['received_at'], tz)}")
     print(f"  topic:  {d['topic'] or '-'}")
     print(f"  reason: {d['reason']}")
     for old in (d["detail"] or {}).get("previous_reasons", []):
         print(f"  before: {old}")
     if d["replayed_at"]:
-        print(f"  replayed {d['replayed_at']:%Y-%m-%d %H:%M:%S %Z} as {d['replayed_as']}")
+        print(f"  replayed {local_time(d['replayed_at'], tz)} as {d['replayed_as']}")
     elif d["replay_tries"]:
-        print(f"  replay tried {d['replay_tries']} time(s), last {d['last_replay_at']:%Y-%m-%d %H:%M:%S %Z}")
+        print(f"  replay tried {d['replay_tries']} time(s), last {local_time(d['last_replay_at'], tz)}")
     if d["source"] == "lab-import":
         print(f"  ({dl.LAB_IMPORT_NOTE})")
     detail = {k: v for k, v in (d["detail"] or {}).items() if k != "previous_reasons"}
