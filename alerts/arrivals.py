@@ -56,6 +56,7 @@ class Arrivals:
         e = np.empty(0, dtype=np.int64)
         self._held = (e, e.copy(), np.empty(0), np.empty(0, dtype=np.int16))
         self._ring: dict[int, deque] = {}
+        self._usual: dict[int, float] = {}       # sensor -> median of its ring, once it holds enough
         self._sampled_at: dict[int, float] = {}
         self._skew_since: dict[int, float] = {}
         self.counts: dict[int, dict] = {}        # sensor -> {"late", "reordered", "duplicate", "ahead", ...}
@@ -64,10 +65,11 @@ class Arrivals:
 
     def offset_s(self, code: int) -> float:
         """The sensor's usual offset [s] (0 until :data:`OFFSET_MIN_SAMPLES` samples)."""
-        ring = self._ring.get(code)
-        if not ring or len(ring) < OFFSET_MIN_SAMPLES:
-            return 0.0
-        return float(np.median([o for _, o in ring]))
+        return self._usual.get(code, 0.0)
+
+    def _usual_of(self, codes) -> np.ndarray:
+        """:meth:`offset_s` of each of ``codes``, never below 0 (only an ahead offset moves the hold)."""
+        return np.maximum(np.array([self._usual.get(c, 0.0) for c in codes.tolist()]), 0.0)
 
     def admit(self, sensor, time_us, value, quality, received_s):
         """A batch as it arrived (``received_s`` [epoch s], one per reading or one for all):
@@ -80,13 +82,20 @@ class Arrivals:
         if len(sensor):
             off = time_us / US - received
             codes, inv = np.unique(sensor, return_inverse=True)
-            for k, c in enumerate(codes.tolist()):
+            # each sensor's (lower) median offset in this batch, by one sort, not a pass per sensor
+            order = np.lexsort((off, inv))
+            cnt = np.bincount(inv, minlength=len(codes))
+            first = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+            batch_median = off[order][first + (cnt - 1) // 2]
+            for c, m in zip(codes.tolist(), batch_median.tolist()):
                 at = self._sampled_at.get(c)
                 if at is None or now - at >= SKEW_SAMPLE_EVERY_S:
                     self._sampled_at[c] = now
                     ring = self._ring.setdefault(c, deque(maxlen=SKEW_SAMPLES))
-                    ring.append((now, float(np.median(off[inv == k]))))
-            usual = np.maximum(np.array([self.offset_s(c) for c in codes.tolist()]), 0.0)[inv]
+                    ring.append((now, m))
+                    if len(ring) >= OFFSET_MIN_SAMPLES:
+                        self._usual[c] = float(np.median([o for _, o in ring]))
+            usual = self._usual_of(codes)[inv]
             ahead = off > self.tolerance_s + usual
             if ahead.any():
                 hc, hn = np.unique(sensor[ahead], return_counts=True)
@@ -134,8 +143,7 @@ class Arrivals:
     def _due_mask(self, now_s: float) -> np.ndarray:
         s, t = self._held[0], self._held[1]
         codes, inv = np.unique(s, return_inverse=True)
-        usual = np.maximum(np.array([self.offset_s(c) for c in codes.tolist()]), 0.0)[inv]
-        return t / US <= now_s + self.tolerance_s + usual
+        return t / US <= now_s + self.tolerance_s + self._usual_of(codes)[inv]
 
     @property
     def held(self) -> int:
