@@ -69,7 +69,7 @@ ALERTED_KEEP = 20_000
 #: (more than a new leader's warm-up, sewerwatch.leader).
 ALERTED_WITHIN_S = 2 * 86400.0
 #: An alert write waiting this long is "database slow" [s].
-SLOW_AFTER_S = 2.0
+SLOW_AFTER_S = 5.0
 #: A growing episode's violations row is brought up to date at most this often [s].
 GROW_EVERY_S = 5.0
 

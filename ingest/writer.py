@@ -64,8 +64,9 @@ CONFLICTS = """SELECT sensor_id, time, stored, received, stored_quality, receive
         (SELECT array_agg(value ORDER BY ord) FROM staging_readings),
         (SELECT array_agg(quality ORDER BY ord) FROM staging_readings))"""
 
-#: A database write that has taken longer than this is "database slow" [s].
-SLOW_AFTER_S = 2.0
+#: A database write that has taken longer than this is "database slow" [s] (a loaded server's
+#: commit can take a second or two; a lock or a stalled server takes longer).
+SLOW_AFTER_S = 5.0
 #: How often the writer probes, while the database is up, that the spool could be written [s].
 PROBE_EVERY_S = 10.0
 

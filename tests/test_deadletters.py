@@ -170,6 +170,7 @@ def test_the_broker_refuses_a_publish_outside_the_site_mqtt5_says_so_and_the_log
         monkeypatch.delenv(var, raising=False)
     state = state_dir("sewerwatch-denied-")
     cfg = sw_config.from_dict({"services": {"state_dir": str(state), "mqtt_port": free_port(),
+                                            "mqtt_sites_port": free_port(),
                                             "db_url": "postgresql://unused@127.0.0.1:1/x", "mqtt_log_denied": True},
                                "sites": [{"id": "acme", "name": "acme", "mqtt_devices": ["v3"]},
                                          {"id": "candy", "name": "candy"}]}, "<test>")

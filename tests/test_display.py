@@ -7,8 +7,10 @@ import json
 
 import psycopg
 
+from foundation import config as sw_config
 from foundation.display import local_time, localise, num
 from sewerwatch.cli import main
+from sewerwatch.db import sync
 
 TZ = "America/Chicago"
 
@@ -29,8 +31,8 @@ def test_alerts_list_and_findings_list_show_local_times_with_their_zone(db, tmp_
                    f'[services]\ndb_url = "{db.url}"\nmqtt_url = "mqtt://u:p@127.0.0.1:1"\n'
                    f'state_dir = "{tmp_path / "state"}"\n[[sites]]\nid = "acme"\nname = "Acme"\n'
                    '[[sensors]]\nsite = "acme"\nname = "ph"\nparameter = "ph"\nunit = "pH"\nsource = "mqtt"\n')
-    assert main(["--config", str(cfg), "db", "migrate"]) == 0
     with psycopg.connect(db.url) as conn:
+        sync.sync(conn, sw_config.load(cfg))
         site, sensor = conn.execute("SELECT s.site_id, s.id FROM sensors s").fetchone()
         vid = conn.execute(
             "INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, start_time, end_time, peak, "

@@ -99,7 +99,7 @@ def test_acid_dump_notice_drafted_issued_and_rendered_again(db, tmp_path):
     assert r.returncode == 0, r.stderr
     r = run(tmp_path, db, "notice", "show", "NOV-2026-001")
     assert r.returncode == 0, r.stderr
-    events = [line.split()[3] for line in r.stdout.splitlines() if line.startswith("    2")]
+    events = [line.split()[4] for line in r.stdout.splitlines() if line.startswith("    2")]   # date time ZONE actor event
     assert events == ["drafted", "issued", "response-received", "closed"]
     r = run(tmp_path, db, "notice", "issue", "NOV-2026-001")
     assert r.returncode == 2 and "is closed: only a drafted notice is issued" in r.stderr

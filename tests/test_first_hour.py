@@ -29,7 +29,7 @@ def user(tmp_path_factory):
     state = state_dir("sewerwatch-first-hour-")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     env.update(SEWERWATCH_STATE_DIR=str(state), SEWERWATCH_PG_PORT=str(free_port()),
-               SEWERWATCH_MQTT_PORT=str(free_port()))
+               SEWERWATCH_MQTT_PORT=str(free_port()), SEWERWATCH_MQTT_SITES_PORT=str(free_port()))
 
     def sw(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "sewerwatch", *args], capture_output=True, text=True,

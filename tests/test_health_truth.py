@@ -177,12 +177,15 @@ def test_collect_says_the_database_is_up_before_its_first_write(db, services, tm
     proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(path), "collect", "--report-every",
                              "0.5", "--client-id", f"collect-{uuid.uuid4().hex[:6]}"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
     try:
-        time.sleep(6)
+        assert wait_until(lambda: sum(x.startswith("collect: accepted") for x in lines) >= 3, 60), lines
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    reports = [line for line in err.splitlines() if line.startswith("collect: accepted")]
-    assert len(reports) >= 3, err
+        proc.wait(60)
+        reader.join(10)
+    reports = [line.strip() for line in lines if line.startswith("collect: accepted")]
     assert all("database up" in line for line in reports[1:]), reports
     assert not any("DOWN" in line or "DEGRADED" in line or "(None)" in line for line in reports), reports

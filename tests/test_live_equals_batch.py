@@ -105,19 +105,19 @@ def test_single_messages_batches_and_modbus_polls_give_the_episodes_check_gives(
                           for k, (t, v) in enumerate(zip(times, values)) if k not in held])
         late_id = next(i for i, (site, _, _) in p.sensor_names.items() if site == late)
         ev = p.episodes.evaluators[p.episodes.pack_of[late_id]]
-        assert wait_until(lambda: ev.latest(late_id) == times[-1] * 1000, 20)      # judged up to its newest
+        assert wait_until(lambda: ev.latest(late_id) == times[-1] * 1000, 60)      # judged up to its newest
         publish_all(pub, [(f"sewerwatch/{late}/ph", json.dumps({"t": times[k], "v": values[k], "u": "pH"}))
                           for k in sorted(held)])
-        assert wait_until(lambda: p.episodes.rejudged >= 1 and not p.episodes.late_waiting, 20)
+        assert wait_until(lambda: p.episodes.rejudged >= 1 and not p.episodes.late_waiting, 60)
         for at, seconds in ((normal, 4), (dump, 6), (normal, 4), (dump, 3), (normal, 4)):
             device.loop.call_soon_threadsafe(device.sim.update, at)
             time.sleep(seconds)
         stored = "SELECT count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN sites t ON t.id = s.site_id " \
                  "WHERE t.key = %s"
         assert wait_until(lambda: all(count(db.url, stored, (x,)) == len(times)
-                                      for x in (single, batch, reordered, late)), 20)
+                                      for x in (single, batch, reordered, late)), 60)
         assert wait_until(lambda: p.episodes.learning == [] and not p.episodes.late_waiting
-                          and len(p.manager.outbox) == 0, 20)
+                          and len(p.manager.outbox) == 0, 60)
         time.sleep(1.0)
         bg.call(p.manager.idle())
     finally:

@@ -74,7 +74,9 @@ def test_poison_messages_never_stop_ingest_and_status_stays_truthful(db, service
 
     def status() -> dict:
         st = _sw(cfg, "status", "--json", env=env)
-        assert st.returncode == 0, st.stderr
+        assert st.returncode == 0, (st.stderr, {k: v.get("problems") for k, v in json.loads(st.stdout).items()
+                                                if isinstance(v, dict) and "problems" in v},
+                                    json.loads(st.stdout).get("database_error"))
         return json.loads(st.stdout)["run"]
 
     def truthful(dead_min: int) -> None:
@@ -244,11 +246,12 @@ def test_each_site_publishes_only_under_its_own_topics(tmp_path, monkeypatch):
     state = state_dir("sewerwatch-sites-")          # reachable by the mosquitto user
 
     def config(sites):
-        return sw_config.from_dict({"services": {"state_dir": str(state), "mqtt_port": port, "db_url":
+        return sw_config.from_dict({"services": {"state_dir": str(state), "mqtt_port": port,
+                                                 "mqtt_sites_port": sites_port, "db_url":
                                                  "postgresql://unused@127.0.0.1:1/x"},
                                     "sites": [{"id": s, "name": s} for s in sites]}, "<test>")
 
-    port = free_port()
+    port, sites_port = free_port(), free_port()
     cfg = config(["acme", "candy"])
     ep = sw_services.up(cfg, db=False)
     try:
@@ -273,6 +276,7 @@ def test_each_site_publishes_only_under_its_own_topics(tmp_path, monkeypatch):
     text = subprocess.run([sys.executable, "-m", "sewerwatch", "services", "credentials", "candy"],
                           capture_output=True, text=True, cwd=ROOT, timeout=30,
                           env={**_env(), "SEWERWATCH_STATE_DIR": str(state), "SEWERWATCH_MQTT_PORT": str(port),
+                               "SEWERWATCH_MQTT_SITES_PORT": str(sites_port),
                                "SEWERWATCH_CONFIG": str(_write_sites(tmp_path, ["acme", "candy"]))})
     assert text.returncode == 0, text.stderr
     assert "site-candy:" in text.stdout and "sewerwatch/candy/#" in text.stdout

@@ -28,7 +28,8 @@ def own_services():
     """CLI runner for services in a fresh state folder (reachable by the postgres user)."""
     state = state_dir("sewerwatch-test-")
     env = {**os.environ, "SEWERWATCH_STATE_DIR": str(state),
-           "SEWERWATCH_PG_PORT": str(free_port()), "SEWERWATCH_MQTT_PORT": str(free_port())}
+           "SEWERWATCH_PG_PORT": str(free_port()), "SEWERWATCH_MQTT_PORT": str(free_port()),
+           "SEWERWATCH_MQTT_SITES_PORT": str(free_port())}
     env.pop("SEWERWATCH_CONFIG", None)
 
     def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:

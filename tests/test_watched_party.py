@@ -274,30 +274,29 @@ def test_the_watched_party_cannot_blind_the_monitor(village, tmp_path):
         for c in CASES:
             url = ep.site_urls[f"{site[c]}.meter" if c == "impostor" else site[c]]
             devices.append(Device(url, site[c], t0, 28, **plan[c]))
-        for d in devices:
-            d.join(60)
-            assert d.error is None, (d.site, d.error)
         by = {d.site: d for d in devices}
         for c in CASES:
             s = site[c]
-            assert wait_until(lambda: len(_violation_posts(hook, s)) >= 1, 10), (c, hook.received())
-        time.sleep(2)                           # a second alert would come now
+            assert wait_until(lambda: len(_violation_posts(hook, s)) >= 1 and by[s].dump_first_sent, 25), \
+                (c, hook.received())
         for c in CASES:
             s = site[c]
-            posts = _violation_posts(hook, s)
-            latency = posts[0]["at"] - by[s].dump_first_sent
+            latency = _violation_posts(hook, s)[0]["at"] - by[s].dump_first_sent
             print(f"{c}: alerted {latency:.1f} s after the dump's first reading was sent")
-            assert len(posts) == 1, (c, [p["body"]["title"] for p in posts])
             assert latency <= 5.0, (c, latency)
+
         # status shows each sensor's late, reordered and skewed readings, and exits 0 (leading, healthy)
-        shown = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(v["paths"][_leader(v)]), "status"],
-                               capture_output=True, text=True, cwd=ROOT, env=v["env"], timeout=60)
-        assert f"{site['stepped']}/ph: " in shown.stdout and "CLOCK SKEW: stamps 3600 s behind" in shown.stdout, shown.stdout
-        assert f"{site['reordered']}/ph: " in shown.stdout and "reordered" in shown.stdout.split(
-            f"{site['reordered']}/ph: ")[1].splitlines()[0]
+        def status():
+            return subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(v["paths"][_leader(v)]),
+                                   "status"], capture_output=True, text=True, cwd=ROOT, env=v["env"], timeout=60)
+        assert wait_until(lambda: "CLOCK SKEW: stamps 3600 s behind" in status().stdout, 20, step=0.5)
+        shown = status()
+        assert f"{site['stepped']}/ph: " in shown.stdout, shown.stdout
+        assert "reordered" in shown.stdout.split(f"{site['reordered']}/ph: ")[1].splitlines()[0]
         assert f"{site['ahead']}/ph: 1 stamped ahead of the clock, held until it (1 now)" in shown.stdout
         assert "4 reordered" in shown.stdout.split(f"{site['dup']}/ph: ")[1].splitlines()[0]
         assert shown.returncode == 0, shown.stdout
+        # (their devices go on streaming into the freeze; one alert each is checked at the end)
 
         # -- the leader frozen for 60 s; a dump meanwhile; the new leader killed mid-dump -----------
         frozen, killed = f"frozen-{u}", f"killed-{u}"
@@ -327,7 +326,7 @@ def test_the_watched_party_cannot_blind_the_monitor(village, tmp_path):
         time.sleep(max(0.0, wait))
         os.kill(procs[leader].pid, signal.SIGCONT)                 # the thaw: it must step down, send nothing
         assert wait_until(lambda: _role(v["states"][leader]) == "standby", 20)
-        for d in (dev_frozen, dev_killed):
+        for d in devices + [dev_frozen, dev_killed]:
             d.join(60)
             assert d.error is None, (d.site, d.error)
         time.sleep(3)                                              # a second alert would come now
