@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 from alerts import content, digest
 from foundation.display import localise
+from foundation import moments
 from foundation.errors import InputError
 
 
@@ -116,11 +117,8 @@ def _ack(args, ctx) -> int:
 def _digest(args, ctx) -> int:
     cfg, conn, store = _connect(ctx)
     tz = _tz(cfg)
-    day = args.day or datetime.now(ZoneInfo(tz)).date().isoformat()
-    try:
-        digest.day_bounds(day, tz)
-    except ValueError:
-        raise InputError(f"alerts digest: --day: expected YYYY-MM-DD, got {day!r}") from None
+    day = moments.day(args.day, "alerts digest: --day").isoformat() if args.day else \
+        datetime.now(ZoneInfo(tz)).date().isoformat()
     with conn:
         rows = digest.rows(conn, day, tz)
     title, body = content.digest_message(day, rows, tz, cfg.name)
@@ -132,18 +130,14 @@ def _digest(args, ctx) -> int:
 
 def _remind(args, ctx) -> int:
     # lazy: the channels pull in apprise, the store psycopg
-    from datetime import date
-
     from alerts import reminders
     from alerts.channels import build_routes
     from limits.permit_store import current_permits
 
     cfg = ctx.config
     tz = _tz(cfg)
-    try:
-        today = date.fromisoformat(args.today) if args.today else datetime.now(ZoneInfo(tz)).date()
-    except ValueError:
-        raise InputError(f"alerts remind: --today: expected YYYY-MM-DD, got {args.today!r}") from None
+    today = moments.day(args.today, "alerts remind: --today") if args.today else datetime.now(ZoneInfo(tz)).date()
+    # machine output goes to standard output alone: the console channel's banner to stderr
     routes = build_routes(cfg, None, sys.stdout if not args.json else sys.stderr)
     with ctx.connect("owner") as conn:
         res = reminders.send(conn, routes, current_permits(conn), today, tz=tz)

@@ -223,10 +223,13 @@ def permit_message(alert_id: int | None, event: str, r: dict, *, site_name: str,
     lines = [f"Alert {_label(alert_id)} — {PERMIT_WORDS.get(r['rule'], r['rule'])}", "",
              f"Site:        {site_name} ({r['site']})", f"Permit:      {r['permit']}"]
     if r["rule"] == "permit-renewal":
+        by = r.get("notice_by")
+        when = (f"by {by}, {r['notice_days']} days before the term ends (the reading of \"within "
+                f"{r['notice_days']} days prior\" this village takes)" if r.get("notice_reading") == "deadline" and by
+                else f"before the term ends (within the {r['notice_days']} days before it)")
         lines += [f"Term ends:   {r['term_end']} (in {r['days_left']} days)",
-                  f"The permit renews for another term unless the utility notifies the permittee "
-                  f"{r['notice_days']} days before the term ends: decide now whether to renew it as it is, "
-                  "change its conditions or end it."]
+                  f"The permit renews for another term unless the utility notifies the permittee {when}: "
+                  "decide now whether to renew it as it is, change its conditions or end it."]
     elif r["rule"] == "permit-ends":
         lines += [f"Ends:        {r['term_end']} (in {r['days_left']} days; notice was given)",
                   "The user must apply again before discharging after that day."]

@@ -40,8 +40,9 @@ def due(permits: dict[str, Permit], today: date) -> list[dict]:
     -------
     list of dict
         ``site``, ``permit``, ``rule`` (:data:`RULES`), ``state``, ``term_end``, ``days_left``,
-        ``notice_days``, ``citation``, ``words`` and ``subject`` (what makes it one reminder:
-        permit, rule and term end).
+        ``notice_days``, ``notice_reading`` and ``notice_by`` (the last day a notice ends this
+        term, :func:`limits.permits.renewal`), ``citation``, ``words`` and ``subject`` (what
+        makes it one reminder: permit, rule and term end).
     """
     out = []
     for site, p in sorted(permits.items()):
@@ -51,7 +52,8 @@ def due(permits: dict[str, Permit], today: date) -> list[dict]:
             continue
         out.append({"kind": "permit", "site": site, "permit": p.number, "rule": rule, "state": st.state,
                     "term_end": st.term_end.isoformat(), "days_left": st.days_left,
-                    "notice_days": p.renewal.notice_days, "citation": p.renewal.citation,
+                    "notice_days": p.renewal.notice_days, "notice_reading": p.renewal.notice_reading,
+                    "notice_by": st.notice_by.isoformat() if st.notice_by else None, "citation": p.renewal.citation,
                     "words": p.renewal.words, "subject": f"permit:{p.number}:{rule}:{st.term_end.isoformat()}"})
     return out
 

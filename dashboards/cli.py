@@ -52,8 +52,10 @@ def register(sub) -> None:
     v.add_argument("dir", metavar="DIR")
     v.add_argument("--db-url", help=f"the database as the grafana role (default: ${GRAFANA_URL_ENV}, else the "
                    "embedded database's grafana role)")
-    v.add_argument("--from", dest="time_from", help="range start, ISO-8601 (default: each dashboard's own range)")
-    v.add_argument("--to", dest="time_to", help="range end, ISO-8601 (default: now)")
+    v.add_argument("--from", dest="time_from", help="range start, a date (a local calendar day of the village) or a "
+                   "time (with an offset as given, without one the village's clock) (default: each dashboard's "
+                   "own range)")
+    v.add_argument("--to", dest="time_to", help="range end, a date or a time (default: now)")
     v.add_argument("--site", action="append", help="the site variable's value (repeat for several)")
     v.set_defaults(func=_preview)
 
@@ -144,8 +146,11 @@ def _preview(args: argparse.Namespace, ctx) -> int:
     choices = {}
     if args.site:
         choices["site"] = args.site if len(args.site) > 1 else args.site[0]
-    tf = parse_time(args.time_from, "--from") if args.time_from else None
-    tt = parse_time(args.time_to, "--to") if args.time_to else None
+    from foundation.moments import village_zone
+
+    tz = village_zone(ctx.config)
+    tf = parse_time(args.time_from, "--from", tz) if args.time_from else None
+    tt = parse_time(args.time_to, "--to", tz) if args.time_to else None
     url = _db_url(args, ctx, "preview")
     ctx.require_schema("grafana", db_url=url)
     for f in render_all(args.dir, url, tf, tt, choices):

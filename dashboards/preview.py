@@ -24,6 +24,7 @@ from matplotlib.gridspec import GridSpec
 
 from dashboards import queries as dq
 from dashboards.definitions import build_all
+from foundation import moments
 from foundation.errors import DatabaseError, InputError
 
 TABLE_ROWS = 12
@@ -33,13 +34,10 @@ ROW_IN = 0.42          # inches per grid row
 WIDTH_IN = 22.0
 
 
-def parse_time(text: str, where: str) -> datetime:
-    """An ISO-8601 time (UTC when it has no offset)."""
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{where}: expected an ISO-8601 time such as 2026-06-01T00:00:00Z, got {text!r}") from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+def parse_time(text: str, where: str, tz=timezone.utc) -> datetime:
+    """A date or time (:func:`foundation.moments.instant`: a date is local midnight in ``tz``,
+    the village's time zone; a time without an offset its clock)."""
+    return moments.instant(text, where, tz)
 
 
 def _range(dashboard: dict, tf: datetime | None, tt: datetime | None) -> tuple[datetime, datetime]:

@@ -19,16 +19,18 @@ from enforcement import schedules
 from enforcement import snc as snc_mod
 from enforcement.findings import sites, violations_between
 from enforcement.periods import Period, snc_periods_of_year, year_period
+from enforcement.settings import Settings
 from lab.ordinance import pack_timezone
 from limits.permit_store import current_permits
 
 
-def snc_list(conn, year: int, mode: str) -> dict:
-    """The users in SNC in any period ending in ``year``, with the criteria and periods."""
+def snc_list(conn, year: int, mode: str, st: Settings | None = None, now: datetime | None = None) -> dict:
+    """The users in SNC in any period ending in ``year``, with the criteria and periods, as
+    things stood at ``now`` (default: the present; :func:`enforcement.snc.evaluate`)."""
     periods = snc_periods_of_year(year, mode)
     by_site: dict[str, dict] = {}
     for p in periods:
-        for r in snc_mod.evaluate(conn, p):
+        for r in snc_mod.evaluate(conn, p, now=now, st=st):
             if not r["snc"]:
                 continue
             e = by_site.setdefault(r["site"], {"site": r["site"], "name": r["name"], "permit": r["permit"],
@@ -90,7 +92,8 @@ def _violations(conn, site_key: str, start: datetime, end: datetime, tz) -> list
         req = nts.requirement_of_violation(vs[0])
         source = ", ".join(sorted({v["source"] for v in vs}))
         out.append({"rule": rule, "parameter": vs[0]["parameter"], "source": source, "episodes": len(vs),
-                    "days_of_violation": nts.days_of_violation(vs, tz)["days"], "citation": req["citation"]})
+                    "days_of_violation": nts.days_of_violation(vs, tz, (start, end))["days"],
+                    "citation": req["citation"]})
     return out
 
 
@@ -107,7 +110,7 @@ def _bills(conn, site_key: str, year: int) -> dict:
             "surcharge_dollars": round(sum(q["surcharge_dollars"] for q in quarters), 2)}
 
 
-def annual_report(conn, year: int, mode: str, utility: str) -> dict:
+def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None = None) -> dict:
     """The annual report's data (see the module docstring)."""
     yp: Period = year_period(year)
     statuses = schedules.schedule(conn, datetime.now(timezone.utc), yp.start, yp.end)
@@ -132,7 +135,7 @@ def annual_report(conn, year: int, mode: str, utility: str) -> dict:
                          "response_received_on": n["response_received_on"].isoformat() if n["response_received_on"] else None,
                          "closed_on": n["closed_on"].isoformat() if n["closed_on"] else None} for n in ns],
             "billed": _bills(conn, key, year)})
-    lst = snc_list(conn, year, mode)
+    lst = snc_list(conn, year, mode, st)
     totals = {"samples_taken": sum(u["samples_taken"] for u in users),
               "sampling_periods_required": sum(x["periods"] for u in users for x in u["sampling"]),
               "sampling_periods_missing": sum(x["missing"] for u in users for x in u["sampling"]),

@@ -9,18 +9,19 @@ matplotlib, WeasyPrint, the database) is imported inside each handler.
 from __future__ import annotations
 
 import json
+import sys
 from datetime import date, datetime, timezone
-from zoneinfo import ZoneInfo
 
 from foundation.display import local_time, num
+from foundation import moments
 from foundation.errors import InputError
+
+#: what --as-of means, for every command that takes it
+AS_OF = ("judge as things stood at the end of this local day of the village (default: now); nothing is recorded")
 
 
 def _day(text: str, what: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{what}: expected a date such as 2026-07-31, got {text!r}") from None
+    return moments.day(text, what)
 
 
 def register(sub) -> None:
@@ -32,15 +33,17 @@ def register(sub) -> None:
                        "(D), (H)).")
     fs = p.add_subparsers(dest="findings_command", metavar="ACTION", required=True)
     q = fs.add_parser("list", help="violations and findings of a period")
-    q.add_argument("--since", default=None, help="ISO date (default: 1 January of this year)")
-    q.add_argument("--until", default=None, help="ISO date, exclusive (default: tomorrow)")
+    q.add_argument("--since", default=None, metavar="WHEN",
+                   help="from this date or time (default: 1 January of this year; " + moments.HELP + ")")
+    q.add_argument("--until", default=None, metavar="WHEN",
+                   help="up to this date or time, exclusive (default: tomorrow)")
     q.add_argument("--site", default=None)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_findings_list)
     q = fs.add_parser("record", help="record a finding the superintendent makes")
     q.add_argument("--site", required=True)
     q.add_argument("--kind", required=True, help="pass-through, interference, endangerment or designated")
-    q.add_argument("--on", required=True, help="the local day it arose (ISO date)")
+    q.add_argument("--on", required=True, help="the local day of the village it arose (a date)")
     q.add_argument("--summary", required=True, help="what happened, in words")
     q.add_argument("--violation", type=int, default=None, help="the violation episode behind it")
     q.add_argument("--days", type=int, default=None, help="days of violation (default 1)")
@@ -53,8 +56,8 @@ def register(sub) -> None:
                        "quarterly): due, taken, or missing. A period that ends without its samples is a failure "
                        "to monitor, a finding on the first day after it.")
     p.add_argument("--site", default=None)
-    p.add_argument("--year", default=None, help="the periods of this year (default: this year, to now)")
-    p.add_argument("--as-of", default=None, help="judge at the end of this local day (default: now)")
+    p.add_argument("--year", default=None, help="the periods of this year, its local days (default: this year, to now)")
+    p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_schedule)
 
@@ -69,9 +72,9 @@ def register(sub) -> None:
     q.add_argument("--site", required=True)
     q.add_argument("--kind", default="self-monitoring",
                    help="self-monitoring (default), baseline, 90-day-compliance, compliance-schedule, other")
-    q.add_argument("--due", required=True, help="the local day it is due (ISO date)")
+    q.add_argument("--due", required=True, help="the local day of the village it is due (a date)")
     q.add_argument("--period", nargs=2, metavar=("START", "END"), default=None,
-                   help="the period it covers (ISO dates, END exclusive)")
+                   help="the period it covers (local dates, END exclusive)")
     q.add_argument("--title", default=None)
     q.add_argument("--citation", default=None, help="the requirement (e.g. 'Permit PAL-IU-2026-02, condition 6')")
     q.add_argument("--words", default=None, help="the requirement's words")
@@ -79,14 +82,14 @@ def register(sub) -> None:
     q.set_defaults(func=_reports_require)
     q = rs.add_parser("receive", help="record that a report was received")
     q.add_argument("id", type=int)
-    q.add_argument("--on", required=True, help="the local day it was received (ISO date)")
+    q.add_argument("--on", required=True, help="the local day of the village it was received (a date)")
     q.add_argument("--by", default=None)
     q.add_argument("--note", default=None)
     q.set_defaults(func=_reports_receive)
     q = rs.add_parser("list", help="the reports owed and where each stands")
     q.add_argument("--site", default=None)
     q.add_argument("--open", action="store_true", help="only those not received")
-    q.add_argument("--as-of", default=None, help="judge at the end of this local day (default: now)")
+    q.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_reports_list)
 
@@ -96,14 +99,14 @@ def register(sub) -> None:
     ms = p.add_subparsers(dest="milestones_command", metavar="ACTION", required=True)
     q = ms.add_parser("add")
     q.add_argument("--site", required=True)
-    q.add_argument("--due", required=True, help="ISO date")
+    q.add_argument("--due", required=True, help="the milestone's local date")
     q.add_argument("--description", required=True)
     q.add_argument("--source", default=None, help="the order or permit that sets it")
     q.add_argument("--by", default=None)
     q.set_defaults(func=_milestones_add)
     q = ms.add_parser("met")
     q.add_argument("id", type=int)
-    q.add_argument("--on", required=True, help="ISO date")
+    q.add_argument("--on", required=True, help="the local date it was met")
     q.add_argument("--by", default=None)
     q.set_defaults(func=_milestones_met)
     q = ms.add_parser("list")
@@ -114,10 +117,13 @@ def register(sub) -> None:
     p = sub.add_parser("snc", help="significant noncompliance of each user, criterion by criterion",
                        description="The whole SNC test of 40 CFR 403.8(f)(2)(viii), criteria (A) to (H), for a "
                        "six-month period: a calendar half (2026H1, 2026H2) or the six months ending with a quarter "
-                       "(2026Q1 ... 2026Q4), each criterion explained with its evidence.")
-    p.add_argument("--period", required=True, help="2026H1, 2026H2, or 2026Q1 ... 2026Q4 (six months ending with it)")
+                       "(2026Q1 ... 2026Q4), local days of the village, each criterion explained with its evidence. "
+                       "A question only: it answers from the records as they stood at --as-of (default now) and "
+                       "records nothing, so any order of questions gives the same answers.")
+    p.add_argument("--period", required=True, help="2026H1, 2026H2, or 2026Q1 ... 2026Q4 (six months ending with it): "
+                   "local calendar days of the village")
     p.add_argument("--site", default=None)
-    p.add_argument("--as-of", default=None, help="judge the reports and milestones at the end of this local day")
+    p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_snc)
 
@@ -133,8 +139,8 @@ def register(sub) -> None:
     g.add_argument("--alert", type=int, help="a violation alert's id: every episode it covers (sewerwatch alerts list)")
     g.add_argument("--finding", type=int, help="a finding's id (sewerwatch findings list)")
     g.add_argument("--snc", metavar="SITE", help="a user in significant noncompliance (with --period)")
-    q.add_argument("--period", default=None, help="the SNC period (with --snc)")
-    q.add_argument("--on", default=None, help="the day of drafting (default: today)")
+    q.add_argument("--period", default=None, help="the SNC period (with --snc): 2026H1, 2026Q2, local days")
+    q.add_argument("--on", default=None, help="the local day of drafting (default: today)")
     q.add_argument("--out", default=".", metavar="DIR", help="where the HTML and PDF go (default .)")
     q.add_argument("--by", default=None)
     q.add_argument("--json", action="store_true")
@@ -166,8 +172,9 @@ def register(sub) -> None:
                        "reports the alerts call for among them), compliance schedule milestones; the words of the "
                        "requirement behind each. --alert opens an alert for each overdue item once; --notify also "
                        "sends it to the config's contacts.")
-    p.add_argument("--as-of", default=None, help="judge at the end of this local day (default: now)")
-    p.add_argument("--alert", action="store_true", help="open an enforcement alert for each overdue item (once)")
+    p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF + " (not with --alert)")
+    p.add_argument("--alert", action="store_true", help="open an enforcement alert for each overdue item (once); "
+                   "records the findings of the present")
     p.add_argument("--notify", action="store_true", help="with --alert: send the new alerts to the contacts")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_due)
@@ -175,13 +182,13 @@ def register(sub) -> None:
     p = sub.add_parser("report", help="the annual SNC publication list and the annual pretreatment report")
     rp = p.add_subparsers(dest="report_command", metavar="KIND", required=True)
     q = rp.add_parser("snc", help="users in significant noncompliance during a year, for the newspaper")
-    q.add_argument("--year", required=True)
+    q.add_argument("--year", required=True, help="e.g. 2026: the SNC periods ending in it (local days)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_report_snc)
     q = rp.add_parser("annual", help="the pretreatment program's annual report (HTML, PDF, JSON)")
-    q.add_argument("--year", required=True)
+    q.add_argument("--year", required=True, help="e.g. 2026: its local calendar days of the village")
     q.add_argument("--out", default=".", metavar="DIR")
-    q.add_argument("--on", default=None, help="the report's date (default: today)")
+    q.add_argument("--on", default=None, help="the report's local date (default: today)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_report_annual)
 
@@ -203,21 +210,24 @@ def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False
 # --- shared ------------------------------------------------------------------------------
 
 def _tz(ctx):
-    from lab.ordinance import pack_timezone   # lazy: see the module docstring
+    return moments.village_zone(ctx.config)
 
-    cfg = ctx.config
-    return ZoneInfo(cfg.timezone) if cfg.timezone else pack_timezone(cfg.pack)
+
+def _settings(ctx):
+    from enforcement.settings import settings   # lazy
+
+    return settings(ctx.config)
 
 
 def _now(ctx, as_of: str | None) -> datetime:
-    from enforcement.due import as_of as parse_as_of   # lazy
-
+    """``--as-of DATE``: the end of that local day; the present without it."""
     now = datetime.now(timezone.utc)
     if as_of is None:
         return now
-    t = parse_as_of(_day(as_of, "--as-of").isoformat(), _tz(ctx))
-    if t.date() > now.astimezone(_tz(ctx)).date():
-        raise InputError(f"--as-of {as_of} is in the future: findings that have not arisen would be recorded")
+    tz = _tz(ctx)
+    t = moments.end_of_day(_day(as_of, "--as-of"), tz)
+    if t.date() > now.astimezone(tz).date():
+        raise InputError(f"--as-of {as_of} is in the future: nothing can be known of it yet")
     return t
 
 
@@ -225,18 +235,15 @@ def _today(ctx, text: str | None, what: str = "--on") -> date:
     return _day(text, what) if text else datetime.now(_tz(ctx)).date()
 
 
-def _refresh(ctx, conn, now: datetime):
-    """The computed findings, current at ``now``; the settings and the guide."""
-    from enforcement import milestones, reports, schedules   # lazy
+def _record_now(ctx, conn):
+    """The enforcement round at the present: the computed findings recorded (once each,
+    :func:`enforcement.asof.record`); the settings and the guide."""
+    from enforcement import asof   # lazy
     from enforcement.guide import load_guide
-    from enforcement.settings import settings
 
-    st = settings(ctx.config)
-    guide = load_guide(st.guide)
-    reports.check(conn, now, st.accidental_report_hours)
-    milestones.check(conn, now)
-    schedules.check(conn, now)
-    return st, guide
+    st = _settings(ctx)
+    asof.record(conn, datetime.now(timezone.utc), st)
+    return st, load_guide(st.guide)
 
 
 def _json(x) -> str:
@@ -250,14 +257,17 @@ def _findings_list(args, ctx) -> int:
 
     tz = _tz(ctx)
     today = datetime.now(tz).date()
-    since = _day(args.since, "--since") if args.since else date(today.year, 1, 1)
-    until = _day(args.until, "--until") if args.until else date.fromordinal(today.toordinal() + 1)
+    a = moments.instant(args.since, "--since", tz) if args.since else moments.midnight(date(today.year, 1, 1), tz)
+    b = (moments.instant(args.until, "--until", tz) if args.until
+         else moments.midnight(date.fromordinal(today.toordinal() + 1), tz))
+    if b <= a:
+        raise InputError(f"--until ({args.until}) must be after --since ({args.since})")
+    since, until = a.astimezone(tz).date(), b.astimezone(tz).date()
     with ctx.connect("owner") as conn:
-        _refresh(ctx, conn, datetime.now(timezone.utc))
+        _record_now(ctx, conn)
         if args.site:
             fnd.site(conn, args.site)
-        vs = fnd.violations_between(conn, datetime(since.year, since.month, since.day, tzinfo=tz),
-                                    datetime(until.year, until.month, until.day, tzinfo=tz), args.site)
+        vs = fnd.violations_between(conn, a, b, args.site)
         fs = fnd.findings_between(conn, since, until, args.site)
     if args.json:
         print(_json({"violations": vs, "findings": fs}))
@@ -298,7 +308,6 @@ def _schedule(args, ctx) -> int:
         y = year_period(args.year)
         first, end = y.start, y.end
     with ctx.connect("owner") as conn:
-        _refresh(ctx, conn, now)
         if args.site:
             fnd.site(conn, args.site)
         rows = schedules.schedule(conn, now, first, end, args.site)
@@ -347,13 +356,18 @@ def _reports_list(args, ctx) -> int:
 
     now = _now(ctx, args.as_of)
     with ctx.connect("owner") as conn:
-        _refresh(ctx, conn, now)
-        rows = reports.list_reports(conn, now, args.site, open_only=args.open)
+        if args.as_of is None:
+            st, _guide = _record_now(ctx, conn)
+            rows = reports.list_reports(conn, now, args.site, open_only=args.open)
+        else:      # a question about a past day: the reports as they stood, nothing written
+            rows = reports.list_reports(conn, now, args.site, open_only=args.open,
+                                        accidental_hours=_settings(ctx).accidental_report_hours)
     if args.json:
         print(_json(rows))
         return 0
     for r in rows:
-        print(f"{r['id']:<5} {r['site']:<12} {r['kind']:<21} {r['title']}: {r['standing']}"
+        rid = r["id"] if r["id"] is not None else "-"      # owed from an alert, not stored yet
+        print(f"{rid:<5} {r['site']:<12} {r['kind']:<21} {r['title']}: {r['standing']}"
               + ("  [FINDING: late]" if r["late"] else ""))
     if not rows:
         print("no reports owed")
@@ -406,11 +420,11 @@ def _snc(args, ctx) -> int:
 
     period = snc_period(args.period)
     now = _now(ctx, args.as_of)
+    st = _settings(ctx)
     with ctx.connect("owner") as conn:
-        _refresh(ctx, conn, now)
         if args.site:
             fnd.site(conn, args.site)
-        results = snc.evaluate(conn, period, args.site)
+        results = snc.evaluate(conn, period, args.site, now, st)
     if args.json:
         print(_json(results))
         return 0
@@ -445,7 +459,7 @@ def _snc_finding(ctx, conn, site_key: str, period_text: str | None, on: date) ->
         raise InputError("--snc needs --period (e.g. 2026H1)")
     period = snc_period(period_text)
     s = fnd.site(conn, site_key)
-    [r] = snc.evaluate(conn, period, site_key)
+    [r] = snc.evaluate(conn, period, site_key, st=_settings(ctx))
     if not r["snc"]:
         raise InputError(f"{site_key} is not in significant noncompliance in {period.name} "
                          f"(sewerwatch snc --period {period.name} --site {site_key} explains)")
@@ -470,7 +484,7 @@ def _notice_draft(args, ctx) -> int:
     guide, head = _guide_and_head(ctx)
     on = _today(ctx, args.on)
     with ctx.connect("owner") as conn:
-        _refresh(ctx, conn, datetime.now(timezone.utc))
+        _record_now(ctx, conn)
         finding_id = args.finding
         if args.snc:
             finding_id = _snc_finding(ctx, conn, args.snc, args.period, on)
@@ -594,13 +608,20 @@ def _notice_pdf(args, ctx) -> int:
 def _due(args, ctx) -> int:
     from enforcement import due   # lazy
 
+    if args.as_of is not None and (args.alert or args.notify):
+        raise InputError("--alert opens the alerts of the present: it takes no --as-of")
     now = _now(ctx, args.as_of)
     with ctx.connect("owner") as conn:
-        st, guide = _refresh(ctx, conn, now)
+        if args.as_of is None:
+            st, guide = _record_now(ctx, conn)
+        else:      # a question about a past day: nothing recorded
+            from enforcement.guide import load_guide   # lazy
+            st = _settings(ctx)
+            guide = load_guide(st.guide)
         items = due.due_items(conn, now, st, guide)
         raised = due.raise_alerts(conn, now, st, guide) if args.alert else []
     if args.notify and raised:
-        _deliver(ctx, raised)
+        _deliver(ctx, raised, sys.stderr if args.json else sys.stdout)
     if args.json:
         print(_json({"items": [i.as_json() for i in items], "alerts_opened": [a[0] for a in raised]}))
         return 0
@@ -615,17 +636,19 @@ def _due(args, ctx) -> int:
     return 0
 
 
-def _deliver(ctx, raised) -> None:
-    """Send new enforcement alerts to the primary contacts (and the console)."""
+def _deliver(ctx, raised, console) -> None:
+    """Send new enforcement alerts to the primary contacts (and the console, on ``console``:
+    standard error when standard output carries JSON, which is for machines alone)."""
     from alerts.channels import build_routes, primary   # lazy
 
-    routes = primary(build_routes(ctx.config))
+    routes = primary(build_routes(ctx.config, None, console))
     for _aid, title, body, payload in raised:
         for r in routes:
             try:
                 r.channel.send(title, body, payload)
             except Exception as exc:  # noqa: BLE001 - one failed channel must not hide the others
-                print(f"sewerwatch: warning: alert not delivered via {getattr(r.channel, 'name', r.channel)}: {exc}")
+                print(f"sewerwatch: warning: alert not delivered via {getattr(r.channel, 'name', r.channel)}: {exc}",
+                      file=sys.stderr)
 
 
 # --- reports -----------------------------------------------------------------------------
@@ -640,9 +663,9 @@ def _report_snc(args, ctx) -> int:
     from enforcement.annual import publication_text, snc_list   # lazy
 
     year = _year(args.year)
+    st = _settings(ctx)
     with ctx.connect("owner") as conn:
-        st, _guide = _refresh(ctx, conn, datetime.now(timezone.utc))
-        lst = snc_list(conn, year, st.snc_periods)
+        lst = snc_list(conn, year, st.snc_periods, st)
     if args.json:
         print(_json(lst))
     else:
@@ -658,9 +681,9 @@ def _report_annual(args, ctx) -> int:
     year = _year(args.year)
     head = letterhead(ctx.config)
     on = _today(ctx, args.on)
+    st = _settings(ctx)
     with ctx.connect("owner") as conn:
-        st, _guide = _refresh(ctx, conn, datetime.now(timezone.utc))
-        rep = annual_report(conn, year, st.snc_periods, head.village)
+        rep = annual_report(conn, year, st.snc_periods, head.village, st)
     paths = write_report(rep, head, on, args.out)
     if args.json:
         print(_json(rep))

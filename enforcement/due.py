@@ -20,11 +20,12 @@ import asyncio
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 
 import psycopg
 
-from enforcement import milestones, notices, reports, schedules
+from enforcement import asof, milestones, notices, reports, schedules
+from foundation import moments
 from enforcement.guide import Guide, load_guide
 from enforcement.periods import local_date
 from enforcement.settings import Settings, settings
@@ -107,15 +108,16 @@ def pack_timezone_of(conn, site_key: str):
     return pack_timezone(row[0])
 
 
-def _report_items(conn, now: datetime) -> list[Item]:
+def _report_items(conn, now: datetime, hours: float) -> list[Item]:
     out = []
-    for r in reports.list_reports(conn, now, open_only=True):
+    for r in reports.list_reports(conn, now, open_only=True, accidental_hours=hours):
         tz = pack_timezone(r["pack"])
         if r["state"] == "due" and (r["due_on"] - local_date(now, tz)).days > HORIZON_DAYS:
             continue
         overdue = r["state"] == "overdue"
+        ident = r["id"] if r["id"] is not None else f"alert-{r['alert_id']}"
         out.append(Item(
-            key=f"report-overdue:{r['id']}" if overdue else f"report-due:{r['id']}",
+            key=f"report-overdue:{ident}" if overdue else f"report-due:{ident}",
             kind="report-overdue" if overdue else "report-due", site=r["site"], site_name=r["site_name"],
             overdue=overdue, due=r["due_at"].isoformat() if r["kind"] == "accidental-discharge" else r["due_on"].isoformat(),
             title=f"{r['site_name']}: {r['title']}: {r['standing']}" + (" (a finding: late)" if r["late"] else ""),
@@ -127,9 +129,9 @@ def _report_items(conn, now: datetime) -> list[Item]:
 def _milestone_items(conn, now: datetime) -> list[Item]:
     out = []
     for m in milestones.list_milestones(conn):
-        if m["met_on"] is not None:
-            continue
         today = local_date(now, pack_timezone(m["pack"]))
+        if m["met_on"] is not None and m["met_on"] <= today:
+            continue
         overdue = today > m["due_on"]
         if not overdue and (m["due_on"] - today).days > HORIZON_DAYS:
             continue
@@ -164,16 +166,12 @@ def _sample_items(conn, now: datetime) -> list[Item]:
 
 
 def due_items(conn, now: datetime, settings: Settings, guide: Guide) -> list[Item]:
-    """Everything due within :data:`HORIZON_DAYS` or overdue at ``now``, overdue first.
-
-    Runs the reports' check first (the accidental-discharge reports the alerts call for, and
-    the findings of late reports), so the list is current.
-    """
-    reports.check(conn, now, settings.accidental_report_hours)
-    milestones.check(conn, now)
-    schedules.check(conn, now)
-    items = (_notice_items(conn, now, guide) + _report_items(conn, now) + _milestone_items(conn, now)
-             + _sample_items(conn, now))
+    """Everything due within :data:`HORIZON_DAYS` or overdue at ``now``, overdue first, as
+    things stood then (the accidental-discharge reports the alerts call for included, the
+    receipts and milestones met by then). Reads only: :func:`raise_alerts` (the enforcement
+    round, at the present) records the findings first."""
+    items = (_notice_items(conn, now, guide) + _report_items(conn, now, settings.accidental_report_hours)
+             + _milestone_items(conn, now) + _sample_items(conn, now))
     items.sort(key=lambda i: (not i.overdue, i.due, i.key))
     return items
 
@@ -192,9 +190,12 @@ def message(item: Item, alert_id: int) -> tuple[str, str, dict]:
 
 
 def raise_alerts(conn, now: datetime, settings: Settings, guide: Guide) -> list[tuple[int, str, str, dict]]:
-    """Open an ``enforcement`` alert for each overdue item not alerted before; return
-    ``(alert_id, title, body, payload)`` of each new one (for delivery)."""
+    """The enforcement round at the present ``now``: record the computed findings
+    (:func:`enforcement.asof.record`), then open an ``enforcement`` alert for each overdue
+    item not alerted before; return ``(alert_id, title, body, payload)`` of each new one (for
+    delivery)."""
     new = []
+    asof.record(conn, now, settings)
     items = [i for i in due_items(conn, now, settings, guide) if i.overdue]
     with conn.transaction():
         for i in items:
@@ -220,9 +221,7 @@ def as_of(text: str | None, tz) -> datetime:
     """``--as-of DATE``: the end of that local day (default: now)."""
     if not text:
         return reports.utc_now()
-    d = date.fromisoformat(text)
-    nxt = d + timedelta(days=1)
-    return datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz) - timedelta(microseconds=1)
+    return moments.end_of_day(moments.day(text, "--as-of"), tz)
 
 
 async def run_periodically(owner_url: str, cfg, deliver, every_s: float = EVERY_S, first_delay_s: float = 30.0,

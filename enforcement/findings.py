@@ -176,9 +176,11 @@ def violation(conn, violation_id: int) -> dict:
 
 
 def violations_between(conn, start: datetime, end: datetime, site_key: str | None = None) -> list[dict]:
-    """Violation episodes that started in ``[start, end)``."""
-    return _violation_rows(conn, "v.start_time >= %s AND v.start_time < %s AND (%s::text IS NULL OR s.key = %s)",
-                           (start, end, site_key, site_key))
+    """The violations whose condition existed at some instant of ``[start, end)`` (the SQL
+    ``violation_in`` of migration 0110, the rule of :func:`limits.days.intervals_of`): every
+    command that takes a period asks this, so they agree on which records fall in it."""
+    return _violation_rows(conn, "violation_in(v.start_time, v.end_time, v.evidence, %s, %s) "
+                           "AND (%s::text IS NULL OR s.key = %s)", (start, end, site_key, site_key))
 
 
 def violation_kind(v: dict) -> str:

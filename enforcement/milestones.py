@@ -69,23 +69,37 @@ def list_milestones(conn, site_key: str | None = None) -> list[dict]:
     return [dict(zip(COLS, r)) for r in rows]
 
 
+def findings_at(conn, now: datetime, site_key: str | None = None) -> list[dict]:
+    """The milestones more than 90 days late as things stood at ``now`` (one met after
+    ``now``'s local day was not met then): finding dicts as
+    :func:`enforcement.reports.findings_at`'s. Reads only."""
+    out = []
+    for m in list_milestones(conn, site_key):
+        today = local_date(now, pack_timezone(m["pack"]))
+        met_on = m["met_on"] if m["met_on"] is not None and m["met_on"] <= today else None
+        if not is_late(m["due_on"], met_on, today):
+            continue
+        state = (f"met {met_on.isoformat()}, {(met_on - m['due_on']).days} days after its date"
+                 if met_on else f"not met {(today - m['due_on']).days} days after its date")
+        out.append({"site": m["site"], "site_id": m["site_id"], "kind": "compliance-schedule",
+                    "occurred": late_day(m["due_on"]),
+                    "summary": (f"Compliance schedule milestone '{m['description']}' due "
+                                f"{m['due_on'].isoformat()}: {state}"),
+                    "key": f"milestone:{m['id']}", "citation": m["source"], "words": None, "period": None,
+                    "violation_id": None,
+                    "evidence": {"milestone_id": m["id"], "due_on": m["due_on"].isoformat(),
+                                 "met_on": met_on.isoformat() if met_on else None}})
+    return out
+
+
 def check(conn, now: datetime) -> list[int]:
     """Store a finding for each milestone more than 90 days late at ``now`` (the site's local
-    day; once)."""
+    day; once): :func:`findings_at`, recorded."""
     new = []
     with conn.transaction():
-        for m in list_milestones(conn):
-            today = local_date(now, pack_timezone(m["pack"]))
-            if not is_late(m["due_on"], m["met_on"], today):
-                continue
-            state = (f"met {m['met_on'].isoformat()}, {(m['met_on'] - m['due_on']).days} days after its date"
-                     if m["met_on"] else f"not met {(today - m['due_on']).days} days after its date")
-            fid = store_finding(
-                conn, m["site_id"], "compliance-schedule", late_day(m["due_on"]),
-                f"Compliance schedule milestone '{m['description']}' due {m['due_on'].isoformat()}: {state}",
-                key=f"milestone:{m['id']}", citation=m["source"],
-                evidence={"milestone_id": m["id"], "due_on": m["due_on"].isoformat(),
-                          "met_on": m["met_on"].isoformat() if m["met_on"] else None}, by="sewerwatch")
+        for f in findings_at(conn, now):
+            fid = store_finding(conn, f["site_id"], f["kind"], f["occurred"], f["summary"], key=f["key"],
+                                citation=f["citation"], evidence=f["evidence"], by="sewerwatch")
             if fid:
                 new.append(fid)
     return new

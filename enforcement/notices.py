@@ -40,6 +40,7 @@ from lab.ordinance import pack_timezone
 from limits.days import by_site_and_rule
 from limits.permit_store import current_permits
 from limits.packs import cite as cite_code, load_pack
+from limits.statements import of_violation, quantity, statistic_of, stated
 
 STATES = ("drafted", "issued", "response-received", "closed", "escalated")
 #: state -> the states an event may move it to
@@ -50,7 +51,9 @@ KIND_WORDS = {"violation": "a discharge limit exceeded, as measured at the contr
               "lab-violation": "a discharge limit exceeded, as a laboratory measured it",
               **{k: v[0] for k, v in fnd.KINDS.items()}}
 PARAMETER_NAMES = {"ph": "pH", "temperature": "temperature", "flow": "flow", "fog": "oil and grease",
-                   "cn": "cyanide", "bod5": "BOD", "tss": "suspended solids", "tkn": "TKN", "tp": "total phosphorus"}
+                   "cn": "cyanide", "bod5": "BOD", "tss": "suspended solids", "tkn": "TKN", "tp": "total phosphorus",
+                   "cu": "copper", "ni": "nickel", "zn": "zinc", "cd": "cadmium", "cr6": "hexavalent chromium",
+                   "cr3": "trivalent chromium", "phenols": "phenols", "fe": "iron", "sn": "tin"}
 #: the most readings a notice's chart draws (the peak and the limit crossings always among them)
 MAX_CHART_POINTS = 1500
 
@@ -108,11 +111,29 @@ def _readings(conn, v: dict) -> dict:
         t, y = t[keep], y[keep]
     return {"kind": "readings", "sensor": v["sensor"], "parameter": v["parameter"], "unit": v["unit"],
             "limit": v["limit"], "comparison": v["evidence"].get("comparison"), "rule": v["rule"],
+            "stated": _stated_reading_limit(v),
             "start": start.isoformat(), "end": end.isoformat(), "peak": v["peak"],
             "peak_time": v["evidence"].get("peak_time"), "readings_in_episode": v["evidence"].get("readings"),
             "episodes": v.get("episodes", 1),
             "points": [[datetime.fromtimestamp(a, timezone.utc).isoformat(), float(b)] for a, b in zip(t, y)],
             "from": (start - pad).isoformat(), "to": (end + pad).isoformat()}
+
+
+def _stated_reading_limit(v: dict) -> str:
+    """A continuous rule's limit in its words: ``lower than pH 6 at any time``; a slug's
+    ``more than 5 times the 24-hour average of 40 gal/min (200 gal/min) for longer than 15
+    minutes``."""
+    ev = v["evidence"] or {}
+    if ev.get("multiple") and ev.get("average") is not None:
+        try:
+            r = load_pack(v["pack"]).rule(v["rule"])
+            longer = f" for longer than {r.longer_than_min:g} minutes" if r.longer_than_min else ""
+            hours = f"{r.window_h:g}-hour" if r.window_h else "24-hour"
+        except (InputError, KeyError):
+            longer, hours = "", "24-hour"
+        return (f"{ev.get('comparison') or 'more than'} {ev['multiple']:g} times the {hours} average of "
+                f"{quantity(ev['average'], v['unit'])} ({quantity(v['limit'], v['unit'])}){longer}")
+    return stated(ev.get("comparison"), v["limit"], v["unit"], "reading")
 
 
 def _last(v: dict) -> datetime:
@@ -147,25 +168,44 @@ def _lab_samples(conn, v: dict) -> dict:
         "r.method, r.version, r.source FROM lab_results_current r JOIN lab_samples ls ON ls.id = r.sample_id "
         "JOIN sites s ON s.id = ls.site_id WHERE s.key = %s AND ls.sample_key = ANY(%s) AND r.analyte = %s "
         "ORDER BY ls.collected, ls.sample_key", (v["site"], samples, v["parameter"])).fetchall()
+    ev = v["evidence"] or {}
     return {"kind": "lab", "analyte": v["parameter"], "limit": v["limit"], "unit": v["unit"] or "mg/l",
-            "comparison": v["evidence"].get("comparison"),
-            "statistic": v["evidence"].get("statistic"), "average_mg_l": v["evidence"].get("average_mg_l"),
+            "statistic": statistic_of(v), "average_mg_l": ev.get("average_mg_l"), "stated": of_violation(v),
+            "comparison": ev.get("comparison"), "results": ev.get("results"), "month": ev.get("month"),
+            "day": ev.get("day"), "peak": v["peak"], "day_volume_gal": ev.get("day_volume_gal"),
+            "lower_bound": ev.get("lower_bound"),
             "samples": [{"sample": k, "laboratory": lab, "collected": c.isoformat(), "sample_type": st,
                          "analyte": a, "mg_l": val, "non_detect": q == "<", "method": m, "version": ver,
                          "source": src} for k, lab, c, st, a, val, q, m, ver, src in rows]}
 
 
-def days_of_violation(vs: list[dict], tz) -> dict:
-    """The days of violation of episodes (palmyra-wi §13.60(1): "Each day a condition is
-    allowed to exist which is contrary to all or any part of this subchapter shall constitute a
-    new violation"): the distinct local days they cover, per rule, counted by
-    :func:`limits.days.by_site_and_rule` (two episodes on one day are one day; an episode
-    across midnight two)."""
-    recs = [{"site": v["site"], "rule": v["rule"], "start": v["start"], "last": _last(v)} for v in vs]
-    per = by_site_and_rule(recs, tz)
+def days_of_violation(vs: list[dict], tz, period=None) -> dict:
+    """The days of violation of violation records (palmyra-wi §13.60(1): "Each day a
+    condition is allowed to exist which is contrary to all or any part of this subchapter
+    shall constitute a new violation"): the distinct local days on which their conditions
+    existed, per rule, counted by :func:`limits.days.by_site_and_rule` over each record's
+    half-open intervals (two episodes on one day are one day; an episode across midnight
+    two; a whole day's condition, ``[00:00, 00:00)``, one); only those of ``period`` (a pair
+    of instants) where one is given. The same number as the record's own and the CLI's."""
+    recs = [{"site": v["site"], "rule": v["rule"], "start": v["start"], "end": v.get("end"),
+             "evidence": v.get("evidence") or {}} for v in vs]
+    per = by_site_and_rule(recs, tz, period)
     dates = sorted({d for r in per for d in r["dates"]})
-    return {"days": sum(r["days"] for r in per), "dates": dates,
-            "how": "the distinct local days the episodes cover"}
+    return {"days": sum(r["days"] for r in per), "dates": dates, "how": _how(vs)}
+
+
+def _how(vs: list[dict]) -> str:
+    """How the days were counted, in words, by what the records are."""
+    stats = {(v.get("evidence") or {}).get("statistic") for v in vs}
+    if stats & {"monthly-average", "period-average"}:
+        whole = {(v.get("evidence") or {}).get("average_days") for v in vs} == {"period"}
+        return ("every local day of the month (or period) averaged" if whole else
+                "the distinct local days of the samples (or the days metered whole) that make up the average")
+    if stats & {"daily-maximum"} or any(v.get("source") == "permit" for v in vs):
+        return "the distinct local days on which the condition existed"
+    if vs and all(v.get("source") == "lab" for v in vs):
+        return "the distinct local days of the results"
+    return "the distinct local days the episodes cover"
 
 
 # --- the subject of a notice ----------------------------------------------------------
@@ -176,19 +216,63 @@ def _subject_of_violations(conn, vs: list[dict], alert_id: int | None = None) ->
     kind = fnd.violation_kind(v)
     req = requirement_of_violation(v)
     evidence = _lab_samples(conn, v) if kind == "lab-violation" else _readings(conn, v)
-    unit = v["unit"] or ""
-    cmp_ = v["evidence"].get("comparison") or ""
-    name = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
-    start_l, end_l = v["start"].astimezone(tz), v["end"].astimezone(tz)
-    summary = (f"{name} {v['peak']:g} {unit} ({cmp_ or 'limit'} {v['limit']:g} {unit}, rule {v['rule']}), "
-               f"{start_l:%Y-%m-%d %H:%M %Z}" + (f" to {end_l:%Y-%m-%d %H:%M %Z}" if end_l != start_l else ""))
+    words = None
+    if v["parameter"] == "flow" and v["source"] == "lab":     # a permit's flow, from the metered readings
+        evidence = _flow_evidence(v)
+        words = "a discharge limit exceeded, as the flow meter at the control manhole measured it"
+    summary = _summary(v, tz)
     ids = v["violation_ids"]
     ref = (f"alert {alert_id}: violation{'s' if len(ids) > 1 else ''} {_ranges(ids)}" if alert_id
            else f"violation {v['id']}")
     return {"ref": ref, "kind": kind, "rule": v["rule"], "summary": summary.strip(),
             "occurred": local_date(v["start"], tz).isoformat(), "requirement": req, "evidence": evidence,
             "days": days_of_violation(vs, tz), "pack": v["pack"], "violation_id": ids[0], "finding_id": None,
-            "violation_ids": ids, "alert_id": alert_id}
+            "violation_ids": ids, "alert_id": alert_id, "finding_words": words}
+
+
+def _summary(v: dict, tz) -> str:
+    """What was found, in one sentence: the value, what it is (a result, a day's mean, a
+    month's average, a day's loading or flow), the limit as stated with its comparison word,
+    the rule and when."""
+    name = PARAMETER_NAMES.get(v["parameter"], v["parameter"])
+    ev = v["evidence"] or {}
+    st = statistic_of(v)
+    value = quantity(v["peak"], v["unit"])
+    if v["unit"] == "pH":            # "pH 3.5", not "pH pH 3.5"
+        name, value = value, ""
+    limit = f"the limit: {of_violation(v)}, rule {v['rule']}"
+    start_l, end_l = v["start"].astimezone(tz), v["end"].astimezone(tz)
+    if st == "monthly-average":
+        what = (f"{_nv(name, value)}, the average of {ev.get('results') or ev.get('days')} "
+                f"{'results' if v['parameter'] != 'flow' else 'whole days'} of {ev.get('month')}")
+        return f"{what} ({limit})"
+    if st == "period-average":
+        return (f"{_nv(name, value)}, the average of {ev.get('results')} results from {start_l:%Y-%m-%d} to "
+                f"{end_l:%Y-%m-%d} ({limit})")
+    if st == "daily-maximum" and ev.get("results", 1) > 1:
+        return f"{_nv(name, value)}, the mean of {ev['results']} results of {ev.get('day')} ({limit})"
+    if st in ("daily-maximum", "daily-loading") or v["parameter"] == "flow":
+        day = ev.get("day") or f"{start_l:%Y-%m-%d}"
+        return f"{_nv(name, value)} on {day} ({limit})"
+    if st == "each":
+        sample = (ev.get("samples") or [None])[0]
+        return (_nv(name, value) + (f" in sample {sample}" if sample else "")
+                + f" ({limit}), collected {start_l:%Y-%m-%d %H:%M %Z}")
+    return (f"{_nv(name, value)} ({limit}), {start_l:%Y-%m-%d %H:%M %Z}"
+            + (f" to {end_l:%Y-%m-%d %H:%M %Z}" if end_l != start_l else ""))
+
+
+def _nv(name: str, value: str) -> str:
+    return f"{name} {value}".strip()
+
+
+def _flow_evidence(v: dict) -> dict:
+    """A permit's flow condition broken: the day's or the month's metered flow against it."""
+    ev = v["evidence"] or {}
+    return {"kind": "flow", "statistic": statistic_of(v), "parameter": "flow", "unit": v["unit"], "peak": v["peak"],
+            "limit": v["limit"], "comparison": v["evidence"].get("comparison"), "stated": of_violation(v),
+            "day": ev.get("day"), "coverage": ev.get("coverage"), "lower_bound": ev.get("lower_bound"),
+            "month": ev.get("month"), "days": ev.get("days"), "metered_days": ev.get("metered_days")}
 
 
 def _as_the_municipality(pack):
@@ -252,7 +336,10 @@ def _subject_of_finding(conn, f: dict, pack: str) -> dict:
                                     datetime(f["period_end"].year, f["period_end"].month, f["period_end"].day,
                                              tzinfo=tz), f["site"])
         if vs:
-            days = {**days_of_violation(vs, tz), "how": "the distinct local days of the period's violation episodes"}
+            p0 = datetime(f["period_start"].year, f["period_start"].month, f["period_start"].day, tzinfo=tz)
+            p1 = datetime(f["period_end"].year, f["period_end"].month, f["period_end"].day, tzinfo=tz)
+            days = {**days_of_violation(vs, tz, (p0, p1)),
+                    "how": "the distinct local days of the period on which its violations existed"}
     return {"ref": f"finding {f['id']}", "kind": f["kind"], "rule": None, "summary": f["summary"],
             "violation_ids": [f["violation_id"]] if f["violation_id"] else [], "alert_id": None,
             "occurred": f["occurred"].isoformat(), "requirement": req,
@@ -351,7 +438,7 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         "site": {"key": s.key, "name": s.name, "permit": permit.number if permit else s.permit, "sic": s.sic},
         "finding": {k: subject.get(k) for k in ("ref", "kind", "rule", "summary", "occurred", "violation_ids",
                                                  "alert_id")},
-        "finding_words": KIND_WORDS[kind],
+        "finding_words": subject.get("finding_words") or KIND_WORDS[kind],
         "requirement": subject["requirement"],
         "evidence": subject["evidence"],
         "days_of_violation": subject["days"],

@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from foundation import moments
 from foundation.errors import InputError
 
 HALF = re.compile(r"^(\d{4})H([12])$")
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
-YEAR = re.compile(r"^(\d{4})$")
 
 #: the periods a sampling frequency counts in (as limits/permits.py names them)
 SAMPLING_PERIODS = ("day", "week", "month", "quarter", "year")
@@ -89,12 +89,8 @@ def snc_periods_of_year(year: int, mode: str) -> list[Period]:
 
 
 def year_period(text: str | int) -> Period:
-    """A calendar year (``2026``)."""
-    t = str(text).strip()
-    if not YEAR.match(t):
-        raise InputError(f"--year: expected a year such as 2026, got {text!r}")
-    y = int(t)
-    return Period(date(y, 1, 1), date(y + 1, 1, 1), t)
+    """A calendar year (``2026``): its local days (:func:`foundation.moments.named_period`)."""
+    return Period(*moments.named_period(str(text), "--year", ("year",)))
 
 
 def sampling_period(per: str, d: date) -> Period:

@@ -107,17 +107,19 @@ def receive(conn, report_id: int, received_on: date, *, by: str | None = None, n
     return report(conn, report_id)
 
 
-def sync_accidental(conn, hours: float) -> list[int]:
-    """Owe an accidental-discharge report for each violation alert of a rule the site's
-    pack's ``[report_duty]`` names, due ``hours`` after the episode began; return the new ids."""
+def owed_accidental(conn, hours: float, now: datetime | None = None) -> list[dict]:
+    """The accidental-discharge reports the violation alerts call for that are not owed in
+    ``user_reports`` yet (each alert of a rule its site's pack's ``[report_duty]`` names, opened
+    by ``now``): the rows :func:`sync_accidental` would insert, as :data:`REPORT_COLS` dicts
+    without an ``id``. Reads only."""
     rows = conn.execute(
-        "SELECT a.id, a.rule, a.violation_id, coalesce(v.start_time, a.opened_at), s.id, s.key, s.pack "
+        "SELECT a.id, a.rule, a.violation_id, coalesce(v.start_time, a.opened_at), s.id, s.key, s.name, s.pack "
         "FROM alerts a JOIN sites s ON s.id = a.site_id LEFT JOIN violations v ON v.id = a.violation_id "
         "WHERE a.kind = 'violation' AND NOT EXISTS (SELECT 1 FROM user_reports r WHERE r.alert_id = a.id) "
-        "ORDER BY a.id").fetchall()
-    new = []
+        "AND (%s::timestamptz IS NULL OR a.opened_at <= %s) ORDER BY a.id", (now, now)).fetchall()
+    out = []
     duties: dict = {}
-    for alert_id, rule, violation_id, began, site_id, key, pack in rows:
+    for alert_id, rule, violation_id, began, site_id, key, name, pack in rows:
         if pack not in duties:
             try:
                 duties[pack] = load_pack(pack).report_duty
@@ -129,12 +131,26 @@ def sync_accidental(conn, hours: float) -> list[int]:
         due_at = began + timedelta(hours=hours)
         tz = pack_timezone(pack)
         title = f"Accidental-discharge report: {rule} from {began.astimezone(tz):%Y-%m-%d %H:%M %Z} (alert #{alert_id})"
+        out.append({"id": None, "site": key, "site_id": site_id, "site_name": name, "pack": pack,
+                    "kind": "accidental-discharge", "title": title, "period_start": None, "period_end": None,
+                    "due_on": local_date(due_at, tz), "due_at": due_at, "received_on": None, "received_at": None,
+                    "received_by": None, "note": None, "alert_id": alert_id, "violation_id": violation_id,
+                    "citation": duty.citation, "words": duty.words})
+    return out
+
+
+def sync_accidental(conn, hours: float) -> list[int]:
+    """Owe an accidental-discharge report for each violation alert of a rule the site's
+    pack's ``[report_duty]`` names, due ``hours`` after the episode began
+    (:func:`owed_accidental`); return the new ids."""
+    new = []
+    for r in owed_accidental(conn, hours):
         rid = conn.execute(
             "INSERT INTO user_reports (site_id, kind, title, due_on, due_at, alert_id, violation_id, citation, words, "
             "created_by) VALUES (%s, 'accidental-discharge', %s, %s, %s, %s, %s, %s, %s, 'sewerwatch') "
             "ON CONFLICT (alert_id) DO NOTHING RETURNING id",
-            (site_id, title, local_date(due_at, tz), due_at, alert_id, violation_id, duty.citation,
-             duty.words)).fetchone()
+            (r["site_id"], r["title"], r["due_on"], r["due_at"], r["alert_id"], r["violation_id"], r["citation"],
+             r["words"])).fetchone()
         if rid:
             new.append(rid[0])
     return new
@@ -189,11 +205,17 @@ def status(r: dict, now: datetime) -> dict:
     return {"state": state, "late": late, "days_late": max(n, 0), "standing": words}
 
 
-def list_reports(conn, now: datetime, site_key: str | None = None, open_only: bool = False) -> list[dict]:
-    """The reports owed, each with its :func:`status` at ``now``."""
+def list_reports(conn, now: datetime, site_key: str | None = None, open_only: bool = False,
+                 accidental_hours: float | None = None) -> list[dict]:
+    """The reports owed, each as it stood at ``now`` (:func:`as_of`) with its :func:`status`;
+    with ``accidental_hours`` also those the alerts call for that are not stored yet
+    (:func:`owed_accidental`, ``id`` None). Reads only."""
     rows = _rows(conn, "(%s::text IS NULL OR s.key = %s)", (site_key, site_key))
+    if accidental_hours is not None:
+        rows += [r for r in owed_accidental(conn, accidental_hours, now) if site_key in (None, r["site"])]
     out = []
     for r in rows:
+        r = as_of(r, now)
         r = {**r, **status(r, now)}
         if open_only and r["state"] == "received":
             continue
@@ -201,36 +223,68 @@ def list_reports(conn, now: datetime, site_key: str | None = None, open_only: bo
     return out
 
 
+def as_of(r: dict, now: datetime) -> dict:
+    """A report as it stood at ``now``: a receipt recorded for a later day (or instant) is not
+    there yet."""
+    tz = pack_timezone(r["pack"])
+    if r["received_on"] is not None and r["received_on"] > local_date(now, tz):
+        return {**r, "received_on": None, "received_at": None, "received_by": None, "note": None}
+    if r["received_at"] is not None and r["received_at"] > now:
+        return {**r, "received_on": None, "received_at": None, "received_by": None, "note": None}
+    return r
+
+
+def findings_at(conn, now: datetime, accidental_hours: float, site_key: str | None = None) -> list[dict]:
+    """The late-report and unreported-noncompliance findings as things stood at ``now``: every
+    report owed (those the alerts call for included, stored or not) with its receipt as of
+    ``now`` (:func:`as_of`), judged by :func:`status`. Reads only; each finding is a dict of
+    :func:`enforcement.findings.store_finding`'s arguments (``site``, ``site_id``, ``kind``,
+    ``occurred``, ``summary``, ``key``, ``citation``, ``words``, ``period``,
+    ``violation_id``, ``evidence``)."""
+    out = []
+    rows = _rows(conn) + owed_accidental(conn, accidental_hours, now)
+    ids = {k: s.id for k, s in sites(conn).items()}
+    for r in rows:
+        if site_key is not None and r["site"] != site_key:
+            continue
+        r = as_of(r, now)
+        st = status(r, now)
+        if not st["late"]:
+            continue
+        tz = pack_timezone(r["pack"])
+        if r["kind"] == "accidental-discharge":
+            key = f"unreported:{r['id']}" if r["id"] is not None else f"unreported:alert-{r['alert_id']}"
+            out.append({"site": r["site"], "site_id": ids[r["site"]], "kind": "unreported-noncompliance",
+                        "occurred": local_date(r["due_at"], tz), "summary": f"{r['title']}: {st['standing']}",
+                        "key": key, "citation": r["citation"], "words": r["words"], "period": None,
+                        "violation_id": r["violation_id"],
+                        "evidence": {"report_id": r["id"], "alert_id": r["alert_id"], "due_at": r["due_at"].isoformat(),
+                                     "received_at": r["received_at"].isoformat() if r["received_at"] else None}})
+        else:
+            # the report was still missing on day 46: the finding arose then, whenever it came
+            out.append({"site": r["site"], "site_id": ids[r["site"]], "kind": "late-report",
+                        "occurred": late_finding_day(r["due_on"]), "summary": f"{r['title']}: {st['standing']}",
+                        "key": f"late-report:{r['id']}", "citation": r["citation"], "words": r["words"],
+                        "period": (r["period_start"], r["period_end"]) if r["period_start"] else None,
+                        "violation_id": None,
+                        "evidence": {"report_id": r["id"], "kind": r["kind"], "due_on": r["due_on"].isoformat(),
+                                     "received_on": r["received_on"].isoformat() if r["received_on"] else None,
+                                     "days_late": days_late(r["due_on"], r["received_on"], local_date(now, tz))}})
+    return out
+
+
 def check(conn, now: datetime, accidental_hours: float) -> list[int]:
     """Owe the accidental-discharge reports the alerts call for, then store a finding for each
-    report late at ``now`` (once); return the ids of the new findings."""
+    report late at ``now`` (:func:`findings_at`; once); return the ids of the new findings.
+    The enforcement round does this at the present (``sewerwatch due``, ``findings list``,
+    ``run``); questions about another day ask :func:`findings_at` and write nothing."""
     new = []
     with conn.transaction():
         sync_accidental(conn, accidental_hours)
-        for r in _rows(conn):
-            st = status(r, now)
-            if not st["late"]:
-                continue
-            tz = pack_timezone(r["pack"])
-            site_id = sites(conn)[r["site"]].id
-            if r["kind"] == "accidental-discharge":
-                fid = store_finding(
-                    conn, site_id, "unreported-noncompliance", local_date(r["due_at"], tz),
-                    f"{r['title']}: {st['standing']}", key=f"unreported:{r['id']}", citation=r["citation"],
-                    words=r["words"], violation_id=r["violation_id"],
-                    evidence={"report_id": r["id"], "alert_id": r["alert_id"], "due_at": r["due_at"].isoformat(),
-                              "received_at": r["received_at"].isoformat() if r["received_at"] else None},
-                    by="sewerwatch")
-            else:
-                # the report was still missing on day 46: the finding arose then, whenever it came
-                fid = store_finding(
-                    conn, site_id, "late-report", late_finding_day(r["due_on"]),
-                    f"{r['title']}: {st['standing']}", key=f"late-report:{r['id']}", citation=r["citation"],
-                    words=r["words"], period=(r["period_start"], r["period_end"]) if r["period_start"] else None,
-                    evidence={"report_id": r["id"], "kind": r["kind"], "due_on": r["due_on"].isoformat(),
-                              "received_on": r["received_on"].isoformat() if r["received_on"] else None,
-                              "days_late": days_late(r["due_on"], r["received_on"], local_date(now, tz))},
-                    by="sewerwatch")
+        for f in findings_at(conn, now, accidental_hours):
+            fid = store_finding(conn, f["site_id"], f["kind"], f["occurred"], f["summary"], key=f["key"],
+                                citation=f["citation"], words=f["words"], period=f["period"],
+                                violation_id=f["violation_id"], evidence=f["evidence"], by="sewerwatch")
             if fid:
                 new.append(fid)
     return new

@@ -121,7 +121,7 @@ def judge(req: Requirement, samples: list[tuple[date, str, str]], first: date, e
         whole = (req.start is None or req.start <= p.start) and (req.end is None or p.end <= req.end)
         counts, ids = {}, {}
         for prm in req.parameters:
-            got = sorted({s for d, s, a in samples if a == prm and p.contains(d)})
+            got = sorted({s for d, s, a in samples if a == prm and p.contains(d) and d <= today})
             counts[prm], ids[prm] = len(got), got
         if not whole:
             state = "not-required"
@@ -143,21 +143,32 @@ def site_samples(conn, site_key: str, tz) -> list[tuple[date, str, str]]:
     return [(local_date(t, tz), k, a) for t, k, a in rows]
 
 
-def store_missing(conn, site_id: int, statuses: list[PeriodStatus]) -> list[int]:
-    """A ``failure-to-monitor`` finding for each missing period (once; it arises on the first
-    day after the period)."""
-    new = []
+def missing_findings(site_id: int, statuses: list[PeriodStatus]) -> list[dict]:
+    """A ``failure-to-monitor`` finding (a dict as :func:`enforcement.reports.findings_at`'s)
+    for each missing period; it arises on the first day after the period."""
+    out = []
     for st in statuses:
         if st.state != "missing":
             continue
         r, p = st.requirement, st.period
         short = ", ".join(f"{prm}: {r.times - n} of {r.times}" for prm, n in st.counts.items() if n < r.times)
-        fid = store_finding(
-            conn, site_id, "failure-to-monitor", p.end,
-            f"samples missing for {p.name} ({p.start} to {p.last_day}) under {r.citation}: {short} not taken",
-            key=f"monitor:{r.id}:{p.name}", citation=r.citation, words=r.words, period=(p.start, p.end),
-            evidence={"requirement": r.id, "period": p.name, "times": r.times, "per": r.per,
-                      "counts": st.counts, "samples": st.samples}, by="sewerwatch")
+        out.append({"site": r.site, "site_id": site_id, "kind": "failure-to-monitor", "occurred": p.end,
+                    "summary": f"samples missing for {p.name} ({p.start} to {p.last_day}) under {r.citation}: "
+                               f"{short} not taken",
+                    "key": f"monitor:{r.id}:{p.name}", "citation": r.citation, "words": r.words,
+                    "period": (p.start, p.end), "violation_id": None,
+                    "evidence": {"requirement": r.id, "period": p.name, "times": r.times, "per": r.per,
+                                 "counts": st.counts, "samples": st.samples}})
+    return out
+
+
+def store_missing(conn, site_id: int, statuses: list[PeriodStatus]) -> list[int]:
+    """Store :func:`missing_findings` (once each)."""
+    new = []
+    for f in missing_findings(site_id, statuses):
+        fid = store_finding(conn, site_id, f["kind"], f["occurred"], f["summary"], key=f["key"],
+                            citation=f["citation"], words=f["words"], period=f["period"], evidence=f["evidence"],
+                            by="sewerwatch")
         if fid:
             new.append(fid)
     return new
@@ -209,6 +220,15 @@ def schedule(conn, now: datetime, first: date | None = None, end: date | None = 
             # periods that have begun by the end of the range (the current one, still due, included)
             out.extend(judge(r, samples, lo, hi, today))
     return out
+
+
+def findings_at(conn, now: datetime, site_key: str | None = None) -> list[dict]:
+    """The failure-to-monitor findings of this year's periods as things stood at ``now``
+    (samples collected by then). Reads only."""
+    ids = {k: s.id for k, s in sites(conn).items()}
+    statuses = schedule(conn, now, site_key=site_key)
+    return [f for key, site_id in ids.items()
+            for f in missing_findings(site_id, [st for st in statuses if st.requirement.site == key])]
 
 
 def check(conn, now: datetime) -> list[int]:

@@ -8,6 +8,9 @@
     accidental_report_hours = 24       # an accidental-discharge report is due this long after the
                                        # alert that calls for it (palmyra-wi §13.49: "immediately")
     snc_periods = "halves"             # or "rolling-quarters": six months ending with each quarter
+    late_report_period = "late"        # or "due": which SNC period a report 45 days late counts in
+    daily_maximum = "day-mean"         # or "each-sample" (limits.readings)
+    average_days = "sampled"           # or "period" (limits.readings)
 
 Every error names the file and the key (``village.toml: enforcement.snc_periods: expected
 one of halves, rolling-quarters, got 'monthly'``).
@@ -15,10 +18,14 @@ one of halves, rolling-quarters, got 'monthly'``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from foundation.errors import ConfigError
+from limits.readings import CHOICES as READING_CHOICES
+from limits.readings import Readings, readings
+
+READING_KEYS = tuple(READING_CHOICES)
 
 #: Where the shipped enforcement response guide is.
 DEFAULT_GUIDE = Path(__file__).resolve().parent / "guides" / "epa-erp.toml"
@@ -32,7 +39,14 @@ DEFAULT_ACCIDENTAL_REPORT_HOURS = 24.0
 #: How SNC's six-month periods run (40 CFR 403.8(f)(2)(viii)(A), (B): "during a six-month period").
 SNC_PERIODS = ("halves", "rolling-quarters")
 
-KEYS = ("guide", "accidental_report_hours", "snc_periods")
+#: Which SNC period a report more than 45 days late counts in (40 CFR 403.8(f)(2)(viii)(F):
+#: "Failure to provide, within 45 days after the due date, required reports"), where the due
+#: date lies in one period and day 46 in the next: ``late`` (the default), the period holding
+#: day 46, when the failure happened (before it the report was not late); ``due``, the period
+#: holding the due date, whose report it was.
+LATE_REPORT_PERIODS = ("late", "due")
+
+KEYS = ("guide", "accidental_report_hours", "snc_periods", "late_report_period", *READING_KEYS)
 
 
 @dataclass(frozen=True)
@@ -48,11 +62,17 @@ class Settings:
     snc_periods : str
         ``halves`` (January-June, July-December) or ``rolling-quarters`` (the six months
         ending with each calendar quarter).
+    late_report_period : str
+        ``late`` or ``due`` (:data:`LATE_REPORT_PERIODS`).
+    readings : limits.readings.Readings
+        How a daily maximum is judged and which days an average's violation has.
     """
 
     guide: Path = DEFAULT_GUIDE
     accidental_report_hours: float = DEFAULT_ACCIDENTAL_REPORT_HOURS
     snc_periods: str = "halves"
+    late_report_period: str = "late"
+    readings: Readings = field(default_factory=Readings)
 
 
 def settings(cfg) -> Settings:
@@ -83,4 +103,10 @@ def settings(cfg) -> Settings:
             raise ConfigError(path, "enforcement.snc_periods",
                               f"expected one of {', '.join(SNC_PERIODS)}, got {t['snc_periods']!r}")
         out["snc_periods"] = t["snc_periods"]
+    if "late_report_period" in t:
+        if t["late_report_period"] not in LATE_REPORT_PERIODS:
+            raise ConfigError(path, "enforcement.late_report_period",
+                              f"expected one of {', '.join(LATE_REPORT_PERIODS)}, got {t['late_report_period']!r}")
+        out["late_report_period"] = t["late_report_period"]
+    out["readings"] = readings(cfg)
     return Settings(**out)

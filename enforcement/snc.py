@@ -14,20 +14,27 @@ or, configurable, the six months ending with each quarter):
     and the reports owed (:mod:`enforcement.milestones`, :mod:`enforcement.reports`);
 (H) other violations the superintendent designates: recorded findings.
 
-A finding counts in the period holding the local day it arose (``findings.occurred``). A user
-meeting any criterion in a period is in SNC for it; the annual list (``sewerwatch report snc
---year Y``) names those in SNC in any period ending in the year ("at any time during the
-previous twelve months").
+A finding counts in the period holding the local day it arose (``findings.occurred``; a
+report 45 days late in the period of its due date instead where ``[enforcement]
+late_report_period = "due"``). A user meeting any criterion in a period is in SNC for it; the
+annual list (``sewerwatch report snc --year Y``) names those in SNC in any period ending in
+the year ("at any time during the previous twelve months").
+
+Asking is a pure question (:mod:`enforcement.asof`): the answer is the records' as they stood
+at the instant asked about (the lab results collected by then, the reports received, the
+milestones met, the findings arisen by then), and nothing is written.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from enforcement.findings import SNC_CITATION, SNC_WORDS, findings_between, sites  # noqa: F401 - SNC_CITATION: the CLI's
+from enforcement import asof
+from enforcement.findings import SNC_CITATION, SNC_WORDS, sites  # noqa: F401 - SNC_CITATION: the CLI's
 from enforcement.periods import Period, local_date
+from enforcement.settings import Settings
 from lab.checks.snc import pack_limits, snc_counts
 from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.ordinance import pack_timezone
@@ -60,13 +67,17 @@ def _limit_words(limit) -> str:
     return f"the range {limit.low:g} to {limit.high:g}"     # pH: outside it exceeds
 
 
-def measured(conn, site, period: Period, permit=None, non_detect: str = DEFAULT_COMPLIANCE) -> dict:
+def measured(conn, site, period: Period, permit=None, non_detect: str = DEFAULT_COMPLIANCE,
+             now: datetime | None = None) -> dict:
     """Criteria (A) and (B) of one user over one period: per parameter with a limit (the
     ordinance's and the user's permit's, the stricter applying: :func:`lab.checks.snc.pack_limits`),
-    the counts and every measurement (sample, local date, value, non-detect, exceeds, TRC)."""
+    the counts and every measurement (sample, local date, value, non-detect, exceeds, TRC)
+    collected in the period by ``now``."""
     tz = pack_timezone(site.pack)
     start, end = period.bounds(tz)
-    table = load_results(conn, start, end, [site.key])
+    if now is not None:
+        end = min(end, now + timedelta(microseconds=1))
+    table = load_results(conn, start, max(start, end), [site.key])
     limits = pack_limits(site.pack, permit)
     values = substitute(table.value_mg_l, table.non_detect, non_detect) if len(table) else np.empty(0)
     out = {}
@@ -93,11 +104,11 @@ def _pct(n: int, d: int) -> str:
     return f"{100.0 * n / d:.1f} %" if d else "-"
 
 
-def evaluate_site(conn, site, period: Period, findings: list[dict], permit=None) -> dict:
+def evaluate_site(conn, site, period: Period, findings: list[dict], permit=None, now: datetime | None = None) -> dict:
     """Every criterion for one user and period: ``met``, ``explanation`` (lines of words) and
     ``evidence``; ``snc`` is whether any is met."""
     crit: dict[str, dict] = {}
-    lab = measured(conn, site, period, permit)
+    lab = measured(conn, site, period, permit, now=now)
     a_lines, b_lines = [], []
     for p, r in lab.items():
         exceed = [f"{x['sample']} {x['date']} {'<' if x['non_detect'] else ''}{x['mg_l']:g}"
@@ -121,10 +132,10 @@ def evaluate_site(conn, site, period: Period, findings: list[dict], permit=None)
     for c in CRITERIA[2:]:
         fs = [f for f in findings if f["snc_criterion"] == c]
         crit[c] = {"met": bool(fs),
-                   "explanation": [f"finding {f['id']} ({f['kind']}, {f['occurred'].isoformat()}): {f['summary']}"
+                   "explanation": [f"finding {_ref(f)} ({f['kind']}, {f['occurred'].isoformat()}): {f['summary']}"
                                    for f in fs] or [_none_words(c)],
-                   "evidence": [{"finding": f["id"], "kind": f["kind"], "occurred": f["occurred"].isoformat(),
-                                 "summary": f["summary"]} for f in fs]}
+                   "evidence": [{"finding": f["id"], "key": f["key"], "kind": f["kind"],
+                                 "occurred": f["occurred"].isoformat(), "summary": f["summary"]} for f in fs]}
     for c in CRITERIA:
         crit[c]["title"] = TITLES[c]
         crit[c]["citation"] = f"{SNC_CITATION}({c})"
@@ -134,6 +145,11 @@ def evaluate_site(conn, site, period: Period, findings: list[dict], permit=None)
             "period": period.as_json(), "snc": bool(met), "criteria_met": met, "criteria": crit}
 
 
+def _ref(f: dict) -> str:
+    """A finding by its id where it is stored, else by its key (``late-report:3``)."""
+    return str(f["id"]) if f["id"] is not None else f["key"]
+
+
 def _none_words(c: str) -> str:
     if c in ("C", "D", "H"):
         return "no finding recorded"
@@ -141,16 +157,21 @@ def _none_words(c: str) -> str:
             "G": "no noncompliance left unreported"}[c]
 
 
-def evaluate(conn, period: Period, site_key: str | None = None) -> list[dict]:
-    """The SNC status of every user (or one) for ``period``; the computed findings are
-    taken as stored (run :func:`enforcement.service.refresh` first)."""
+def evaluate(conn, period: Period, site_key: str | None = None, now: datetime | None = None,
+             st: Settings | None = None) -> list[dict]:
+    """The SNC status of every user (or one) for ``period`` as things stood at ``now``
+    (default: the present), from the records alone (:mod:`enforcement.asof`): writes nothing."""
+    now = now or datetime.now(timezone.utc)
+    st = st or Settings()
     out = []
     permits = current_permits(conn)
     for key, s in sites(conn).items():
         if site_key is not None and key != site_key:
             continue
-        fs = findings_between(conn, period.start, period.end, key)
-        out.append(evaluate_site(conn, s, period, fs, permits.get(key)))
+        fs = asof.findings_between(conn, period.start, period.end, now, st, key, snc_periods=True)
+        res = evaluate_site(conn, s, period, fs, permits.get(key), now)
+        res["as_of"] = now.isoformat()
+        out.append(res)
     return out
 
 

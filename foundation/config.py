@@ -664,7 +664,8 @@ class Config(Table):
     """The letterhead of printed documents: ``letterhead`` (lines under the utility's name),
     ``signed_by`` and ``signer_title`` (who signs notices)."""
     enforcement: AsData = None
-    """Enforcement settings: ``guide``, ``accidental_report_hours``, ``snc_periods`` (enforcement/README.md)."""
+    """Enforcement settings: ``guide``, ``accidental_report_hours``, ``snc_periods``, ``late_report_period``,
+    ``daily_maximum``, ``average_days`` (enforcement/README.md, limits/readings.py)."""
     ingest: IngestOptions = IngestOptions()
     """Bounds on what the collectors accept."""
     web: WebOptions | None = None

@@ -45,7 +45,8 @@ def _register_deadletters(sub) -> None:
 
     def filters(q, replay: bool) -> None:
         q.add_argument("--source", help="only this source (mqtt, lab-import, ...)")
-        q.add_argument("--since", metavar="WHEN", help="received since: an age (30m, 2h, 7d) or an ISO-8601 time")
+        q.add_argument("--since", metavar="WHEN", help="received since: an age (30m, 2h, 7d), a date (a local calendar "
+                       "day of the village) or a time (with an offset as given, without one the village's clock)")
         q.add_argument("--reason", metavar="TEXT", help="only those whose reason contains TEXT (any case)")
         q.add_argument("--limit", type=int, default=None if replay else 50, metavar="N",
                        help="at most N" + ("" if replay else " (default 50)"))
@@ -126,21 +127,23 @@ def _collect(args, ctx) -> int:
     return 0
 
 
-def _filters(args):
+def _filters(args, ctx):
+    from foundation import moments
     from foundation.errors import InputError
     from ingest import deadletters as dl   # lazy: psycopg and the collectors
 
     if args.limit is not None and args.limit < 1:
         raise InputError(f"deadletters: --limit must be at least 1, got {args.limit}")
     return dl.Filters(ids=tuple(getattr(args, "id", None) or ()), source=args.source,
-                      since=dl.parse_since(args.since) if args.since else None, reason=args.reason,
+                      since=dl.parse_since(args.since, tz=moments.village_zone(ctx.config)) if args.since else None,
+                      reason=args.reason,
                       state=args.state, limit=args.limit)
 
 
 def _dl_list(args, ctx) -> int:
     from ingest import deadletters as dl
 
-    f = _filters(args)
+    f = _filters(args, ctx)
     with ctx.connect("owner") as conn:
         res = dl.listing(conn, f)
     if args.json:
@@ -200,7 +203,7 @@ def _dl_replay(args, ctx) -> int:
 
     from foundation.actor import Actor
 
-    f = _filters(args)
+    f = _filters(args, ctx)
     with ctx.connect("owner") as conn:
         out = dl.replay(conn, ctx.config, f, dry_run=args.dry_run, actor=Actor.os_user())
     if args.json:

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from foundation import moments
 from foundation.errors import InputError
 from ingest.mqtt.collector import sensor_refs_from_db
 from ingest.mqtt.formats import decode
@@ -56,19 +57,18 @@ SPARKPLUG_LIKE = "spBv1.0/%"
 SHOW_BYTES = 4096
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """``--since``: ``30m``, ``2h``, ``7d`` ago, or an ISO-8601 time (a date or a time
-    without offset is UTC)."""
+def parse_since(text: str, now: datetime | None = None, tz=timezone.utc) -> datetime:
+    """``--since``: ``30m``, ``2h``, ``7d`` ago, or a date or time (:func:`foundation.moments.instant`:
+    a date is local midnight in ``tz``, the village's time zone; a time without an offset its clock)."""
     now = now or datetime.now(timezone.utc)
     m = _AGO.match(text.strip())
     if m:
         return now - timedelta(seconds=float(m.group(1)) * _UNIT_S[m.group(2)])
     try:
-        t = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InputError(f"deadletters: --since {text!r} is neither an age (30m, 2h, 7d) nor an ISO-8601 time") \
-            from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+        return moments.instant(text, "--since", tz)
+    except InputError:
+        raise InputError(f"deadletters: --since {text!r} is neither an age (30m, 2h, 7d) nor a date or ISO-8601 "
+                         "time") from None
 
 
 @dataclass

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 
+from foundation import moments
 from foundation.errors import InputError
 from lab.charges import BillInputs, charges, late_terms, rates_given
 from lab.checks.compliance import check_lab, check_loadings, in_force
@@ -37,7 +37,6 @@ from limits.packs import ANALYTES as CONCENTRATION
 from limits.permit_store import current_permits
 from limits.permits import Permit
 
-QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
 
 #: A metered volume is the quarter's only when the flow readings cover at least this fraction
 #: of it (issue 14: a bill on a meter that was silent for part of the quarter under-bills and
@@ -51,14 +50,9 @@ def percent_floor(fraction: float) -> str:
 
 
 def quarter_bounds(quarter: str, tz) -> tuple[datetime, datetime]:
-    """Start and end (exclusive) of a quarter such as ``2026Q1`` at midnight in ``tz``."""
-    m = QUARTER.match(quarter.strip().upper())
-    if not m:
-        raise InputError(f"--quarter: expected YEARQn such as 2026Q1, got {quarter!r}")
-    year, q = int(m.group(1)), int(m.group(2))
-    start = datetime(year, 3 * q - 2, 1, tzinfo=tz)
-    end = datetime(year + (q == 4), 1 if q == 4 else 3 * q + 1, 1, tzinfo=tz)
-    return start, end
+    """Start and end (exclusive) of a quarter such as ``2026Q1``: its local days in ``tz``
+    (:func:`foundation.moments.period_bounds`)."""
+    return moments.period_bounds(quarter, "--quarter", tz, ("quarter",))
 
 
 def _local_date(t: np.datetime64, tz) -> str:
@@ -100,7 +94,7 @@ def days_of_violation(conn, site: str, start: datetime, end: datetime, tz, found
     records = {(r["rule"], r["start"]): r for r in stored_violations(conn, site, start, end)}
     records.update({(r["rule"], r["start"]): r for r in found})
     cite = {r["rule"]: r.get("citation") for r in records.values()}
-    out = by_site_and_rule(records.values(), tz, (start.date(), end.date()))
+    out = by_site_and_rule(records.values(), tz, (start, end))
     return [{"rule": d["rule"], "days": d["days"], "dates": d["dates"], "episodes": d["episodes"],
              "citation": cite.get(d["rule"])} for d in out]
 

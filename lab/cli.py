@@ -15,13 +15,14 @@ import sys
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
+from foundation import moments
 from foundation.errors import InputError
 
 #: ``lab import``'s exit status when some rows became dead letters (0: every row imported;
 #: 2: the file could not be read at all), so that a script importing nightly notices.
 DEAD_LETTERS_EXIT = 4
 from lab import permit_cli
-from lab.cli_args import moment
+from lab.permit_cli import village_tz
 
 
 def register(sub) -> None:
@@ -57,22 +58,19 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_import)
     q = lsub.add_parser("check", help="check stored lab results against the ordinance (FOG, cyanide, permit, SNC)")
-    q.add_argument("--since", required=True, help="ISO date")
-    q.add_argument("--until", required=True, help="ISO date (exclusive)")
+    _since_until(q)
     q.add_argument("--store", action="store_true", help="store the violations found")
     q.add_argument("--non-detect", default="dl", choices=("zero", "half", "dl"),
                    help="what a '<' result counts as for compliance (default dl: its detection limit)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_check)
     q = lsub.add_parser("list", help="list the current version of stored results")
-    q.add_argument("--since", required=True, help="ISO date")
-    q.add_argument("--until", required=True, help="ISO date (exclusive)")
+    _since_until(q)
     q.add_argument("--site", action="append", help="only this site (repeatable)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_list)
     q = lsub.add_parser("composites", help="composite samples with their window's metered volume and loadings")
-    q.add_argument("--since", required=True, help="ISO date")
-    q.add_argument("--until", required=True, help="ISO date (exclusive)")
+    _since_until(q)
     q.add_argument("--relink", action="store_true", help="recompute each window's volume from the readings now stored")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_composites)
@@ -86,7 +84,8 @@ def register(sub) -> None:
         "into --out and stored in the bills table. A bill whose volume is unknown (the flow readings cover less "
         "than 95 %% of the quarter and the rates file gives no bill.volume_mg) is not issued (exit 2) unless "
         "--draft.")
-    p.add_argument("--quarter", required=True, help="e.g. 2026Q1")
+    p.add_argument("--quarter", required=True, help="e.g. 2026Q1: its local calendar days in the time zone of each "
+                   "user's village (its rule pack)")
     p.add_argument("--rates", required=True, metavar="FILE.toml",
                    help="the rates of the charges in force: per pound where a surcharge is, and the keys the pack names")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON, HTML and PDF bills go (default .)")
@@ -102,11 +101,15 @@ def register(sub) -> None:
     permit_cli.register(sub)
 
 
-def _period(args) -> tuple[datetime, datetime]:
-    start, end = moment(args.since, "--since"), moment(args.until, "--until")
-    if end <= start:
-        raise InputError("--until must be after --since")
-    return start, end
+def _since_until(q, required: bool = True) -> None:
+    """``--since`` and ``--until`` (exclusive), read by :mod:`foundation.moments`."""
+    q.add_argument("--since", required=required, metavar="WHEN", help="from this date or time (" + moments.HELP + ")")
+    q.add_argument("--until", required=required, metavar="WHEN",
+                   help="up to this date or time, exclusive (--until 2026-07-01 ends with June 30)")
+
+
+def _period(args, ctx) -> tuple[datetime, datetime]:
+    return moments.span(args.since, args.until, village_tz(ctx))
 
 
 def _surcharge(args: argparse.Namespace, ctx) -> int:
@@ -193,44 +196,56 @@ def _require_sites(ctx, conn, what: str) -> None:
 
 
 def _lab_check(args: argparse.Namespace, ctx) -> int:
-    from lab.checks.compliance import day_ranges    # lazy: see the module docstring
-    from lab.store.period_checks import check_db
+    from lab.store.period_checks import check_db    # lazy: see the module docstring
+    from limits.readings import readings
 
-    start, end = _period(args)
+    start, end = _period(args, ctx)
+    rd = readings(ctx.config)
     with ctx.connect("owner") as conn:
-        res = check_db(conn, start, end, store=args.store, non_detect=args.non_detect)
+        res = check_db(conn, start, end, store=args.store, non_detect=args.non_detect, readings=rd)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    for v in res["violations"]:
-        print(f"{v['site']:<16} {v['rule']:<14} {v['start'][:10]} peak {v['peak']:g} {v['unit']} "
-              f"> {v['limit']:g}  ({v['citation']})" + (f"\n{'':<17}{v['stricter_of']}" if v.get("stricter_of") else ""))
-    for x in res["incomplete"]:
-        print(f"{x['site']:<16} {x['rule']:<14} {x['note']}")
-    for st in res["standing"]:
-        if st["state"] != "in-force":
-            print(f"{st['site']:<16} permit {st['permit']}: {permit_cli.STATE_WORDS.get(st['state'], st['state'])} "
-                  f"(term ends {st['term_end']}; {st['citation']})")
-    for d in res["days_of_violation"]:
-        print(f"{d['site']:<16} {d['rule']:<14} {d['days']} day(s) of violation: {day_ranges(d['dates'])}")
-    for p in res["permits"]:
-        if p["required"]:
-            print(f"{p['site']:<16} discharge permit required: "
-                  + "; ".join(f"{r['criterion']} {r['value']:g} {r['unit']} ({r['citation']})" for r in p["reasons"]))
-    for s in res["snc"]:
-        if s["snc"]:
-            kind = "chronic" if s["chronic"] else "technical review criteria"
-            print(f"{s['site']:<16} significant noncompliance ({kind}) {s['parameter']} "
-                  f"{s['window_start'][:10]}..{s['window_end'][:10]}")
+    print_check(res, village_tz(ctx))
     if not any(p["required"] for p in res["permits"]) and not res["violations"] and not any(s["snc"] for s in res["snc"]):
         print("no lab violations, permit needs or significant noncompliance")
     return 0
 
 
+def print_check(res: dict, tz, permits_needed: bool = True) -> None:
+    """``lab check``'s (and ``permit check``'s) findings, one line each: the local day, the
+    value and the limit stated as the ordinance or permit states it."""
+    from lab.checks.compliance import day_ranges    # lazy: see the module docstring
+    from lab.checks.permit import reason_words
+    from limits.statements import of_violation, quantity
+
+    for v in res["violations"]:
+        day = datetime.fromisoformat(v["start"].replace("Z", "+00:00")).astimezone(tz).date()
+        print(f"{v['site']:<16} {v['rule']:<18} {day} {quantity(v['peak'], v['unit'])}: the limit is "
+              f"{of_violation(v)} ({v['citation']})" + (f"\n{'':<17}{v['stricter_of']}" if v.get("stricter_of") else ""))
+    for x in res["incomplete"]:
+        print(f"{x['site']:<16} {x['rule']:<18} {x['note']}")
+    for st in res["standing"]:
+        if st["state"] != "in-force":
+            print(f"{st['site']:<16} permit {st['permit']}: {permit_cli.STATE_WORDS.get(st['state'], st['state'])} "
+                  f"(term ends {st['term_end']}; {st['citation']})")
+    for d in res["days_of_violation"]:
+        print(f"{d['site']:<16} {d['rule']:<18} {d['days']} day(s) of violation: {day_ranges(d['dates'])}")
+    if permits_needed:
+        for p in res["permits"]:
+            if p["required"]:
+                print(f"{p['site']:<16} discharge permit required: " + "; ".join(reason_words(r) for r in p["reasons"]))
+        for s in res["snc"]:
+            if s["snc"]:
+                kind = "chronic" if s["chronic"] else "technical review criteria"
+                print(f"{s['site']:<16} significant noncompliance ({kind}) {s['parameter']} "
+                      f"{s['window_start'][:10]}..{s['window_end'][:10]}")
+
+
 def _lab_list(args: argparse.Namespace, ctx) -> int:
     from lab.store.results import LISTED, list_results   # lazy: see the module docstring
 
-    start, end = moment(args.since, "--since"), moment(args.until, "--until")
+    start, end = _period(args, ctx)
     with ctx.connect("owner") as conn:
         rows = list_results(conn, start, end, args.site)
     if args.json:
@@ -246,7 +261,7 @@ def _lab_list(args: argparse.Namespace, ctx) -> int:
 def _lab_composites(args: argparse.Namespace, ctx) -> int:
     from lab.store.period_checks import composites   # lazy: see the module docstring
 
-    start, end = moment(args.since, "--since"), moment(args.until, "--until")
+    start, end = _period(args, ctx)
     with ctx.connect("owner") as conn:
         res = composites(conn, start, end, relink=args.relink)
     if args.json:

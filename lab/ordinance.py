@@ -48,14 +48,19 @@ class LabLimit:
     limit : float
         The limit [mg/l].
     statistic : str
-        ``each`` (every result is judged), ``period-average`` (the mean of a site's results
-        over the period checked) or ``monthly-average`` (the mean of each calendar month, in
-        the village's time zone), from the rule's ``basis`` ``sample``/``average``/``monthly``.
+        ``each`` (every result is judged), ``daily-maximum`` (a permit's daily maximum: each
+        local day's mean, or each result, as ``[enforcement] daily_maximum`` says),
+        ``period-average`` (the mean of a site's results over the period checked) or
+        ``monthly-average`` (the mean of each calendar month, in the village's time zone),
+        from the rule's ``basis`` ``sample``/``daily``/``average``/``monthly``.
     origin, stricter_of : str
         ``ordinance`` or ``permit``; where both limit the analyte, which applies and what it
         is stricter than (:func:`limits.permits.site_rules`).
     op : str
         Operator under which a value violates: ``value op limit`` (``>`` for "exceeding").
+    comparison : str
+        The words of that operator as the ordinance or permit states the limit ("in excess
+        of", "exceeding", "more than").
     """
 
     rule: str
@@ -113,7 +118,7 @@ def permit_thresholds(pack: str) -> tuple[dict[str, Strength], Strength | None]:
     return conc, volume
 
 
-_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "each"}
+_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "daily-maximum"}
 
 
 def site_rules(pack: str, permit: Permit | None = None) -> tuple[Rule, ...]:
@@ -123,7 +128,8 @@ def site_rules(pack: str, permit: Permit | None = None) -> tuple[Rule, ...]:
 
 
 def _lab_limit(p, r: Rule) -> LabLimit:
-    return LabLimit(r.id, r.analyte, float(r.limit_canonical), _BASIS[r.basis], _cite(p, r), r.words,
+    return LabLimit(r.id, r.analyte, float(r.limit_canonical),
+                    "each" if r.kind == "loading-limit" else _BASIS[r.basis], _cite(p, r), r.words,
                     r.unit if r.kind == "loading-limit" else (r.canonical_unit or "mg/l"), r.op, r.origin, r.stricter_of,
                     r.provenance, r.comparison or "")
 

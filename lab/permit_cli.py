@@ -16,8 +16,21 @@ import json
 from datetime import date
 from pathlib import Path
 
+from foundation import moments
 from foundation.errors import InputError
-from lab.cli_args import day, moment
+
+
+def village_tz(ctx):
+    """The village's time zone (:func:`foundation.moments.village_zone`): the command line's
+    dates are its local days."""
+    return moments.village_zone(ctx.config)
+
+
+def day(ctx, text: str | None, what: str) -> date:
+    """A date option (:func:`foundation.moments.day`); today in the village when not given."""
+    from datetime import datetime
+
+    return moments.day(text, what) if text else datetime.now(village_tz(ctx)).date()
 
 
 def register(sub) -> None:
@@ -30,19 +43,23 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_import)
     q = s.add_parser("list", help="each site's current permit and where it stands")
-    q.add_argument("--today", metavar="DATE", help="judge the terms as of this date (default: today)")
+    q.add_argument("--today", metavar="DATE", help="judge the terms as of this local date (default: today in "
+                   "the village)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_list)
     q = s.add_parser("show", help="one permit (a number in the database, or a file): limits, monitoring, history")
     q.add_argument("permit", metavar="NUMBER|FILE.toml")
-    q.add_argument("--today", metavar="DATE")
+    q.add_argument("--today", metavar="DATE", help="judge the terms as of this local date (default: today in "
+                   "the village)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_show)
     q = s.add_parser("check", help="judge a period against each site's permit, or validate permit files")
     q.add_argument("files", nargs="*", metavar="FILE.toml", help="validate these files (no database)")
-    q.add_argument("--since", help="ISO date: judge the stored results, loadings and flows from")
-    q.add_argument("--until", help="ISO date (exclusive)")
-    q.add_argument("--today", metavar="DATE", help="judge the terms as of this date (default: today)")
+    q.add_argument("--since", metavar="WHEN", help="judge the stored results, loadings and flows from this date "
+                   "or time (" + moments.HELP + ")")
+    q.add_argument("--until", metavar="WHEN", help="... up to this date or time, exclusive")
+    q.add_argument("--today", metavar="DATE", help="judge the terms as of this local date (default: today in "
+                   "the village)")
     q.add_argument("--store", action="store_true", help="store the findings in violations")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_check)
@@ -82,7 +99,7 @@ def _list(args, ctx) -> int:
     from limits.permit_store import current_permits, list_permits   # lazy
     from limits.permits import renewal
 
-    today = day(args.today, "--today")
+    today = day(ctx, args.today, "--today")
     with ctx.connect("owner") as conn:
         rows = list_permits(conn)
         current = {p.number: p for p in current_permits(conn).values()}
@@ -120,9 +137,10 @@ def _describe(permit, pack_id: str, today: date) -> dict:
             "renewal": {"term_years": permit.renewal.term_years, "automatic": permit.renewal.automatic,
                         "notice_days": permit.renewal.notice_days,
                         "notice_given": permit.renewal.notice_given.isoformat() if permit.renewal.notice_given else None,
-                        "citation": permit.renewal.citation},
+                        "notice_reading": permit.renewal.notice_reading, "citation": permit.renewal.citation},
             "standing": {"state": st.state, "term_end": st.term_end.isoformat(),
-                         "ends": st.ends.isoformat() if st.ends else None, "days_left": st.days_left},
+                         "ends": st.ends.isoformat() if st.ends else None, "days_left": st.days_left,
+                         "notice_by": st.notice_by.isoformat() if st.notice_by else None},
             "flow": {"average_daily_gpd": permit.average_daily_gpd, "maximum_daily_gpd": permit.maximum_daily_gpd},
             "rules": rules,
             "monitoring": [{"condition": m.condition, "parameters": list(m.parameters), "sample_type": m.sample_type,
@@ -132,6 +150,8 @@ def _describe(permit, pack_id: str, today: date) -> dict:
 
 
 def _print_permit(d: dict) -> None:
+    from limits.statements import stated   # lazy
+
     s = d["standing"]
     print(f"Permit {d['number']} — site {d['site']} ({d['pack']})")
     print(f"  issued {d['issued']}, effective {d['effective']}, term ends {s['term_end']}: "
@@ -141,8 +161,11 @@ def _print_permit(d: dict) -> None:
         print(f"  flow: average {f['average_daily_gpd'] or 0:,.0f} gal/day, maximum {f['maximum_daily_gpd'] or 0:,.0f} gal/day")
     print("  limits (with the ordinance's, the stricter applying):")
     for r in d["rules"]:
-        basis = {"sample": "each sample", "monthly": "monthly average", "daily": "each day"}.get(r["basis"], "")
-        print(f"    {r['rule']:<18} {r['comparison']} {r['limit']:g} {r['unit']} {basis}  ({r['citation']})"
+        form = {"sample": "each", "monthly": "monthly-average", "average": "period-average",
+                "daily": "daily-loading" if r["kind"] == "loading-limit" else "daily-maximum"}.get(r["basis"] or "",
+                                                                                             "reading")
+        print(f"    {r['rule']:<18} {stated(r['comparison'], r['limit'], r['unit'], form, r['parameter'])}  "
+              f"({r['citation']})"
               + (f"\n      {r['stricter_of']}" if r["stricter_of"] else ""))
     if d["monitoring"]:
         print("  monitoring:")
@@ -156,7 +179,7 @@ def _show(args, ctx) -> int:
     from limits.permit_store import history, versions
     from limits.permits import load_permit, parse_permit
 
-    today = day(args.today, "--today")
+    today = day(ctx, args.today, "--today")
     if args.permit.endswith(".toml") or Path(args.permit).is_file():
         permit = load_permit(args.permit)
         d = _describe(permit, permit.pack or ctx.config.pack, today)
@@ -183,7 +206,7 @@ def _show(args, ctx) -> int:
 
 
 def _check(args, ctx) -> int:
-    today = day(args.today, "--today")
+    today = day(ctx, args.today, "--today")
     if args.files:
         from limits.permits import load_permit   # lazy
         out = []
@@ -200,25 +223,31 @@ def _check(args, ctx) -> int:
     if not (args.since and args.until):
         raise InputError("permit check: give permit files to validate, or --since and --until to judge a period")
     from lab.store.period_checks import check_db   # lazy
-    start, end = moment(args.since, "--since"), moment(args.until, "--until")
-    if end <= start:
-        raise InputError("--until must be after --since")
+    from limits.readings import readings
+
+    start, end = moments.span(args.since, args.until, village_tz(ctx))
+    rd = readings(ctx.config)
     with ctx.connect("owner") as conn:
-        res = check_db(conn, start, end, store=args.store, today=today)
+        res = check_db(conn, start, end, store=args.store, today=today, readings=rd)
     found = [v for v in res["violations"] if v.get("applies") == "permit" or v.get("stricter_of")]
     res = {"violations": found, "incomplete": res["incomplete"], "standing": res["standing"],
-           "days_of_violation": res["days_of_violation"], "stored": res["stored"]}
+           "days_of_violation": res["days_of_violation"], "permits": res["permits"], "stored": res["stored"]}
     if args.json:
         print(json.dumps(res, indent=2, default=str))
         return 0
+    from lab.checks.permit import reason_words   # lazy
+    from lab.cli import print_check
+
     for st in res["standing"]:
         print(f"{st['site']:<16} permit {st['permit']}: {STATE_WORDS.get(st['state'], st['state'])} "
               f"(term ends {st['term_end']}, {st['days_left']} days; {st['citation']})")
-    for v in found:
-        print(f"{v['site']:<16} {v['rule']:<18} {v['start'][:10]} {v['peak']:g} {v['unit']} over {v['limit']:g}  "
-              f"({v['citation']})")
-    for x in res["incomplete"]:
-        print(f"{x['site']:<16} {x['rule']:<18} {x['note']}")
-    if not found and not res["incomplete"]:
+    print_check({**res, "standing": [], "days_of_violation": [], "snc": []}, village_tz(ctx), permits_needed=False)
+    held = {st["site"]: st["permit"] for st in res["standing"]}
+    for p in res["permits"]:
+        if p["required"]:
+            has = f" (has permit {held[p['site']]})" if p["site"] in held else ": no permit on file"
+            print(f"{p['site']:<16} discharge permit required{has}: "
+                  + "; ".join(reason_words(r) for r in p["reasons"]))
+    if not found and not res["incomplete"] and not any(p["required"] and p["site"] not in held for p in res["permits"]):
         print("no permit findings in the period")
     return 0

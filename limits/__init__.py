@@ -8,7 +8,10 @@ packs``; this file imports none of them so that ``import limits.cli`` stays ligh
   ``DEFAULT_GAP_MULTIPLE`` — batch evaluation and violation records;
 - ``streaming``: ``StreamingEvaluator`` — the same episodes, batch by batch;
 - ``core``: the vectorised primitives (``exceeds``, episodes, time-weighted averages,
-  days of violation);
+  local days);
+- ``days``: days of violation over half-open intervals, one rule for every record;
+- ``readings``: where the law reads two ways, the reading taken (``[enforcement]``);
+- ``statements``: a limit in the words it is stated in;
 - ``history``: ``check_history`` over the database; ``csvio``: ``read_readings_csv``.
 """
 

@@ -20,6 +20,8 @@ from dataclasses import replace
 import numpy as np
 
 from foundation.errors import InputError
+from foundation import moments
+from foundation.moments import HELP
 from limits.days import by_site_and_rule
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, evaluate, prepare, slug_not_judged, violations
 from limits.packs import load_pack
@@ -35,8 +37,9 @@ def register(sub) -> None:
                    "required with --readings")
     p.add_argument("--readings", metavar="FILE.csv",
                    help="CSV with header time,site,parameter,value,unit")
-    p.add_argument("--from", dest="from_", metavar="TIME", help="re-evaluate the database from TIME (ISO-8601)")
-    p.add_argument("--to", metavar="TIME", help="... up to TIME (exclusive, ISO-8601)")
+    p.add_argument("--from", dest="from_", metavar="WHEN",
+                   help="re-evaluate the database from WHEN, a date or an ISO-8601 time (" + HELP + ")")
+    p.add_argument("--to", metavar="WHEN", help="... up to WHEN (exclusive; a date, or a time)")
     p.add_argument("--site", action="append", metavar="SITE", help="database mode: only this site (repeatable)")
     p.add_argument("--store", action="store_true", help="database mode: store the violations found")
     p.add_argument("--db-url", metavar="URL", help="database mode: PostgreSQL URL (default: the configured one)")
@@ -67,14 +70,15 @@ def run(args, ctx) -> int:
             raise InputError("database mode needs both --from and --to")
         # lazy: the database mode needs psycopg, which the file mode does not
         from limits.history import check_history, parse_range
-        start_us, end_us = parse_range(args.from_, args.to)   # a bad time is an error before connecting
+        tz = moments.village_zone(ctx.config)
+        start_us, end_us = parse_range(args.from_, args.to, tz)   # a bad time is an error before connecting
         with ctx.connect("owner", db_url=args.db_url) as conn:
             n_sensors, n_with_readings = _coverage(conn, args.site, start_us, end_us)
             if not n_sensors and not args.site:   # (an unknown --site is check_history's error)
                 raise InputError(_no_sensors(ctx, args.db_url))
             records = check_history(args.from_, args.to, conn, pack=args.pack, sites=args.site,
                                     store=args.store, gap_multiple=args.gap_multiple,
-                                    progress=not args.quiet, notes=notes)
+                                    progress=not args.quiet, notes=notes, tz=tz)
         add_site_rule_days(records)
         checked = (f"the readings of {n_with_readings} of {n_sensors} sensors from {args.from_} to {args.to}"
                    if n_with_readings else None)

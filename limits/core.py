@@ -707,31 +707,6 @@ def local_day(time, tz):
     return (time + utc_offsets(time, tz)) // DAY_US
 
 
-def days_of_violation(start, last, tz):
-    """Calendar days, in the pack's time zone, touched by each episode.
-
-    Each day a violation continues is a separate violation (palmyra-wi,
-    003_44f871d49a02d8f5.txt §13.60(1): "Each day a condition is allowed to exist which is
-    contrary to all or any part of this subchapter shall constitute a new violation").
-
-    Parameters
-    ----------
-    start, last : ndarray of int64
-        First and last exceeding reading of each episode [us UTC].
-    tz : zoneinfo.ZoneInfo
-
-    Returns
-    -------
-    ndarray of int64
-        Number of local calendar days from the day of ``start`` to the day of ``last``.
-    """
-    start = np.asarray(start, dtype=np.int64)
-    if len(start) == 0:
-        return np.empty(0, dtype=np.int64)
-    both = local_day(np.concatenate([start, np.asarray(last, dtype=np.int64)]), tz)
-    return both[len(start):] - both[:len(start)] + 1
-
-
 def median_interval(sensor, time):
     """Median spacing of each sensor's readings [us] (sensor codes -> interval).
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from foundation.units import CANONICAL
 from limits import core
+from limits.days import INSTANT_US, days_touched
 from limits.packs import Pack, Rule
 
 #: A gap longer than this many sample intervals ends an episode (and a reading never holds
@@ -304,7 +305,8 @@ def violations(episodes: np.ndarray, rules: Pack | Sequence[Rule], pack: Pack,
     average.
     """
     rule_list = tuple(rules.continuous_rules()) if isinstance(rules, Pack) else tuple(rules)
-    days = core.days_of_violation(episodes["start"], episodes["last"], pack.tz)
+    # an episode existed from its first exceeding reading to its last, inclusive (limits.days)
+    days = days_touched(episodes["start"], episodes["last"] + INSTANT_US, pack.tz)
     iso = {f: iso_utc_array(episodes[f]) for f in ("start", "end", "last", "peak_time")}
     out = []
     for k, (e, d) in enumerate(zip(episodes.tolist(), days.tolist())):

@@ -49,6 +49,7 @@ import psycopg
 from psycopg import sql
 
 from foundation.errors import DatabaseError, InputError
+from foundation import moments
 from limits import core
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, NO_BASELINE, SensorMeta, iso_utc, violations
 from limits.packs import load_pack
@@ -89,23 +90,16 @@ COPY (
 _ELEMENTS = ((1184, ">i8"), (701, ">f8"), (21, ">i2"))   # timestamptz, float8, int2
 
 
-def parse_time_arg(text: str, name: str) -> int:
-    """An ISO-8601 command-line time -> [us UTC]; without an offset it is UTC."""
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{name}: not an ISO-8601 time: {text!r}") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return _us(dt)
+def parse_time_arg(text: str, name: str, tz=timezone.utc) -> int:
+    """A command-line date or time -> [us UTC] (:func:`foundation.moments.instant`: a date is
+    local midnight in ``tz``, a time without an offset ``tz``'s wall clock)."""
+    return _us(moments.instant(text, name, tz))
 
 
-def parse_range(from_: str, to: str) -> tuple[int, int]:
-    """``--from``/``--to`` as [us UTC], the end after the start."""
-    start_us, end_us = parse_time_arg(from_, "--from"), parse_time_arg(to, "--to")
-    if end_us <= start_us:
-        raise InputError(f"--to ({to}) must be after --from ({from_})")
-    return start_us, end_us
+def parse_range(from_: str, to: str, tz=timezone.utc) -> tuple[int, int]:
+    """``--from``/``--to`` as [us UTC], the end after the start (dates local to ``tz``)."""
+    a, b = moments.span(from_, to, tz, ("--from", "--to"))
+    return _us(a), _us(b)
 
 
 # --- reading a window ------------------------------------------------------------------
@@ -272,13 +266,14 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
                   gap_multiple: float | None = None, progress: bool = True,
                   sensors_per_read: int = 64, window_readings: int = WINDOW_READINGS,
                   readers: int = DEFAULT_READERS, connect=None, stats: dict | None = None,
-                  notes: list | None = None) -> list[dict]:
+                  notes: list | None = None, tz=timezone.utc) -> list[dict]:
     """Re-evaluate readings of ``[from_, to)`` in the database.
 
     Parameters
     ----------
     from_, to : str
-        ISO-8601 times (UTC if without offset).
+        Dates or ISO-8601 times (:func:`parse_range`: a date is local midnight in ``tz``, a
+        time without an offset ``tz``'s wall clock).
     conn : psycopg.Connection
         The database (owner role when ``store``).
     pack : str, optional
@@ -302,6 +297,8 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     notes : list, optional
         Extended with what could not be judged: one note per sensor whose slug had no
         baseline for part of the range (:func:`slug_not_judged_in_range`).
+    tz : zoneinfo.ZoneInfo
+        The village's time zone for ``from_`` and ``to`` (default UTC).
 
     Returns
     -------
@@ -309,7 +306,7 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
         The records of :func:`limits.evaluator.violations`, each with ``site_id`` and
         ``sensor_id`` added.
     """
-    start_us, end_us = parse_range(from_, to)
+    start_us, end_us = parse_range(from_, to, tz)
     gm = gap_multiple or DEFAULT_GAP_MULTIPLE
     began = _time.monotonic()
     metas, site_of, packs = _sensors(conn, pack, sites)

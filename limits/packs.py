@@ -6,7 +6,10 @@ Palmyra Code"; documents cite ``<code> <section>``, :func:`cite`), its IANA time
 (calendar days of violation are counted in it) and the seed file of its ordinance (kept as
 each rule's ``provenance``), and lists ``[[rules]]``, each of a ``kind`` (``range``, ``slug``,
 ``lab-limit``, ``loading-limit``, ``normal-strength``, ``permit-threshold``,
-``flow-threshold``, ``default-strength``, ``definition``, ``narrative``) with its ``id``, the
+``permit-characteristics`` (a permit required where the discharge shows a prohibited
+characteristic: palmyra-wi §13.54(1)(f)), ``flow-threshold``, ``default-strength``,
+``definition`` (with a ``reading`` where its words read two ways, :data:`READINGS`),
+``narrative``) with its ``id``, the
 ``section`` of the seed it comes from and the ordinance's ``words``. Besides its rules, a pack
 says which charge formulas the village adopted (``[[charges]]``, ``[late_charge]``,
 ``[residential_equivalents]``; the formulas are code in ``lab/formulas/``, named by a formula
@@ -102,6 +105,12 @@ FORMULA_FROM = ("rates",)
 REPORT_FILLS = ("location", "date-time", "measured", "concentration-volume", "blank")
 RATE_KEY = re.compile(r"^([A-Za-z0-9_-]+|\{site\})(\.([A-Za-z0-9_-]+|\{site\}))*$")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+#: definition id -> the readings its words allow, the program's default first (``reading``):
+#: palmyra-wi §13.54(4) "unless the person is notified by the Village within 60 days prior to
+#: the expiration": ``window`` (a notice given before the term ends, in the 60 days before it
+#: or earlier, ends that term) or ``deadline`` (the notice must come at least 60 days before
+#: the term ends; a later one ends the next term) (:func:`limits.permits.renewal`).
+READINGS = {"permit-notice": ("window", "deadline")}
 
 
 def cite(code: str, section: str) -> str:
@@ -147,8 +156,13 @@ class Rule:
     quantity : str or None
         The :mod:`foundation.units` parameter of an analyte's unit (``concentration``, ...).
     basis, category, note : str or None
-        ``lab-limit`` basis (``sample``, ``average`` or ``monthly``), ``loading-limit``
-        basis (``daily``), ``default-strength`` category, and a free note.
+        ``lab-limit`` basis (``sample``, ``average`` or ``monthly``; a permit's daily
+        maximum ``daily``), ``loading-limit`` basis (``daily``), ``default-strength``
+        category, and a free note.
+    rules : tuple of str
+        ``permit-characteristics``: the ids of the prohibitions it refers to.
+    reading : str or None
+        ``definition``: which reading of its words the program takes (:data:`READINGS`).
     origin : str
         ``ordinance`` (a pack's rule) or ``permit`` (a discharge permit's limit,
         :mod:`limits.permits`).
@@ -180,6 +194,8 @@ class Rule:
     origin: str = "ordinance"
     stricter_of: str | None = None
     quantity: str | None = None
+    rules: tuple[str, ...] = ()
+    reading: str | None = None
 
     @property
     def citation(self) -> str:
@@ -422,6 +438,12 @@ class Pack:
         """analyte (or ``flow``) -> the ``permit-threshold`` rule."""
         return {(r.analyte or r.parameter): r for r in self.by_kind("permit-threshold")}
 
+    def permit_characteristics(self) -> Rule | None:
+        """The ``permit-characteristics`` rule (a permit is required where the discharge
+        shows a prohibited characteristic), or None."""
+        found = self.by_kind("permit-characteristics")
+        return found[0] if found else None
+
     def charge(self, charge_id: str) -> Provision:
         """The ``[[charges]]`` entry with this id (``KeyError`` if the pack has none)."""
         for c in self.charges:
@@ -606,6 +628,17 @@ class PermitThreshold(Limited):
 
 
 @table(kw_only=True)
+class PermitCharacteristics(Entry):
+    """A discharge permit is required where the discharge shows any of the characteristics the
+    named prohibitions describe (palmyra-wi §13.54(1)(f): "Any of the characteristics listed
+    under §13.48")."""
+
+    kind: Literal["permit-characteristics"]
+    rules: Annotated[tuple[str, ...], _list_of(_rule_id, "rule ids")]
+    """The ids of this pack's prohibitions whose violation shows such a characteristic."""
+
+
+@table(kw_only=True)
 class FlowThreshold(Limited):
     """A volume that changes a user's class or duties."""
 
@@ -640,6 +673,20 @@ class Definition(Entry):
     """Its unit."""
     comparison: Text
     """The words that govern it."""
+    reading: Text | None = None
+    """Where the words read two ways, the reading the program takes (:data:`READINGS` for this
+    id: ``permit-notice``: ``window`` or ``deadline``)."""
+
+    @model_validator(mode="after")
+    def _reading(self):
+        if self.reading is not None:
+            choices = READINGS.get(self.id)
+            if choices is None:
+                raise fail(("reading",), f"rule {self.id!r} has no readings to choose from "
+                           f"(definitions with readings: {', '.join(READINGS)})")
+            if self.reading not in choices:
+                raise fail(("reading",), f"expected one of {', '.join(choices)}, got {self.reading!r}")
+        return self
 
 
 @table(kw_only=True)
@@ -649,8 +696,8 @@ class Narrative(Entry):
     kind: Literal["narrative"]
 
 
-RULE_KINDS = (RangeRule, SlugRule, LabLimit, LoadingLimit, NormalStrength, PermitThreshold, FlowThreshold,
-              DefaultStrength, Definition, Narrative)
+RULE_KINDS = (RangeRule, SlugRule, LabLimit, LoadingLimit, NormalStrength, PermitThreshold, PermitCharacteristics,
+              FlowThreshold, DefaultStrength, Definition, Narrative)
 KINDS = tuple(c.__pydantic_fields__["kind"].annotation.__args__[0] for c in RULE_KINDS)
 UNION_TAGS.update(KINDS)
 AnyRule = Annotated[Union[RULE_KINDS], Field(discriminator="kind")]
@@ -975,6 +1022,10 @@ class PackFile(Table):
                 if isinstance(v, dict) and "rule" in v and (set(v) != {"rule"} or v["rule"] not in definitions):
                     found.append(((*at, "params", k), f"expected {{ rule = \"<id>\" }} naming a definition rule of "
                                   f"this pack (definitions: {', '.join(definitions) or 'none'}), got {v!r}"))
+        for i, r in enumerate(self.rules):
+            for x in getattr(r, "rules", ()):
+                if x not in ids:
+                    found.append((("rules", i, "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})"))
         if self.report_duty is not None:
             found += [(("report_duty", "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})")
                       for x in self.report_duty.rules if x not in ids]

@@ -23,7 +23,9 @@ turns its limits into the same :class:`limits.packs.Rule` objects the packs hold
 "Permit PAL-IU-2026-02, condition 3(a)", so the evaluators judge them unchanged;
 :func:`site_rules` merges them with the site's pack, the stricter of the two where both
 limit the same thing (the finding says which). :func:`renewal` tells when a permit's term
-ends, whether it renews and whether it has expired.
+ends, whether it renews and whether it has expired; how it reads "notified ... within 60 days
+prior to the expiration" is the pack's ``permit-notice`` ``reading`` (``window`` or
+``deadline``), or the permit's own ``[renewal] notice_reading``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from foundation import tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import UNION_TAGS, Bool, Date, IntRange, OneOf, Positive, Table, Tables, Text, check, fail, show, table, validate
 from limits import analytes
-from limits.packs import Pack, Rule, load_pack
+from limits.packs import READINGS, Pack, Rule, load_pack
 
 #: how a sample is taken (palmyra-wi §13.53(3): "a representative 24-hour flow proportional
 #: sample"); ``continuous``: a sensor at the control manhole
@@ -138,6 +140,12 @@ class Renewal:
         The Village gave notice on this day: the permit ends with that term.
     citation, words : str
         Where the terms come from.
+    notice_reading : str
+        How "notified ... within 60 days prior to the expiration" (palmyra-wi §13.54(4)) is
+        read: ``window`` (a notice before the term ends ends that term; the 60 days are when
+        it comes due) or ``deadline`` (a notice must come at least ``notice_days`` before the
+        term ends to end it); the pack's ``permit-notice`` reading, the permit's own where it
+        says.
     """
 
     term_years: int = DEFAULT_TERM_YEARS
@@ -146,6 +154,7 @@ class Renewal:
     notice_given: date | None = None
     citation: str = ""
     words: str = ""
+    notice_reading: str = "window"
 
 
 @dataclass(frozen=True)
@@ -223,7 +232,7 @@ def _limit_rules(p: Permit, lim: PermitLimit) -> list[Rule]:
         return out
     a = lim.analyte
     if lim.daily_maximum is not None:
-        out.append(_rule(p, lim, f"{a}-daily-max", "lab-limit", analyte=a, basis="sample", comparison="more than",
+        out.append(_rule(p, lim, f"{a}-daily-max", "lab-limit", analyte=a, basis="daily", comparison="more than",
                          op=">", limit=lim.daily_maximum, unit="mg/l", limit_canonical=lim.daily_maximum))
     if lim.monthly_average is not None:
         out.append(_rule(p, lim, f"{a}-monthly-avg", "lab-limit", analyte=a, basis="monthly", comparison="more than",
@@ -259,7 +268,11 @@ def _same_limit(a: Rule, b: Rule) -> bool:
         return False
     if a.kind == "range":
         return a.parameter == b.parameter and _direction(a) == _direction(b)
-    return a.analyte == b.analyte and a.basis == b.basis
+    # a permit's daily maximum and an ordinance's limit on each sample limit the same thing
+    return a.analyte == b.analyte and _PER_SAMPLE.get(a.basis, a.basis) == _PER_SAMPLE.get(b.basis, b.basis)
+
+
+_PER_SAMPLE = {"daily": "sample"}
 
 
 def site_rules(pack: Pack, permit: Permit | None) -> tuple[Rule, ...]:
@@ -318,12 +331,17 @@ class RenewalStatus:
         The last day the permit is in force, where known (no automatic renewal, or notice given).
     days_left : int
         Days from ``today`` to ``term_end`` (negative when expired).
+    notice_by : date or None
+        The last day a notice from the Village ends the current term (``term_end`` under the
+        ``window`` reading, ``notice_days`` before it under ``deadline``); None once notice
+        was given or where the permit does not renew.
     """
 
     state: str
     term_end: date
     ends: date | None
     days_left: int
+    notice_by: date | None = None
 
 
 def _add_years(d: date, n: int) -> date:
@@ -338,17 +356,23 @@ def renewal(permit: Permit, today: date) -> RenewalStatus:
 
     An automatically renewing permit without notice is in force term after term: its term
     end moves on by ``term_years`` each time it passes. With notice given, "the permit shall
-    expire on the end of that year": the end of the term in which notice was given. A permit
-    that does not renew ends at ``expires``.
+    expire on the end of that year": the end of the term the notice ends, which depends on
+    the reading of "notified ... within 60 days prior to the expiration"
+    (``permit.renewal.notice_reading``): under ``window`` a notice given before a term ends
+    ends it, and the reminder (``renewal-due``) runs through that term's last 60 days; under
+    ``deadline`` a notice ends a term only when given at least ``notice_days`` before its end
+    (a later one ends the next term), and the reminder runs through the 60 days before that
+    deadline. A permit that does not renew ends at ``expires``.
     """
     r = permit.renewal
+    lead = timedelta(days=r.notice_days if r.notice_reading == "deadline" else 0)
     if today < permit.effective:
         return RenewalStatus("not-yet-effective", permit.expires, None, (permit.expires - today).days)
     term_end = permit.expires
     ends = None if r.automatic else permit.expires
     if r.automatic and r.notice_given is not None:
         ends = term_end
-        while ends < r.notice_given:
+        while ends - lead < r.notice_given:
             ends = _add_years(ends, r.term_years)
     if ends is None:
         while term_end < today:
@@ -356,13 +380,16 @@ def renewal(permit: Permit, today: date) -> RenewalStatus:
     else:
         term_end = ends
     days = (term_end - today).days
+    notice_by = term_end - lead if ends is None else None
     if ends is not None and today > ends:
         state = "expired"
-    elif days <= r.notice_days:
-        state = "renewal-due" if ends is None else "expires-soon"
+    elif ends is None and 0 <= (notice_by - today).days <= r.notice_days:
+        state = "renewal-due"
+    elif ends is not None and days <= r.notice_days:
+        state = "expires-soon"
     else:
         state = "in-force"
-    return RenewalStatus(state, term_end, ends, days)
+    return RenewalStatus(state, term_end, ends, days, notice_by)
 
 
 # --- reading a permit ------------------------------------------------------------------------------
@@ -514,6 +541,10 @@ class RenewalEntry(Table):
     """How many days before the end of a term the notice must come."""
     notice_given: Date | None = None
     """The utility gave notice on this day: the permit ends with that term."""
+    notice_reading: OneOf(*READINGS["permit-notice"]) | None = None
+    """How "notified ... within 60 days prior to the expiration" reads for this permit:
+    ``window`` (a notice before the term ends ends it) or ``deadline`` (at least
+    ``notice_days`` before the end); default: the pack's ``permit-notice`` reading."""
     note: Text | None = None
     """Why."""
 
@@ -599,14 +630,17 @@ class PermitFile(Table):
 
 def _renewal(e: RenewalEntry, pack: Pack | None) -> Renewal:
     term, notice, citation, words = DEFAULT_TERM_YEARS, DEFAULT_NOTICE_DAYS, "", ""
+    reading = READINGS["permit-notice"][0]
     if pack is not None:
         try:
             term, rule = int(pack.definition("permit-term")), pack.rule("permit-term")
             notice = int(pack.definition("permit-notice"))
             citation, words = rule.citation, rule.words
+            reading = pack.rule("permit-notice").reading or reading
         except KeyError:
             pass
-    return Renewal(int(e.term_years or term), e.automatic, int(e.notice_days or notice), e.notice_given, citation, words)
+    return Renewal(int(e.term_years or term), e.automatic, int(e.notice_days or notice), e.notice_given, citation, words,
+                   e.notice_reading or reading)
 
 
 def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = None) -> Permit:

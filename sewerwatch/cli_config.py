@@ -47,6 +47,11 @@ def _check(args, ctx) -> int:
           + (f", signed by {head.signed_by}" if head.signed_by else ""))
     print(f"  enforcement: {guide.name} ({st.guide}), accidental-discharge reports due in "
           f"{st.accidental_report_hours:g} h, SNC periods {st.snc_periods}")
+    print(f"  readings: daily maximum {st.readings.daily_maximum}, days of an average {st.readings.average_days}, "
+          f"a late report in the SNC period it became late ({st.late_report_period})"
+          if st.late_report_period == "late" else
+          f"  readings: daily maximum {st.readings.daily_maximum}, days of an average {st.readings.average_days}, "
+          f"a late report in the SNC period of its due date ({st.late_report_period})")
     return _print_mqtt_access(cfg)
 
 

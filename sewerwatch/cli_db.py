@@ -146,18 +146,20 @@ def register_maintain(dsub) -> None:
                         "(sewerwatch run does it periodically)")
     m.add_argument("--db-url", help="database URL of the schema owner (default: the configured or embedded one)")
     m.add_argument("--refresh", nargs=2, metavar=("FROM", "TO"),
-                   help="recompute the aggregates of this range first (ISO-8601; e.g. after a backfill)")
+                   help="recompute the aggregates of this range first (dates or ISO-8601 times, e.g. after a "
+                   "backfill; a date is a local calendar day of the village, a time without an offset its clock)")
     m.set_defaults(func=_maintain)
 
 
 def _maintain(args, ctx) -> int:
     from limits.history import parse_range
+    from foundation.moments import village_zone
     from sewerwatch.db import maintain  # lazy: psycopg (see _migrate)
 
     url = _target(args, ctx)
     with ctx.connect(db_url=url) as conn:
         if args.refresh:
-            a, b = parse_range(*args.refresh)
+            a, b = parse_range(*args.refresh, village_zone(ctx.config))
             n = maintain.refresh_aggregates(conn, _utc(a), _utc(b), log_progress=_log)
             _log(f"aggregates recomputed: {n:,} sensor-minutes")
         out = maintain.maintain(conn, ctx.config.retention, log_progress=_log)

@@ -234,7 +234,7 @@ def test_digest_lists_the_days_alerts(db, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "2 alerts" in out and "first" in out and "still open" in out and "old" not in out and "next day" not in out
     assert cli.main(["alerts", "digest", "--day", "June 1"]) == 2
-    assert "expected YYYY-MM-DD" in capsys.readouterr().err
+    assert "--day: expected a date such as 2026-07-31" in capsys.readouterr().err
     assert cli.main(["alerts", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert {r["summary"] for r in listed} == {"still open", "next day"}

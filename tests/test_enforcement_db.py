@@ -175,10 +175,11 @@ def test_a_late_report_is_no_snc_until_day_46(db):
     with db.connect() as conn:
         add_sites(conn, "fisk")
         reports.require(conn, "fisk", "self-monitoring", date(2026, 4, 30))
-        reports.check(conn, at(date(2026, 6, 14), 23), 24)
-        assert snc.evaluate(conn, snc_period("2026H1"))[0]["snc"] is False
-        reports.check(conn, at(date(2026, 6, 15), 1), 24)
-        assert snc.evaluate(conn, snc_period("2026H1"))[0]["criteria_met"] == ["F"]
+        # day 45 (June 14) in time, day 46 (June 15) late: asked as of each, whatever is stored
+        assert snc.evaluate(conn, snc_period("2026H1"), now=at(date(2026, 6, 14), 23))[0]["snc"] is False
+        assert snc.evaluate(conn, snc_period("2026H1"), now=at(date(2026, 6, 15), 1))[0]["criteria_met"] == ["F"]
+        reports.check(conn, at(date(2026, 6, 15), 1), 24)      # recorded at the time: the same answers
+        assert snc.evaluate(conn, snc_period("2026H1"), now=at(date(2026, 6, 14), 23))[0]["snc"] is False
 
 
 # --- notices: lifecycle, recurrence, escalation after an unanswered deadline ---------------------

@@ -63,7 +63,8 @@ def test_acid_dump_notice_drafted_issued_and_rendered_again(db, tmp_path):
     tz = PALMYRA.tz
     assert f"{start.astimezone(tz):%Y-%m-%d %H:%M %Z} to {end.astimezone(tz):%Y-%m-%d %H:%M %Z}" in text
     assert (peak, limit, days, n) == (3.5, 6.0, 1, 30)
-    assert "Most extreme reading 3.5 pH at 2026-06-09 10:30 CDT" in text and "Limit lower than 6 pH" in text
+    # the limit as the ordinance states it, with its comparison word (§13.48(2)(g) "a pH lower than 6.0")
+    assert "Most extreme reading pH 3.5 at 2026-06-09 10:30 CDT" in text and "Limit lower than pH 6 at any time" in text
     assert "Readings beyond the limit 30" in text
     assert "1 day of violation" in text and "Range: $100 to $2,500 for each day: 1 day of violation, $100 to $2,500." in text
     assert "Respond in writing within 30 days of the date of issue." in text
@@ -120,8 +121,8 @@ def test_lab_violation_notice_names_the_laboratory_and_samples(db, tmp_path):
     # the laboratory, the sample id, the value, the method, the file and line it came from
     assert "Laboratory: Rock River Environmental Laboratory" in text
     assert "P-02 2026-02-04 00:00 CST cn 0.62 SM 4500-CN E lab.csv:3" in text
-    # issue 23 item 4: the limit with the ordinance's comparison words (§13.48(2)(l) "in excess of")
-    assert "Prohibited: a result in excess of 0.5 mg/l in any sample." in text
+    # §13.48(2)(l) "in excess of one-half (0.5) mg/l": each sample, with its comparison word
+    assert "The limit is in excess of 0.5 mg/l in any sample." in text
 
 
 def test_snc_explained_and_the_annual_list_and_report(db, tmp_path):

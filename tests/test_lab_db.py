@@ -194,8 +194,9 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     assert sorted((v["site"], v["rule"]) for v in res["violations"]) == [("mill", "cyanide-max"), ("mill", "fog-max")]
     assert res["stored"] == 2
     mill_permit = next(p for p in res["permits"] if p["site"] == "mill")
-    # BOD average (300 + 500)/2 = 400 > 250 and 288,000 gal/day >= 5,000: permit required
-    assert {x["criterion"] for x in mill_permit["reasons"]} == {"bod5", "volume"}
+    # BOD average (300 + 500)/2 = 400 > 250 and 288,000 gal/day >= 5,000: permit required; and
+    # §13.54(1)(f) "Any of the characteristics listed under §13.48": cyanide 0.8 in excess of 0.5
+    assert {x["criterion"] for x in mill_permit["reasons"]} == {"bod5", "volume", "characteristics"}
     # SNC Jan-Jun 2026, mill: cyanide 1 of 1 > 0.5 (chronic) and >= 1.2 x 0.5 = 0.6 (TRC);
     # FOG 1 of 1 > 100 (chronic) but 120 < 1.4 x 100 = 140 (no TRC)
     snc = {(x["site"], x["parameter"]): x for x in res["snc"]}

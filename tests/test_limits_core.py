@@ -10,6 +10,7 @@ import pytest
 
 from foundation import units
 from limits import core
+from limits.days import days_touched
 from limits.evaluator import SensorMeta, evaluate, prepare
 from limits.packs import load_pack
 from foundation.errors import InputError
@@ -206,25 +207,30 @@ def test_slug_applies_to_flow_not_ph_and_only_in_packs_that_define_it():
 
 # --- days of violation ---------------------------------------------------------------
 
+def episode_days(start, last, tz):
+    """An episode's days: its first to its last exceeding reading, inclusive (limits.days)."""
+    return days_touched(start, [x + 1 for x in last], tz)
+
+
 def test_days_of_violation_are_local_calendar_days():
     chicago = ZoneInfo("America/Chicago")
     # 23:50 to 00:10 local (05:50Z-06:10Z): two local days
-    assert core.days_of_violation([T0 - 10 * MIN], [T0 + 10 * MIN], chicago)[0] == 2
+    assert episode_days([T0 - 10 * MIN], [T0 + 10 * MIN], chicago)[0] == 2
     # 17:50 to 18:10 local crosses midnight UTC, not local: one day
     t = T0 + 18 * core.HOUR_US
-    assert core.days_of_violation([t - 10 * MIN], [t + 10 * MIN], chicago)[0] == 1
+    assert episode_days([t - 10 * MIN], [t + 10 * MIN], chicago)[0] == 1
     # three days: Saturday 23:00 to Monday 01:00 local
-    assert core.days_of_violation([T0 - core.HOUR_US], [T0 + 25 * core.HOUR_US], chicago)[0] == 3
+    assert episode_days([T0 - core.HOUR_US], [T0 + 25 * core.HOUR_US], chicago)[0] == 3
     # New York is an hour ahead: 05:50Z is 00:50 there, one day
-    assert core.days_of_violation([T0 - 10 * MIN], [T0 + 10 * MIN], ZoneInfo("America/New_York"))[0] == 1
+    assert episode_days([T0 - 10 * MIN], [T0 + 10 * MIN], ZoneInfo("America/New_York"))[0] == 1
 
 
 def test_days_of_violation_across_dst_change():
     chicago = ZoneInfo("America/Chicago")
     # 2026-03-08 is the spring-forward day: local midnight is 06:00Z before, 05:00Z after
     day_start_mar9 = int(datetime(2026, 3, 9, 5, 0, tzinfo=timezone.utc).timestamp()) * core.US
-    assert core.days_of_violation([day_start_mar9 - MIN], [day_start_mar9], chicago)[0] == 2
-    assert core.days_of_violation([day_start_mar9 - 2 * MIN], [day_start_mar9 - MIN], chicago)[0] == 1
+    assert episode_days([day_start_mar9 - MIN], [day_start_mar9], chicago)[0] == 2
+    assert episode_days([day_start_mar9 - 2 * MIN], [day_start_mar9 - MIN], chicago)[0] == 1
 
 
 def test_median_interval_per_sensor():

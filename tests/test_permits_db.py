@@ -246,9 +246,11 @@ def test_the_bill_shows_permit_findings_days_of_violation_and_readable_citations
     b = bills["plating"]
     # two samples over the 1.0 daily maximum on two days; the loading of 02-02, 1.6 mg/l x
     # 0.0144 MG x 8.34 = 0.192 lb over 0.15 lb/day (02-16 has no flow: incomplete); February's
-    # average (1.6 + 1.2) / 2 = 1.4 over 0.5, from the first sample's day to the last's: 15 days
+    # average (1.6 + 1.2) / 2 = 1.4 over 0.5: its days are the days sampled ([enforcement]
+    # average_days = "sampled", the default), 02-02 and 02-16: 2 days (the days between, on
+    # which nothing was sampled, are not counted)
     assert [(d["rule"], d["days"]) for d in b["days_of_violation"]] == [
-        ("cu-daily-max", 2), ("cu-loading-max", 1), ("cu-monthly-avg", 15)]
+        ("cu-daily-max", 2), ("cu-loading-max", 1), ("cu-monthly-avg", 2)]
     assert [(x["rule"], x["day"]) for x in b["incomplete"]] == [("cu-loading-max", "2026-02-16")]
     assert b["days_of_violation"][0]["citation"] == "Permit PAL-IU-2026-02, condition 3(a)"
     assert b["permit_standing"]["state"] == "in-force"

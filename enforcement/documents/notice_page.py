@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 from enforcement.documents.episode_chart import episode_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
+from limits.statements import quantity, stated
 
 e = html.escape
 
@@ -33,9 +34,9 @@ def _readings_evidence(ev: dict, tz: str) -> str:
     rows = [("Sensor", f"{ev.get('sensor') or ''} ({ev['parameter']})"),
             ("Episode" if ev.get("episodes", 1) == 1 else "From the first episode to the last",
              f"{_local(ev['start'], tz)} to {_local(ev['end'], tz)}"),
-            ("Most extreme reading", f"{ev['peak']:g} {unit}" + (f" at {_local(ev['peak_time'], tz)}"
-                                                                 if ev.get("peak_time") else "")),
-            ("Limit", f"{ev.get('comparison') or ''} {ev['limit']:g} {unit}".strip())]
+            ("Most extreme reading", quantity(ev["peak"], unit) + (f" at {_local(ev['peak_time'], tz)}"
+                                                                   if ev.get("peak_time") else "")),
+            ("Limit", ev.get("stated") or stated(ev.get("comparison"), ev["limit"], unit, "reading"))]
     if ev.get("episodes", 1) > 1:
         rows.append(("Episodes", f"{ev['episodes']} (the readings returned within the limit between them)"))
     if ev.get("readings_in_episode"):
@@ -61,15 +62,41 @@ def _lab_evidence(ev: dict, tz: str) -> str:
         f"<td style='white-space:nowrap'>{e(s['method'] or '')}</td><td class=small>{e(_record(s['source']))}"
         f"{' (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
         for s in ev["samples"])
-    basis = ""
-    said = f"{ev.get('comparison') or 'above'} {ev['limit']:g} {ev.get('unit') or 'mg/l'}" if ev.get("limit") is not None else ""
-    if ev.get("statistic") == "period-average" and ev.get("average_mg_l") is not None:
-        basis = (f"<p>The average of these results is {ev['average_mg_l']:g} mg/l; an average {e(said)} "
-                 "is prohibited.</p>")
-    elif said:
-        basis = f"<p>Prohibited: a result {e(said)} in any sample.</p>"
+    basis = f"<p>{e(_lab_basis(ev))}</p>" if ev.get("limit") is not None else ""
     return (f"<p>Laborator{'ies' if len(labs) > 1 else 'y'}: {e('; '.join(labs))}</p>"
             f"<table>{head}{rows}</table>{basis}")
+
+
+def _lab_basis(ev: dict) -> str:
+    """What the results are measured against, in the limit's own words: a monthly average
+    against the month's average of the results listed, a daily maximum against the day's
+    mean, a loading against the day's metered volume, each sample against itself."""
+    limit = ev.get("stated") or stated(ev.get("comparison"), ev["limit"], ev.get("unit") or "mg/l",
+                                       ev.get("statistic"))
+    st, avg, n = ev.get("statistic"), ev.get("average_mg_l"), ev.get("results") or len(ev.get("samples") or [])
+    if st == "monthly-average" and avg is not None:
+        return f"The average of these {n} results, the month {ev.get('month')}, is {avg:g} mg/l; the limit is {limit}."
+    if st == "period-average" and avg is not None:
+        return f"The average of these {n} results is {avg:g} mg/l; the limit is {limit}."
+    if st == "daily-maximum" and avg is not None and n > 1:
+        return f"The mean of these {n} results of {ev.get('day')} is {avg:g} mg/l; the limit is {limit}."
+    if st == "daily-loading" and ev.get("day_volume_gal") is not None:
+        lower = " (at least: the day's flow readings are incomplete)" if ev.get("lower_bound") else ""
+        return (f"The loading of {ev.get('day')}: the result x the day's metered {ev['day_volume_gal']:,.0f} gallons "
+                f"x 8.34 = {ev['peak']:g} lb/day{lower}; the limit is {limit}.")
+    return f"The limit is {limit}."
+
+
+def _flow_evidence(ev: dict) -> str:
+    """A permit's flow condition: the day's metered volume, or the month's average of whole days."""
+    if ev.get("statistic") == "monthly-average":
+        days = ev.get("metered_days") or []
+        what = (f"The average daily flow of the {ev.get('days')} days of {ev.get('month')} metered whole"
+                + (f" ({', '.join(days)})" if days else "") + f" is {quantity(ev['peak'], ev['unit'])}")
+    else:
+        lower = " (at least: the day's flow readings are incomplete)" if ev.get("lower_bound") else ""
+        what = f"The metered flow of {ev.get('day')} is {quantity(ev['peak'], ev['unit'])}{lower}"
+    return f"<p>{e(what)}; the limit is {e(ev.get('stated') or '')}.</p>"
 
 
 def _record(source: str | None) -> str:
@@ -107,6 +134,8 @@ def evidence_html(doc: dict) -> str:
         return _readings_evidence(ev, tz)
     if ev.get("kind") == "lab":
         return _lab_evidence(ev, tz)
+    if ev.get("kind") == "flow":
+        return _flow_evidence(ev)
     return _facts_evidence(ev)
 
 

@@ -19,7 +19,8 @@
 times 1.4 (or 1.2), against each measurement as written (the shortest decimal of its
 float). A value one ulp below 140 for a limit of 100 does not equal or exceed 140
 (:func:`trc_boundary`). Percentages are counted in integers, so exactly 66 % and 33 % count.
-Windows are calendar half-years (January-June, July-December, UTC).
+Windows are calendar half-years (January-June, July-December) of the village's local days,
+as ``sewerwatch snc --period 2026H1`` counts them.
 
 References
 ----------
@@ -30,6 +31,7 @@ user's permit.
 
 from __future__ import annotations
 
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -38,6 +40,7 @@ import numpy as np
 from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.ordinance import lab_limits, site_rules
 from lab.results_table import LabTable, iso
+from limits import core
 from limits.permits import Permit
 
 CHRONIC_PERCENT = 66
@@ -140,13 +143,25 @@ def snc_counts(values, limit: float | Range, parameter: str) -> dict:
             "chronic": bool(chronic), "trc": bool(trc), "snc": bool(chronic or trc)}
 
 
-def half_year(t: np.ndarray) -> np.ndarray:
-    """Start of the calendar half-year of each ``datetime64`` (``datetime64[M]``)."""
+def half_year(t: np.ndarray, tz=None) -> np.ndarray:
+    """Start of the calendar half-year of each ``datetime64`` [UTC] (``datetime64[M]``): of its
+    local day in ``tz`` (UTC without one)."""
+    if tz is not None:
+        t = core.local_day(t.astype("datetime64[us]").astype(np.int64), tz).astype("datetime64[D]")
     months = t.astype("datetime64[M]").astype(np.int64)  # months since 1970-01
     return (months - months % 6).astype("datetime64[M]")
 
 
-def snc(table: LabTable, limits: dict[str, float | Range], non_detect: str = DEFAULT_COMPLIANCE) -> list[dict]:
+def _instant(month: np.datetime64, tz) -> str:
+    """The first instant of a month in ``tz`` (UTC without one), ISO UTC."""
+    if tz is None:
+        return iso(month.astype("datetime64[s]"))
+    d = date.fromisoformat(str(month.astype("datetime64[D]")))
+    return datetime(d.year, d.month, d.day, tzinfo=tz).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def snc(table: LabTable, limits: dict[str, float | Range], non_detect: str = DEFAULT_COMPLIANCE,
+        tz=None) -> list[dict]:
     """SNC per site, parameter and six-month window.
 
     Parameters
@@ -156,6 +171,8 @@ def snc(table: LabTable, limits: dict[str, float | Range], non_detect: str = DEF
     limits : dict
         parameter -> numeric limit [mg/l], or for pH its :class:`Range` (the ordinance's or
         the permit's).
+    tz : zoneinfo.ZoneInfo, optional
+        The village's time zone: the half-years are of its local days.
 
     Returns
     -------
@@ -167,7 +184,7 @@ def snc(table: LabTable, limits: dict[str, float | Range], non_detect: str = DEF
     out = []
     if len(table) == 0:
         return out
-    windows = half_year(table.collected)
+    windows = half_year(table.collected, tz)
     values = substitute(table.value_mg_l, table.non_detect, non_detect)
     for parameter, limit in sorted(limits.items()):
         pm = table.analyte == parameter
@@ -179,8 +196,7 @@ def snc(table: LabTable, limits: dict[str, float | Range], non_detect: str = DEF
                 end = w + np.timedelta64(6, "M")
                 out.append({"site": site, "parameter": parameter,
                             "limit": [limit.low, limit.high] if isinstance(limit, Range) else float(limit),
-                            "window_start": iso(w.astype("datetime64[s]")),
-                            "window_end": iso(end.astype("datetime64[s]")),
+                            "window_start": _instant(w, tz), "window_end": _instant(end, tz),
                             "citation": CITATION, **res})
     return out
 
@@ -191,8 +207,8 @@ def pack_limits(pack: str, permit: Permit | None = None) -> dict[str, float | Ra
     analyte, else its other limit) and the pH range (palmyra-wi §13.48(2)(g): 6.0 to 9.0),
     the stricter of ordinance and ``permit`` where both limit one (:func:`lab.ordinance.site_rules`)."""
     out: dict[str, float | Range] = {}
-    for lim in sorted(lab_limits(pack, permit), key=lambda x: x.statistic == "each"):
-        out[lim.analyte] = lim.limit          # the per-sample limit last, so it wins
+    for lim in sorted(lab_limits(pack, permit), key=lambda x: x.statistic in ("each", "daily-maximum")):
+        out[lim.analyte] = lim.limit          # the per-sample (daily maximum) limit last, so it wins
     rules = site_rules(pack, permit)
     ph = [r for r in rules if r.kind == "range" and r.parameter == "ph"]
     low = next((r for r in ph if r.op in ("<", "<=")), None)

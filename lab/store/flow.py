@@ -190,13 +190,20 @@ def store_violations(conn, violations: list[dict]) -> int:
 
 
 def stored_violations(conn, site: str, start: datetime, end: datetime) -> list[dict]:
-    """The episodes of ``site`` stored in ``violations`` that touch ``[start, end)`` (every
-    source): ``site``, ``rule``, ``start``, ``last`` (its last exceeding reading, else its
-    end), ``citation``, ``source``."""
+    """The violations of ``site`` stored in ``violations`` (every source) whose condition
+    existed in ``[start, end)`` (the SQL ``violation_in`` of migration 0110, the rule of
+    :func:`limits.days.intervals_of`): ``site``, ``rule``, ``parameter``, ``start``, ``end``,
+    ``evidence`` (its ``last`` and ``intervals``), ``peak``, ``limit``, ``unit``,
+    ``comparison``, ``citation``, ``source``."""
     rows = conn.execute(
-        "SELECT v.rule, v.start_time, coalesce((v.evidence->>'last')::timestamptz, v.end_time, v.start_time), "
-        "v.citation, v.source FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = %s "
-        "AND v.start_time < %s AND coalesce((v.evidence->>'last')::timestamptz, v.end_time, v.start_time) >= %s "
-        "ORDER BY v.start_time", (site, end, start)).fetchall()
-    return [{"site": site, "rule": r, "start": a.astimezone(timezone.utc).isoformat().replace("+00:00", "Z"),
-             "last": b, "citation": c, "source": src} for r, a, b, c, src in rows]
+        "SELECT v.rule, v.parameter, v.start_time, v.end_time, v.evidence, v.peak, v.limit_value, v.unit, v.citation, "
+        "v.source FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = %s "
+        "AND violation_in(v.start_time, v.end_time, v.evidence, %s, %s) ORDER BY v.start_time, v.id",
+        (site, start, end)).fetchall()
+    return [{"site": site, "rule": r, "parameter": prm, "start": _z(a), "end": _z(b) if b else None,
+             "evidence": ev or {}, "peak": peak, "limit": lim, "unit": unit, "comparison": (ev or {}).get("comparison"),
+             "citation": c, "source": src} for r, prm, a, b, ev, peak, lim, unit, c, src in rows]
+
+
+def _z(t: datetime) -> str:
+    return t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")

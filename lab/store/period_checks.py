@@ -5,22 +5,41 @@ window's metered volume and loadings."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 
 from lab.checks.compliance import check_flows, check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.checks.snc import pack_limits, snc
-from lab.ordinance import loading_limits, pack_timezone
-from lab.store.flow import composite_loadings, link_composite, period_volume, store_violations
+from lab.ordinance import loading_limits, pack_of, pack_timezone
+from lab.store.flow import composite_loadings, link_composite, period_volume, stored_violations, store_violations
 from lab.store.results import load_results
 from limits.days import by_site_and_rule
 from limits.permit_store import current_permits
+from limits.readings import Readings
+
+
+def prohibited_episodes(conn, site: str, pack: str, start: datetime, end: datetime) -> list[dict]:
+    """The stored episodes of the readings at ``site`` in ``[start, end)`` that show a
+    prohibition of the ordinance itself (its own limit, whatever a stricter permit applied:
+    a range rule's peak beyond the pack's limit; a slug), for §13.54(1)(f)."""
+    p = pack_of(pack)
+    rules = {r.id: r for r in p.rules}
+    out = []
+    for v in stored_violations(conn, site, start, end):
+        r = rules.get(v["rule"])
+        if v["source"] not in ("stream", "batch") or r is None or v["peak"] is None:
+            continue
+        if r.kind == "slug" or (r.kind == "range" and bool(r.exceeded_by([v["peak"]])[0])):
+            out.append({**v, "limit": v["limit"] if r.kind == "slug" else r.limit_canonical,
+                        "comparison": r.comparison, "citation": r.citation})
+    return out
 
 
 def check_db(conn, start: datetime, end: datetime, store: bool = False, non_detect: str = "dl",
-             today: date | None = None) -> dict:
+             today: date | None = None, readings: Readings = Readings()) -> dict:
     """Violations, permit needs and standing, SNC and days of violation of every site's
-    results in ``[start, end)``, by its pack and its current discharge permit.
+    results in ``[start, end)``, by its pack and its current discharge permit (``readings``:
+    :mod:`limits.readings`).
 
     Returns
     -------
@@ -32,33 +51,34 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False, non_dete
         ``snc``, ``days_of_violation`` (distinct local days per site and rule in the period,
         §13.60(1)) and ``stored``.
     """
-    today = today or datetime.now(timezone.utc).date()
     permits = current_permits(conn)
     out = {"violations": [], "incomplete": [], "permits": [], "standing": [], "snc": [], "days_of_violation": [],
            "stored": 0}
     for key, pack in conn.execute("SELECT key, pack FROM sites ORDER BY key").fetchall():
         permit = permits.get(key)
+        tz = pack_timezone(pack)
         table = load_results(conn, start, end, [key])
-        found = check_lab(table, pack, non_detect, permit)
+        found = check_lab(table, pack, non_detect, permit, readings, (start, end))
         vol = period_volume(conn, key, start, end)
+        # §13.54(1)(f): the ordinance's own prohibitions, whatever the permit applies
+        prohibited = (check_lab(table, pack, non_detect, None, readings, (start, end))
+                      + prohibited_episodes(conn, key, pack, start, end))
         out["permits"].append(permit_required(table, key, pack, daily_volumes_gal=list(vol["daily_gal"].values()),
-                                              non_detect=non_detect))
+                                              non_detect=non_detect, prohibited=prohibited))
         if permit is not None:
             during = table.select(in_force(table, permit, pack))
             loads, missing = check_loadings(during, loading_limits(pack, permit), vol["days"], pack, non_detect)
-            flows, no_flow = check_flows(key, permit, vol["days"], pack) if vol["sensors"] else ([], [])
+            flows, no_flow = check_flows(key, permit, vol["days"], pack, readings) if vol["sensors"] else ([], [])
             found += loads + flows
             out["incomplete"] += missing + no_flow
-            tz = pack_timezone(pack)
-            st = standing(permit, pack, today, (start.astimezone(tz).date(), end.astimezone(tz).date()))
+            st = standing(permit, pack, today or datetime.now(tz).date(),
+                          (start.astimezone(tz).date(), end.astimezone(tz).date()))
             out["standing"].append(st)
             if st["finding"] is not None:
                 found.append(st["finding"])
         out["violations"] += found
-        out["snc"] += snc(table, pack_limits(pack, permit), non_detect)
-        tz = pack_timezone(pack)
-        period = (start.astimezone(tz).date(), end.astimezone(tz).date())
-        out["days_of_violation"] += by_site_and_rule(found, tz, period)
+        out["snc"] += snc(table, pack_limits(pack, permit), non_detect, tz)
+        out["days_of_violation"] += by_site_and_rule(found, tz, (start, end))
     out["violations"].sort(key=lambda v: (v["site"], v["start"], v["rule"]))
     if store:
         with conn.transaction():
