@@ -674,8 +674,8 @@ class Definition(Entry):
     comparison: Text
     """The words that govern it."""
     reading: Text | None = None
-    """Where the words read two ways, the reading the program takes (:data:`READINGS` for this
-    id: ``permit-notice``: ``window`` or ``deadline``)."""
+    """Where the words read two ways, the reading the program takes: for ``permit-notice``
+    (§13.54(4) "within 60 days prior to the expiration") ``window`` or ``deadline``."""
 
     @model_validator(mode="after")
     def _reading(self):
