@@ -84,6 +84,8 @@ def _lab_basis(ev: dict) -> str:
         lower = " (at least: the day's flow readings are incomplete)" if ev.get("lower_bound") else ""
         return (f"The loading of {ev.get('day')}: the result x the day's metered {ev['day_volume_gal']:,.0f} gallons "
                 f"x 8.34 = {ev['peak']:g} lb/day{lower}; the limit is {limit}.")
+    if st == "each":
+        return f"Prohibited: a result {limit}."
     return f"The limit is {limit}."
 
 
