@@ -133,6 +133,13 @@ def _stated_reading_limit(v: dict) -> str:
             longer, hours = "", "24-hour"
         return (f"{ev.get('comparison') or 'more than'} {ev['multiple']:g} times the {hours} average of "
                 f"{quantity(ev['average'], v['unit'])} ({quantity(v['limit'], v['unit'])}){longer}")
+    try:
+        r = load_pack(v["pack"]).rule(v["rule"])
+    except (InputError, KeyError):
+        r = None
+    if r is not None and r.kind == "range" and r.longer_than_min:     # a duration qualifier
+        return (f"{ev.get('comparison') or r.comparison} {quantity(v['limit'], v['unit'])} for longer than "
+                f"{r.longer_than_min:g} minutes")
     return stated(ev.get("comparison"), v["limit"], v["unit"], "reading")
 
 
