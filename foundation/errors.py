@@ -8,6 +8,7 @@ Every error a user can cause or meet is one of these; the CLI prints it as a sin
     SewerwatchError                 exit 1
     ├── InputError                  exit 2   bad file, row, unit, parameter or argument
     │   ├── ConfigError             exit 2   the utility's TOML config (names file and key)
+    │   ├── Conflict                exit 2   someone changed the object since the edit began
     │   └── SchemaMissing           exit 2   the database lacks the schema: run `db migrate`
     ├── ServiceError                exit 1   embedded or configured TimescaleDB/Mosquitto
     │   └── DatabaseError           exit 1   migrations, roles, connections
@@ -51,6 +52,28 @@ class ConfigError(InputError):
         self.path, self.key, self.problem = str(path), key, problem
         where = f"{self.path}: {key}" if key else self.path
         super().__init__(f"{where}: {problem}")
+
+
+class Conflict(InputError):
+    """The object was changed by someone else since the edit began (optimistic concurrency:
+    the edit names the version it was made from, and that is no longer the current one).
+
+    Parameters
+    ----------
+    what : str
+        The object, e.g. ``permit PAL-IU-2026-02``.
+    expected : int
+        The version the edit was made from.
+    current : int
+        The version stored now.
+    by, at : str
+        Who stored the current version, and when (as text).
+    """
+
+    def __init__(self, what: str, expected: int, current: int, by: str, at: str):
+        self.what, self.expected, self.current, self.by, self.at = what, expected, current, by, at
+        super().__init__(f"{what}: the edit was made from version {expected}, but {by} saved version {current} "
+                         f"at {at} meanwhile: nothing was saved; start again from version {current}")
 
 
 class SchemaMissing(InputError):

@@ -40,6 +40,9 @@ def register(sub) -> None:
     q.add_argument("files", nargs="+", metavar="FILE.toml")
     q.add_argument("--actor", help="who enters it (audit log; default: $USER)")
     q.add_argument("--reason", help="why (e.g. 'renewal 2027', 'copper limit lowered')")
+    q.add_argument("--expect-version", type=int, metavar="N",
+                   help="store only if the permit's current version is N (an edit made from version N; 0: a new "
+                   "permit): otherwise refuse, naming who stored which version")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_import)
     q = s.add_parser("list", help="each site's current permit and where it stands")
@@ -82,7 +85,8 @@ def _import(args, ctx) -> int:
             permit = load_permit(f)
             site_pack = load_pack(packs[permit.site]) if permit.site in packs else None
             permit = load_permit(f, site_pack)
-            done.append(import_permit(conn, permit, actor=args.actor, reason=args.reason))
+            done.append(import_permit(conn, permit, actor=args.actor, reason=args.reason,
+                                      expected_version=args.expect_version))
     if args.json:
         print(json.dumps(done, indent=2, default=str))
         return 0

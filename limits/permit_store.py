@@ -13,7 +13,8 @@ import getpass
 import json
 from datetime import date
 
-from foundation.errors import InputError
+from foundation.actor import Actor
+from foundation.errors import Conflict, InputError
 from limits.packs import load_pack
 from limits.permits import Permit, parse_permit
 
@@ -45,8 +46,16 @@ def changes(old: dict, new: dict) -> list[dict]:
     return [{"key": k, "old": a.get(k), "new": b.get(k)} for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def import_permit(conn, permit: Permit, *, actor: str | None = None, reason: str | None = None) -> dict:
+def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, reason: str | None = None,
+                  expected_version: int | None = None) -> dict:
     """Store ``permit`` as a new version if it differs from the stored one (one transaction).
+
+    ``actor``: who enters it (an :class:`foundation.actor.Actor`, or a name; default the
+    operating-system user). ``expected_version``: the version an edit was made from
+    (optimistic concurrency, issue 25 item 7: ``permit import --expect-version N``, the
+    office's permit form); when another version was stored meanwhile nothing is stored and
+    :class:`foundation.errors.Conflict` says who stored which version when. Saves of one
+    permit are serialised (an advisory lock on its number), so two at once cannot both win.
 
     Returns
     -------
@@ -58,10 +67,14 @@ def import_permit(conn, permit: Permit, *, actor: str | None = None, reason: str
     ------
     InputError
         An unknown site, or a permit number already held by another site.
+    Conflict
+        ``expected_version`` is not the version stored now.
     """
-    actor = actor or getpass.getuser()
+    via = actor.via if isinstance(actor, Actor) else "cli"
+    actor = actor.audit_name if isinstance(actor, Actor) else (actor or getpass.getuser())
     doc = permit.as_document()
     with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"permit:{permit.number}",))
         row = conn.execute("SELECT id FROM sites WHERE key = %s", (permit.site,)).fetchone()
         if row is None:
             known = [k for (k,) in conn.execute("SELECT key FROM sites ORDER BY key").fetchall()]
@@ -73,6 +86,11 @@ def import_permit(conn, permit: Permit, *, actor: str | None = None, reason: str
         if cur is not None and cur[2] != site_id:
             raise InputError(f"{permit.path}: number: permit {permit.number} is another site's "
                              "(§13.54(5): a permit is not transferred)")
+        if expected_version is not None and (cur[0] if cur is not None else 0) != expected_version:
+            by, at = conn.execute("SELECT entered_by, entered_at FROM permits WHERE number = %s AND version = %s",
+                                  (permit.number, cur[0])).fetchone() if cur is not None else ("nobody", "")
+            raise Conflict(f"permit {permit.number}", expected_version, cur[0] if cur is not None else 0, by,
+                           at.isoformat(timespec="seconds") if hasattr(at, "isoformat") else str(at))
         diff = changes(cur[1], doc) if cur is not None else []
         if cur is not None and not diff:
             return {"number": permit.number, "site": permit.site, "version": cur[0], "status": "unchanged",
@@ -87,7 +105,7 @@ def import_permit(conn, permit: Permit, *, actor: str | None = None, reason: str
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
                      (actor, action, f"permit:{permit.number}",
                       json.dumps({"version": version, "site": permit.site, "source": permit.path, "reason": reason,
-                                  "changes": diff}, default=str)))
+                                  "changes": diff, "via": via}, default=str)))
     return {"number": permit.number, "site": permit.site, "version": version,
             "status": "stored" if cur is None else "changed", "changes": diff}
 

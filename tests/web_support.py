@@ -119,3 +119,36 @@ def sign_in(client, user: str, password: str = PASSWORD, follow: bool = True):
 
 def fake_comp():
     return types.SimpleNamespace(beat=lambda: None)
+
+
+#: The demo's permits (examples/permits/) and its lab file (examples/demo/lab-results.csv).
+ROOT = Path(__file__).resolve().parent.parent
+PERMITS = ROOT / "examples" / "permits"
+DEMO_LAB = ROOT / "examples" / "demo" / "lab-results.csv"
+
+
+def demo_users(db_url: str, permits: bool = True) -> None:
+    """The demo village's three industrial users (as ``examples/demo-village.toml`` names
+    them), and with ``permits`` their permits imported as the CLI does."""
+    import psycopg
+
+    from limits.packs import load_pack
+    from limits.permit_store import import_permit
+    from limits.permits import load_permit
+    with psycopg.connect(db_url) as conn:
+        conn.execute("INSERT INTO sites (key, name, pack, sic, permit) VALUES "
+                     "('plating', 'Lakeside Plating', 'palmyra-wi', '3471', 'PAL-IU-2026-02'), "
+                     "('sausage', 'Palmyra Sausage Co.', 'palmyra-wi', '2013', 'PAL-IU-2025-01'), "
+                     "('candy', 'Sweet Creek Confections', 'palmyra-wi', '2065', 'PAL-IU-2026-03')")
+        if permits:
+            for name in ("plating", "sausage", "candy"):
+                import_permit(conn, load_permit(PERMITS / f"{name}.toml", load_pack("palmyra-wi")), actor=ADMIN)
+
+
+def spoiled_demo_lab(line: int = 6, value: str = "4z0") -> bytes:
+    """The demo's lab file with the value of one row spoiled (line ``line``: a number that is not one)."""
+    lines = DEMO_LAB.read_bytes().splitlines(keepends=True)
+    fields = lines[line - 1].split(b",")
+    fields[4] = value.encode()
+    lines[line - 1] = b",".join(fields)
+    return b"".join(lines)

@@ -31,7 +31,8 @@ from litestar.template.config import TemplateConfig
 from alerts.links import PATH as ACK_PATH
 from alerts.links import redact
 from foundation.clients import client_address, networks
-from web import authz, formats, roles, sessions
+from foundation.errors import InputError
+from web import authz, formats, forms, roles, sessions
 from web.office import DatabaseDown, Office
 from web.pages import ack, alerts, login, sensors, sites, today
 
@@ -105,7 +106,7 @@ def templates(office: Office) -> Environment:
                       trim_blocks=True, lstrip_blocks=True, auto_reload=False)   # templates change with a release
     tz = office.tz
     env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles, base=office.prefix,
-                       grafana_url=office.opts.grafana_url)
+                       grafana_url=office.opts.grafana_url, form_key=forms.key_field, version_field=forms.version_field)
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration)
     return env
@@ -127,6 +128,9 @@ def error_page(request: Request, exc: Exception) -> Response:
         status, title = 503, "The database cannot be reached"
         lines = [f"{exc}.", "Nothing was changed. This page tries again when you reload it; sewerwatch run keeps "
                  "alerting from memory meanwhile."]
+    elif isinstance(exc, InputError):      # refused by the package function: its one line says why
+        status, title = 400, "That could not be used"
+        lines = [str(exc), "Nothing was changed. Go back, correct it and send it again."]
     elif isinstance(exc, HTTPException):
         status = exc.status_code
         if path.startswith(ACK_PATH) and office.ack_page is not None:

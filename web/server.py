@@ -100,11 +100,15 @@ class WebServer:
             raise RuntimeError(f"the web server failed to start (exit {exc.code})") from None
 
     async def _purge(self) -> None:
-        from web import sessions
+        from web import forms, sessions
         try:
             await sessions.store(self.office.state_dir).delete_expired()
         except Exception as exc:  # noqa: BLE001 - next hour again
             log.warning("office: expired sessions could not be removed: %s", exc)
+        try:
+            await asyncio.to_thread(self.office.read, forms.purge)
+        except Exception as exc:  # noqa: BLE001 - next hour again
+            log.warning("office: old form keys could not be removed: %s", exc)
 
     def problem(self) -> str | None:
         """The supervisor's health check."""
