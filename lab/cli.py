@@ -49,12 +49,18 @@ def register(sub) -> None:
     q = lsub.add_parser("import", help="import a lab CSV into the database (bad rows go to dead_letters)",
                         description="Import a lab CSV into the database. A row that cannot be used is kept in "
                         "dead_letters with its reason. Exit status: 0 when every row was imported; "
-                        f"{DEAD_LETTERS_EXIT} when some rows became dead letters (a summary line on standard error "
-                        "gives their count and first reasons); 2 when the file cannot be read at all.")
+                        f"{DEAD_LETTERS_EXIT} when some rows became dead letters (with --dry-run: would; a summary line on "
+                        "standard error gives their count and first reasons); 2 when the file cannot be read at all.")
     q.add_argument("file", metavar="FILE.csv")
     q.add_argument("--actor", default=None, help="who imports (audit log; default: $USER)")
     q.add_argument("--correct", action="store_true",
                    help="rows for results already stored become corrections (new versions)")
+    q.add_argument("--dry-run", action="store_true",
+                   help="a preview: check every row as the import would (the database too) and say what would be "
+                   "stored and which rows cannot be used, storing nothing")
+    q.add_argument("--check", action="store_true",
+                   help="then judge the months of the file's results against the ordinance and the permits and store "
+                   "the violations found (lab check --store of those months)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_lab_import)
     q = lsub.add_parser("check", help="check stored lab results against the ordinance (FOG, cyanide, permit, SNC)")
@@ -163,20 +169,35 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
     tz = ZoneInfo(ctx.config.timezone) if ctx.config.timezone else None
     with ctx.connect("owner") as conn:
         _require_sites(ctx, conn, "lab import")
-        report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz).as_json()
+        report = import_lab_file(conn, args.file, actor=args.actor, correct=args.correct, tz=tz,
+                                 dry_run=args.dry_run, check=args.check).as_json()
     if args.json:
         print(json.dumps(report, indent=2))
+    elif args.dry_run:
+        print(f"{report['file']}: preview, nothing stored: {report['stored']} would be stored, {report['corrected']} "
+              f"corrected, {report['unchanged']} unchanged; {report['bad']} cannot be used")
+        for b in report["bad_rows"]:
+            print(f"  line {b['line']}: {b['reason']}")
     else:
         print(f"{report['file']}: {report['stored']} stored, {report['corrected']} corrected, "
               f"{report['unchanged']} unchanged, "
               f"{report['bad']} bad (kept in dead_letters)")
         for b in report["bad_rows"]:
             print(f"  line {b['line']}: {b['reason']}")
+    if not args.json and report.get("checked") is not None:
+        c = report["checked"]
+        verb = "would be found" if args.dry_run else f"found ({c['stored']} new stored)"
+        print(f"checked {c['start']} to {c['last']}: {len(c['violations'])} violation(s) {verb}")
+        for v in c["violations"]:
+            print(f"  {v['site']:<16} {v['rule']:<16} {v['start'][:10]} {v['peak']:g} {v['unit']} over "
+                  f"{v['limit']:g}  ({v['citation']})")
     if report["bad"]:
         first = "; ".join(f"line {b['line']}: {b['reason']}" for b in report["bad_rows"][:3])
         more = f"; and {report['bad'] - 3} more" if report["bad"] > 3 else ""
-        print(f"sewerwatch: {report['file']}: {report['bad']} of {report['bad'] + report['stored'] + report['corrected'] + report['unchanged']} "
-              f"rows became dead letters (not imported): {first}{more}", file=sys.stderr)
+        rows = report['bad'] + report['stored'] + report['corrected'] + report['unchanged']
+        what = "rows cannot be used (a preview: nothing stored)" if args.dry_run else \
+            "rows became dead letters (not imported)"
+        print(f"sewerwatch: {report['file']}: {report['bad']} of {rows} {what}: {first}{more}", file=sys.stderr)
         return DEAD_LETTERS_EXIT
     return 0
 

@@ -74,7 +74,8 @@ def test_import_stores_good_rows_and_dead_letters_bad_ones(db, tmp_path):
         # issue 23 item 1: the dead letter names the closest known ids
         assert dead[1][3].startswith("unknown analyte 'nitrat' (closest known: no3")
         audit = conn.execute("SELECT actor, action, object, detail FROM audit_log").fetchall()
-        assert audit == [("lab-tech", "lab.import", str(f), {"stored": 4, "corrected": 0, "unchanged": 0, "bad": 4, "samples_created": 2})]
+        assert audit == [("lab-tech", "lab.import", str(f), {"stored": 4, "corrected": 0, "unchanged": 0, "bad": 4, "samples_created": 2,
+                                                               "via": "cli"})]
 
 
 def test_correction_is_a_new_version_with_audit(db, tmp_path):

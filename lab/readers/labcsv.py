@@ -18,6 +18,7 @@ file is read (issue 12, "Lab import"); memory follows one record, and
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
@@ -199,14 +200,17 @@ class LabReader:
 
     def __init__(self, path: str | Path, *, sites: set[str] | None = None, tz: tzinfo | None = None,
                  now: datetime | None = None, site_tz: dict[str, tzinfo] | None = None, text: str | None = None,
-                 cross_checks: bool = True, analytes=()):
+                 cross_checks: bool = True, analytes=(), data: bytes | None = None):
         self.path = str(path)
         self.analytes = tuple(analytes)     # the packs' own analytes (limits.analytes.Analyte)
         self.sites, self.tz, self.site_tz = sites, tz, site_tz
         self.horizon = (now or datetime.now(timezone.utc)) + timedelta(days=1)
         self.cross_checks = cross_checks
         self._text = text
-        if text is None:
+        if data is not None:          # the file's bytes as uploaded (``path`` names it in messages)
+            self._f = None
+            self._lines = iter(io.BytesIO(data))          # lines as a file in binary mode gives them
+        elif text is None:
             try:
                 self._f = open(self.path, "rb")
             except FileNotFoundError:

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import psycopg
+
+from foundation.actor import Actor
 from lab.ordinance import pack_timezone
 from lab.readers.labcsv import BadRow, LabReader, LabRow, check_against_earlier, parse_collected
 from lab.results_table import LabTable
@@ -51,13 +54,25 @@ class ImportReport:
     samples_created: int = 0
     bad: list[BadRow] = field(default_factory=list)
     composites_linked: list[dict] = field(default_factory=list)
+    #: a preview: every check was made and nothing was stored
+    dry_run: bool = False
+    #: the first good rows and what each becomes (``keep_rows`` of :func:`import_lab_file`)
+    rows: list[dict] = field(default_factory=list)
+    #: ``check``: the months judged (local dates, ``[start, end)``) and what was found in them
+    checked: dict | None = None
+
+    @property
+    def good(self) -> int:
+        """Rows that can be used (stored, corrected, or already stored as they are)."""
+        return self.stored + self.corrected + self.unchanged
 
     def as_json(self) -> dict:
         return {"file": self.file, "actor": self.actor, "stored": self.stored, "corrected": self.corrected,
                 "unchanged": self.unchanged, "samples_created": self.samples_created, "bad": len(self.bad),
                 "bad_rows": [{"line": b.line, "reason": b.reason} for b in self.bad],
                 "composites_linked": self.composites_linked,
-                "complete": not self.bad}
+                "complete": not self.bad, "dry_run": self.dry_run, "rows": self.rows,
+                **({"checked": self.checked} if self.checked is not None else {})}
 
 
 def _extra(row: LabRow, *names: str) -> str | None:
@@ -88,9 +103,11 @@ def _sample_kind(row: LabRow, tz) -> tuple[str, datetime | None, datetime | None
     return kind, start, end
 
 
-def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct: bool = False,
-                    tz=None, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS) -> ImportReport:
-    """Import a lab CSV into ``lab_samples``/``lab_results``.
+def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None, correct: bool = False,
+                    tz=None, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS, data: bytes | None = None,
+                    dry_run: bool = False, check: bool = False, keep_rows: int = 0,
+                    only_sites: set[str] | None = None) -> ImportReport:
+    """Import a lab CSV into ``lab_samples``/``lab_results``; or preview it (``dry_run``).
 
     Every row is validated (see :func:`lab.readers.labcsv.read_lab_csv`; sites are those of the
     ``sites`` table). Good rows are stored; bad rows are reported with their line numbers
@@ -107,29 +124,54 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
     Parameters
     ----------
     conn : psycopg.Connection
-        Owner-role connection; the import is one transaction.
-    actor : str, optional
+        Owner-role connection; the import is one transaction: one that fails half-way stores
+        nothing (no result, no dead letter).
+    path : str or Path
+        The file; with ``data``, the name its rows are reported and kept under.
+    actor : foundation.actor.Actor or str, optional
         Who imports (default: the login user).
     chunk_rows : int
         Rows checked and stored together.
+    data : bytes, optional
+        The file's bytes (an upload), instead of reading ``path``.
+    dry_run : bool
+        A preview (``lab import --dry-run``, the office's upload preview, the portal's): every
+        row checked exactly as the import checks it (against the database too: unknown sites,
+        results stored with another value), in a transaction that is then rolled back, so
+        nothing is stored, not even the dead letters.
+    check : bool
+        Then judge the calendar months the good rows fall in (local dates of their village)
+        against the ordinance and each site's permit and store what is found (``lab check
+        --store`` of those months, :func:`lab.store.period_checks.check_db`); in a preview,
+        what would be found. ``report.checked`` has the months and the violations of the
+        file's sites.
+    keep_rows : int
+        Keep the first this many good rows in ``report.rows``, each with what it becomes
+        (``new``, ``correction``, ``unchanged``).
+    only_sites : set of str, optional
+        The sites rows may name (an industrial user's own); any other is a bad row.
 
     Returns
     -------
     ImportReport
     """
     path = str(path)
-    actor = actor or getpass.getuser()
+    via = actor.via if isinstance(actor, Actor) else "cli"
+    actor = actor.audit_name if isinstance(actor, Actor) else (actor or getpass.getuser())
     site_rows = conn.execute("SELECT key, id, pack FROM sites").fetchall()
+    if only_sites is not None:
+        site_rows = [r for r in site_rows if r[0] in only_sites]
     sites = {k: i for k, i, _p in site_rows}
     site_tz = None
     if tz is None:  # dates are local to each site's village (its pack's time zone)
         site_tz = {k: pack_timezone(p) for k, _i, p in site_rows}
     from limits.packs import load_pack    # the packs' own analytes ([[analytes]]) are known too
     own = tuple(a for p in sorted({p for _k, _i, p in site_rows if p}) for a in load_pack(p).analytes)
-    reader = LabReader(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz, cross_checks=False, analytes=own)
-    report = ImportReport(file=path, actor=actor)
-    job = _Import(conn, path, actor, correct, tz, site_tz, sites, report)
-    with conn.transaction():
+    reader = LabReader(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz, cross_checks=False, analytes=own,
+                       data=data)
+    report = ImportReport(file=path, actor=actor, dry_run=dry_run)
+    job = _Import(conn, path, actor, correct, tz, site_tz, sites, report, keep_rows)
+    with conn.transaction() as tx:
         conn.execute(EARLIER_TABLES)
         chunk: list = []
         for item in reader:
@@ -142,22 +184,59 @@ def import_lab_file(conn, path: str | Path, *, actor: str | None = None, correct
         conn.execute(
             "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
             (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
-                                      "bad": len(report.bad), "samples_created": report.samples_created})))
+                                      "bad": len(report.bad), "samples_created": report.samples_created, "via": via})))
         for sid in sorted(job.composites):
             linked = link_composite(conn, sid)
             if linked is not None:
                 report.composites_linked.append(linked)
+        if check and job.first is not None:
+            report.checked = _check_months(conn, job, tz, site_tz)
+        if dry_run:
+            raise psycopg.Rollback(tx)
     report.bad.sort(key=lambda b: b.line)
     return report
+
+
+def _check_months(conn, job: "_Import", tz, site_tz) -> dict:
+    """``lab check --store`` of the local calendar months the file's good rows fall in."""
+    from lab.store.period_checks import check_db
+
+    zone = tz or (site_tz or {}).get(job.first_site) or timezone.utc
+    lo, hi = job.first.astimezone(zone), job.last.astimezone(zone)
+    start = datetime(lo.year, lo.month, 1, tzinfo=zone)
+    nxt = hi.month + 1
+    end = datetime(hi.year + (nxt > 12), (nxt - 1) % 12 + 1, 1, tzinfo=zone)
+    res = check_db(conn, start, end, store=True)
+    mine = set(job.sites_seen)
+    return {"start": start.date().isoformat(), "end": end.date().isoformat(), "stored": res["stored"],
+            "violations": [v for v in res["violations"] if v["site"] in mine]}
 
 
 class _Import:
     """One import, a chunk of rows at a time (see :func:`import_lab_file`)."""
 
-    def __init__(self, conn, path, actor, correct, tz, site_tz, sites, report):
+    def __init__(self, conn, path, actor, correct, tz, site_tz, sites, report, keep_rows=0):
         self.conn, self.path, self.actor, self.correct = conn, path, actor, correct
         self.tz, self.site_tz, self.sites, self.report = tz, site_tz, sites, report
         self.composites: set[int] = set()
+        self.keep_rows = keep_rows
+        #: the earliest and latest collection of the good rows, and their sites (``check``)
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+        self.first_site: str | None = None
+        self.sites_seen: set[str] = set()
+
+    def _seen(self, row: LabRow, becomes: str) -> None:
+        if self.first is None or row.collected < self.first:
+            self.first, self.first_site = row.collected, row.site
+        if self.last is None or row.collected > self.last:
+            self.last = row.collected
+        self.sites_seen.add(row.site)
+        if len(self.report.rows) < self.keep_rows:
+            self.report.rows.append({"line": row.line, "site": row.site, "sample": row.sample_id,
+                                     "collected": row.collected.isoformat(), "analyte": row.analyte,
+                                     "value": row.value, "unit": row.unit, "qualifier": row.qualifier,
+                                     "mg_l": row.value_mg_l, "becomes": becomes})
 
     def chunk(self, items: list) -> None:
         bad = [i for i in items if isinstance(i, BadRow)]
@@ -253,6 +332,7 @@ class _Import:
                 pversion, pvalue, pqual = prev
                 if pqual == row.qualifier and abs(pvalue - row.value_mg_l) <= 1e-12 * max(1.0, abs(pvalue)):
                     report.unchanged += 1
+                    self._seen(row, "unchanged")
                     continue
                 if not self.correct:
                     bad.append(BadRow(row.line, f"sample '{row.sample_id}' {row.analyte} is stored as "
@@ -264,6 +344,7 @@ class _Import:
             results.append((sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
                             self.actor, reason, source, _extra(row, "method")))
             current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
+            self._seen(row, "new" if version == 1 else "correction")
             if version == 1:
                 report.stored += 1
             else:
