@@ -179,6 +179,18 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_due)
 
+    p = sub.add_parser("calendar", help="the compliance calendar: samples, reports, notice deadlines, renewals, SNC",
+                       description="One calendar of what the program owes and is owed: sampling periods (due, taken, "
+                       "missing), reports owed by the users, notice response deadlines, compliance schedule milestones, "
+                       "permit renewals and the last day for notice, the SNC decisions and the annual report. --ics "
+                       "writes it as an iCalendar file (the office serves the same as a feed).")
+    p.add_argument("--from", dest="first", default=None, help="ISO date (default: the first of this month)")
+    p.add_argument("--to", dest="end", default=None, help="ISO date, exclusive (default: three months on)")
+    p.add_argument("--site", default=None, help="one industrial user's dates")
+    p.add_argument("--ics", metavar="FILE.ics", default=None, help="write the entries as an iCalendar file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_calendar)
+
     p = sub.add_parser("report", help="the annual SNC publication list and the annual pretreatment report")
     rp = p.add_subparsers(dest="report_command", metavar="KIND", required=True)
     q = rp.add_parser("snc", help="users in significant noncompliance during a year, for the newspaper")
@@ -698,3 +710,40 @@ def _report_annual(args, ctx) -> int:
 
 
 __all__ = ["register"]
+
+
+# --- the compliance calendar ---------------------------------------------------------------
+
+def _calendar(args, ctx) -> int:
+    from pathlib import Path
+
+    from enforcement import calendar   # lazy
+    from enforcement.periods import add_months
+    from enforcement.settings import settings
+
+    tz = _tz(ctx)
+    now = datetime.now(timezone.utc)
+    today = now.astimezone(tz).date()
+    first = _day(args.first, "--from") if args.first else today.replace(day=1)
+    end = _day(args.end, "--to") if args.end else add_months(first, 3)
+    if end <= first:
+        raise InputError("--to must be after --from")
+    st = settings(ctx.config)
+    with ctx.connect("owner") as conn:
+        if args.site is not None:
+            from enforcement.findings import site as site_of
+            site_of(conn, args.site)
+        items = calendar.entries(conn, first, end, now, site=args.site, snc_periods=st.snc_periods,
+                                 annual_report_due=st.annual_report_due)
+    if args.ics:
+        Path(args.ics).write_bytes(calendar.ical(items, ctx.config.name, now=now))
+    if args.json:
+        print(_json([e.as_json() for e in items]))
+        return 0
+    for e in items:
+        print(f"{e.day}  {'!' if e.attention else ' '} {calendar.KIND_WORDS[e.kind]:<28} {e.state:<9} {e.title}")
+    if not items:
+        print(f"nothing on the calendar from {first} to {end}")
+    if args.ics:
+        print(f"wrote {len(items)} entries to {args.ics}")
+    return 0

@@ -11,6 +11,8 @@
     late_report_period = "late"        # or "due": which SNC period a report 45 days late counts in
     daily_maximum = "day-mean"         # or "each-sample" (limits.readings)
     average_days = "sampled"           # or "period" (limits.readings)
+    annual_report_due = "03-31"        # the annual report for the year before is due (the
+                                       # Approval Authority's date; the compliance calendar shows it)
 
 Every error names the file and the key (``village.toml: enforcement.snc_periods: expected
 one of halves, rolling-quarters, got 'monthly'``).
@@ -19,6 +21,7 @@ one of halves, rolling-quarters, got 'monthly'``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from foundation.errors import ConfigError
@@ -39,14 +42,8 @@ DEFAULT_ACCIDENTAL_REPORT_HOURS = 24.0
 #: How SNC's six-month periods run (40 CFR 403.8(f)(2)(viii)(A), (B): "during a six-month period").
 SNC_PERIODS = ("halves", "rolling-quarters")
 
-#: Which SNC period a report more than 45 days late counts in (40 CFR 403.8(f)(2)(viii)(F):
-#: "Failure to provide, within 45 days after the due date, required reports"), where the due
-#: date lies in one period and day 46 in the next: ``late`` (the default), the period holding
-#: day 46, when the failure happened (before it the report was not late); ``due``, the period
-#: holding the due date, whose report it was.
-LATE_REPORT_PERIODS = ("late", "due")
-
-KEYS = ("guide", "accidental_report_hours", "snc_periods", "late_report_period", *READING_KEYS)
+KEYS = ("guide", "accidental_report_hours", "snc_periods", "late_report_period", "annual_report_due",
+        *READING_KEYS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +63,9 @@ class Settings:
         ``late`` or ``due`` (:data:`LATE_REPORT_PERIODS`).
     readings : limits.readings.Readings
         How a daily maximum is judged and which days an average's violation has.
+    annual_report_due : (int, int)
+        Month and day the annual pretreatment report for the year before is due (40 CFR
+        403.12(i): "at least once a year"; the Approval Authority sets the date).
     """
 
     guide: Path = DEFAULT_GUIDE
@@ -73,6 +73,7 @@ class Settings:
     snc_periods: str = "halves"
     late_report_period: str = "late"
     readings: Readings = field(default_factory=Readings)
+    annual_report_due: tuple[int, int] = (3, 31)
 
 
 def settings(cfg) -> Settings:
@@ -109,4 +110,13 @@ def settings(cfg) -> Settings:
                               f"expected one of {', '.join(LATE_REPORT_PERIODS)}, got {t['late_report_period']!r}")
         out["late_report_period"] = t["late_report_period"]
     out["readings"] = readings(cfg)
+    if "annual_report_due" in t:
+        v = t["annual_report_due"]
+        try:
+            m, d = (int(x) for x in str(v).split("-"))
+            date(2024, m, d)                      # a leap year: 02-29 is a date
+        except ValueError:
+            raise ConfigError(path, "enforcement.annual_report_due",
+                              f"expected a month and day such as \"03-31\", got {v!r}") from None
+        out["annual_report_due"] = (m, d)
     return Settings(**out)

@@ -5,7 +5,8 @@
 created the first time the site is seen and kept (a site's devices keep their password).
 ``keys`` holds signing keys: ``ack_links`` signs the acknowledgement links of alerts
 (``alerts.links``; issue 14 item 7); ``web_csrf`` keys the web application's CSRF tokens
-(``web.app``; issue 24). Never in the config file, never logged.
+(``web.app``; issue 24); ``calendar_feeds`` signs the calendar feeds' addresses (``web.feeds``;
+issue 25). Never in the config file, never logged.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
 MQTT_ACCOUNTS = ("admin", "collector", "device", "notifier")
 #: Signing keys (256 bits each).
-KEYS = ("ack_links", "web_csrf")
+KEYS = ("ack_links", "web_csrf", "calendar_feeds")
 
 
 def load_or_create(state_dir: Path, sites=()) -> dict:

@@ -34,3 +34,13 @@ def read(path, what: str = "file") -> dict:
         raise InputError(f"{p}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{p}: not valid TOML: {exc}") from None
+
+
+def loads(data: bytes, name: str) -> dict:
+    """Parse TOML ``data`` (an uploaded file's bytes) named ``name`` in the errors, as :func:`read`."""
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{name}: not valid TOML: {exc}") from None

@@ -74,17 +74,13 @@ STATE_WORDS = {"in-force": "in force", "renewal-due": "term ends soon: renews au
 
 
 def _import(args, ctx) -> int:
-    from limits.packs import load_pack            # lazy: see the module docstring
-    from limits.permit_store import import_permit
-    from limits.permits import load_permit
+    from foundation import tomlfile               # lazy: see the module docstring
+    from limits.permit_store import import_permit, permit_of_site
 
     with ctx.connect("owner") as conn:
-        packs = dict(conn.execute("SELECT key, pack FROM sites").fetchall())
         done = []
         for f in args.files:
-            permit = load_permit(f)
-            site_pack = load_pack(packs[permit.site]) if permit.site in packs else None
-            permit = load_permit(f, site_pack)
+            permit = permit_of_site(conn, tomlfile.read(f, "permit file"), str(f))
             done.append(import_permit(conn, permit, actor=args.actor, reason=args.reason,
                                       expected_version=args.expect_version))
     if args.json:
@@ -126,7 +122,9 @@ def _list(args, ctx) -> int:
     return 0
 
 
-def _describe(permit, pack_id: str, today: date) -> dict:
+def describe(permit, pack_id: str, today: date) -> dict:
+    """One permit as ``permit show`` prints it (and the office shows it): dates, standing,
+    flows, its limits beside the ordinance's (the stricter applying), monitoring, conditions."""
     from lab.ordinance import pack_of, site_rules   # lazy
     from limits.permits import renewal
 
@@ -186,7 +184,7 @@ def _show(args, ctx) -> int:
     today = day(ctx, args.today, "--today")
     if args.permit.endswith(".toml") or Path(args.permit).is_file():
         permit = load_permit(args.permit)
-        d = _describe(permit, permit.pack or ctx.config.pack, today)
+        d = describe(permit, permit.pack or ctx.config.pack, today)
     else:
         with ctx.connect("owner") as conn:
             vs = versions(conn, args.permit)
@@ -194,7 +192,7 @@ def _show(args, ctx) -> int:
                 raise InputError(f"permit show: no permit {args.permit!r} stored (sewerwatch permit list)")
             pack = conn.execute("SELECT pack FROM sites WHERE key = %s", (vs[-1]["site"],)).fetchone()[0]
             permit = parse_permit(vs[-1]["document"], f"permit {args.permit}", load_pack(pack))
-            d = _describe(permit, pack, today)
+            d = describe(permit, pack, today)
             d["versions"] = [{k: v[k] for k in ("version", "entered_by", "entered_at", "reason", "source")} for v in vs]
             d["history"] = history(conn, args.permit)
     if args.json:
@@ -216,7 +214,7 @@ def _check(args, ctx) -> int:
         out = []
         for f in args.files:
             p = load_permit(f)
-            out.append(_describe(p, p.pack or ctx.config.pack, today))
+            out.append(describe(p, p.pack or ctx.config.pack, today))
         if args.json:
             print(json.dumps(out, indent=2, default=str))
         else:

@@ -46,6 +46,32 @@ def changes(old: dict, new: dict) -> list[dict]:
     return [{"key": k, "old": a.get(k), "new": b.get(k)} for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
+#: How the keys of a permit document read (:func:`readable`).
+KEY_WORDS = {"daily_maximum": "daily maximum", "monthly_average": "monthly average",
+             "daily_maximum_lb": "daily maximum loading [lb/day]", "minimum": "minimum", "maximum": "maximum",
+             "words": "words", "unit": "unit", "analyte": "analyte", "parameter": "parameter", "issued": "issued",
+             "effective": "takes effect", "expires": "term ends", "issued_by": "issued by", "note": "note",
+             "renewal.notice_given": "renewal: notice given", "renewal.automatic": "renewal: automatic",
+             "renewal.term_years": "renewal: term [years]", "renewal.notice_days": "renewal: notice [days]",
+             "renewal.note": "renewal: note", "flow.average_daily_gpd": "average daily flow [gal/day]",
+             "flow.maximum_daily_gpd": "maximum daily flow [gal/day]", "parameters": "parameters",
+             "sample_type": "sample type", "frequency.times": "samples", "frequency.per": "per", "frequency": "frequency"}
+_SECTION = {"limits": "limit, condition", "monitoring": "monitoring, condition", "conditions": "condition"}
+
+
+def readable(key: str) -> str:
+    """A dotted key of :func:`changes` in words: ``limits[3(a)].daily_maximum`` ->
+    ``limit, condition 3(a): daily maximum``."""
+    head, sep, rest = key.partition("].")
+    if sep and "[" in head:
+        section, tag = head.split("[", 1)
+        return f"{_SECTION.get(section, section)} {tag}: {KEY_WORDS.get(rest, rest.replace('_', ' '))}"
+    if key.endswith("]") and "[" in key:
+        section, tag = key[:-1].split("[", 1)
+        return f"{_SECTION.get(section, section)} {tag}"
+    return KEY_WORDS.get(key, key.replace("_", " ").replace(".", ": "))
+
+
 def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, reason: str | None = None,
                   expected_version: int | None = None) -> dict:
     """Store ``permit`` as a new version if it differs from the stored one (one transaction).
@@ -108,6 +134,14 @@ def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, rea
                                   "changes": diff, "via": via}, default=str)))
     return {"number": permit.number, "site": permit.site, "version": version,
             "status": "stored" if cur is None else "changed", "changes": diff}
+
+
+def permit_of_site(conn, data: dict, name: str) -> Permit:
+    """A permit document read with its site's pack (where the permit names none, the pack's
+    renewal terms apply), as ``permit import`` reads a file and the office an upload or its form."""
+    permit = parse_permit(data, name)
+    row = conn.execute("SELECT pack FROM sites WHERE key = %s", (permit.site,)).fetchone()
+    return parse_permit(data, name, load_pack(row[0])) if row is not None else permit
 
 
 def current_permits(conn) -> dict[str, Permit]:

@@ -30,7 +30,8 @@ def _cheap_hashes():
 
 
 #: Example values of the path parameters, to open every route.
-PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y.z", "file_path": "css/office.css"}
+PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y.z", "file_path": "css/office.css",
+               "upload_id": "1", "number": "PAL-IU-2026-02"}
 
 
 def _routes(client):
@@ -54,7 +55,7 @@ def test_every_route_names_a_permission_and_needs_a_session_but_the_sign_in_and_
         routes = _routes(c)
         assert len(routes) >= 14
         public = sorted({p for m, p, perm in routes if perm == roles.PUBLIC})
-        assert public == ["/ack/x.y.z", "/login", "/login/code", "/static/css/office.css"]
+        assert public == ["/ack/x.y.z", "/calendar/feed/x.y.z", "/login", "/login/code", "/static/css/office.css"]
         assert [r for r in routes if r[2] != roles.PUBLIC and r[2] not in roles.PERMISSIONS] == []
         token = csrf_of(c.get("/login").text)
         for method, path, perm in routes:

@@ -13,6 +13,7 @@ pages that say what to do (:func:`error_page`), never a traceback.
 from __future__ import annotations
 
 import logging
+import re
 import secrets as _random
 import time
 from pathlib import Path
@@ -35,6 +36,8 @@ from foundation.errors import InputError
 from web import authz, formats, forms, roles, sessions
 from web.office import DatabaseDown, Office
 from web.pages import ack, alerts, login, sensors, sites, today
+from web.pages import calendar as calendar_page
+from web.pages import lab, permits
 
 log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
@@ -42,6 +45,15 @@ access_log = logging.getLogger("sewerwatch.web.access")
 HERE = Path(__file__).resolve().parent
 #: Paths whose successful GETs the access log keeps at debug level (refreshes, static files).
 QUIET_PATHS = ("/today/live", "/static/")
+#: A calendar feed's address carries its token (web/feeds.py): the logs never show it.
+_FEED_TOKEN = re.compile(r"(/calendar/feed/)[^/?#\s]+")
+
+
+def withheld(text: str) -> str:
+    """``text`` with the acknowledgement links' and the calendar feeds' tokens withheld."""
+    return _FEED_TOKEN.sub(r"\1(withheld)", redact(text))
+
+
 #: Largest request body [bytes] the office takes (forms; uploads name their own).
 BODY_MAX = 1 << 20
 
@@ -97,7 +109,7 @@ class Edge:
             # the Today page's own refreshes (every 2 s a browser) and static files only at debug level
             quiet = scope["method"] == "GET" and status[0] < 400 and scope["path"].startswith(QUIET_PATHS)
             access_log.log(logging.DEBUG if quiet else logging.INFO, '%s "%s %s" %d %.1f ms', client, scope["method"],
-                           redact(path), status[0], took * 1000.0)
+                           withheld(path), status[0], took * 1000.0)
 
 
 def templates(office: Office) -> Environment:
@@ -141,7 +153,7 @@ def error_page(request: Request, exc: Exception) -> Response:
         status = 500
         ref = _random.token_hex(4)
         office.stats["errors"] += 1
-        log.error("office: %s %s failed (reference %s): %s: %s", request.method, redact(path), ref,
+        log.error("office: %s %s failed (reference %s): %s: %s", request.method, withheld(path), ref,
                   type(exc).__name__, redact(str(exc)).splitlines()[0] if str(exc) else "", exc_info=exc)
         title = "Something went wrong"
         lines = [f"The page could not be made (reference {ref}, in sewerwatch's log).",
@@ -205,7 +217,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
     """The office's application."""
     env = templates(office)
     handlers = [*login.routes(sign_in_rate_limit(office)), *today.ROUTES, *sites.ROUTES, *alerts.ROUTES,
-                *sensors.ROUTES, *ack.ROUTES,
+                *sensors.ROUTES, *ack.ROUTES, *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(

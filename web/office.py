@@ -54,6 +54,9 @@ class Office:
         self.status_source = status_source or (lambda: None)
         self.ack_page = ack_page
         self.utility = cfg.name
+        #: The key the calendar feeds' addresses are signed with (:mod:`web.feeds`; the state
+        #: folder's ``secrets.json`` ``keys.calendar_feeds``, set by ``sewerwatch.office``).
+        self.feed_key: str | None = None
         #: The path the reverse proxy serves the office under (``public_url``'s: "/sewerwatch"),
         #: put before every link and redirect; "" at the root of its host.
         self.prefix = urlsplit(opts.public_url or "").path.rstrip("/")

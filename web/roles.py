@@ -40,6 +40,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "field.record": frozenset(_EVERYTHING | {"inspector"}),
     "notices.issue": frozenset(_EVERYTHING),
     "accounts.manage": frozenset(_EVERYTHING),
+    # issue 25: a new version of a permit (a file or the form); one's own calendar feed link
+    "permits.edit": frozenset(_EVERYTHING),
+    "calendar.feed": frozenset(_ALL - {"viewer"}),
 }
 
 #: Routes anyone may open without a session: the sign-in and the acknowledgement link
