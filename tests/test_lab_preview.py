@@ -104,6 +104,12 @@ def test_an_upload_is_imported_once(db):
                                    "analyte": "ni", "value": "lots", "unit": "mg/l"}])
         pre = uploads.stage(conn, "typed in the office", typed, actor=CORA)["preview"]
         assert (pre["stored"], pre["bad_rows"]) == (1, [{"line": 4, "reason": "value 'lots' is not a number"}])
+        # an industrial user's own upload (the portal): rows of another site cannot be used, nor committed
+        plating = conn.execute("SELECT id FROM sites WHERE key = 'plating'").fetchone()[0]
+        own = uploads.stage(conn, "mine.csv", DEMO_LAB.read_bytes(), actor=CORA, site_id=plating)
+        assert own["preview"]["bad"] == 10 and own["preview"]["stored"] == 0      # plating's 9 are stored already
+        assert {b["reason"] for b in own["preview"]["bad_rows"]} == {"unknown site 'sausage' (known: plating)"}
+        assert uploads.commit(conn, own["id"], actor=CORA)["report"]["bad"] == 10
 
 
 def test_an_import_that_fails_half_way_stores_nothing(db, monkeypatch):

@@ -208,7 +208,8 @@ def _check_months(conn, job: "_Import", tz, site_tz) -> dict:
     end = datetime(hi.year + (nxt > 12), (nxt - 1) % 12 + 1, 1, tzinfo=zone)
     res = check_db(conn, start, end, store=True)
     mine = set(job.sites_seen)
-    return {"start": start.date().isoformat(), "end": end.date().isoformat(), "stored": res["stored"],
+    return {"start": start.date().isoformat(), "end": end.date().isoformat(),
+            "last": (end.date() - timedelta(days=1)).isoformat(), "stored": res["stored"],
             "violations": [v for v in res["violations"] if v["site"] in mine]}
 
 

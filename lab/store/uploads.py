@@ -48,6 +48,9 @@ def stage(conn, filename: str, data: bytes, *, actor: Actor, correct: bool = Fal
           only_sites: set[str] | None = None, site_id: int | None = None, tz=None) -> dict:
     """Keep an uploaded lab file with its preview; nothing of it is imported yet.
 
+    ``site_id``: an industrial user's own upload (the portal): only rows of its site can be
+    used, now and at :func:`commit` (``only_sites`` narrows further).
+
     Returns
     -------
     dict
@@ -61,6 +64,9 @@ def stage(conn, filename: str, data: bytes, *, actor: Actor, correct: bool = Fal
     if not data:
         raise InputError(f"{filename}: the file is empty (expected header {','.join(REQUIRED + OPTIONAL)})")
     who, via = _audit_name(actor)
+    if site_id is not None and only_sites is None:
+        key = conn.execute("SELECT key FROM sites WHERE id = %s", (site_id,)).fetchone()
+        only_sites = {key[0]} if key else set()
     with conn.transaction():
         uid = conn.execute(
             "INSERT INTO lab_uploads (filename, sha256, data, size_bytes, correct, site_id, uploaded_by, preview) "
@@ -106,11 +112,14 @@ def commit(conn, upload_id: int, *, actor: Actor, only_sites: set[str] | None = 
     """
     who, _via = _audit_name(actor)
     with conn.transaction():
-        row = conn.execute("SELECT filename, data, correct, state, done_by, done_at, report FROM lab_uploads "
-                           "WHERE id = %s FOR UPDATE", (upload_id,)).fetchone()
+        row = conn.execute("SELECT u.filename, u.data, u.correct, u.state, u.done_by, u.done_at, u.report, s.key "
+                           "FROM lab_uploads u LEFT JOIN sites s ON s.id = u.site_id WHERE u.id = %s FOR UPDATE OF u",
+                           (upload_id,)).fetchone()
         if row is None:
             raise InputError(f"no lab upload {upload_id}")
-        filename, data, correct, state, done_by, done_at, report = row
+        filename, data, correct, state, done_by, done_at, report, own_site = row
+        if own_site is not None:           # an industrial user's own upload: its own site's rows only
+            only_sites = {own_site} if only_sites is None else only_sites & {own_site}
         if state == "imported":
             return {"id": upload_id, "report": report, "already": True, "by": done_by, "at": done_at.isoformat()}
         if state == "discarded":

@@ -84,7 +84,8 @@ def upload_page(request: Request, upload_id: FromPath[int], again: Q = None) -> 
         raise NotFoundException(f"no lab upload {upload_id}")
     shown = u["report"] if u["state"] == "imported" else u["preview"]
     return Template("lab_upload.html", context={
-        "account": request.state.account, "nav": "lab", "u": u, "shown": shown, "again": bool(again)})
+        "account": request.state.account, "nav": "lab", "u": u, "shown": shown, "again": bool(again),
+        "names": dict(_sites(office))})
 
 
 @post("/lab/uploads/{upload_id:int}/import", opt=IMPORT, sync_to_thread=True, status_code=303)
