@@ -52,6 +52,18 @@ def test_the_preview_names_the_spoiled_row_and_stores_nothing_then_the_import_st
         == [("cu-daily-max", 1.6, 1.0, "2026-02-04")]
     assert "Permit PAL-IU-2026-02, condition 3(a)" in cu[0]["citation"]
     assert (pre.checked["start"], pre.checked["end"]) == ("2026-01-01", "2026-03-01")
+    # the same preview on the command line: lab import --dry-run --check
+    f = tmp_path / "spoiled.csv"
+    f.write_bytes(data)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp_path}"\n')
+    r = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "lab", "import", str(f), "--dry-run",
+                        "--check"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 4, r.stderr                       # as the import would: some rows cannot be used
+    assert f"1 of {ROWS} rows cannot be used (a preview: nothing stored): line 6" in r.stderr, r.stderr
+    assert f"preview, nothing stored: {ROWS - 1} would be stored" in r.stdout
+    assert "line 6: value '4z0' is not a number" in r.stdout and "cu-daily-max" in r.stdout, r.stdout
+    assert _counts(db.url) == before
 
     with psycopg.connect(db.url) as conn:
         rep = import_lab_file(conn, "demo.csv", data=data, actor=CORA, check=True)
@@ -67,21 +79,6 @@ def test_the_preview_names_the_spoiled_row_and_stores_nothing_then_the_import_st
         assert row[:2] == (1.6, 1.0) and "condition 3(a)" in row[2]
         actor, detail = conn.execute("SELECT actor, detail FROM audit_log WHERE action = 'lab.import'").fetchone()
         assert actor == "coord" and detail["via"] == "web" and detail["stored"] == ROWS - 1
-
-
-def test_lab_import_dry_run_on_the_command_line(db, tmp_path):
-    demo_users(db.url)
-    f = tmp_path / "spoiled.csv"
-    f.write_bytes(spoiled_demo_lab(6, "4z0"))
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(f'[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp_path}"\n')
-    before = _counts(db.url)
-    r = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "lab", "import", str(f), "--dry-run",
-                        "--check"], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert f"preview, nothing stored: {ROWS - 1} would be stored" in r.stdout
-    assert "line 6: value '4z0' is not a number" in r.stdout and "cu-daily-max" in r.stdout, r.stdout
-    assert _counts(db.url) == before
 
 
 def test_an_upload_is_imported_once(db):
