@@ -11,12 +11,14 @@ import csv
 import io
 import logging
 import re
+import subprocess
+import sys
 
 import psycopg
 import pytest
 
 from web import roles
-from web_support import (PERMITS, add_people, cheap_hashes, csrf_of, demo_users, office_client, sign_in,
+from web_support import (PERMITS, ROOT, add_people, cheap_hashes, csrf_of, demo_users, office_client, sign_in,
                          spoiled_demo_lab)
 
 ROWS = 19
@@ -236,3 +238,17 @@ def test_the_calendar_and_its_feed(db, tmp_path, caplog):
         c.post("/calendar/feed/revoke", data={"_csrf_token": csrf_of(page), "_form_key": _key(page, "revoke-form")})
         c.cookies.clear()
         assert c.get(path).status_code == 404                                 # revoked: gone at once
+    # the same entries on the command line, and as an iCalendar file
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[utility]\ntimezone = "America/Chicago"\n[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp_path}"\n')
+    ics = tmp_path / "plating.ics"
+    r = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "calendar", "--from", "2026-03-01",
+                        "--to", "2026-04-01", "--site", "plating", "--ics", str(ics)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "2026-03-31" in r.stdout and "Lakeside Plating: samples MISSING for 2026-03" in r.stdout, r.stdout
+    uids = [str(e.get("uid")) for e in Calendar.from_ical(ics.read_bytes()).walk("VEVENT")]
+    assert "sampling:PAL-IU-2026-02:5(a):2026-03@sewerwatch" in uids
+    r = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "calendar", "--site", "brewery"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "unknown site 'brewery'" in r.stderr
