@@ -218,6 +218,8 @@ def main() -> int:
     t, ts, s, ss = (p95(m[k]) * 1000 for k in ("today", "today_sql", "site", "site_sql"))
     print(f"Today page: p95 {t:.1f} ms (median {statistics.median(m['today']) * 1000:.1f} ms, "
           f"{m['today_bytes']:,} bytes); its bare SQL: p95 {ts:.1f} ms -> ratio {ts / t:.2f}", flush=True)
+    print("  the Today page's slowest five [ms]: " + ", ".join(f"{x * 1000:.1f}" for x in sorted(m["today"])[-5:]) +
+          "; its SQL's: " + ", ".join(f"{x * 1000:.1f}" for x in sorted(m["today_sql"])[-5:]), flush=True)
     print(f"industrial user's page, 24-hour charts: p95 {s:.1f} ms ({m['site_bytes']:,} bytes); its bare SQL: "
           f"p95 {ss:.1f} ms -> ratio {ss / s:.2f}", flush=True)
     print(json.dumps({

@@ -410,6 +410,30 @@ def test_behind_a_proxy_path_every_link_and_redirect_has_it(db, tmp_path):
         assert 'href="/sites/' not in body and 'action="/alerts' not in body
 
 
+def test_above_twelve_users_those_in_compliance_are_one_escaped_row_each(db, tmp_path):
+    """Today's rows for the users in compliance are made in Python (web.queries.today.SiteView.row),
+    not by the template: their names and keys are escaped there and their links carry the proxy path."""
+    from support import add_site_and_sensors
+    from web.queries.today import CARDS_MAX
+    village(db)                                            # plater: an open alert, so a card
+    add_people(db.url)
+    keys = [f"iu{i:02d}" for i in range(CARDS_MAX + 1)]
+    with psycopg.connect(db.url) as conn:
+        for k in keys:
+            ph = add_site_and_sensors(db.url, k, {"ph": ("ph", "pH")})["ph"]
+            conn.execute("INSERT INTO readings (time, sensor_id, value) VALUES (now() - interval '5 s', %s, 7.25)", (ph,))
+        conn.execute("UPDATE sites SET name = 'Bob''s <b>Bakery</b> & Sons' WHERE key = 'iu03'")
+    with office_client(db, tmp_path, public_url="https://sewer.example.org/sw", base_url="https://127.0.0.1") as c:
+        sign_in(c, "super")
+        body = c.get("/").text
+    rows = re.findall(r'<tr id="site-(iu\d\d)"><th scope="row"><a href="/sw/sites/(iu\d\d)">([^<]*)</a></th>'
+                      r'<td>([^<]*)</td></tr>', body)
+    assert sorted(r[0] for r in rows) == keys and all(a == b for a, b, _, _ in rows), rows
+    assert dict((k, name) for k, _, name, _ in rows)["iu03"] == "Bob&#39;s &lt;b&gt;Bakery&lt;/b&gt; &amp; Sons"
+    assert all(cell.startswith("ph 7.25 pH · ") and cell.endswith(" ago") for _, _, _, cell in rows), rows
+    assert 'id="site-plater"' in body and '<article class="card site' in body   # the one needing attention
+
+
 def test_local_times_name_the_offset_in_the_repeated_hour():
     from web import formats
     # 2026-11-01: US daylight saving time ends at 02:00 CDT; 01:00-02:00 happens twice

@@ -133,10 +133,11 @@ class SiteView:
     def row(self, base: str) -> None:
         """The site as one row of the table of those in compliance, made here (escaped by
         markupsafe) rather than by the template: above 12 users most of the page is rows."""
-        from markupsafe import Markup
-        cells = Markup("").join(Markup("<td>{}</td>").format(s.row_text) for s in self.sensors)
-        self.row_html = Markup('<tr id="site-{}"><th scope="row"><a href="{}/sites/{}">{}</a></th>{}</tr>').format(
-            self.key, base, self.key, self.name, cells)
+        from markupsafe import Markup, escape
+        cells = "".join(f"<td>{escape(s.row_text)}</td>" for s in self.sensors)
+        key = escape(self.key)
+        self.row_html = Markup(f'<tr id="site-{key}"><th scope="row"><a href="{escape(base)}/sites/{key}">'
+                               f'{escape(self.name)}</a></th>{cells}</tr>')
 
     def judge(self) -> str:
         """``violation``, ``attention`` (stale, implausible, device down, open alert) or ``ok``."""
