@@ -637,8 +637,9 @@ def _due(args, ctx) -> int:
     if args.json:
         print(_json({"items": [i.as_json() for i in items], "alerts_opened": [a[0] for a in raised]}))
         return 0
+    tz = str(_tz(ctx))
     for i in items:
-        print(f"{'OVERDUE' if i.overdue else 'due':<8} {i.due[:16]:<16} {i.title}")
+        print(f"{'OVERDUE' if i.overdue else 'due':<8} {local_time(i.due, tz, seconds=False):<20} {i.title}")
         if i.proposal:
             print(f"         proposed: {i.proposal}")
     if not items:

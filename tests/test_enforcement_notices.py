@@ -219,6 +219,7 @@ def test_reports_owed_milestones_findings_and_due_as_typed(db, tmp_path):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "OVERDUE" in out and "compliance schedule milestone 'equalisation tank in service' due 2026-03-01" in out
+    assert re.search(r"^OVERDUE  \d{4}-\d\d-\d\d \d\d:\d\d C[DS]T ", out, re.M), out   # the village's time, its zone
     assert "alert #1 opened: [sewerwatch] ENFORCEMENT #1" in out
     assert "Alert #1: enforcement" in out                       # the console channel delivered it
     r = run(tmp_path, db, "due", "--alert")
