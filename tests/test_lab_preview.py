@@ -48,8 +48,8 @@ def test_the_preview_names_the_spoiled_row_and_stores_nothing_then_the_import_st
     assert [r["line"] for r in pre.rows] == [2, 3, 4, 5, 7] and pre.rows[0]["becomes"] == "new"
     cu = [v for v in pre.checked["violations"] if v["parameter"] == "cu"]
     # Permit PAL-IU-2026-02, condition 3(a): copper 1.0 mg/l daily maximum; S-0202 has 1.6 (2026-02-04)
-    assert [(v["rule"], v["peak"], v["limit"], v["start"][:10]) for v in cu if v["evidence"]["statistic"] == "each"] \
-        == [("cu-daily-max", 1.6, 1.0, "2026-02-04")]
+    daily = [v for v in cu if v["evidence"]["statistic"] == "daily-maximum"]
+    assert [(v["rule"], v["peak"], v["limit"], v["start"][:10]) for v in daily] == [("cu-daily-max", 1.6, 1.0, "2026-02-04")]
     assert "Permit PAL-IU-2026-02, condition 3(a)" in cu[0]["citation"]
     assert (pre.checked["start"], pre.checked["end"]) == ("2026-01-01", "2026-03-01")
     # the same preview on the command line: lab import --dry-run --check

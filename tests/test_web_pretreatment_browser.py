@@ -175,7 +175,7 @@ def test_the_coordinator_uploads_the_lab_file_sees_the_spoiled_row_imports_the_r
     # the copper violation in the results table: over the permit's daily maximum, the limit beside it
     d.get(office.base + "/lab/results?site=plating&analyte=cu&since=2026-01-01&until=2026-03-31")
     row = chromium.text("r-plating-S-0202-cu")
-    assert "1.60 mg/l" in row and "over the each sample 1.00 mg/l" in row and "condition 3(a)" in row, row
+    assert "1.60 mg/l" in row and "over the daily maximum 1.00 mg/l" in row and "condition 3(a)" in row, row
     assert "0.45" in chromium.text("r-plating-S-0201-cu")
     _fits(chromium, "results")
     # the back button to the preview: it says the upload is imported, and offers no second import

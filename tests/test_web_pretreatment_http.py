@@ -117,7 +117,7 @@ def test_upload_preview_import_once_the_results_table_and_results_typed_by_hand(
         assert "Permit PAL-IU-2026-02" not in cn
         cu = t[t.index('id="r-plating-S-0202-cu"'):]
         cu = cu[:cu.index("</tr>")]
-        assert "1.60 mg/l" in cu and "over the each sample 1.00 mg/l" in cu
+        assert "1.60 mg/l" in cu and "over the daily maximum 1.00 mg/l" in cu
         assert "Permit PAL-IU-2026-02, condition 3(a)" in cu and "monthly average 0.50 mg/l" in cu
         assert "id=\"r-sausage-" not in t and "id=\"r-plating-" in t    # the filter by user
         only = c.get("/lab/results?since=2026-01-01&until=2026-03-31&exceeding=1").text

@@ -23,7 +23,8 @@ from lab.store.results import list_results, load_results
 from limits.permit_store import current_permits
 
 #: How a limit's statistic reads.
-STATISTIC_WORDS = {"each": "each sample", "monthly-average": "monthly average", "period-average": "average"}
+STATISTIC_WORDS = {"each": "each sample", "daily-maximum": "daily maximum", "monthly-average": "monthly average",
+                   "period-average": "average", "daily-loading": "daily loading"}
 
 
 def _limit(lim) -> dict:
