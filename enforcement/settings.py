@@ -42,6 +42,13 @@ DEFAULT_ACCIDENTAL_REPORT_HOURS = 24.0
 #: How SNC's six-month periods run (40 CFR 403.8(f)(2)(viii)(A), (B): "during a six-month period").
 SNC_PERIODS = ("halves", "rolling-quarters")
 
+#: Which SNC period a report more than 45 days late counts in (40 CFR 403.8(f)(2)(viii)(F):
+#: "Failure to provide, within 45 days after the due date, required reports"), where the due
+#: date lies in one period and day 46 in the next: ``late`` (the default), the period holding
+#: day 46, when the failure happened (before it the report was not late); ``due``, the period
+#: holding the due date, whose report it was.
+LATE_REPORT_PERIODS = ("late", "due")
+
 KEYS = ("guide", "accidental_report_hours", "snc_periods", "late_report_period", "annual_report_due",
         *READING_KEYS)
 
