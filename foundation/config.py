@@ -470,6 +470,13 @@ class WebOptions(Table):
     """How long a locked account stays locked [min] (``sewerwatch users enable`` unlocks it)."""
     grafana_url: Url("http", "https") | None = None
     """The Grafana server the dashboards were pushed to: an industrial user's page links its Site dashboard."""
+    mail_url: Url("mailto", "mailtos") | None = None
+    """The portal (issue 27): the mail server invitations and receipts go through, as an apprise
+    ``mailto://`` URL without ``to`` (``mailtos://user:pass@smtp.village.example?from=sewer@...``)."""
+    invitation_days: Positive = 7.0
+    """How long an invitation to the portal can be used after it was sent [days]."""
+    upload_max_mb: Positive = 10.0
+    """Largest file the portal takes in one upload (a lab CSV, a lab's PDF report, a plan) [MB]."""
 
     @property
     def link_base(self) -> str:

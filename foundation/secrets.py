@@ -20,7 +20,7 @@ from pathlib import Path
 DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
 MQTT_ACCOUNTS = ("admin", "collector", "device", "notifier")
 #: Signing keys (256 bits each).
-KEYS = ("ack_links", "web_csrf", "calendar_feeds")
+KEYS = ("ack_links", "web_csrf", "calendar_feeds", "portal_invites")
 
 
 def load_or_create(state_dir: Path, sites=()) -> dict:

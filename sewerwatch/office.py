@@ -36,6 +36,7 @@ def office_server(cfg, owner_url: str, state_dir: Path, *, status_source=None, l
     if status_source is None:
         path = Path(state_dir) / RUN_STATUS_FILE
         status_source = lambda: read_status_file(path)   # noqa: E731
-    office = Office(cfg, opts, owner_url, state_dir=state_dir, status_source=status_source, ack_page=page)
+    office = Office(cfg, opts, owner_url, state_dir=state_dir, status_source=status_source, ack_page=page,
+                    invite_key=keys["portal_invites"])
     office.feed_key = keys["calendar_feeds"]
     return WebServer(office, keys["web_csrf"])

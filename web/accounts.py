@@ -48,7 +48,8 @@ _hasher = PasswordHasher()
 _DUMMY_HASH = _hasher.hash("not a password of any account")
 
 COLS = ("id", "username", "full_name", "kind", "role", "site_id", "disabled_at", "failed_logins", "locked_until",
-        "session_epoch", "totp_secret", "created_at", "last_login_at")
+        "session_epoch", "totp_secret", "created_at", "last_login_at", "email", "signatory", "title",
+        "subscriber_agreement_on")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,13 @@ class Account:
     totp_secret: str | None
     created_at: datetime
     last_login_at: datetime | None
+    #: the portal's people (issue 27): where receipts go, whether the person may sign for the
+    #: user (40 CFR 403.12(l)), the position the authorisation names, the day the utility
+    #: received the signed subscriber agreement (40 CFR 3.2000(b)(5)(v))
+    email: str | None = None
+    signatory: bool = False
+    title: str | None = None
+    subscriber_agreement_on: object = None
 
     @property
     def totp(self) -> bool:
@@ -152,8 +160,8 @@ def _check_role(role: str) -> str:
     return role
 
 
-def add(conn, username: str, full_name: str, role: str, password: str, *, actor: Actor, kind: str = "staff",
-        site_key: str | None = None) -> Account:
+def add(conn, username: str, full_name: str, role: str | None, password: str, *, actor: Actor, kind: str = "staff",
+        site_key: str | None = None, portal: dict | None = None) -> Account:
     """Add an account (audited ``account-added``).
 
     Parameters
@@ -162,6 +170,9 @@ def add(conn, username: str, full_name: str, role: str, password: str, *, actor:
         Lower-case letters, digits, ``.``, ``_`` and ``-`` (at most 64).
     kind : str
         ``staff`` (with a role); ``industrial-user`` accounts are bound to ``site_key``.
+    portal : dict, optional
+        An industrial user's person (:mod:`web.portal.invitations`): ``email``, ``signatory``,
+        ``title``, ``subscriber_agreement_on``, ``totp_secret`` (a signatory's second factor).
     """
     import re
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", username or ""):
@@ -183,11 +194,16 @@ def add(conn, username: str, full_name: str, role: str, password: str, *, actor:
     with conn.transaction():
         if get(conn, username) is not None:
             raise InputError(f"users add: an account {username!r} exists already")
-        conn.execute("INSERT INTO web_accounts (username, full_name, kind, role, site_id, password_hash, created_by) "
-                     "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        p = portal or {}
+        conn.execute("INSERT INTO web_accounts (username, full_name, kind, role, site_id, password_hash, created_by, "
+                     "email, signatory, title, subscriber_agreement_on, totp_secret) "
+                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                      (username, full_name.strip(), kind, role if kind == "staff" else None, site_id,
-                      _hasher.hash(password), actor.audit_name))
-        _audit(conn, actor, "account-added", username, {"role": role, "kind": kind, "full_name": full_name.strip()})
+                      _hasher.hash(password), actor.audit_name, p.get("email"), bool(p.get("signatory")),
+                      p.get("title"), p.get("subscriber_agreement_on"), p.get("totp_secret")))
+        _audit(conn, actor, "account-added", username, {"role": role, "kind": kind, "full_name": full_name.strip(),
+                                                        **({"site": site_key, "signatory": bool(p.get("signatory"))}
+                                                           if kind != "staff" else {})})
     return get(conn, username)
 
 
@@ -337,6 +353,36 @@ def second_factor(conn, account_id: int, code: str, *, client: str, lockout_afte
                                           "authenticator app shows now.")
         conn.execute("UPDATE web_accounts SET totp_last_step = %s WHERE id = %s", (step, acc.id))
         return SignIn("ok", _signed_in(conn, acc, client))
+
+
+def reauthenticate(conn, account_id: int, password: str, code: str, *, client: str, lockout_after: int,
+                   lockout_min: float, why: str = "signing") -> SignIn:
+    """The password and the second factor of a signed-in account again (the portal's signing,
+    40 CFR 3.2000(b)(5)(i)): ``ok`` with the TOTP step used (``message``), or ``refused`` /
+    ``locked`` / ``disabled`` with the words to show. Failures count towards the lockout as a
+    sign-in's do; a code works once (the step is kept, as at sign-in)."""
+    now = _now()
+    with conn.transaction():
+        row = conn.execute("SELECT password_hash FROM web_accounts WHERE id = %s FOR UPDATE", (account_id,)).fetchone()
+        acc = by_id(conn, account_id)
+        if row is None or acc is None or acc.disabled_at is not None:
+            return SignIn("disabled", acc, "This account is disabled.")
+        if acc.locked(now):
+            return SignIn("locked", acc, _locked_words(acc))
+        if not acc.totp:
+            return SignIn("refused", acc, "This account has no second factor, so it cannot sign.")
+        ok_password = _verify(row[0], password or "")
+        step = _totp_step(acc.totp_secret, (code or "").strip().replace(" ", ""), now)
+        last = conn.execute("SELECT totp_last_step FROM web_accounts WHERE id = %s", (acc.id,)).fetchone()[0]
+        if not ok_password or step is None or (last is not None and step <= last):
+            reason = "wrong password" if not ok_password else ("wrong code" if step is None else "code used before")
+            acc = _failure(conn, acc, client, f"{why}: {reason}", lockout_after=lockout_after, lockout_min=lockout_min)
+            if acc.locked(now):
+                return SignIn("locked", acc, _locked_words(acc))
+            return SignIn("refused", acc, "The password or the code is not right (a code works once: wait for "
+                                          "the next one). Nothing was signed.")
+        conn.execute("UPDATE web_accounts SET totp_last_step = %s, failed_logins = 0 WHERE id = %s", (step, acc.id))
+        return SignIn("ok", by_id(conn, acc.id), str(step))
 
 
 def session_account(conn, account_id: int, epoch: int) -> Account | None:

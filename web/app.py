@@ -35,7 +35,7 @@ from foundation.clients import client_address, networks
 from foundation.errors import InputError
 from web import authz, formats, forms, roles, sessions
 from web.office import DatabaseDown, Office
-from web.pages import ack, alerts, login, sensors, sites, today
+from web.pages import ack, alerts, login, portal, portal_people, review, sensors, sites, today
 from web.pages import calendar as calendar_page
 from web.pages import lab, permits
 
@@ -118,7 +118,8 @@ def templates(office: Office) -> Environment:
                       trim_blocks=True, lstrip_blocks=True, auto_reload=False)   # templates change with a release
     tz = office.tz
     env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles, base=office.prefix,
-                       grafana_url=office.opts.grafana_url, form_key=forms.key_field, version_field=forms.version_field)
+                       grafana_url=office.opts.grafana_url, form_key=forms.key_field, version_field=forms.version_field,
+                       is_portal=lambda a: a is not None and a.kind == "industrial-user")
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration)
     return env
@@ -183,6 +184,13 @@ def _http_words(request: Request, exc: HTTPException) -> tuple[str, list[str]]:
         return "This form could not be accepted", [
             "It was not sent from a page of this office, or the page had been open a long time.",
             "Go back, reload the page and send the form again."]
+    if status == 403 and account is not None and account.kind == "industrial-user":
+        return "This page is the utility's", [
+            "Your account belongs to the industrial users' portal: its pages are under Your portal.",
+            "Ask the utility's pretreatment coordinator if you need something it does not show."]
+    if status == 403 and account is not None and request.url.path.startswith("/portal"):
+        return "This page is the industrial users' portal", [
+            "Staff accounts do not open the portal's pages: the review queue shows what users submitted."]
     if status == 403:
         role = account.role if account else "your role"
         return "Not allowed for your role", [
@@ -218,6 +226,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
     env = templates(office)
     handlers = [*login.routes(sign_in_rate_limit(office)), *today.ROUTES, *sites.ROUTES, *alerts.ROUTES,
                 *sensors.ROUTES, *ack.ROUTES, *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
+                *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(

@@ -5,9 +5,10 @@ Each route handler names its permission in ``opt={"permission": ...}`` (:data:`w
 PERMISSIONS`, or :data:`web.roles.PUBLIC` for the sign-in, the acknowledgement link and the
 static files). :func:`guard`, the application's only guard, loads the session's account
 (:func:`web.sessions.current_account`) and lets the request through when its role holds the
-permission; a route that names none is refused (fails closed). Objects: an account of kind
-``industrial-user`` sees only its own site (:func:`require_site`), so the portal can reuse
-the pages.
+permission; a route that names none is refused (fails closed). The portal's pages
+(:data:`web.roles.PORTAL`) are for accounts of kind ``industrial-user`` only, and staff pages
+for staff only: neither sees the other's. Objects: an account of kind ``industrial-user``
+sees only its own site (:func:`require_site`, :func:`own`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ async def guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
     if account is None:
         raise SignInNeeded(why or "Sign in to continue.")
     connection.state.account = account
-    if account.kind != "staff" or not roles.may(account.role, permission):
+    if permission == roles.PORTAL:
+        allowed = account.kind == "industrial-user"      # its own site's objects: require_site
+    else:
+        allowed = account.kind == "staff" and roles.may(account.role, permission)
+    if not allowed:
         office = connection.app.state.office
         office.stats["forbidden"] += 1
         log.warning("forbidden: %s (%s) %s %s needs %s", account.username, account.role or account.kind,
@@ -62,3 +67,10 @@ def require_site(account, site_id: int) -> None:
         return
     if account.site_id != site_id:
         raise NotFoundException("no such industrial user")
+
+
+def own(account, site_id: int | None, what: str = "no such page") -> None:
+    """A portal object (a draft, an upload, a submission, a notice, a report owed): it must be
+    the account's own site's, else "not found" (which says nothing about it)."""
+    if account.kind != "industrial-user" or site_id is None or account.site_id != site_id:
+        raise NotFoundException(what)

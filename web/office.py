@@ -46,10 +46,13 @@ class Office:
         when the office runs inside ``run``; the status file otherwise).
     ack_page : alerts.ackpage.AckPage, optional
         Mounted at ``/ack/<token>`` (needs ``[web]`` and the links' key).
+    invite_key : str, optional
+        The portal's invitation links' key (``secrets.json`` ``keys.portal_invites``); without
+        it no invitation can be made.
     """
 
     def __init__(self, cfg, opts, db_url: str, *, state_dir: Path, status_source: Callable[[], dict | None]
-                 | None = None, ack_page=None, pool_size: int = 4):
+                 | None = None, ack_page=None, pool_size: int = 4, invite_key: str | None = None):
         self.cfg, self.opts, self.db_url, self.state_dir = cfg, opts, db_url, Path(state_dir)
         self.status_source = status_source or (lambda: None)
         self.ack_page = ack_page
@@ -70,6 +73,19 @@ class Office:
         self._cache: dict[str, tuple[float, object]] = {}
         #: (method, path, status, server time [s]) of the latest requests (the access log's figures)
         self.timings: deque = deque(maxlen=2000)
+        #: the portal (issue 27): its invitation links, its mail, the letterhead of its PDFs
+        from web.portal.invitations import InviteLinks
+        from web.portal.mail import Mailer
+        self.invite_links = InviteLinks(invite_key or "", opts.link_base, opts.invitation_days * 86400.0) \
+            if invite_key else None
+        self.mailer = Mailer(opts.mail_url)
+        self.imports = self.state_dir / "portal-imports"
+
+    @property
+    def letterhead(self):
+        """The utility's letterhead (``[documents]``) for the portal's PDFs."""
+        from lab.documents.pdf import letterhead
+        return letterhead(self.cfg)
 
     def url(self, path: str) -> str:
         """A path of the office as the browser reaches it (behind the proxy's prefix)."""

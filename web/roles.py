@@ -4,7 +4,8 @@ Every route of the web application names one permission (:data:`PERMISSIONS`); t
 (:func:`web.authz.guard`) lets an account through when its role holds it. Pages that show
 something name ``view``; an action names its own. The industrial users' portal (an account
 of kind ``industrial-user``, bound to one site) gets permissions of its own, checked with
-the object's site (:func:`web.authz.may_see_site`).
+the object's site: :data:`PORTAL` (its pages, under ``/portal``), which no staff role holds,
+and :func:`web.authz.require_site` on every object.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ KINDS = ("staff", "industrial-user")
 _ALL = set(ROLES)
 _EVERYTHING = {"superintendent", "coordinator"}
 
+#: The permission of the portal's pages (issue 27).
+PORTAL = "portal"
+
 #: permission -> the staff roles that hold it.
 PERMISSIONS: dict[str, frozenset[str]] = {
     # pages
@@ -43,6 +47,11 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # issue 25: a new version of a permit (a file or the form); one's own calendar feed link
     "permits.edit": frozenset(_EVERYTHING),
     "calendar.feed": frozenset(_ALL - {"viewer"}),
+    # the industrial users' portal (issue 27): the coordinator's review of what users submit
+    "portal.review": frozenset(_EVERYTHING),
+    # the portal's own pages: no staff role holds it; an account of kind industrial-user does,
+    # for its own site only (web.authz.guard, web.authz.require_site)
+    PORTAL: frozenset(),
 }
 
 #: Routes anyone may open without a session: the sign-in and the acknowledgement link

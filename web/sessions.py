@@ -44,6 +44,7 @@ WHY = {
     "disabled": "This account has been disabled, so its session ended. Ask the superintendent if this is a mistake.",
     "changed": "Your account was changed (its password, role or second factor), so its session ended. Sign in again.",
     "signed-out": "You are signed out.",
+    "account-made": "Your account is ready: sign in with the user name and password you chose.",
 }
 
 

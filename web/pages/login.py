@@ -27,6 +27,15 @@ def _next(target: str | None) -> str:
     return target
 
 
+def landing(account, target: str) -> str:
+    """Where an account goes after signing in: the portal's people to the portal, staff to the
+    office (neither to the other's pages)."""
+    portal = target == "/portal" or target.startswith("/portal/")
+    if account.kind == "industrial-user":
+        return target if portal else "/portal"
+    return "/" if portal else target
+
+
 def _words(why: str | None, office) -> str | None:
     if not why or why not in sessions.WHY:
         return None
@@ -56,7 +65,7 @@ def routes(rate_limit) -> list:
         if res.outcome == "ok":
             office.stats["signed_in"] += 1
             await sessions.sign_in(request, res.account)
-            return Redirect(office.url(target), status_code=303)
+            return Redirect(office.url(landing(res.account, target)), status_code=303)
         if res.outcome == "second-factor":
             await sessions.pending_second_factor(request, res.account)
             return Redirect(office.url(f"/login/code?next={target}"), status_code=303)
@@ -86,7 +95,7 @@ def routes(rate_limit) -> list:
         if res.outcome == "ok":
             office.stats["signed_in"] += 1
             await sessions.sign_in(request, res.account)
-            return Redirect(office.url(target), status_code=303)
+            return Redirect(office.url(landing(res.account, target)), status_code=303)
         office.stats["refused_sign_ins"] += 1
         if res.outcome in ("locked", "disabled"):
             sessions.sign_out(request)

@@ -1,0 +1,84 @@
+"""The portal's people, for the coordinator (issue 27 item 1): every industrial user's portal
+accounts and invitations; inviting a person by e-mail (a signatory with the day the
+subscriber agreement was received); revoking an account or an invitation. Each calls
+:mod:`web.portal.invitations` as the signed-in account (``accounts.manage``)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated
+
+from litestar import Request, get, post
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath
+from litestar.response import Redirect, Template
+
+from foundation.errors import InputError
+from web import authz
+from web.portal import invitations
+
+MANAGE = {authz.OPT: "accounts.manage"}
+FORM = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]
+
+
+def _page(request: Request, *, status: int = 200, error: str | None = None, made=None, link: str | None = None,
+          form: dict | None = None) -> Template:
+    office = request.app.state.office
+
+    def read(conn):
+        sites = conn.execute("SELECT key, name FROM sites ORDER BY name").fetchall()
+        return sites, invitations.people(conn)
+    sites, people = office.read(read)
+    return Template("portal_people.html", status_code=status, context={
+        "account": request.state.account, "nav": "people", "sites": sites, "people": people, "error": error,
+        "made": made, "link": link, "form": form or {}, "mail_configured": office.mailer.configured,
+        "done": request.query_params.get("done")})
+
+
+@get("/portal-people", opt=MANAGE, sync_to_thread=True, name="portal-people")
+def people_page(request: Request) -> Template:
+    return _page(request)
+
+
+@post("/portal-people/invite", opt=MANAGE, sync_to_thread=True, status_code=200)
+def invite(request: Request, data: FORM) -> Template:
+    office, account = request.app.state.office, request.state.account
+    form = {k: str(data.get(k, "") or "")[:300] for k in ("site", "email", "full_name", "title", "signatory",
+                                                           "agreement_on")}
+    if office.invite_links is None:
+        return _page(request, status=503, error="Invitations need the state folder's key (secrets.json).", form=form)
+    try:
+        agreed = date.fromisoformat(form["agreement_on"]) if form["agreement_on"] else None
+    except ValueError:
+        return _page(request, status=400, error="The subscriber agreement's day: a date (YYYY-MM-DD).", form=form)
+    try:
+        inv, url = office.act(account, invitations.invite, form["site"], form["email"], form["full_name"],
+                              signatory=form["signatory"] == "yes", title=form["title"] or None,
+                              subscriber_agreement_on=agreed, links=office.invite_links, mailer=office.mailer,
+                              utility=office.utility)
+    except InputError as exc:
+        return _page(request, status=400, error=str(exc), form=form)
+    return _page(request, made=inv, link=None if inv.mailed else url)
+
+
+@post("/portal-people/{username:str}/revoke", opt=MANAGE, sync_to_thread=True, status_code=303)
+def revoke(request: Request, username: FromPath[str]) -> Redirect | Template:
+    office, account = request.app.state.office, request.state.account
+    try:
+        office.act(account, invitations.revoke, username)
+    except InputError as exc:
+        return _page(request, status=404, error=str(exc))
+    return Redirect(office.url("/portal-people?done=revoked"), status_code=303)
+
+
+@post("/portal-people/invitations/{invitation_id:int}/revoke", opt=MANAGE, sync_to_thread=True, status_code=303)
+def revoke_invitation(request: Request, invitation_id: FromPath[int]) -> Redirect | Template:
+    office, account = request.app.state.office, request.state.account
+    try:
+        office.act(account, invitations.revoke_invitation, invitation_id)
+    except InputError as exc:
+        return _page(request, status=404, error=str(exc))
+    return Redirect(office.url("/portal-people?done=withdrawn"), status_code=303)
+
+
+ROUTES = [people_page, invite, revoke, revoke_invitation]

@@ -1,0 +1,292 @@
+"""The portal's people (issue 27 item 1): the coordinator invites a person of an industrial
+user by e-mail, the person sets a password (and, a signatory, a second factor) through the
+link, the coordinator can revoke the account.
+
+The link is made with itsdangerous (``URLSafeTimedSerializer``, HMAC-SHA256, keyed by
+``keys.portal_invites`` of the state folder's ``secrets.json``, as the alerts' acknowledgement
+links are): its payload names the invitation and a random id kept with it, so a link works
+once, for ``[web] invitation_days``, and never after the invitation is revoked. A signatory
+(a responsible corporate officer or a duly authorised representative, 40 CFR 403.12(l)) must
+set up a TOTP second factor before the account exists; the coordinator states the day the
+person's signed subscriber agreement was received (40 CFR 3.2000(b)(5)(v)): without it no
+signatory is invited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets as _random
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+import pyotp
+from itsdangerous import BadData, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
+
+from foundation.actor import Actor
+from foundation.errors import InputError
+from web import accounts
+from web.portal.mail import MailError, Mailer, check_address, clean_header_text
+
+#: The page of an invitation; the token follows.
+PATH = "/portal/invite/"
+_SALT = "sewerwatch-portal-invitation"
+#: Longest name or position accepted [characters].
+NAME_MAX = 120
+
+
+class InvitationError(Exception):
+    """An invitation link that cannot be used; the text says why, in words for the page."""
+
+
+class InviteLinks:
+    """Makes and reads invitation links.
+
+    Parameters
+    ----------
+    key : str
+        ``secrets.json`` ``keys.portal_invites``.
+    base_url : str
+        The office's public address (``[web] public_url``).
+    lifetime_s : float
+        How long a link works [s].
+    clock : callable
+        The time [epoch s] (tests make links sent long ago).
+    """
+
+    def __init__(self, key: str, base_url: str, lifetime_s: float, clock=time.time):
+        signer = type("ClockSigner", (TimestampSigner,), {"get_timestamp": lambda self: int(clock())})
+        self._s = URLSafeTimedSerializer(key, salt=_SALT, signer=signer, signer_kwargs={"digest_method": hashlib.sha256})
+        self.base_url = base_url.rstrip("/")
+        self.lifetime_s = float(lifetime_s)
+        self.clock = clock
+
+    def token(self, invitation_id: int, token_id: str) -> str:
+        return self._s.dumps({"i": int(invitation_id), "t": token_id})
+
+    def url(self, invitation_id: int, token_id: str) -> str:
+        return f"{self.base_url}{PATH}{self.token(invitation_id, token_id)}"
+
+    def read(self, token: str) -> tuple[int, str]:
+        """``(invitation id, token id)`` of a genuine, unexpired link."""
+        try:
+            payload = self._s.loads(token, max_age=self.lifetime_s)
+        except SignatureExpired:
+            raise InvitationError("This invitation has expired. Ask the utility's pretreatment coordinator for a "
+                                  "new one.") from None
+        except BadData:
+            raise InvitationError("This is not a valid invitation link (it may have been cut when it was copied: "
+                                  "open it from the e-mail).") from None
+        if not (isinstance(payload, dict) and isinstance(payload.get("i"), int) and isinstance(payload.get("t"), str)):
+            raise InvitationError("This is not a valid invitation link.")
+        return payload["i"], payload["t"]
+
+
+@dataclass(frozen=True)
+class Invitation:
+    id: int
+    site_id: int
+    site_key: str
+    site_name: str
+    email: str
+    full_name: str
+    title: str | None
+    signatory: bool
+    subscriber_agreement_on: date | None
+    token_id: str
+    totp_secret: str | None
+    invited_by: str
+    invited_at: datetime
+    expires_at: datetime
+    accepted_at: datetime | None
+    account_id: int | None
+    revoked_at: datetime | None
+    mailed: bool
+    mail_error: str | None
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.expires_at <= datetime.now(timezone.utc):
+            return "expired"
+        return "open"
+
+
+_COLS = ("i.id", "i.site_id", "s.key", "s.name", "i.email", "i.full_name", "i.title", "i.signatory",
+         "i.subscriber_agreement_on", "i.token_id", "i.totp_secret", "i.invited_by", "i.invited_at", "i.expires_at",
+         "i.accepted_at", "i.account_id", "i.revoked_at", "i.mailed", "i.mail_error")
+
+
+def _invitations(conn, where: str, params=()) -> list[Invitation]:
+    rows = conn.execute(f"SELECT {', '.join(_COLS)} FROM portal_invitations i JOIN sites s ON s.id = i.site_id "
+                        f"WHERE {where} ORDER BY i.id", params).fetchall()
+    return [Invitation(*r) for r in rows]
+
+
+def _text(value, what: str, required: bool = True) -> str | None:
+    v = clean_header_text(value or "", NAME_MAX + 1)
+    if not v:
+        if required:
+            raise InputError(f"{what}: needed")
+        return None
+    if len(v) > NAME_MAX:
+        raise InputError(f"{what}: at most {NAME_MAX} characters")
+    return v
+
+
+def _audit(conn, actor: Actor, action: str, obj: str, detail: dict) -> None:
+    conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
+                 (actor.audit_name, action, obj, json.dumps({"via": actor.via, **detail}, default=str)))
+
+
+def invite(conn, site_key: str, email: str, full_name: str, *, signatory: bool, title: str | None,
+           subscriber_agreement_on: date | None, actor: Actor, links: InviteLinks, mailer: Mailer,
+           utility: str) -> tuple[Invitation, str]:
+    """Invite a person of industrial user ``site_key`` to the portal and mail the link.
+
+    Returns the invitation (``mailed`` False and ``mail_error`` the reason when the mail could
+    not be sent) and the link (shown to the coordinator only when it was not mailed).
+    """
+    site = conn.execute("SELECT id, name FROM sites WHERE key = %s", (site_key,)).fetchone()
+    if site is None:
+        raise InputError(f"no industrial user {site_key!r}")
+    address = check_address(email)
+    name = _text(full_name, "the person's name")
+    position = _text(title, "the position (as the authorisation names it)", required=signatory)
+    if signatory and subscriber_agreement_on is None:
+        raise InputError("a signatory needs the day the utility received the person's signed subscriber agreement "
+                         "(40 CFR 3.2000(b)(5)(v)): the electronic signature is only valid with it")
+    if subscriber_agreement_on is not None and subscriber_agreement_on > date.today() + timedelta(days=1):
+        raise InputError("the subscriber agreement's day is in the future")
+    token_id = _random.token_urlsafe(16)
+    expires = datetime.now(timezone.utc) + timedelta(seconds=links.lifetime_s)
+    with conn.transaction():
+        iid = conn.execute(
+            "INSERT INTO portal_invitations (site_id, email, full_name, title, signatory, subscriber_agreement_on, "
+            "token_id, invited_by, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (site[0], address, name, position, bool(signatory), subscriber_agreement_on, token_id, actor.audit_name,
+             expires)).fetchone()[0]
+        _audit(conn, actor, "portal-invited", f"site:{site_key}", {"invitation": iid, "email": address, "name": name,
+                                                                    "signatory": bool(signatory)})
+    url = links.url(iid, token_id)
+    body = invitation_body(utility, site[1], name, bool(signatory), url, expires)
+    try:
+        mailer.send(address, f"{utility}: your invitation to the industrial users' portal", body)
+        conn.execute("UPDATE portal_invitations SET mailed = true WHERE id = %s", (iid,))
+    except (MailError, InputError) as exc:
+        conn.execute("UPDATE portal_invitations SET mail_error = %s WHERE id = %s", (str(exc)[:500], iid))
+    if not conn.autocommit:
+        conn.commit()
+    return _invitations(conn, "i.id = %s", (iid,))[0], url
+
+
+def invitation_body(utility: str, site_name: str, name: str, signatory: bool, url: str, expires: datetime) -> str:
+    """The invitation's text (plain; no part of it is a header)."""
+    role = ("an authorised signatory: you will set up a second factor (an authenticator app) and can sign and "
+            "submit reports" if signatory else "a preparer: you can enter and upload data; a signatory signs it")
+    return (f"{name},\n\n{utility} invites you to its industrial users' portal for {site_name}, as {role}.\n\n"
+            f"Open this link to choose your user name and password (it works once, until "
+            f"{expires.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC):\n\n{url}\n\n"
+            "If you did not expect this message, ignore it: nothing happens until the link is used.\n")
+
+
+def open_invitation(conn, token: str, links: InviteLinks) -> Invitation:
+    """The invitation of a link that can still be used (a signatory's second-factor secret made
+    the first time it is opened), or :class:`InvitationError`."""
+    iid, token_id = links.read(token)
+    found = _invitations(conn, "i.id = %s", (iid,))
+    if not found or not _random.compare_digest(found[0].token_id, token_id):
+        raise InvitationError("This is not a valid invitation link.")
+    inv = found[0]
+    if inv.revoked_at is not None:
+        raise InvitationError("This invitation was withdrawn by the utility.")
+    if inv.accepted_at is not None:
+        raise InvitationError("This invitation has been used already. Sign in with the user name chosen then.")
+    if inv.expires_at <= datetime.now(timezone.utc):
+        raise InvitationError("This invitation has expired. Ask the utility's pretreatment coordinator for a new one.")
+    if inv.signatory and inv.totp_secret is None:
+        conn.execute("UPDATE portal_invitations SET totp_secret = %s WHERE id = %s AND totp_secret IS NULL",
+                     (pyotp.random_base32(), inv.id))
+        inv = _invitations(conn, "i.id = %s", (iid,))[0]
+    return inv
+
+
+def totp_uri(inv: Invitation, utility: str) -> str:
+    """The ``otpauth://`` URI of a signatory's second factor (for the authenticator app)."""
+    return pyotp.TOTP(inv.totp_secret).provisioning_uri(name=f"{inv.email}", issuer_name=f"sewerwatch {utility}"[:60])
+
+
+def suggested_username(inv: Invitation) -> str:
+    local = re.sub(r"[^a-z0-9._-]", "", inv.email.split("@", 1)[0].lower())[:40] or "user"
+    return f"{inv.site_key}.{local}"[:64] if re.fullmatch(r"[a-z0-9]", inv.site_key[:1] or "") else local
+
+
+def accept(conn, token: str, username: str, password: str, password_again: str, code: str, *,
+           links: InviteLinks) -> accounts.Account:
+    """Use an invitation: the account of kind ``industrial-user`` bound to the invitation's site,
+    with the password chosen and (a signatory) the second factor, whose code must be right."""
+    inv = open_invitation(conn, token, links)
+    if password != password_again:
+        raise InputError("the two passwords differ")
+    if inv.signatory:
+        if accounts._totp_step(inv.totp_secret, (code or "").strip().replace(" ", ""), datetime.now(timezone.utc)) is None:
+            raise InputError("the code from your authenticator app is not right: add the key to the app, then type "
+                             "the six digits it shows now")
+    actor = Actor(username or "-", "web", inv.full_name) if username else Actor("-", "web")
+    with conn.transaction():
+        if conn.execute("SELECT accepted_at FROM portal_invitations WHERE id = %s FOR UPDATE",
+                        (inv.id,)).fetchone()[0] is not None:
+            raise InvitationError("This invitation has been used already.")
+        acc = accounts.add(conn, (username or "").strip().lower(), inv.full_name, None, password, actor=actor,
+                           kind="industrial-user", site_key=inv.site_key,
+                           portal={"email": inv.email, "signatory": inv.signatory, "title": inv.title,
+                                   "subscriber_agreement_on": inv.subscriber_agreement_on,
+                                   "totp_secret": inv.totp_secret if inv.signatory else None})
+        conn.execute("UPDATE portal_invitations SET accepted_at = now(), account_id = %s WHERE id = %s", (acc.id, inv.id))
+        _audit(conn, actor, "portal-invitation-accepted", f"account:{acc.username}",
+               {"invitation": inv.id, "site": inv.site_key, "signatory": inv.signatory})
+    return acc
+
+
+def revoke_invitation(conn, invitation_id: int, *, actor: Actor) -> Invitation:
+    found = _invitations(conn, "i.id = %s", (invitation_id,))
+    if not found:
+        raise InputError(f"no invitation {invitation_id}")
+    with conn.transaction():
+        conn.execute("UPDATE portal_invitations SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL "
+                     "AND accepted_at IS NULL", (invitation_id,))
+        _audit(conn, actor, "portal-invitation-revoked", f"site:{found[0].site_key}", {"invitation": invitation_id})
+    return _invitations(conn, "i.id = %s", (invitation_id,))[0]
+
+
+def revoke(conn, username: str, *, actor: Actor) -> accounts.Account:
+    """Revoke an industrial user's account: it cannot sign in or sign, its sessions end at their
+    next request (``web_accounts.disabled_at``); its submissions stay in the record."""
+    acc = accounts.get(conn, username)
+    if acc is None or acc.kind != "industrial-user":
+        raise InputError(f"no portal account {username!r}")
+    with conn.transaction():
+        accounts.disable(conn, username, actor=actor)
+        _audit(conn, actor, "portal-account-revoked", f"account:{username}", {"site_id": acc.site_id})
+    return accounts.get(conn, username)
+
+
+def people(conn, site_key: str | None = None) -> dict:
+    """The portal's accounts and invitations (of one site, or all)."""
+    where, params = ("s.key = %s", (site_key,)) if site_key else ("true", ())
+    rows = conn.execute(f"SELECT a.id, s.key, s.name FROM web_accounts a JOIN sites s ON s.id = a.site_id "
+                        f"WHERE a.kind = 'industrial-user' AND {where} ORDER BY s.key, a.username", params).fetchall()
+    accs = [(accounts.by_id(conn, r[0]), r[1], r[2]) for r in rows]
+    return {"accounts": accs, "invitations": _invitations(conn, where.replace("s.key", "s.key"), params)}
+
+
+def signatories(conn, site_id: int) -> list[accounts.Account]:
+    """The site's active signatories (a preparer's draft waits for one of them)."""
+    ids = [r[0] for r in conn.execute("SELECT id FROM web_accounts WHERE site_id = %s AND signatory "
+                                      "AND disabled_at IS NULL ORDER BY full_name", (site_id,)).fetchall()]
+    return [accounts.by_id(conn, i) for i in ids]
