@@ -259,7 +259,8 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
         r = c.post(f"/review/{sub_id}/reject", data={"_csrf_token": csrf_of(page.text), "reason": ""})
         assert r.status_code == 400
         r = c.post(f"/review/{sub_id}/reject", data={"_csrf_token": csrf_of(page.text),
-                                                     "reason": "The lab report is for another sample; attach P-0601's."})
+                                                     "reason": "The lab report is for another sample; attach P-0601's."},
+                   follow_redirects=False)
         assert r.status_code == 303
         _signin(c, "rosa", secret, db.url)
         page = c.get(f"/portal/submissions/{sub_id}")
@@ -293,7 +294,10 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
 def test_tenancy_every_portal_route_and_object_of_one_user_refused_to_another(db, tmp_path, mail):
     """User B (candy) tries every route of the application with user A's (plater) object ids:
     403 or 404, never A's data; staff pages refuse portal accounts and the portal refuses staff."""
+    from enforcement import reports
     two_users(db.url)
+    with psycopg.connect(db.url, autocommit=True) as conn:       # a report A owes
+        report_a = reports.require(conn, "plater", "self-monitoring", datetime.now(timezone.utc).date(), by="coord")
     secret_a = person(db.url, "plater", "rosa", "Rosa Alvarez", signatory=True)
     secret_b = person(db.url, "candy", "carl", "Carl Candy", signatory=True)
     with office_client(db, tmp_path, mail_url=mail.url("x@example.com")) as c:
@@ -303,7 +307,7 @@ def test_tenancy_every_portal_route_and_object_of_one_user_refused_to_another(db
         r = _sign(c, db.url, "rosa", secret_a, d)
         assert r.status_code == 303
         sub = int(r.headers["location"].split("/")[-1].split("?")[0])
-        d_open = _draft(c, "permit-application")
+        d_open = _draft(c, "self-monitoring")
         _upload(c, d_open, "attachment", "site-plan.pdf", LAB_PDF)
         upload_id = re.search(rf"/portal/drafts/{d_open}/uploads/(\d+)", c.get(f"/portal/drafts/{d_open}").text).group(1)
         secrets_of_a = ["Rosa Alvarez", "results.csv", "site-plan.pdf", "P-0601", "Acme Plating"]
@@ -331,9 +335,12 @@ def test_tenancy_every_portal_route_and_object_of_one_user_refused_to_another(db
                 assert s not in r.text, (method, path, s)
         assert tried >= 30
         # the same ids through the query and the form: another user's report owed or notice
-        r = c.post("/portal/drafts", data={"_csrf_token": token, "kind": "self-monitoring", "target": "report:1"},
-                   follow_redirects=False)
+        r = c.post("/portal/drafts", data={"_csrf_token": token, "kind": "self-monitoring",
+                                           "target": f"report:{report_a}"}, follow_redirects=False)
         assert r.status_code == 404
+        r = c.post("/portal/drafts", data={"_csrf_token": token, "kind": "permit-application",
+                                           "target": "permit:PAL-IU-2026-02"}, follow_redirects=False)
+        assert r.status_code == 404                                     # A's permit
         # staff cannot open the portal's pages, and a portal account nothing of the staff's
         _signin(c, "coord")
         assert c.get(f"/portal/submissions/{sub}", follow_redirects=False).status_code == 403

@@ -31,7 +31,8 @@ def _cheap_hashes():
 
 #: Example values of the path parameters, to open every route.
 PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y.z", "file_path": "css/office.css",
-               "upload_id": "1", "number": "PAL-IU-2026-02"}
+               "upload_id": "1", "number": "PAL-IU-2026-02", "draft_id": "1", "submission_id": "1", "position": "1",
+               "username": "coord", "invitation_id": "1"}
 
 
 def _routes(client):
@@ -55,7 +56,8 @@ def test_every_route_names_a_permission_and_needs_a_session_but_the_sign_in_and_
         routes = _routes(c)
         assert len(routes) >= 14
         public = sorted({p for m, p, perm in routes if perm == roles.PUBLIC})
-        assert public == ["/ack/x.y.z", "/calendar/feed/x.y.z", "/login", "/login/code", "/static/css/office.css"]
+        assert public == ["/ack/x.y.z", "/calendar/feed/x.y.z", "/login", "/login/code", "/portal/invite/x.y.z",
+                          "/portal/invite/x.y.z/accept", "/static/css/office.css"]
         assert [r for r in routes if r[2] != roles.PUBLIC and r[2] not in roles.PERMISSIONS] == []
         token = csrf_of(c.get("/login").text)
         for method, path, perm in routes:
