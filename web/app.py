@@ -121,7 +121,8 @@ def templates(office: Office) -> Environment:
                        grafana_url=office.opts.grafana_url, form_key=forms.key_field, version_field=forms.version_field,
                        is_portal=lambda a: a is not None and a.kind == "industrial-user")
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
-                       age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration)
+                       age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration,
+                       day_before=formats.day_before)
     return env
 
 

@@ -93,3 +93,9 @@ def duration(start, end) -> str:
     if a is None or b is None:
         return ""
     return age((b - a).total_seconds())
+
+
+def day_before(d):
+    """The last day of a period whose end is exclusive (``2026-03-01`` -> ``2026-02-28``)."""
+    from datetime import date as _date
+    return d - timedelta(days=1) if isinstance(d, _date) else d

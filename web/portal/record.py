@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,6 +36,9 @@ from lab.ordinance import pack_timezone
 from web import accounts
 from web.portal import certification, drafts, labcheck
 from web.portal.mail import MailError
+
+# WeasyPrint tells every step of every PDF at INFO: not for the office's log
+logging.getLogger("weasyprint.progress").setLevel(logging.WARNING)
 
 #: The document format's version (in the document, so a reader knows how to read it).
 FORMAT = 1

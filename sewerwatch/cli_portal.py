@@ -1,0 +1,179 @@
+"""CLI: ``sewerwatch portal ...``, the industrial users' portal from the command line (issue 27):
+invite a person, list and revoke the portal's people, the review queue, a copy of record with
+its hash checked again, accept and reject. Each calls the function the portal's pages call
+(:mod:`web.portal.invitations`, :mod:`web.portal.record`) with the operating-system user as
+the actor."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from foundation.errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("portal", help="the industrial users' portal: invite, people, revoke, submissions, show, "
+                                      "accept, reject")
+    s = p.add_subparsers(dest="portal_command", metavar="ACTION")
+    q = s.add_parser("invite", help="invite a person of an industrial user by e-mail (the link is mailed)")
+    q.add_argument("site")
+    q.add_argument("--email", required=True)
+    q.add_argument("--name", required=True, help="the person's name")
+    q.add_argument("--signatory", action="store_true", help="an authorised signatory (40 CFR 403.12(l))")
+    q.add_argument("--title", help="the position the authorisation names (a signatory's)")
+    q.add_argument("--agreement-on", type=date.fromisoformat, metavar="YYYY-MM-DD",
+                   help="the day the signed subscriber agreement was received (a signatory's)")
+    q.set_defaults(func=_invite)
+    q = s.add_parser("people", help="the portal's accounts and invitations")
+    q.add_argument("--site")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_people)
+    q = s.add_parser("revoke", help="revoke a portal account (its sessions end at their next request)")
+    q.add_argument("username")
+    q.set_defaults(func=_revoke)
+    q = s.add_parser("submissions", help="what users submitted (default: awaiting review)")
+    q.add_argument("--state", choices=("submitted", "accepted", "rejected", "superseded", "all"), default="submitted")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_submissions)
+    q = s.add_parser("show", help="a copy of record, its SHA-256 checked against the stored bytes")
+    q.add_argument("number")
+    q.add_argument("--document", action="store_true", help="print the exact document signed (its bytes)")
+    q.set_defaults(func=_show)
+    q = s.add_parser("accept", help="accept a submission (self-monitoring results enter the record and are judged)")
+    q.add_argument("number")
+    q.set_defaults(func=_accept)
+    q = s.add_parser("reject", help="return a submission to the user with the reason")
+    q.add_argument("number")
+    q.add_argument("--reason", required=True)
+    q.set_defaults(func=_reject)
+    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
+
+
+def _actor():
+    from foundation.actor import Actor
+    return Actor.os_user()
+
+
+def _invite(args, ctx) -> int:
+    from foundation import secrets
+    from foundation.config import WebOptions
+    from web.portal.invitations import InviteLinks, invite
+    from web.portal.mail import Mailer
+
+    cfg = ctx.config
+    opts = cfg.web or WebOptions()
+    key = secrets.load_or_create(cfg.services.state_dir)["keys"]["portal_invites"]
+    links = InviteLinks(key, opts.link_base, opts.invitation_days * 86400.0)
+    with ctx.connect("owner") as conn:
+        inv, url = invite(conn, args.site, args.email, args.name, signatory=args.signatory, title=args.title,
+                          subscriber_agreement_on=args.agreement_on, actor=_actor(), links=links,
+                          mailer=Mailer(opts.mail_url), utility=cfg.name)
+    if inv.mailed:
+        print(f"invitation {inv.id} mailed to {inv.email} (works once, until {inv.expires_at:%Y-%m-%d %H:%M} UTC)")
+    else:
+        print(f"invitation {inv.id} NOT mailed ({inv.mail_error}); give {inv.full_name} this link another way:\n{url}")
+    return 0
+
+
+def _people(args, ctx) -> int:
+    from web.portal.invitations import people
+
+    with ctx.connect("owner") as conn:
+        found = people(conn, args.site)
+    if args.json:
+        print(json.dumps({"accounts": [{**a.summary(), "site": key, "email": a.email, "signatory": a.signatory,
+                                        "title": a.title} for a, key, _ in found["accounts"]],
+                          "invitations": [{"id": i.id, "site": i.site_key, "email": i.email, "name": i.full_name,
+                                           "signatory": i.signatory, "state": i.state, "mailed": i.mailed}
+                                          for i in found["invitations"]]}, default=str))
+        return 0
+    for a, key, name in found["accounts"]:
+        print(f"{a.username:<20} {key:<12} {'signatory' if a.signatory else 'preparer':<10} "
+              f"{'REVOKED' if a.disabled_at else 'active':<8} {a.full_name} <{a.email}>")
+    for i in found["invitations"]:
+        print(f"invitation {i.id:<5} {i.site_key:<12} {i.state:<9} {i.full_name} <{i.email}>")
+    if not found["accounts"] and not found["invitations"]:
+        print("nobody yet ('sewerwatch portal invite SITE --email ... --name ...')")
+    return 0
+
+
+def _revoke(args, ctx) -> int:
+    from web.portal.invitations import revoke
+
+    with ctx.connect("owner") as conn:
+        revoke(conn, args.username, actor=_actor())
+    print(f"portal account {args.username} revoked: it cannot sign in, its sessions end at their next request")
+    return 0
+
+
+def _submissions(args, ctx) -> int:
+    from web.portal import record
+
+    states = record.STATES if args.state == "all" else (args.state,)
+    with ctx.connect("owner") as conn:
+        subs = record.queue(conn, states)
+    if args.json:
+        print(json.dumps([{"number": s.number, "site": s.site_key, "kind": s.kind, "state": s.state, "sha256": s.sha256,
+                           "signer": s.signer_name, "signed_at": s.signed_at} for s in subs], default=str))
+        return 0
+    for s in subs:
+        print(f"{s.number:<14} {s.site_key:<12} {s.state:<10} {s.signed_at:%Y-%m-%d %H:%M} {s.signer_name}: {s.title}")
+    if not subs:
+        print(f"no submissions {args.state}")
+    return 0
+
+
+def _find(conn, number: str):
+    from web.portal import record
+    sub = record.by_number(conn, number)
+    if sub is None:
+        raise InputError(f"no submission {number} ('sewerwatch portal submissions --state all' lists them)")
+    return sub
+
+
+def _show(args, ctx) -> int:
+    import sys
+
+    from web.portal import record
+
+    with ctx.connect("owner") as conn:
+        sub = _find(conn, args.number)
+        if args.document:
+            sys.stdout.buffer.write(record.document(conn, sub.id))
+            return 0
+        ok = record.verify(conn, sub.id)
+        files = record.files(conn, sub.id)
+        events = record.events(conn, sub.id)
+    print(f"{sub.number}: {sub.title} from {sub.site_name} ({sub.site_key}), {sub.state}")
+    print(f"signed by {sub.signer_name}{', ' + sub.signer_title if sub.signer_title else ''} ({sub.signer_username}, "
+          f"{sub.signer_email}) at {sub.signed_at.isoformat()}")
+    print(f"SHA-256 {sub.sha256}: {'the stored document matches it' if ok['document'] else 'DOES NOT MATCH'}")
+    for f, good in zip(files, ok["files"]):
+        print(f"  file {f['position']}: {f['name']} ({f['role']}, {f['size']} bytes) {f['sha256']} "
+              f"{'ok' if good else 'DOES NOT MATCH'}")
+    for e in events:
+        print(f"  {e['at']:%Y-%m-%d %H:%M} {e['event']} ({e['actor']}){': ' + e['reason'] if e['reason'] else ''}")
+    return 0 if ok["all"] else 1
+
+
+def _accept(args, ctx) -> int:
+    from web.portal import record
+
+    with ctx.connect("owner") as conn:
+        sub = _find(conn, args.number)
+        _sub, done = record.accept(conn, sub.id, actor=_actor(), imports=ctx.config.services.state_dir / "portal-imports")
+    extra = (f": {done['import']['stored']} results stored, {done['violations_found']} violations"
+             if done.get("import") else "")
+    print(f"{args.number} accepted{extra}")
+    return 0
+
+
+def _reject(args, ctx) -> int:
+    from web.portal import record
+
+    with ctx.connect("owner") as conn:
+        sub = _find(conn, args.number)
+        record.reject(conn, sub.id, args.reason, actor=_actor())
+    print(f"{args.number} rejected: the user sees the reason")
+    return 0
