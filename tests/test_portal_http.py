@@ -247,6 +247,14 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
             failures = conn.execute("SELECT count(*) FROM audit_log WHERE action = 'login-failed' AND actor = 'rosa' "
                                     "AND detail->>'reason' LIKE 'signing:%%'").fetchone()[0]
             assert failures == 1
+            from web import accounts                 # the code just used signs nothing again
+            step = conn.execute("SELECT totp_last_step FROM web_accounts WHERE username = 'rosa'").fetchone()[0]
+            import pyotp
+            used = pyotp.TOTP(secret).generate_otp(step)
+            acc = accounts.get(conn, "rosa")
+            again = accounts.reauthenticate(conn, acc.id, PASSWORD, used, client="test", lockout_after=5, lockout_min=1)
+            assert again.outcome == "refused" and "a code works once" in again.message
+            conn.commit()
         receipt = _wait_mail(mail, "rosa@acme.example")[0]
         assert sha in receipt["body"] and number in receipt["subject"] and "Rosa Alvarez" in receipt["body"]
         assert _counts(db.url) == before                                       # waits for review: nothing stored

@@ -64,7 +64,7 @@ CROMERR = (
      "the invitation goes only to the address the coordinator enters, works once and expires",
      "identity-proof each signatory (the subscriber agreement, the authorisation of 403.12(l)(2)) before "
      "inviting"),
-    ("3.2000(c) / 3.1000", "an authorised program's system approved by EPA",
+    ("3.1000", "an authorised program revised, with EPA's approval, to take electronic reports",
      "sewerwatch keeps the copies of record for as long as the database is kept",
      "apply for the state's (or EPA's) approval of the program revision before relying on it"),
 )
