@@ -193,6 +193,11 @@ def test_invite_sign_reject_correct_accept_and_a_second_user_sees_nothing(portal
     _sign_in(b, portal, "ralvarez", NEW_PASSWORD, secret)
     assert d.current_url.endswith("/portal") and "Acme Plating" in b.text() and "PAL-IU-2026-02" in b.text()
     _shot(b, "portal-home.png")
+    b.phone()                                         # a phone: nothing wider than its 390 px
+    d.get(portal.base + "/portal")
+    assert b.scroll_width() <= 392, b.scroll_width()
+    _shot(b, "portal-home-phone.png")
+    b.desktop()
 
     # a lab CSV with one bad row: the reason, nothing stored; fixed, then signed
     _click(d, "start-report")

@@ -443,6 +443,9 @@ def test_notice_response_and_accidental_report_go_through_enforcement(db, tmp_pa
         assert got[1] == "rosa" and abs((got[0] - datetime.now(timezone.utc)).total_seconds()) < 120
         r = reports.list_reports(conn, datetime.now(timezone.utc), "plater")[0]
         assert r["state"] == "received" and not r["late"]                     # in time: no (G) finding
+        assert reports.check(conn, datetime.now(timezone.utc) + timedelta(days=2), 24.0) == []
+        conn.commit()
+        assert conn.execute("SELECT count(*) FROM findings WHERE kind = 'unreported-noncompliance'").fetchone()[0] == 0
 
 
 def _issued_notice(conn, violation_id: int) -> str:
