@@ -103,6 +103,10 @@ def routes(office) -> list:
                 raise NotFoundException("no such kind of report")
             if target:
                 what, _, ref = target.partition(":")
+                answers = {"notice": ("notice-response",), "report": ("self-monitoring", "accidental-discharge"),
+                           "permit": ("permit-application",)}
+                if kind not in answers.get(what, ()):
+                    raise NotFoundException("no such page")
                 if what == "notice":
                     try:
                         n = notices.notice(conn, ref)
@@ -115,11 +119,15 @@ def routes(office) -> list:
                     except InputError:
                         r = None
                     authz.own(account, site["id"] if r and r["site"] == site["key"] else None, "no such report")
+                    if (r["kind"] == "accidental-discharge") != (kind == "accidental-discharge"):
+                        raise NotFoundException("no such report")
                 elif what == "permit":
                     pv = owed.permit_view(conn, site, owed.home_day(datetime.now(timezone.utc), site))
                     authz.own(account, site["id"] if pv and pv["permit"].number == ref else None, "no such permit")
                 else:
                     raise NotFoundException("no such page")
+            elif kind in ("notice-response", "accidental-discharge"):
+                raise NotFoundException("a response answers a notice, a §13.49 report a report owed")
             if kind == "permit-application":
                 ok, why = owed.renewal_open(conn, site, owed.home_day(datetime.now(timezone.utc), site))
                 if not ok:

@@ -391,6 +391,9 @@ def render_pdf(doc: dict, sha: str, letterhead, tz: str) -> bytes:
 # -- the coordinator's review -------------------------------------------------------------
 
 def _reviewable(conn, submission_id: int) -> Submission:
+    """The submission, awaiting review; two reviewers at once: the second waits, then finds it
+    reviewed (an advisory lock: the record's rows refuse UPDATE, so no row lock is taken)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('sewerwatch-portal-review'), %s::int)", (submission_id,))
     sub = get(conn, submission_id)
     if sub is None:
         raise InputError(f"no submission {submission_id}")
