@@ -276,6 +276,8 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
             c.cookies.set(k, v, domain="127.0.0.1")
         page = c.get(f"/portal/submissions/{sub_id}")
         assert "rejected" in page.text and "attach P-0601" in page.text
+        returned = _wait_mail(mail, "rosa@acme.example", 2)[1]                 # and mailed to the signatory
+        assert "returned to you" in returned["subject"] and "attach P-0601" in returned["body"]
         r = c.post(f"/portal/submissions/{sub_id}/correct", data={"_csrf_token": csrf_of(page.text)},
                    follow_redirects=False)
         d2 = int(r.headers["location"].rsplit("/", 1)[1])

@@ -82,9 +82,10 @@ def accept(request: Request, submission_id: FromPath[int]) -> Redirect | Templat
     if office.read(lambda conn: record.get(conn, submission_id)) is None:
         raise NotFoundException("no such submission")
     try:
-        office.act(account, record.accept, submission_id, imports=office.imports)
+        sub, _done = office.act(account, record.accept, submission_id, imports=office.imports)
     except InputError as exc:
         return _page(request, submission_id, status=409, error=str(exc))
+    office.read(lambda conn: record.mail_outcome(conn, sub, office.mailer, office.utility))
     return Redirect(office.url(f"/review/{submission_id}?done=accepted"), status_code=303)
 
 
@@ -94,9 +95,10 @@ def reject(request: Request, submission_id: FromPath[int], data: FORM) -> Redire
     if office.read(lambda conn: record.get(conn, submission_id)) is None:
         raise NotFoundException("no such submission")
     try:
-        office.act(account, record.reject, submission_id, str(data.get("reason", ""))[:2000])
+        sub = office.act(account, record.reject, submission_id, str(data.get("reason", ""))[:2000])
     except InputError as exc:
         return _page(request, submission_id, status=400 if "reason" in str(exc) else 409, error=str(exc))
+    office.read(lambda conn: record.mail_outcome(conn, sub, office.mailer, office.utility))
     return Redirect(office.url(f"/review/{submission_id}?done=rejected"), status_code=303)
 
 

@@ -351,6 +351,23 @@ def mail_receipt(conn, sub: Submission, mailer, utility: str, tz: str) -> bool:
     return True
 
 
+def mail_outcome(conn, sub: Submission, mailer, utility: str) -> bool:
+    """Tell the signatory the review's outcome (accepted, or returned with the reason)."""
+    returned = sub.state == "rejected"
+    subject = f"{utility}: {sub.number} {'returned to you' if returned else 'accepted'}"
+    body = (f"{utility} has reviewed {sub.number} ({sub.title}, signed by {sub.signer_name}, SHA-256 {sub.sha256}):\n\n"
+            + (f"It was returned to you. The reason:\n\n  {sub.review_reason}\n\nCorrect it in the portal: a "
+               "correction is a new submission that supersedes this one.\n" if returned else
+               "It was accepted into the utility's record.\n"))
+    try:
+        mailer.send(sub.signer_email, subject, body)
+    except (MailError, InputError) as exc:
+        _event(conn, sub.id, "sewerwatch", "outcome-failed", str(exc)[:500], {"to": sub.signer_email})
+        return False
+    _event(conn, sub.id, "sewerwatch", "outcome-mailed", None, {"to": sub.signer_email, "state": sub.state})
+    return True
+
+
 def render_pdf(doc: dict, sha: str, letterhead, tz: str) -> bytes:
     """The report as people read it: every field with its label, the results, the files with
     their SHA-256, the certification and the signature block with the document's SHA-256."""

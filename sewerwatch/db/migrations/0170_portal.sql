@@ -120,7 +120,7 @@ CREATE TABLE portal_events (
     at             timestamptz NOT NULL DEFAULT now(),
     actor          text NOT NULL,
     event          text NOT NULL CHECK (event IN ('submitted', 'receipt-mailed', 'receipt-failed', 'accepted',
-                                                  'rejected', 'permit-made')),
+                                                  'rejected', 'permit-made', 'outcome-mailed', 'outcome-failed')),
     reason         text,
     detail         jsonb NOT NULL DEFAULT '{}'::jsonb
 );
