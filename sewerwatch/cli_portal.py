@@ -1,8 +1,9 @@
 """CLI: ``sewerwatch portal ...``, the industrial users' portal from the command line (issue 27):
-invite a person, list and revoke the portal's people, the review queue, a copy of record with
-its hash checked again, accept and reject. Each calls the function the portal's pages call
-(:mod:`web.portal.invitations`, :mod:`web.portal.record`) with the operating-system user as
-the actor."""
+invite a person, list the portal's people, revoke an account or an invitation, the review
+queue, a copy of record with its hash checked again, accept and reject (the signatory told by
+mail), and an accepted permit application's permit version. Each calls the function the
+coordinator's pages call (:mod:`web.portal.invitations`, :mod:`web.portal.record`) with the
+operating-system user as the actor."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from foundation.errors import InputError
 
 def register(sub) -> None:
     p = sub.add_parser("portal", help="the industrial users' portal: invite, people, revoke, submissions, show, "
-                                      "accept, reject")
+                                      "accept, reject, permit")
     s = p.add_subparsers(dest="portal_command", metavar="ACTION")
     q = s.add_parser("invite", help="invite a person of an industrial user by e-mail (the link is mailed)")
     q.add_argument("site")
@@ -29,8 +30,10 @@ def register(sub) -> None:
     q.add_argument("--site")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_people)
-    q = s.add_parser("revoke", help="revoke a portal account (its sessions end at their next request)")
-    q.add_argument("username")
+    q = s.add_parser("revoke", help="revoke a portal account (its sessions end at their next request), "
+                                    "or an invitation not yet used (--invitation ID)")
+    q.add_argument("username", nargs="?")
+    q.add_argument("--invitation", type=int, metavar="ID", help="withdraw this invitation ('portal people' lists them)")
     q.set_defaults(func=_revoke)
     q = s.add_parser("submissions", help="what users submitted (default: awaiting review)")
     q.add_argument("--state", choices=("submitted", "accepted", "rejected", "superseded", "all"), default="submitted")
@@ -47,12 +50,24 @@ def register(sub) -> None:
     q.add_argument("number")
     q.add_argument("--reason", required=True)
     q.set_defaults(func=_reject)
+    q = s.add_parser("permit", help="an accepted permit application: print the permit file to start from, or "
+                                    "make the permit version from one (--file; 'permit import''s function)")
+    q.add_argument("number")
+    q.add_argument("--file", metavar="FILE.toml", help="the permit file, edited from the one printed without --file")
+    q.set_defaults(func=_permit)
     p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
 
 
 def _actor():
     from foundation.actor import Actor
     return Actor.os_user()
+
+
+def _when(ctx, t) -> str:
+    """A time as people read it: the village's clock with its zone (``foundation.display``)."""
+    from foundation import moments
+    from foundation.display import local_time
+    return local_time(t, str(moments.village_zone(ctx.config)), seconds=False)
 
 
 def _invite(args, ctx) -> int:
@@ -70,7 +85,7 @@ def _invite(args, ctx) -> int:
                           subscriber_agreement_on=args.agreement_on, actor=_actor(), links=links,
                           mailer=Mailer(opts.mail_url), utility=cfg.name)
     if inv.mailed:
-        print(f"invitation {inv.id} mailed to {inv.email} (works once, until {inv.expires_at:%Y-%m-%d %H:%M} UTC)")
+        print(f"invitation {inv.id} mailed to {inv.email} (works once, until {_when(ctx, inv.expires_at)})")
     else:
         print(f"invitation {inv.id} NOT mailed ({inv.mail_error}); give {inv.full_name} this link another way:\n{url}")
     return 0
@@ -99,9 +114,15 @@ def _people(args, ctx) -> int:
 
 
 def _revoke(args, ctx) -> int:
-    from web.portal.invitations import revoke
+    from web.portal.invitations import revoke, revoke_invitation
 
+    if (args.username is None) == (args.invitation is None):
+        raise InputError("portal revoke: name an account (USERNAME) or an invitation (--invitation ID), one of them")
     with ctx.connect("owner") as conn:
+        if args.invitation is not None:
+            inv = revoke_invitation(conn, args.invitation, actor=_actor())
+            print(f"invitation {inv.id} to {inv.full_name} <{inv.email}> withdrawn: its link no longer works")
+            return 0
         revoke(conn, args.username, actor=_actor())
     print(f"portal account {args.username} revoked: it cannot sign in, its sessions end at their next request")
     return 0
@@ -115,10 +136,10 @@ def _submissions(args, ctx) -> int:
         subs = record.queue(conn, states)
     if args.json:
         print(json.dumps([{"number": s.number, "site": s.site_key, "kind": s.kind, "state": s.state, "sha256": s.sha256,
-                           "signer": s.signer_name, "signed_at": s.signed_at} for s in subs], default=str))
+                           "signer": s.signer_name, "signed_at": s.signed_at.isoformat()} for s in subs]))
         return 0
     for s in subs:
-        print(f"{s.number:<14} {s.site_key:<12} {s.state:<10} {s.signed_at:%Y-%m-%d %H:%M} {s.signer_name}: {s.title}")
+        print(f"{s.number:<14} {s.site_key:<12} {s.state:<10} {_when(ctx, s.signed_at)} {s.signer_name}: {s.title}")
     if not subs:
         print(f"no submissions {args.state}")
     return 0
@@ -147,33 +168,72 @@ def _show(args, ctx) -> int:
         events = record.events(conn, sub.id)
     print(f"{sub.number}: {sub.title} from {sub.site_name} ({sub.site_key}), {sub.state}")
     print(f"signed by {sub.signer_name}{', ' + sub.signer_title if sub.signer_title else ''} ({sub.signer_username}, "
-          f"{sub.signer_email}) at {sub.signed_at.isoformat()}")
+          f"{sub.signer_email}) at {_when(ctx, sub.signed_at)} ({sub.signed_at.isoformat()})")
     print(f"SHA-256 {sub.sha256}: {'the stored document matches it' if ok['document'] else 'DOES NOT MATCH'}")
     for f, good in zip(files, ok["files"]):
         print(f"  file {f['position']}: {f['name']} ({f['role']}, {f['size']} bytes) {f['sha256']} "
               f"{'ok' if good else 'DOES NOT MATCH'}")
     for e in events:
-        print(f"  {e['at']:%Y-%m-%d %H:%M} {e['event']} ({e['actor']}){': ' + e['reason'] if e['reason'] else ''}")
+        print(f"  {_when(ctx, e['at'])} {e['event']} ({e['actor']}){': ' + e['reason'] if e['reason'] else ''}")
     return 0 if ok["all"] else 1
 
 
-def _accept(args, ctx) -> int:
+def _review(args, ctx, decision: str, reason: str | None = None):
+    from foundation.config import WebOptions
     from web.portal import record
+    from web.portal.mail import Mailer
 
-    with ctx.connect("owner") as conn:
+    cfg = ctx.config
+    opts = cfg.web or WebOptions()
+    with ctx.connect("owner", autocommit=True) as conn:
         sub = _find(conn, args.number)
-        _sub, done = record.accept(conn, sub.id, actor=_actor(), imports=ctx.config.services.state_dir / "portal-imports")
-    extra = (f": {done['import']['stored']} results stored, {done['violations_found']} violations"
-             if done.get("import") else "")
-    print(f"{args.number} accepted{extra}")
+        return record.review(conn, sub.id, decision, actor=_actor(), reason=reason,
+                             imports=cfg.services.state_dir / "portal-imports", mailer=Mailer(opts.mail_url),
+                             utility=cfg.name)
+
+
+def _told(r) -> str:
+    sub = r.submission
+    return (f"; the signatory was told by mail ({sub.signer_email})" if r.mail_error is None else
+            f"; the signatory was NOT told by mail ({r.mail_error}): tell {sub.signer_name} another way")
+
+
+def _accept(args, ctx) -> int:
+    r = _review(args, ctx, "accept")
+    imp = r.done.get("import")
+    n = r.done.get("violations_found", 0)
+    extra = (f": {imp['stored']} results stored, {n} violation{'' if n == 1 else 's'} found"
+             + (f" ({', '.join(r.done['rules'])})" if r.done.get("rules") else "") if imp else "")
+    print(f"{args.number} accepted{extra}{_told(r)}")
     return 0
 
 
 def _reject(args, ctx) -> int:
+    r = _review(args, ctx, "reject", args.reason)
+    print(f"{args.number} rejected: the user sees the reason{_told(r)}")
+    return 0
+
+
+def _permit(args, ctx) -> int:
+    from pathlib import Path
+
     from web.portal import record
 
-    with ctx.connect("owner") as conn:
+    with ctx.connect("owner", autocommit=True) as conn:
         sub = _find(conn, args.number)
-        record.reject(conn, sub.id, args.reason, actor=_actor())
-    print(f"{args.number} rejected: the user sees the reason")
+        if sub.kind != "permit-application":
+            raise InputError(f"{args.number} is a {sub.title.lower()}, not a permit application")
+        if args.file is None:
+            if sub.state != "accepted":
+                raise InputError(f"{args.number} is {sub.state}: accept it first ('sewerwatch portal accept {args.number}')")
+            print(record.permit_toml(conn, sub.id), end="")
+            return 0
+        try:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{args.file}: cannot be read ({exc})") from None
+        out = record.make_permit(conn, sub.id, text, actor=_actor())
+    what = {"stored": "stored as version 1", "changed": f"version {out['version']}",
+            "unchanged": f"unchanged (version {out['version']}: the file is the permit as it stands)"}[out["status"]]
+    print(f"permit {out['number']} ({out['site']}) from {args.number}: {what}")
     return 0

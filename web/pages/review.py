@@ -82,10 +82,10 @@ def accept(request: Request, submission_id: FromPath[int]) -> Redirect | Templat
     if office.read(lambda conn: record.get(conn, submission_id)) is None:
         raise NotFoundException("no such submission")
     try:
-        sub, _done = office.act(account, record.accept, submission_id, imports=office.imports)
+        office.act(account, record.review, submission_id, "accept", imports=office.imports, mailer=office.mailer,
+                   utility=office.utility)
     except InputError as exc:
         return _page(request, submission_id, status=409, error=str(exc))
-    office.read(lambda conn: record.mail_outcome(conn, sub, office.mailer, office.utility))
     return Redirect(office.url(f"/review/{submission_id}?done=accepted"), status_code=303)
 
 
@@ -95,10 +95,10 @@ def reject(request: Request, submission_id: FromPath[int], data: FORM) -> Redire
     if office.read(lambda conn: record.get(conn, submission_id)) is None:
         raise NotFoundException("no such submission")
     try:
-        sub = office.act(account, record.reject, submission_id, str(data.get("reason", ""))[:2000])
+        office.act(account, record.review, submission_id, "reject", reason=str(data.get("reason", ""))[:2000],
+                   imports=office.imports, mailer=office.mailer, utility=office.utility)
     except InputError as exc:
         return _page(request, submission_id, status=400 if "reason" in str(exc) else 409, error=str(exc))
-    office.read(lambda conn: record.mail_outcome(conn, sub, office.mailer, office.utility))
     return Redirect(office.url(f"/review/{submission_id}?done=rejected"), status_code=303)
 
 

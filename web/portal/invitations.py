@@ -257,6 +257,9 @@ def revoke_invitation(conn, invitation_id: int, *, actor: Actor) -> Invitation:
     found = _invitations(conn, "i.id = %s", (invitation_id,))
     if not found:
         raise InputError(f"no invitation {invitation_id}")
+    if found[0].state in ("accepted", "revoked"):
+        raise InputError(f"invitation {invitation_id} was {found[0].state} already"
+                         + (" (revoke the account it made instead)" if found[0].state == "accepted" else ""))
     with conn.transaction():
         conn.execute("UPDATE portal_invitations SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL "
                      "AND accepted_at IS NULL", (invitation_id,))
@@ -278,6 +281,10 @@ def revoke(conn, username: str, *, actor: Actor) -> accounts.Account:
 
 def people(conn, site_key: str | None = None) -> dict:
     """The portal's accounts and invitations (of one site, or all)."""
+    if site_key:
+        known = [k for (k,) in conn.execute("SELECT key FROM sites ORDER BY key").fetchall()]
+        if site_key not in known:
+            raise InputError(f"unknown site {site_key!r} (sites: {', '.join(known) or 'none'})")
     where, params = ("s.key = %s", (site_key,)) if site_key else ("true", ())
     rows = conn.execute(f"SELECT a.id, s.key, s.name FROM web_accounts a JOIN sites s ON s.id = a.site_id "
                         f"WHERE a.kind = 'industrial-user' AND {where} ORDER BY s.key, a.username", params).fetchall()

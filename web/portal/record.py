@@ -15,9 +15,11 @@ response``), a report owed received (:func:`enforcement.reports.receive`, as ``s
 user-reports receive``) at the instant of signing, so SNC (F) and (G) see it. The receipt
 (number, signer, time, hash) is then mailed to the signatory; its outcome is an event too.
 
-Review: :func:`accept` (self-monitoring results through the lab import, judged like the
-utility's own: :func:`lab.store.period_checks.check_db` with ``store``), :func:`reject` with
-the reason; a correction is a new submission naming the one it supersedes, never an edit.
+Review: :func:`review`, the one function of the review page and of ``sewerwatch portal
+accept|reject``: :func:`accept` (self-monitoring results through the lab import, judged like
+the utility's own: :func:`lab.store.period_checks.check_db` with ``store``) or :func:`reject`
+with the reason, committed, then the outcome mailed to the signatory; a correction is a new
+submission naming the one it supersedes, never an edit.
 """
 
 from __future__ import annotations
@@ -351,8 +353,9 @@ def mail_receipt(conn, sub: Submission, mailer, utility: str, tz: str) -> bool:
     return True
 
 
-def mail_outcome(conn, sub: Submission, mailer, utility: str) -> bool:
-    """Tell the signatory the review's outcome (accepted, or returned with the reason)."""
+def mail_outcome(conn, sub: Submission, mailer, utility: str) -> str | None:
+    """Tell the signatory the review's outcome (accepted, or returned with the reason); the
+    outcome of the mail is an event of the record. Returns None when mailed, else why not."""
     returned = sub.state == "rejected"
     subject = f"{utility}: {sub.number} {'returned to you' if returned else 'accepted'}"
     body = (f"{utility} has reviewed {sub.number} ({sub.title}, signed by {sub.signer_name}, SHA-256 {sub.sha256}):\n\n"
@@ -363,9 +366,9 @@ def mail_outcome(conn, sub: Submission, mailer, utility: str) -> bool:
         mailer.send(sub.signer_email, subject, body)
     except (MailError, InputError) as exc:
         _event(conn, sub.id, "sewerwatch", "outcome-failed", str(exc)[:500], {"to": sub.signer_email})
-        return False
+        return str(exc)[:500]
     _event(conn, sub.id, "sewerwatch", "outcome-mailed", None, {"to": sub.signer_email, "state": sub.state})
-    return True
+    return None
 
 
 def render_pdf(doc: dict, sha: str, letterhead, tz: str) -> bytes:
@@ -469,6 +472,55 @@ def accept(conn, submission_id: int, *, actor: Actor, imports: Path) -> tuple[Su
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'portal-accepted', %s, %s)",
                      (actor.audit_name, f"submission:{sub.number}", json.dumps({"via": actor.via, **done}, default=str)))
     return get(conn, submission_id), done
+
+
+#: The coordinator's decisions on a submission (:func:`review`).
+DECISIONS = ("accept", "reject")
+
+
+@dataclass
+class Review:
+    """What a review did: the submission as it now stands, what accepting it stored (the lab
+    import's report, the violations found), and why the signatory was not told by mail
+    (None: mailed)."""
+
+    submission: Submission
+    done: dict
+    mail_error: str | None
+
+
+def review(conn, submission_id: int, decision: str, *, actor: Actor, reason: str | None = None, imports: Path,
+           mailer, utility: str) -> Review:
+    """The coordinator's decision on a submission awaiting review: the one function of the
+    review page's Accept and Reject and of ``sewerwatch portal accept|reject``.
+
+    The decision (:func:`accept` or :func:`reject`) is committed first, then the signatory is
+    told by mail (:func:`mail_outcome`), so no mail announces a decision that was not stored.
+
+    Parameters
+    ----------
+    conn : psycopg.Connection
+        Owner role. An autocommit connection, or one whose open transaction may be committed
+        here (the decision is committed before the mail).
+    decision : str
+        ``accept`` or ``reject``.
+    reason : str, optional
+        A rejection's reason (needed: the user reads it).
+    imports : Path
+        The state folder's ``portal-imports`` (the files accepted results were imported from).
+    mailer : web.portal.mail.Mailer
+    utility : str
+        The utility's name (the mail's subject).
+    """
+    if decision not in DECISIONS:
+        raise InputError(f"decision: {decision!r}: one of {', '.join(DECISIONS)}")
+    if decision == "accept":
+        sub, done = accept(conn, submission_id, actor=actor, imports=imports)
+    else:
+        sub, done = reject(conn, submission_id, reason or "", actor=actor), {}
+    if not conn.autocommit:
+        conn.commit()
+    return Review(sub, done, mail_outcome(conn, sub, mailer, utility))
 
 
 def correction(conn, submission_id: int, account) -> drafts.Draft:
