@@ -210,6 +210,10 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
         assert "<th scope=\"row\">3</th>" in bad                                # line 3: the nickel row
         assert "results.csv" in page.text and "../" not in page.text            # the name cleaned
         assert _counts(db.url) == before                                       # nothing stored, no dead letter
+        _upload(c, d, "lab-csv", "results.csv", lab_csv("candy", spoiled=False))  # another user's rows
+        page = c.get(f"/portal/drafts/{d}")
+        assert "3 rows cannot be used" in page.text and "unknown site &#39;candy&#39; (known: plater)" in page.text
+        assert "Sweet Creek" not in page.text and _counts(db.url) == before
         _upload(c, d, "lab-csv", "results.csv", lab_csv(spoiled=False))
         _upload(c, d, "lab-report", "report.pdf", LAB_PDF)
         page = c.get(f"/portal/drafts/{d}")

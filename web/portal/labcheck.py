@@ -2,21 +2,20 @@
 is stored (issue 27 item 3), and stored through the same import once the coordinator accepts
 them.
 
-The check is the import itself, rolled back: :func:`lab.store.results.import_lab_file` runs
-inside a transaction that is never committed, so every refusal the import would make (a bad
-value, unit or date, a result given twice, a sample already stored with another time, a
-value that differs from a stored one) is found here with its line and reason, and nothing —
-no result, no dead letter, no audit row — stays. Before it, each row must name the user's
-own site: the reader is given that one site, so a row of another user is refused as an
-unknown site (and says nothing about other sites).
+The check is ``lab import --dry-run`` itself: :func:`lab.store.results.import_lab_file` with
+``dry_run`` (every row checked as the import checks it, against the database too, in a
+transaction rolled back), so every refusal the import would make (a bad value, unit or date,
+a result given twice, a sample already stored with another time, a value that differs from a
+stored one) is found here with its line and reason, and nothing (no result, no dead letter,
+no audit row) stays. ``only_sites`` is the user's own site: a row naming another user is
+refused as an unknown site (and says nothing about other sites). The rows themselves (for the
+document signed) are read by the import's reader.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,77 +53,38 @@ def form_csv(site_key: str, rows: list[dict]) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-class _Rollback(Exception):
-    pass
-
-
 def check(conn, site_key: str, pack: str, content: bytes, name: str = "results.csv") -> LabCheck:
     """Check ``content`` (a lab CSV) for ``site_key``: the rows usable and those not."""
+    from lab.store.results import import_lab_file
+
     result = LabCheck()
-    with _tempfile(content) as path:
-        try:
-            reader = LabReader(path, sites={site_key}, site_tz={site_key: pack_timezone(pack)})
-        except InputError as exc:
-            result.error = str(exc).replace(str(path), name)
-            return result
-        try:
-            for item in reader:
-                (result.bad if isinstance(item, BadRow) else result.rows).append(item)
-        finally:
-            reader.close()
-        if result.bad:
-            return result
-        result.bad = dry_import(conn, path)
-    result.rows = [r for r in result.rows if r.line not in {b.line for b in result.bad}]
+    try:
+        report = import_lab_file(conn, name, data=content, actor="portal check", dry_run=True, only_sites={site_key})
+    except InputError as exc:                # the file as a whole (its header, its encoding)
+        result.error = str(exc)
+        return result
+    result.bad = list(report.bad)
+    refused = {b.line for b in result.bad}
+    from limits.packs import load_pack      # the pack's own analytes too, as the import reads them
+    reader = LabReader(name, sites={site_key}, site_tz={site_key: pack_timezone(pack)}, cross_checks=False,
+                       analytes=tuple(load_pack(pack).analytes) if pack else (), data=content)
+    try:
+        result.rows = [r for r in reader if not isinstance(r, BadRow) and r.line not in refused]
+    finally:
+        reader.close()
     return result
 
 
-def dry_import(conn, path) -> list[BadRow]:
-    """The rows :func:`lab.store.results.import_lab_file` would refuse, found by importing and
-    rolling the whole import back."""
-    from lab.store.results import import_lab_file
-
-    bad: list[BadRow] = []
-    try:
-        with conn.transaction(force_rollback=True):
-            report = import_lab_file(conn, path, actor="portal check")
-            bad = list(report.bad)
-    except InputError as exc:
-        bad = [BadRow(1, str(exc), "")]
-    return bad
-
-
-def store(conn, content: bytes, number: str, actor: str, folder: Path) -> dict:
-    """Import accepted results (``sewerwatch lab import``'s function). The file imported is kept
-    as ``<folder>/<number>.csv`` (the state folder's ``portal-imports``), so each result's
-    source names the submission and a file that exists (the copy of record keeps the original)."""
+def store(conn, content: bytes, number: str, actor: str, folder: Path, site_key: str | None = None) -> dict:
+    """Import accepted results (``sewerwatch lab import``'s function; with ``site_key``, rows of
+    that site only). The file imported is kept as ``<folder>/<number>.csv`` (the state folder's
+    ``portal-imports``), so each result's source names the submission and a file that exists
+    (the copy of record keeps the original)."""
     from lab.store.results import import_lab_file
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{number}.csv"
     path.write_bytes(content)
-    report = import_lab_file(conn, path, actor=actor)
+    report = import_lab_file(conn, path, actor=actor, only_sites={site_key} if site_key else None)
     return report.as_json()
-
-
-class _tempfile:
-    """``content`` in a private temporary file (the lab reader reads files), removed after."""
-
-    def __init__(self, content: bytes, name: str = "results.csv"):
-        self.content, self.name = content, name
-
-    def __enter__(self) -> Path:
-        self.dir = tempfile.mkdtemp(prefix="sewerwatch-portal-")
-        os.chmod(self.dir, 0o700)
-        self.path = Path(self.dir) / self.name
-        self.path.write_bytes(self.content)
-        return self.path
-
-    def __exit__(self, *exc):
-        try:
-            self.path.unlink()
-            os.rmdir(self.dir)
-        except OSError:
-            pass
-        return False

@@ -454,7 +454,8 @@ def accept(conn, submission_id: int, *, actor: Actor, imports: Path) -> tuple[Su
             if found.error or found.bad:
                 why = found.error or "; ".join(f"line {b.line}: {b.reason}" for b in found.bad[:5])
                 raise InputError(f"{sub.number} cannot be imported as it stands ({why}): reject it with the reason")
-            rep = labcheck.store(conn, content, sub.number, f"{actor.audit_name} (accepted {sub.number})", imports)
+            rep = labcheck.store(conn, content, sub.number, f"{actor.audit_name} (accepted {sub.number})", imports,
+                                 site["key"])
             keys = sorted({r.sample_id for r in found.rows})
             conn.execute("UPDATE lab_samples SET submission_id = %s WHERE site_id = %s AND sample_key = ANY(%s)",
                          (sub.id, sub.site_id, keys))
