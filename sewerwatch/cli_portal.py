@@ -51,7 +51,7 @@ def register(sub) -> None:
     q.add_argument("--reason", required=True)
     q.set_defaults(func=_reject)
     q = s.add_parser("permit", help="an accepted permit application: print the permit file to start from, or "
-                                    "make the permit version from one (--file; 'permit import''s function)")
+                                    "make the permit version from one (--file, through the function of 'permit import')")
     q.add_argument("number")
     q.add_argument("--file", metavar="FILE.toml", help="the permit file, edited from the one printed without --file")
     q.set_defaults(func=_permit)
