@@ -22,6 +22,7 @@ from enforcement.periods import Period, snc_periods_of_year, year_period
 from enforcement.settings import Settings
 from lab.ordinance import pack_timezone
 from limits.permit_store import current_permits
+from limits.permits import renewal
 
 
 def snc_list(conn, year: int, mode: str, st: Settings | None = None, now: datetime | None = None) -> dict:
@@ -110,8 +111,23 @@ def _bills(conn, site_key: str, year: int) -> dict:
             "surcharge_dollars": round(sum(q["surcharge_dollars"] for q in quarters), 2)}
 
 
-def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None = None) -> dict:
-    """The annual report's data (see the module docstring)."""
+def _in_force_at(permit, day: date) -> bool:
+    """Whether ``permit`` (the current version) is in force on ``day``: effective by then and
+    its term not ended (limits.permits.renewal, palmyra-wi §13.54(4))."""
+    if permit is None or permit.effective > day:
+        return False
+    return renewal(permit, day).state != "expired"
+
+
+def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None = None,
+                  program=None) -> dict:
+    """The annual report's data (see the module docstring).
+
+    ``st``: the enforcement settings (:func:`enforcement.snc.evaluate`). ``program``
+    (:class:`enforcement.settings.Program`): the program's facts; with them the report carries the ICIS-NPDES pretreatment performance summary's figures
+    (``performance_summary``, :func:`enforcement.program.performance_summary`), each derived
+    from the report's own data.
+    """
     yp: Period = year_period(year)
     statuses = schedules.schedule(conn, datetime.now(timezone.utc), yp.start, yp.end)
     permits = current_permits(conn)
@@ -125,10 +141,14 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
             "site": key, "name": s.name, "permit": permit.number if permit else s.permit, "sic": s.sic, "pack": s.pack,
             "permit_effective": permit.effective.isoformat() if permit else None,
             "permit_expires": permit.expires.isoformat() if permit else None,
+            "permit_in_force_at_year_end": _in_force_at(permit, yp.last_day),
             **_samples(conn, key, start, end),
             "sampling": _required(st for st in statuses if st.requirement.site == key and st.period.start < date.today()),
             "violations": _violations(conn, key, start, end, pack_timezone(s.pack)),
-            "notices": [{"number": n["number"], "title": n["document"]["title"], "finding": n["document"]["finding"]["summary"],
+            "notices": [{"number": n["number"], "action": n["action"], "title": n["document"]["title"],
+                         "finding": n["document"]["finding"]["summary"],
+                         "penalty_dollars": n["penalty_dollars"],
+                         "penalty_collected_on": n["penalty_collected_on"].isoformat() if n["penalty_collected_on"] else None,
                          "state": n["state"], "drafted_on": n["drafted_on"].isoformat(),
                          "issued_on": n["issued_on"].isoformat() if n["issued_on"] else None,
                          "response_due": n["response_due"].isoformat() if n["response_due"] else None,
@@ -149,8 +169,13 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
     for u in users:
         for n in u["notices"]:
             outcomes[n["state"]] = outcomes.get(n["state"], 0) + 1
-    return {"utility": utility, "year": year, "period": yp.as_json(), "users": users, "snc": lst,
-            "notice_outcomes": outcomes, "totals": totals}
+    rep = {"utility": utility, "year": year, "period": yp.as_json(), "users": users, "snc": lst,
+           "notice_outcomes": outcomes, "totals": totals}
+    if program is not None:
+        from enforcement.program import performance_summary
+
+        rep["performance_summary"] = performance_summary(rep, program)
+    return rep
 
 
 def today_in(tz) -> date:

@@ -127,7 +127,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_snc)
 
-    p = sub.add_parser("notice", help="notices of violation: draft, issue, response, close, escalate, list, show, pdf",
+    p = sub.add_parser("notice", help="notices of violation: draft, edit, issue, response, close, escalate, penalty, "
+                       "list, show, pdf",
                        description="Notices of violation and the orders after them, drafted from a finding as HTML "
                        "and PDF (the ordinance's words, the evidence, the days of violation, the forfeiture range, "
                        "the corrective action and report demanded, the response deadline), with their lifecycle "
@@ -152,6 +153,27 @@ def register(sub) -> None:
     _step(ns, "close", "close a notice", _notice_close, on="default: today", note=True)
     _step(ns, "escalate", "escalate a notice to the guide's next action (drafts it)", _notice_escalate,
           on="default: today", note=True, out=True)
+    q = ns.add_parser("edit", help="edit the free-text parts of a draft the guide allows (corrective action, report, "
+                      "remarks)", description="Edit a drafted notice's free-text parts that its enforcement response "
+                      "guide's action lists as editable; the finding, the requirement, the evidence, the days and "
+                      "the penalties come from the data. Prints the new revision; --revision N refuses the edit when "
+                      "someone saved another revision since N.")
+    q.add_argument("notice", help="id or number")
+    q.add_argument("--corrective-action", default=None, metavar="TEXT")
+    q.add_argument("--report", default=None, metavar="TEXT", help="the report demanded")
+    q.add_argument("--remarks", default=None, metavar="TEXT", help="remarks added to the notice ('' removes them)")
+    q.add_argument("--revision", type=int, default=None, help="the revision the edit is made from (default: the "
+                   "current one)")
+    q.add_argument("--out", default=None, metavar="DIR", help="also write the draft's HTML and PDF here")
+    q.add_argument("--by", default=None, help="who (default: $USER)")
+    q.set_defaults(func=_notice_edit)
+    q = ns.add_parser("penalty", help="record a penalty or fine collected on an issued notice")
+    q.add_argument("notice", help="id or number")
+    q.add_argument("--dollars", type=float, required=True)
+    q.add_argument("--on", required=True, help="the day it was collected (ISO date)")
+    q.add_argument("--note", default=None)
+    q.add_argument("--by", default=None, help="who (default: $USER)")
+    q.set_defaults(func=_notice_penalty)
     q = ns.add_parser("list")
     q.add_argument("--site", default=None)
     q.add_argument("--state", action="append", default=None)
@@ -203,6 +225,14 @@ def register(sub) -> None:
     q.add_argument("--on", default=None, help="the report's local date (default: today)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_report_annual)
+    q = rp.add_parser("icis", help="the year as EPA's ICIS-NPDES pretreatment performance summary (XML, schema 5.8)",
+                      description="The annual report's figures as an ICIS-NPDES PretreatmentPerformanceSummary "
+                      "submission (schema 5.8, 40 CFR Part 127), checked against EPA's schema before it is written. "
+                      "Needs [enforcement.program] npdes_permit in the config.")
+    q.add_argument("--year", required=True)
+    q.add_argument("--out", default=".", metavar="DIR")
+    q.add_argument("--replace", action="store_true", help="a replacement of a summary sent before (transaction R)")
+    q.set_defaults(func=_report_icis)
 
 
 def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False, note: bool = False,
@@ -249,13 +279,10 @@ def _today(ctx, text: str | None, what: str = "--on") -> date:
 
 def _record_now(ctx, conn):
     """The enforcement round at the present: the computed findings recorded (once each,
-    :func:`enforcement.asof.record`); the settings and the guide."""
-    from enforcement import asof   # lazy
-    from enforcement.guide import load_guide
+    :func:`enforcement.service.refresh`); the settings and the guide."""
+    from enforcement.service import refresh   # lazy
 
-    st = _settings(ctx)
-    asof.record(conn, datetime.now(timezone.utc), st)
-    return st, load_guide(st.guide)
+    return refresh(conn, ctx.config)
 
 
 def _json(x) -> str:
@@ -454,39 +481,16 @@ def _snc(args, ctx) -> int:
 # --- notices -----------------------------------------------------------------------------
 
 def _guide_and_head(ctx):
-    from enforcement.guide import load_guide   # lazy
-    from enforcement.settings import settings
-    from lab.documents.pdf import letterhead
+    from enforcement.service import guide_and_head   # lazy
 
-    return load_guide(settings(ctx.config).guide), letterhead(ctx.config)
+    return guide_and_head(ctx.config)
 
 
-def _snc_finding(ctx, conn, site_key: str, period_text: str | None, on: date) -> int:
-    """The finding of a user's SNC in a period (stored once), for a notice."""
-    from enforcement import findings as fnd   # lazy
-    from enforcement import snc
-    from enforcement.periods import snc_period
+def _actor(args):
+    """Who acts on the command line: ``--by NAME``, else the operating-system user."""
+    from enforcement.notices import who   # lazy
 
-    if not period_text:
-        raise InputError("--snc needs --period (e.g. 2026H1)")
-    period = snc_period(period_text)
-    s = fnd.site(conn, site_key)
-    [r] = snc.evaluate(conn, period, site_key, st=_settings(ctx))
-    if not r["snc"]:
-        raise InputError(f"{site_key} is not in significant noncompliance in {period.name} "
-                         f"(sewerwatch snc --period {period.name} --site {site_key} explains)")
-    crit = [{"criterion": c, "title": r["criteria"][c]["title"], "words": r["criteria"][c]["words"],
-             "explanation": r["criteria"][c]["explanation"]} for c in r["criteria_met"]]
-    with conn.transaction():
-        fid = fnd.store_finding(
-            conn, s.id, "snc", on, f"in {period.name} ({period.start} to {period.last_day}): "
-            + ", ".join(f"({c['criterion']}) {c['title']}" for c in crit),
-            key=f"snc:{site_key}:{period.name}", citation=fnd.SNC_CITATION,
-            words=" ".join(f"({c['criterion']}) {c['words']}" for c in crit),
-            period=(period.start, period.end), evidence={"period": period.name, "criteria": crit})
-    if fid is None:
-        fid = conn.execute("SELECT id FROM findings WHERE key = %s", (f"snc:{site_key}:{period.name}",)).fetchone()[0]
-    return fid
+    return who(getattr(args, "by", None))
 
 
 def _notice_draft(args, ctx) -> int:
@@ -496,12 +500,17 @@ def _notice_draft(args, ctx) -> int:
     guide, head = _guide_and_head(ctx)
     on = _today(ctx, args.on)
     with ctx.connect("owner") as conn:
-        _record_now(ctx, conn)
+        st, _guide = _record_now(ctx, conn)
         finding_id = args.finding
         if args.snc:
-            finding_id = _snc_finding(ctx, conn, args.snc, args.period, on)
+            from enforcement.periods import snc_period
+            from enforcement.snc import snc_finding
+
+            if not args.period:
+                raise InputError("--snc needs --period (e.g. 2026H1)")
+            finding_id = snc_finding(conn, args.snc, snc_period(args.period), on, st)
         n = notices.draft(conn, guide, head, on, violation_id=args.violation, finding_id=finding_id,
-                          alert_id=args.alert, by=args.by)
+                          alert_id=args.alert, actor=_actor(args))
     html_path, pdf_path, _pdf = write_notice(n["document"], None, args.out)
     if args.json:
         print(_json({**n, "html": str(html_path), "pdf": str(pdf_path)}))
@@ -523,11 +532,8 @@ def _notice_issue(args, ctx) -> int:
 
     on = _today(ctx, args.on)
     with ctx.connect("owner") as conn:
-        n = notices.notice(conn, args.notice)
-        if n["state"] != "drafted":
-            raise InputError(f"notice {n['number']} is {n['state']}: only a drafted notice is issued")
-        html_path, pdf_path, pdf = write_notice(n["document"], on, args.out)
-        n = notices.issue(conn, n["id"], on, by=args.by, pdf=pdf)
+        n, page, pdf = notices.issue_rendered(conn, args.notice, on, actor=_actor(args))
+    html_path, pdf_path, _pdf = write_notice(n["document"], on, args.out, rendered=(page, pdf))
     print(f"{n['number']} issued {n['issued_on']}: response due {n['response_due']}; wrote {html_path} and {pdf_path}")
     return 0
 
@@ -536,7 +542,7 @@ def _notice_response(args, ctx) -> int:
     from enforcement import notices   # lazy
 
     with ctx.connect("owner") as conn:
-        n = notices.respond(conn, args.notice, _day(args.on, "--on"), by=args.by, note=args.note)
+        n = notices.respond(conn, args.notice, _day(args.on, "--on"), note=args.note, actor=_actor(args))
     late = n["response_due"] and n["response_received_on"] > n["response_due"]
     print(f"{n['number']}: response received {n['response_received_on']}"
           + (f", after its deadline {n['response_due']}" if late else ""))
@@ -547,7 +553,7 @@ def _notice_close(args, ctx) -> int:
     from enforcement import notices   # lazy
 
     with ctx.connect("owner") as conn:
-        n = notices.close(conn, args.notice, _today(ctx, args.on), by=args.by, note=args.note)
+        n = notices.close(conn, args.notice, _today(ctx, args.on), note=args.note, actor=_actor(args))
     print(f"{n['number']}: closed {n['closed_on']}")
     return 0
 
@@ -558,10 +564,41 @@ def _notice_escalate(args, ctx) -> int:
 
     guide, head = _guide_and_head(ctx)
     with ctx.connect("owner") as conn:
-        old, new = notices.escalate(conn, args.notice, _today(ctx, args.on), guide, head, by=args.by, note=args.note)
+        old, new = notices.escalate(conn, args.notice, _today(ctx, args.on), guide, head, note=args.note,
+                                    actor=_actor(args))
     html_path, pdf_path, _pdf = write_notice(new["document"], None, args.out)
     print(f"{old['number']} escalated: {new['number']} drafted ({new['document']['title']}, respond within "
           f"{new['respond_within_days']} days of issue); wrote {html_path} and {pdf_path}")
+    return 0
+
+
+def _notice_edit(args, ctx) -> int:
+    from enforcement import notices   # lazy
+
+    changes = {k: v for k, v in (("corrective_action", args.corrective_action), ("report_demanded", args.report),
+                                 ("remarks", args.remarks)) if v is not None}
+    if not changes:
+        raise InputError("notice edit: give --corrective-action, --report or --remarks")
+    guide, _head = _guide_and_head(ctx)
+    with ctx.connect("owner") as conn:
+        rev = args.revision if args.revision is not None else notices.notice(conn, args.notice)["revision"]
+        n = notices.edit(conn, args.notice, changes, expected_revision=rev, guide=guide, actor=_actor(args))
+    print(f"{n['number']}: revision {n['revision']} ({', '.join(notices.EDITABLE[k].lower() for k in changes)})")
+    if args.out:
+        from enforcement.documents.notice_page import write_notice
+
+        html_path, pdf_path, _pdf = write_notice(n["document"], None, args.out)
+        print(f"wrote {html_path} and {pdf_path}")
+    return 0
+
+
+def _notice_penalty(args, ctx) -> int:
+    from enforcement import notices   # lazy
+
+    with ctx.connect("owner") as conn:
+        n = notices.record_penalty(conn, args.notice, args.dollars, _day(args.on, "--on"), note=args.note,
+                                   actor=_actor(args))
+    print(f"{n['number']}: penalty ${n['penalty_dollars']:,.2f} collected {n['penalty_collected_on']}")
     return 0
 
 
@@ -696,7 +733,7 @@ def _report_annual(args, ctx) -> int:
     on = _today(ctx, args.on)
     st = _settings(ctx)
     with ctx.connect("owner") as conn:
-        rep = annual_report(conn, year, st.snc_periods, head.village, st)
+        rep = annual_report(conn, year, st.snc_periods, head.village, st, program=st.program)
     paths = write_report(rep, head, on, args.out)
     if args.json:
         print(_json(rep))
@@ -707,6 +744,23 @@ def _report_annual(args, ctx) -> int:
               f"{t['notices']} notice{'s' if t['notices'] != 1 else ''}, "
               f"{t['users_in_snc']} in SNC, surcharges billed ${t['surcharge_dollars']:,.2f}")
         print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _report_icis(args, ctx) -> int:
+    from enforcement import icis   # lazy
+    from enforcement.annual import annual_report
+
+    year = _year(args.year)
+    st = _settings(ctx)
+    with ctx.connect("owner") as conn:
+        rep = annual_report(conn, year, st.snc_periods, ctx.config.name, st, program=st.program)
+    path = icis.write(rep, args.out, transaction="R" if args.replace else "N", author=_actor(args).display)
+    ps = rep["performance_summary"]
+    print(f"wrote {path}: ICIS-NPDES {icis.VERSION} pretreatment performance summary {ps['start']} to {ps['end']}, "
+          f"permit {ps['permit']}, {len(ps['elements'])} figures (valid against EPA's schema)")
+    for e in ps["elements"]:
+        print(f"  {e['element']:<40} {e['value']!s:>8}  {e['words']}")
     return 0
 
 

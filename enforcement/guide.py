@@ -25,7 +25,9 @@ from foundation.errors import InputError
 FINDING_KINDS = ("violation", "lab-violation", "failure-to-monitor", "late-report", "unreported-noncompliance",
                  "compliance-schedule", "pass-through", "interference", "endangerment", "designated", "snc")
 GUIDE_KEYS = ("name", "recurrence_window_days", "actions", "responses", "escalations")
-ACTION_KEYS = ("title", "prefix", "words")
+ACTION_KEYS = ("title", "prefix", "words", "editable")
+#: The free-text parts of a drafted notice a guide may let people edit (an action's ``editable``).
+EDITABLE_PARTS = ("corrective_action", "report_demanded", "remarks")
 RESPONSE_KEYS = ("finding", "recurrence", "action", "respond_within_days", "corrective_action", "report", "note")
 ESCALATION_KEYS = ("from", "to", "respond_within_days")
 
@@ -33,12 +35,15 @@ ESCALATION_KEYS = ("from", "to", "respond_within_days")
 @dataclass(frozen=True)
 class Action:
     """An enforcement action: ``id`` (``notice-of-violation``), ``title``, the number
-    ``prefix`` of its documents (``NOV``) and the ``words`` that open them."""
+    ``prefix`` of its documents (``NOV``), the ``words`` that open them, and the free-text
+    parts of a draft people may edit before it is issued (``editable``, of
+    :data:`EDITABLE_PARTS`; none where the guide names none)."""
 
     id: str
     title: str
     prefix: str
     words: str
+    editable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,10 +131,13 @@ def parse_guide(data: dict, path: str = "<guide>") -> Guide:
     if not isinstance(data["actions"], dict) or not data["actions"]:
         _fail(path, "actions", "expected a table of actions ([actions.<id>])")
     for aid, t in data["actions"].items():
-        _keys(path, f"actions.{aid}", t, ACTION_KEYS, ACTION_KEYS)
+        _keys(path, f"actions.{aid}", t, ACTION_KEYS, ACTION_KEYS[:3])
+        ed = t.get("editable", [])
+        if not isinstance(ed, list) or any(x not in EDITABLE_PARTS for x in ed):
+            _fail(path, f"actions.{aid}.editable", f"expected a list of {', '.join(EDITABLE_PARTS)}, got {ed!r}")
         actions[aid] = Action(aid, _text(path, f"actions.{aid}.title", t["title"]),
                               _text(path, f"actions.{aid}.prefix", t["prefix"]),
-                              _text(path, f"actions.{aid}.words", t["words"]))
+                              _text(path, f"actions.{aid}.words", t["words"]), tuple(dict.fromkeys(ed)))
 
     def action(where, v) -> Action:
         if v not in actions:

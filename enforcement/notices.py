@@ -20,6 +20,17 @@ Lifecycle (``notices.state``; each change a row of ``notice_events`` and ``audit
 
 A notice's recurrence is 1 + the notices issued to the same user for the same kind of finding
 in the guide's window before it (escalations do not count: they continue a notice).
+
+Before it is issued, the free-text parts the guide's action allows (its ``editable`` list:
+the corrective action, the report demanded, remarks) may be edited (:func:`edit`); each edit
+names the revision it was made from, so two people editing one draft get
+:class:`foundation.errors.Conflict` instead of a silent overwrite.
+
+Who acts: every step takes ``actor`` (:class:`foundation.actor.Actor`: the signed-in account
+of the office, the operating-system user of the command line); the audit trail names it and
+the face it came through. ``by`` (a name, the command line's ``--by``) stays for scripts.
+Each step locks the notice's row, so a second click on "issue" waits for the first and is
+then refused: one notice is issued once.
 """
 
 from __future__ import annotations
@@ -30,7 +41,8 @@ from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 
-from foundation.errors import InputError
+from foundation.actor import Actor
+from foundation.errors import Conflict, InputError
 from enforcement import findings as fnd
 from enforcement.forfeitures import forfeitures, is_inhibiting
 from enforcement.guide import Guide
@@ -370,19 +382,30 @@ def _number(conn, prefix: str, year: int) -> str:
     return f"{prefix}-{year}-{n + 1:03d}"
 
 
-def _event(conn, notice_id: int, event: str, from_state: str | None, to_state: str | None, by: str,
+def who(by: str | None = None, actor: Actor | None = None) -> Actor:
+    """Who acts: ``actor``, else ``by`` named on the command line, else the operating-system user."""
+    if actor is not None:
+        return actor
+    return Actor(by, "cli") if by else Actor.os_user()
+
+
+def _event(conn, notice_id: int, event: str, from_state: str | None, to_state: str | None, by: Actor | str,
            note: str | None = None, detail: dict | None = None, at: datetime | None = None) -> None:
+    if isinstance(by, str):      # sewerwatch itself (due.raise_alerts), or a name from a script
+        by = Actor(by, "system" if by == "sewerwatch" else "cli")
     conn.execute("INSERT INTO notice_events (notice_id, at, actor, event, from_state, to_state, note, detail) "
                  "VALUES (%s, coalesce(%s, now()), %s, %s, %s, %s, %s, %s)",
-                 (notice_id, at, by, event, from_state, to_state, note, json.dumps(detail or {})))
+                 (notice_id, at, by.audit_name, event, from_state, to_state, note,
+                  json.dumps({**(detail or {}), "via": by.via}, default=str)))
     conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, %s, %s, %s)",
-                 (by, f"notice.{event}", f"notice:{notice_id}",
-                  json.dumps({"from": from_state, "to": to_state, "note": note, **(detail or {})})))
+                 (by.audit_name, f"notice.{event}", f"notice:{notice_id}",
+                  json.dumps({"from": from_state, "to": to_state, "note": note, **(detail or {}), "via": by.via},
+                             default=str)))
 
 
 def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_id: int | None = None,
           finding_id: int | None = None, alert_id: int | None = None, by: str | None = None,
-          escalated_from: dict | None = None) -> dict:
+          escalated_from: dict | None = None, actor: Actor | None = None) -> dict:
     """Draft a notice from a violation, a violation alert (all the episodes it covers) or a
     finding; store it (state ``drafted``); return it.
 
@@ -397,8 +420,10 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
     escalated_from : dict, optional
         The notice this one escalates (its row, :func:`notice`): the guide's escalation of
         its action applies instead of a response row.
+    actor : Actor, optional
+        Who drafts it (the audit trail); ``by`` names one from the command line.
     """
-    by = fnd.actor(by)
+    by = who(by, actor)
     if sum(x is not None for x in (violation_id, finding_id, alert_id)) != 1:
         raise InputError("give one of --violation ID, --alert ID or --finding ID")
     if escalated_from is not None and escalated_from["document"]["finding"].get("alert_id"):
@@ -452,7 +477,8 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         "forfeitures": [x.as_json() for x in forf],
         "forfeiture_note": None if forf else (f"The {ordinance_title(pack)} states no amount of forfeiture; "
                                               "its penalty provisions apply."),
-        "corrective_action": said(corrective), "report_demanded": said(report_), "respond_within_days": days,
+        "corrective_action": said(corrective), "report_demanded": said(report_), "remarks": None,
+        "respond_within_days": days,
         "recurrence": rec, "guide": {"name": guide.name, "row": guide_row},
         "timezone": pack.timezone,
         "escalated_from": ({"number": escalated_from["number"], "title": escalated_from["document"]["title"],
@@ -475,14 +501,16 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
 
 NOTICE_COLS = ("id", "number", "site", "site_name", "violation_id", "finding_id", "action", "finding_kind",
                "recurrence", "state", "respond_within_days", "drafted_on", "issued_on", "response_due",
-               "response_received_on", "closed_on", "escalated_from", "escalated_to", "document", "pdf_sha256")
+               "response_received_on", "closed_on", "escalated_from", "escalated_to", "document", "pdf_sha256",
+               "revision", "penalty_dollars", "penalty_collected_on", "site_id")
 
 
 def _notice_rows(conn, where: str, params=()) -> list[dict]:
     rows = conn.execute(
         "SELECT n.id, n.number, s.key, s.name, n.violation_id, n.finding_id, n.action, n.finding_kind, n.recurrence, "
         "n.state, n.respond_within_days, n.drafted_on, n.issued_on, n.response_due, n.response_received_on, "
-        "n.closed_on, n.escalated_from, n.escalated_to, n.document, n.pdf_sha256 "
+        "n.closed_on, n.escalated_from, n.escalated_to, n.document, n.pdf_sha256, n.revision, "
+        "n.penalty_dollars::float8, n.penalty_collected_on, n.site_id "
         f"FROM notices n JOIN sites s ON s.id = n.site_id WHERE {where} ORDER BY n.id", params).fetchall()
     return [dict(zip(NOTICE_COLS, r)) for r in rows]
 
@@ -513,27 +541,63 @@ def _move(n: dict, to: str) -> None:
         raise InputError(f"notice {n['number']} is {n['state']}: it can go to {allowed}, not {to}")
 
 
-def issue(conn, ref, issued_on: date, *, by: str | None = None, pdf: bytes | None = None) -> dict:
-    """Issue a drafted notice on ``issued_on``: its response is due ``respond_within_days`` later."""
-    by = fnd.actor(by)
+def _issuable(n: dict) -> None:
+    if n["state"] != "drafted":
+        raise InputError(f"notice {n['number']} is {n['state']}: only a drafted notice is issued"
+                         + (f" (it was issued {n['issued_on']})" if n["issued_on"] else ""))
+
+
+def _locked(conn, ref) -> dict:
+    """The notice ``ref``, its row locked until the caller's transaction ends (a second
+    request acting on it waits, then sees what the first did)."""
     n = notice(conn, ref)
-    _move(n, "issued")
-    due = issued_on + timedelta(days=n["respond_within_days"])
-    with conn.transaction():
-        conn.execute("UPDATE notices SET state = 'issued', issued_on = %s, response_due = %s, pdf_sha256 = %s "
-                     "WHERE id = %s", (issued_on, due, hashlib.sha256(pdf).hexdigest() if pdf else None, n["id"]))
-        _event(conn, n["id"], "issued", n["state"], "issued", by,
-               detail={"issued_on": issued_on.isoformat(), "response_due": due.isoformat(),
-                       "pdf_sha256": hashlib.sha256(pdf).hexdigest() if pdf else None})
+    conn.execute("SELECT 1 FROM notices WHERE id = %s FOR UPDATE", (n["id"],))
     return notice(conn, n["id"])
 
 
-def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | None = None) -> dict:
-    """Record the user's response to an issued notice."""
-    by = fnd.actor(by)
-    n = notice(conn, ref)
-    _move(n, "response-received")
+def issue(conn, ref, issued_on: date, *, by: str | None = None, pdf: bytes | None = None,
+          actor: Actor | None = None) -> dict:
+    """Issue a drafted notice on ``issued_on``: its response is due ``respond_within_days`` later.
+
+    ``pdf``: the document as issued (its SHA-256 is kept, so ``notice pdf`` can show the same
+    bytes again); :func:`issue_rendered` renders it.
+    """
+    by = who(by, actor)
     with conn.transaction():
+        n = _locked(conn, ref)
+        _issuable(n)
+        due = issued_on + timedelta(days=n["respond_within_days"])
+        sha = hashlib.sha256(pdf).hexdigest() if pdf else None
+        conn.execute("UPDATE notices SET state = 'issued', issued_on = %s, response_due = %s, pdf_sha256 = %s "
+                     "WHERE id = %s", (issued_on, due, sha, n["id"]))
+        _event(conn, n["id"], "issued", n["state"], "issued", by,
+               detail={"issued_on": issued_on.isoformat(), "response_due": due.isoformat(), "pdf_sha256": sha})
+    return notice(conn, n["id"])
+
+
+def issue_rendered(conn, ref, issued_on: date, *, by: str | None = None,
+                   actor: Actor | None = None) -> tuple[dict, str, bytes]:
+    """Issue a drafted notice with its document rendered for the issue date: the notice,
+    its HTML and its PDF (what ``sewerwatch notice issue`` writes and the office offers)."""
+    from enforcement.documents.notice_page import render   # WeasyPrint: only when a document is made
+
+    with conn.transaction():
+        n = _locked(conn, ref)
+        _issuable(n)
+        page, pdf = render(n["document"], issued_on)
+        return issue(conn, n["id"], issued_on, by=by, pdf=pdf, actor=actor), page, pdf
+
+
+def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | None = None,
+            actor: Actor | None = None) -> dict:
+    """Record the user's response to an issued notice."""
+    by = who(by, actor)
+    with conn.transaction():
+        n = _locked(conn, ref)
+        _move(n, "response-received")
+        if n["issued_on"] is not None and received_on < n["issued_on"]:
+            raise InputError(f"notice {n['number']} was issued {n['issued_on']}: a response received "
+                             f"{received_on} would be before it")
         conn.execute("UPDATE notices SET state = 'response-received', response_received_on = %s WHERE id = %s",
                      (received_on, n["id"]))
         late = n["response_due"] is not None and received_on > n["response_due"]
@@ -542,34 +606,164 @@ def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | 
     return notice(conn, n["id"])
 
 
-def close(conn, ref, closed_on: date, *, by: str | None = None, note: str | None = None) -> dict:
+def close(conn, ref, closed_on: date, *, by: str | None = None, note: str | None = None,
+          actor: Actor | None = None) -> dict:
     """Close a notice (the violation corrected, the response accepted)."""
-    by = fnd.actor(by)
-    n = notice(conn, ref)
-    _move(n, "closed")
-    if n["state"] == "issued" and not note:
-        raise InputError(f"notice {n['number']} has no response recorded: closing it needs --note saying why")
+    by = who(by, actor)
     with conn.transaction():
+        n = _locked(conn, ref)
+        _move(n, "closed")
+        if n["state"] == "issued" and not note:
+            raise InputError(f"notice {n['number']} has no response recorded: closing it needs a note saying why")
         conn.execute("UPDATE notices SET state = 'closed', closed_on = %s WHERE id = %s", (closed_on, n["id"]))
         _event(conn, n["id"], "closed", n["state"], "closed", by, note, detail={"closed_on": closed_on.isoformat()})
     return notice(conn, n["id"])
 
 
 def escalate(conn, ref, on: date, guide: Guide, head: Letterhead, *, by: str | None = None,
-             note: str | None = None) -> tuple[dict, dict]:
+             note: str | None = None, actor: Actor | None = None) -> tuple[dict, dict]:
     """Escalate a notice: mark it ``escalated`` and draft the guide's next action; return both."""
-    by = fnd.actor(by)
-    n = notice(conn, ref)
-    _move(n, "escalated")
+    by = who(by, actor)
     with conn.transaction():
-        new = draft(conn, guide, head, on, violation_id=n["violation_id"], finding_id=n["finding_id"], by=by,
-                    escalated_from=n)
+        n = _locked(conn, ref)
+        _move(n, "escalated")
+        new = draft(conn, guide, head, on, violation_id=n["violation_id"], finding_id=n["finding_id"],
+                    escalated_from=n, actor=by)
         conn.execute("UPDATE notices SET state = 'escalated', escalated_to = %s WHERE id = %s", (new["id"], n["id"]))
         unanswered = n["state"] == "issued" and n["response_due"] is not None and on > n["response_due"]
         _event(conn, n["id"], "escalated", n["state"], "escalated", by,
                note or ("unanswered by its deadline" if unanswered else None),
                detail={"to": new["number"], "action": new["action"], "unanswered": unanswered})
     return notice(conn, n["id"]), new
+
+
+#: The free-text parts of a notice an action may allow to be edited (the guide's ``editable``).
+EDITABLE = {"corrective_action": "Corrective action required", "report_demanded": "Report required",
+            "remarks": "Remarks"}
+#: Longest text of an edited part [characters].
+EDIT_MAX = 4000
+
+
+def editable(n: dict, guide: Guide) -> tuple[str, ...]:
+    """The parts of notice ``n`` its guide lets a person edit: none once it is issued."""
+    if n["state"] != "drafted":
+        return ()
+    action = guide.actions.get(n["action"])
+    return tuple(k for k in (action.editable if action else ()) if k in EDITABLE)
+
+
+def _clean(field: str, text: str | None) -> str | None:
+    text = (text or "").replace("\r\n", "\n").strip()
+    bad = next((c for c in text if ord(c) < 32 and c not in "\n\t"), None)
+    if bad is not None:
+        raise InputError(f"{EDITABLE[field]}: contains a control character (code {ord(bad)})")
+    if len(text) > EDIT_MAX:
+        raise InputError(f"{EDITABLE[field]}: {len(text)} characters, at most {EDIT_MAX}")
+    if not text and field != "remarks":
+        raise InputError(f"{EDITABLE[field]}: cannot be empty (the guide's words are a starting point: edit them)")
+    return text or None
+
+
+def edit(conn, ref, changes: dict[str, str | None], *, expected_revision: int, guide: Guide,
+         by: str | None = None, actor: Actor | None = None) -> dict:
+    """Edit the free-text parts of a drafted notice that its guide's action allows.
+
+    Parameters
+    ----------
+    changes : dict
+        part -> its new text (:data:`EDITABLE`); parts not given are kept.
+    expected_revision : int
+        The revision the edit was made from; another one stored meanwhile raises
+        :class:`foundation.errors.Conflict` and nothing is saved.
+
+    Returns
+    -------
+    dict
+        The notice, its ``revision`` one more (unchanged when no text changed).
+    """
+    by = who(by, actor)
+    with conn.transaction():
+        n = _locked(conn, ref)
+        if n["revision"] != expected_revision:
+            last = conn.execute("SELECT actor, at FROM notice_events WHERE notice_id = %s ORDER BY at DESC, id DESC "
+                                "LIMIT 1", (n["id"],)).fetchone()
+            raise Conflict(f"notice {n['number']}", expected_revision, n["revision"], last[0] if last else "someone",
+                           f"{last[1]:%Y-%m-%d %H:%M %Z}" if last else "an unknown time")
+        allowed = editable(n, guide)
+        if n["state"] != "drafted":
+            raise InputError(f"notice {n['number']} is {n['state']}: only a draft is edited (its issued words stand)")
+        unknown = [k for k in changes if k not in EDITABLE]
+        if unknown:
+            raise InputError(f"notice {n['number']}: no editable part {unknown[0]!r} (parts: {', '.join(EDITABLE)})")
+        refused = [k for k in changes if k not in allowed]
+        if refused:
+            raise InputError(f"notice {n['number']}: the guide ({guide.path}) does not allow editing "
+                             f"{EDITABLE[refused[0]].lower()} of a {n['document']['title'].lower()}"
+                             + (f" (it allows: {', '.join(EDITABLE[k].lower() for k in allowed)})" if allowed else ""))
+        doc = dict(n["document"])
+        changed = {}
+        for k, text in changes.items():
+            new = _clean(k, text)
+            if new != doc.get(k):
+                changed[k] = {"before": doc.get(k), "after": new}
+                doc[k] = new
+        if not changed:
+            return n
+        conn.execute("UPDATE notices SET document = %s, revision = revision + 1 WHERE id = %s",
+                     (json.dumps(doc), n["id"]))
+        _event(conn, n["id"], "edited", "drafted", "drafted", by,
+               detail={"revision": n["revision"] + 1, "changes": changed})
+    return notice(conn, n["id"])
+
+
+def record_penalty(conn, ref, dollars: float, collected_on: date, *, by: str | None = None,
+                   note: str | None = None, actor: Actor | None = None) -> dict:
+    """Record a penalty or fine collected on an issued notice (the annual report and the
+    ICIS-NPDES performance summary count them)."""
+    by = who(by, actor)
+    if isinstance(dollars, bool) or not isinstance(dollars, (int, float)) or not 0 < dollars < 1e9:
+        raise InputError(f"penalty: expected dollars above 0, got {dollars!r}")
+    with conn.transaction():
+        n = _locked(conn, ref)
+        if n["issued_on"] is None:
+            raise InputError(f"notice {n['number']} is {n['state']}: a penalty is collected on an issued notice")
+        conn.execute("UPDATE notices SET penalty_dollars = %s, penalty_collected_on = %s WHERE id = %s",
+                     (round(float(dollars), 2), collected_on, n["id"]))
+        _event(conn, n["id"], "penalty-collected", n["state"], n["state"], by, note,
+               detail={"dollars": round(float(dollars), 2), "collected_on": collected_on.isoformat(),
+                       "before": n["penalty_dollars"]})
+    return notice(conn, n["id"])
+
+
+def next_step(n: dict, guide: Guide, today: date) -> dict | None:
+    """What the guide says comes next for notice ``n``, with its deadline, in words.
+
+    Returns
+    -------
+    dict or None
+        ``what`` (a sentence), ``deadline`` (a date or None), ``overdue`` (bool), ``action``
+        (the guide's next action id or None). None for a closed notice.
+    """
+    state = n["state"]
+    esc = guide.escalation(n["action"])
+    nxt = (f"the guide's next step is {esc.to.title.lower()} (respond within {esc.respond_within_days} days of "
+           f"its issue)") if esc else "the guide has no step after it: refer it to the village's attorney"
+    if state == "drafted":
+        return {"what": f"Issue it: the user then has {n['respond_within_days']} days to respond.", "deadline": None,
+                "overdue": False, "action": None}
+    if state == "issued":
+        due = n["response_due"]
+        overdue = due is not None and today > due
+        head = (f"No response by its deadline ({due}): " if overdue else f"The response is due {due}; if none comes by then, ")
+        return {"what": head + nxt + ".", "deadline": due, "overdue": overdue, "action": esc.to.id if esc else None}
+    if state == "response-received":
+        return {"what": "Review the response: close the notice when the corrective action is verified, or escalate "
+                        f"it when the response is inadequate ({nxt}).", "deadline": None, "overdue": False,
+                "action": esc.to.id if esc else None}
+    if state == "escalated":
+        return {"what": "Escalated: the next notice carries it on.", "deadline": None, "overdue": False,
+                "action": n["document"].get("title")}
+    return None
 
 
 def unanswered(conn, today: date) -> list[dict]:

@@ -14,6 +14,17 @@
     annual_report_due = "03-31"        # the annual report for the year before is due (the
                                        # Approval Authority's date; the compliance calendar shows it)
 
+    [enforcement.program]              # what the state's electronic report needs (ICIS-NPDES)
+    npdes_permit = "WI0020231"         # the POTW's NPDES permit (PermitIdentifier: 9 characters)
+    ordinance = "Ch. 13"               # the sewer use ordinance (SUOReference, at most 15)
+    ordinance_adopted = 2019-06-03     # SUODate
+    significant_users = ["plating"]    # the significant industrial users (40 CFR 403.3(v));
+                                       # default: every user with a discharge permit on record
+    categorical_users = ["plating"]    # those subject to categorical standards (NumberCIUs)
+    local_limits_evaluated = 2018-10-01
+    local_limits_adopted = 2019-06-03
+    local_limits_pollutants = [1042]   # ICIS pollutant codes of the local limits
+
 Every error names the file and the key (``village.toml: enforcement.snc_periods: expected
 one of halves, rolling-quarters, got 'monthly'``).
 """
@@ -50,7 +61,30 @@ SNC_PERIODS = ("halves", "rolling-quarters")
 LATE_REPORT_PERIODS = ("late", "due")
 
 KEYS = ("guide", "accidental_report_hours", "snc_periods", "late_report_period", "annual_report_due",
-        *READING_KEYS)
+        "program", *READING_KEYS)
+PROGRAM_KEYS = ("npdes_permit", "ordinance", "ordinance_adopted", "significant_users", "categorical_users",
+                "local_limits_evaluated", "local_limits_adopted", "local_limits_pollutants")
+
+
+@dataclass(frozen=True)
+class Program:
+    """The pretreatment program's facts the state's electronic report needs, that no
+    measurement gives (``[enforcement.program]``; see the module docstring).
+
+    ``significant_users`` None: every user with a discharge permit on record is taken as
+    significant (a permit under the ordinance's thresholds, e.g. palmyra-wi §13.54(1), is
+    the control mechanism 40 CFR 403.8(f)(1)(iii) requires of significant users).
+    ``categorical_users`` None: not known (NumberCIUs and CIUsInSNC are left out).
+    """
+
+    npdes_permit: str | None = None
+    ordinance: str | None = None
+    ordinance_adopted: date | None = None
+    significant_users: tuple[str, ...] | None = None
+    categorical_users: tuple[str, ...] | None = None
+    local_limits_evaluated: date | None = None
+    local_limits_adopted: date | None = None
+    local_limits_pollutants: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +107,8 @@ class Settings:
     annual_report_due : (int, int)
         Month and day the annual pretreatment report for the year before is due (40 CFR
         403.12(i): "at least once a year"; the Approval Authority sets the date).
+    program : Program
+        The program's facts for the state's electronic report (``[enforcement.program]``).
     """
 
     guide: Path = DEFAULT_GUIDE
@@ -81,6 +117,45 @@ class Settings:
     late_report_period: str = "late"
     readings: Readings = field(default_factory=Readings)
     annual_report_due: tuple[int, int] = (3, 31)
+    program: Program = field(default_factory=Program)
+
+
+def _program(path, t) -> Program:
+    """``[enforcement.program]``, validated (every error names the file and the key)."""
+    if not isinstance(t, dict):
+        raise ConfigError(path, "enforcement.program", "expected a table ([enforcement.program])")
+    out = {}
+    for k, v in t.items():
+        where = f"enforcement.program.{k}"
+        if k not in PROGRAM_KEYS:
+            raise ConfigError(path, where, f"unknown key (expected one of: {', '.join(PROGRAM_KEYS)})")
+        if k == "npdes_permit":
+            if not isinstance(v, str) or len(v) != 9 or "*" in v:
+                raise ConfigError(path, where, f"expected the 9 characters of an NPDES permit such as WI0020231, "
+                                  f"got {v!r}")
+        elif k == "ordinance":
+            if not isinstance(v, str) or not 1 <= len(v) <= 15:
+                raise ConfigError(path, where, f"expected the ordinance's reference in 1 to 15 characters (e.g. "
+                                  f"'Ch. 13'), got {v!r}")
+        elif k in ("ordinance_adopted", "local_limits_evaluated", "local_limits_adopted"):
+            if not isinstance(v, date) or hasattr(v, "hour"):
+                raise ConfigError(path, where, f"expected a date such as 2019-06-03, got {v!r}")
+        elif k in ("significant_users", "categorical_users"):
+            if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+                raise ConfigError(path, where, f"expected a list of site ids, got {v!r}")
+            v = tuple(dict.fromkeys(v))
+        elif k == "local_limits_pollutants":
+            if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                  and 0 <= x < 10 ** 10 for x in v):
+                raise ConfigError(path, where, f"expected a list of ICIS pollutant codes (whole numbers), got {v!r}")
+            v = tuple(v)
+        out[k] = v
+    cats, sius = out.get("categorical_users"), out.get("significant_users")
+    if cats is not None and sius is not None and set(cats) - set(sius):
+        raise ConfigError(path, "enforcement.program.categorical_users",
+                          f"{sorted(set(cats) - set(sius))[0]!r} is not among the significant_users (a categorical "
+                          "user is a significant one, 40 CFR 403.3(v)(1)(i))")
+    return Program(**out)
 
 
 def settings(cfg) -> Settings:
@@ -126,4 +201,6 @@ def settings(cfg) -> Settings:
             raise ConfigError(path, "enforcement.annual_report_due",
                               f"expected a month and day such as \"03-31\", got {v!r}") from None
         out["annual_report_due"] = (m, d)
+    if "program" in t:
+        out["program"] = _program(path, t["program"])
     return Settings(**out)

@@ -32,7 +32,9 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 
 from enforcement import asof
+from enforcement import findings as fnd
 from enforcement.findings import SNC_CITATION, SNC_WORDS, sites  # noqa: F401 - SNC_CITATION: the CLI's
+from foundation.errors import InputError
 from enforcement.periods import Period, local_date
 from enforcement.settings import Settings
 from lab.checks.snc import pack_limits, snc_counts
@@ -186,3 +188,26 @@ def explain(result: dict) -> str:
         lines.append(f"  ({c}) {r['title']}: {'MET' if r['met'] else 'not met'}")
         lines += [f"      {x}" for x in r["explanation"]]
     return "\n".join(lines)
+
+
+def snc_finding(conn, site_key: str, period: Period, on, st: Settings | None = None) -> int:
+    """The finding of a user's significant noncompliance in ``period`` (stored once, key
+    ``snc:<site>:<period>``), to draft a notice from; an :class:`InputError` when the user is
+    not in SNC in it."""
+    s = fnd.site(conn, site_key)
+    [r] = evaluate(conn, period, site_key, st=st)
+    if not r["snc"]:
+        raise InputError(f"{site_key} is not in significant noncompliance in {period.name} "
+                         f"(sewerwatch snc --period {period.name} --site {site_key} explains)")
+    crit = [{"criterion": c, "title": r["criteria"][c]["title"], "words": r["criteria"][c]["words"],
+             "explanation": r["criteria"][c]["explanation"]} for c in r["criteria_met"]]
+    key = f"snc:{site_key}:{period.name}"
+    with conn.transaction():
+        fid = fnd.store_finding(
+            conn, s.id, "snc", on, f"in {period.name} ({period.start} to {period.last_day}): "
+            + ", ".join(f"({c['criterion']}) {c['title']}" for c in crit),
+            key=key, citation=SNC_CITATION, words=" ".join(f"({c['criterion']}) {c['words']}" for c in crit),
+            period=(period.start, period.end), evidence={"period": period.name, "criteria": crit})
+    if fid is None:
+        fid = conn.execute("SELECT id FROM findings WHERE key = %s", (key,)).fetchone()[0]
+    return fid

@@ -222,15 +222,19 @@ def surcharged(pack: str) -> bool:
 
 
 def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True,
-                non_detect: str = "zero", draft: bool = False) -> list[dict]:
+                non_detect: str = "zero", draft: bool = False, source: str | None = None,
+                run_id: int | None = None) -> list[dict]:
     """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``.
 
     A bill whose volume is unknown (flow readings under :data:`MIN_COVERAGE` of the quarter,
     or no meter, and no ``bill.volume_mg`` in the rates file) is not issued: an
     :class:`InputError` names each such site and what is missing, and nothing is stored.
     With ``draft`` every bill is computed (on the partial metered volume where that is all
-    there is), marked ``draft`` and not stored.
+    there is), marked ``draft`` and not stored. ``source``: the rates file's name as the bills
+    cite it (default ``rates_path``; a bill run reads its rates from a copy); ``run_id``: the
+    bill run (:mod:`lab.bill_runs`) the stored bills come from.
     """
+    source = source or str(rates_path)
     rates_doc = read_rates_file(rates_path)
     issued = issued or datetime.now(timezone.utc).date()
     sites = [dict(zip(("id", "key", "name", "pack", "sic", "permit"), r)) for r in
@@ -240,7 +244,7 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     # rates per pound are asked for only where a surcharge is in force (issue 23 item 7)
     per_lb = read_rates(rates_path, required=any(surcharged(s["pack"]) for s in sites))
     permits = current_permits(conn)
-    bills = [bill_site(conn, s, quarter, per_lb, rates_doc, rates_path, issued, non_detect, permits.get(s["key"]))
+    bills = [bill_site(conn, s, quarter, per_lb, rates_doc, source, issued, non_detect, permits.get(s["key"]))
              for s in sites]
     if draft:
         for b in bills:
@@ -249,11 +253,13 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     missing = unknown_volumes(bills)
     if missing:
         raise InputError(f"bill {quarter}: not issued, {missing}: give bill.volume_mg.<site> [MG] in "
-                         f"{rates_path}, or run with --draft to print drafts")
+                         f"{source}, or run with --draft to print drafts")
     if store:
         with conn.transaction():
             for s, b in zip(sites, bills):
-                conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) "
-                             "VALUES (%s, %s, %s, %s, %s, %s)",
-                             (s["id"], quarter, b["period_start"], b["period_end"], b["total_dollars"], json.dumps(b)))
+                b["id"] = conn.execute(
+                    "INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail, run_id) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (s["id"], quarter, b["period_start"], b["period_end"], b["total_dollars"], json.dumps(b),
+                     run_id)).fetchone()[0]
     return bills

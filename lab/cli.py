@@ -104,6 +104,41 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="also print the bills as JSON")
     p.set_defaults(func=_bill)
 
+    p = sub.add_parser(
+        "bills", help="a quarter's bills: draft, review, issue, record payments (late charges)",
+        description="The clerk's round: draft a quarter's bills (stored as a bill run, with the rates file as it "
+        "was), review each user's bill (the volume and its coverage, the lab results used, the charges with their "
+        "citations), issue the quarter (the bills computed again for the issue date; refused when anything reviewed "
+        "changed meanwhile), record payments with the late charge the ordinance adds (e.g. palmyra-wi §13.46(8)).")
+    bs = p.add_subparsers(dest="bills_command", metavar="ACTION", required=True)
+    q = bs.add_parser("draft", help="draft the quarter's bills")
+    q.add_argument("--quarter", required=True, help="e.g. 2026Q1")
+    q.add_argument("--rates", required=True, metavar="FILE.toml")
+    q.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"))
+    q.add_argument("--on", default=None, help="the planned issue date (default: today)")
+    q.add_argument("--out", default=None, metavar="DIR", help="also write the drafts' JSON, HTML and PDF here")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_bills_draft)
+    q = bs.add_parser("show", help="a bill run and its bills")
+    q.add_argument("run", type=int)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_bills_show)
+    q = bs.add_parser("issue", help="issue a drafted run's bills")
+    q.add_argument("run", type=int)
+    q.add_argument("--on", default=None, help="the issue date (default: today)")
+    q.add_argument("--out", default=".", metavar="DIR", help="where the JSON, HTML and PDF bills go (default .)")
+    q.set_defaults(func=_bills_issue)
+    q = bs.add_parser("list", help="the bill runs, or with --issued the bills issued")
+    q.add_argument("--quarter", default=None)
+    q.add_argument("--issued", action="store_true")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_bills_list)
+    q = bs.add_parser("pay", help="record a payment: the late charge the ordinance adds for its day")
+    q.add_argument("bill", type=int, help="the bill's id (bills list --issued)")
+    q.add_argument("--on", required=True, help="the day it was paid (ISO date)")
+    q.add_argument("--dollars", type=float, default=None, help="the amount paid (default: the bill's total)")
+    q.set_defaults(func=_bills_pay)
+
     permit_cli.register(sub)
 
 
@@ -295,6 +330,122 @@ def _lab_composites(args: argparse.Namespace, ctx) -> int:
         loads = ", ".join(f"{a} {x['mg_l']:g} mg/l = {x['pounds']:.1f} lb" for a, x in c["analytes"].items())
         print(f"{c['site']:<16} {c['sample']:<12} {c['volume_gal']:,.0f} gal "
               f"({c['coverage'] * 100:.0f} % covered): {loads}")
+    return 0
+
+
+def _os_actor():
+    from foundation.actor import Actor
+
+    return Actor.os_user()
+
+
+def _bill_day(text: str | None, what: str = "--on"):
+    from datetime import date
+
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{what}: expected a date such as 2026-04-10, got {text!r}") from None
+
+
+def _bill_money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def _bills_draft(args: argparse.Namespace, ctx) -> int:
+    from lab import bill_runs   # lazy
+    from lab.documents.bill_page import summary, write_bills
+    from lab.documents.pdf import letterhead
+
+    with ctx.connect("owner") as conn:
+        r = bill_runs.draft_quarter(conn, args.quarter, args.rates, non_detect=args.non_detect,
+                                    on=_bill_day(args.on), actor=_os_actor())
+    if args.out:
+        head = letterhead(ctx.config)
+        write_bills([{**b, "village": head.village} for b in r["bills"]], args.out, head)
+    if args.json:
+        print(json.dumps(r, indent=2, default=str))
+        return 0
+    print(f"bill run {r['id']}: {r['quarter']} drafted, {len(r['bills'])} bills")
+    for b in r["bills"]:
+        print("  " + summary(b))
+    for x in r["blocking"]:
+        print(f"  cannot be issued: {x}")
+    print(f"review them (sewerwatch bills show {r['id']}), then: sewerwatch bills issue {r['id']}")
+    return 0
+
+
+def _bills_show(args: argparse.Namespace, ctx) -> int:
+    from lab import bill_runs   # lazy
+    from lab.documents.bill_page import summary
+
+    with ctx.connect("owner") as conn:
+        r = bill_runs.run(conn, args.run)
+    if args.json:
+        print(json.dumps(r, indent=2, default=str))
+        return 0
+    print(f"bill run {r['id']}: {r['quarter']}, {r['state']}, drafted {r['drafted_at']:%Y-%m-%d %H:%M} by "
+          f"{r['drafted_by']} from {r['rates_name']}" + (f", issued {r['issued_on']} by {r['issued_by']}"
+                                                          if r["issued_on"] else ""))
+    for b in r["bills"]:
+        print("  " + summary(b))
+        for c in b["charges"]:
+            print(f"      {c['charge']:<40} {_bill_money(c['dollars']):>12}  {c['citation']}")
+    return 0
+
+
+def _bills_issue(args: argparse.Namespace, ctx) -> int:
+    from datetime import datetime as _dt
+
+    from lab import bill_runs   # lazy
+    from lab.documents.bill_page import write_bills
+    from lab.documents.pdf import letterhead
+
+    head = letterhead(ctx.config)
+    on = _bill_day(args.on) or _dt.now(timezone.utc).date()
+    with ctx.connect("owner") as conn:
+        r = bill_runs.issue_run(conn, args.run, on, actor=_os_actor())
+    paths = write_bills([{**b["detail"], "village": head.village} for b in r["issued"]], args.out, head)
+    total = sum(b["total_dollars"] for b in r["issued"])
+    print(f"bill run {r['id']}: {r['quarter']} issued {on}: {len(r['issued'])} bills, {_bill_money(total)}; "
+          f"wrote {len(paths)} files to {args.out}")
+    return 0
+
+
+def _bills_list(args: argparse.Namespace, ctx) -> int:
+    from lab import bill_runs   # lazy
+
+    with ctx.connect("owner") as conn:
+        rows = (bill_runs.issued_bills(conn, args.quarter.upper() if args.quarter else None) if args.issued
+                else bill_runs.list_runs(conn, args.quarter.upper() if args.quarter else None))
+    if args.json:
+        print(json.dumps([{k: v for k, v in r.items() if k not in ("detail", "rates_text")} for r in rows],
+                         indent=2, default=str))
+        return 0
+    for r in rows:
+        if args.issued:
+            paid = (f"paid {r['paid_on']}" + (f", late charge {_bill_money(r['late_dollars'])} ({r['late_days']} days)"
+                                              if r["late_dollars"] else "")) if r["paid_on"] else "not paid"
+            print(f"bill {r['id']:<5} {r['quarter']} {r['site']:<14} {_bill_money(r['total_dollars']):>12}  "
+                  f"issued {r['detail']['issued']}  {paid}")
+        else:
+            print(f"run {r['id']:<5} {r['quarter']} {r['state']:<10} {r['count']} bills "
+                  f"{_bill_money(r['total_dollars']):>12}  drafted {r['drafted_at']:%Y-%m-%d} by {r['drafted_by']}")
+    if not rows:
+        print("no bills issued" if args.issued else "no bill runs")
+    return 0
+
+
+def _bills_pay(args: argparse.Namespace, ctx) -> int:
+    from lab import bill_runs   # lazy
+
+    with ctx.connect("owner") as conn:
+        b = bill_runs.record_payment(conn, args.bill, _bill_day(args.on), dollars=args.dollars, actor=_os_actor())
+    late = (f"late charge {_bill_money(b['late_dollars'])} ({b['late_days']} days past the grace period)"
+            if b["late_dollars"] else "no late charge")
+    print(f"bill {b['id']} ({b['site']}, {b['quarter']}, {_bill_money(b['total_dollars'])}): paid {b['paid_on']}; {late}")
     return 0
 
 

@@ -90,8 +90,24 @@ Date of the report: {issued_on.isoformat()}.</p>
 <table><tr><th>user</th><th>quarters</th><th class=n>surcharges</th><th class=n>all charges</th></tr>{bill_rows}</table>"""
 
 
+def performance_html(rep: dict) -> str:
+    """The ICIS-NPDES pretreatment performance summary's figures (where the program's facts
+    were given), each with what it counts and the users behind it."""
+    ps = rep.get("performance_summary")
+    if not ps:
+        return ""
+    rows = "".join(f"<tr><td>{e(x['words'][:1].upper() + x['words'][1:])}</td><td class=small>{e(x['element'])}</td>"
+                   f"<td class=n>{e(str(x['value']))}</td><td>{e(', '.join(x['users']))}</td></tr>"
+                   for x in ps["elements"])
+    permit = f"NPDES permit {e(ps['permit'])}" if ps.get("permit") else "NPDES permit not set in the config"
+    return (f"<h2>Pretreatment performance summary (ICIS-NPDES)</h2><p>{permit}; {e(ps['start'])} to {e(ps['end'])}. "
+            "The figures the state's electronic report carries (ICIS-NPDES schema 5.8, 40 CFR Part 127), from the "
+            "data above.</p><table><tr><th>figure</th><th>data element</th><th class=n>value</th><th>users</th></tr>"
+            f"{rows}</table>")
+
+
 def render_html(rep: dict, head: Letterhead, issued_on: date) -> str:
-    return document(f"Pretreatment program annual report {rep['year']}", body_html(rep, issued_on), head,
+    return document(f"Pretreatment program annual report {rep['year']}", body_html(rep, issued_on) + performance_html(rep), head,
                     issued=issued_on, footer=f"Annual report {rep['year']}, {rep['utility']}")
 
 

@@ -188,13 +188,24 @@ def body_html(doc: dict, issued_on: date | None) -> str:
 <h2>Penalties</h2>
 {forf}
 <h2>Corrective action required</h2>
-<p>{e(doc['corrective_action'])}</p>
+{_paragraphs(doc['corrective_action'])}
 <h2>Report required</h2>
-<p>{e(doc['report_demanded'])}</p>
-<h2>Response</h2>
+{_paragraphs(doc['report_demanded'])}
+{_remarks(doc)}<h2>Response</h2>
 {deadline}
 <p class=small>Enforcement response: {e(doc['guide']['name'])}; {_occurrence(doc['recurrence'])}.</p>
 <div style="margin-top:24pt">{sign}</div>"""
+
+
+def _paragraphs(text: str) -> str:
+    """Text typed in a form as paragraphs (a blank line between them; a line break kept)."""
+    paras = [p.strip() for p in text.replace("\r\n", "\n").split("\n\n") if p.strip()]
+    return "".join("<p>" + "<br>".join(e(line) for line in p.split("\n")) + "</p>" for p in paras)
+
+
+def _remarks(doc: dict) -> str:
+    """The remarks a person added to the draft (where the guide allows them), else nothing."""
+    return f"<h2>Remarks</h2>{_paragraphs(doc['remarks'])}" if doc.get("remarks") else ""
 
 
 def head_of(doc: dict) -> Letterhead:
@@ -208,13 +219,26 @@ def render_html(doc: dict, issued_on: date | None) -> str:
                     footer=f"{doc['number']}, {doc['site']['name']}")
 
 
-def write_notice(doc: dict, issued_on: date | None, out_dir: str | Path) -> tuple[Path, Path, bytes]:
+def render(doc: dict, issued_on: date | None) -> tuple[str, bytes]:
+    """The notice's HTML and PDF for ``issued_on`` (None: the draft): the same document and
+    date give the same bytes."""
+    page = render_html(doc, issued_on)
+    return page, write_pdf(page, issued=issued_on)
+
+
+def file_name(doc: dict, issued_on: date | None, suffix: str = ".pdf") -> str:
+    """``NOV-2026-001.pdf``, or ``NOV-2026-001-draft.pdf`` before issue."""
+    return doc["number"] + ("" if issued_on else "-draft") + suffix
+
+
+def write_notice(doc: dict, issued_on: date | None, out_dir: str | Path, *,
+                 rendered: tuple[str, bytes] | None = None) -> tuple[Path, Path, bytes]:
     """Write ``<number>.html`` and ``.pdf`` (``<number>-draft.*`` before issue); return the
-    paths and the PDF's bytes."""
+    paths and the PDF's bytes (``rendered``: the HTML and PDF :func:`render` made already)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / (doc["number"] + ("" if issued_on else "-draft"))
-    page = render_html(doc, issued_on)
-    stem.with_suffix(".html").write_text(page, encoding="utf-8")
-    pdf = write_pdf(page, stem.with_suffix(".pdf"), issued=issued_on)
-    return stem.with_suffix(".html"), stem.with_suffix(".pdf"), pdf
+    page, pdf = rendered or render(doc, issued_on)
+    html_path, pdf_path = out / file_name(doc, issued_on, ".html"), out / file_name(doc, issued_on)
+    html_path.write_text(page, encoding="utf-8")
+    pdf_path.write_bytes(pdf)
+    return html_path, pdf_path, pdf
