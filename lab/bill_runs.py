@@ -48,16 +48,18 @@ def _audit(conn, actor: Actor, action: str, obj: str, detail: dict) -> None:
 
 
 def draft_quarter(conn, quarter: str, rates_path: str | Path, *, non_detect: str | None = None,
-                  on: date | None = None, actor: Actor) -> dict:
+                  on: date | None = None, actor: Actor, name: str | None = None) -> dict:
     """Draft every user's bill for ``quarter`` from the rates file ``rates_path``; store the
-    run (the earlier draft of the quarter superseded); return it with its bills."""
+    run (the earlier draft of the quarter superseded); return it with its bills. ``name``:
+    the rates file's name as the bills cite it (an upload's file name; default the path)."""
+    name = name or str(rates_path)
     quarter = quarter.strip().upper()
     quarter_bounds(quarter, timezone.utc)            # one-line error for a bad quarter
     read_rates(rates_path)                           # and for a bad rates file
     text = Path(rates_path).read_text(encoding="utf-8-sig")
     nd = non_detect or read_non_detect_policy(rates_path) or "zero"
     on = on or datetime.now(timezone.utc).date()
-    bills = build_bills(conn, quarter, str(rates_path), issued=on, store=False, non_detect=nd, draft=True)
+    bills = build_bills(conn, quarter, str(rates_path), issued=on, store=False, non_detect=nd, draft=True, source=name)
     sites = dict(conn.execute("SELECT key, id FROM sites").fetchall())
     with conn.transaction():
         superseded = [r[0] for r in conn.execute(
@@ -65,12 +67,12 @@ def draft_quarter(conn, quarter: str, rates_path: str | Path, *, non_detect: str
             (quarter,)).fetchall()]
         rid = conn.execute("INSERT INTO bill_runs (quarter, rates_name, rates_text, non_detect, drafted_by) "
                            "VALUES (%s, %s, %s, %s, %s) RETURNING id",
-                           (quarter, str(rates_path), text, nd, actor.audit_name)).fetchone()[0]
+                           (quarter, name, text, nd, actor.audit_name)).fetchone()[0]
         for b in bills:
             conn.execute("INSERT INTO bill_run_items (run_id, site_id, bill) VALUES (%s, %s, %s)",
                          (rid, sites[b["site"]], json.dumps(b)))
         _audit(conn, actor, "bill-run.drafted", f"bill-run:{rid}",
-               {"quarter": quarter, "rates": str(rates_path), "bills": len(bills), "superseded": superseded,
+               {"quarter": quarter, "rates": name, "bills": len(bills), "superseded": superseded,
                 "total_dollars": round(sum(b["total_dollars"] for b in bills if b["volume_known"]), 2)})
     return run(conn, rid)
 

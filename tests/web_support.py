@@ -84,12 +84,13 @@ def office_config(tmp_path: Path, **web) -> sw_config.Config:
 
 
 @contextlib.contextmanager
-def office_client(db, tmp_path: Path, *, status=None, base_url: str = "http://127.0.0.1", **web):
-    """Litestar's test client of the office over the test's database (no socket, no browser)."""
+def office_client(db, tmp_path: Path, *, status=None, base_url: str = "http://127.0.0.1", cfg=None, **web):
+    """Litestar's test client of the office over the test's database (no socket, no browser);
+    ``cfg``: the utility's config (default: a village with only its name and time zone)."""
     from litestar.testing import TestClient
 
     from sewerwatch.office import office_server
-    cfg = office_config(tmp_path, **web)
+    cfg = office_config(tmp_path, **web) if cfg is None else cfg
     server = office_server(cfg, db.url, tmp_path, status_source=(lambda: status) if status is not None else
                            (lambda: {"running": True, "state": "ok", "problems": {}}))
     server.office.open()

@@ -35,9 +35,9 @@ from foundation.clients import client_address, networks
 from foundation.errors import InputError
 from web import authz, formats, forms, roles, sessions
 from web.office import DatabaseDown, Office
-from web.pages import ack, alerts, login, portal, portal_people, review, sensors, sites, today
+from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_people, review, sensors,
+                       sites, today)
 from web.pages import calendar as calendar_page
-from web.pages import lab, permits
 
 log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
@@ -228,6 +228,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
     handlers = [*login.routes(sign_in_rate_limit(office)), *today.ROUTES, *sites.ROUTES, *alerts.ROUTES,
                 *sensors.ROUTES, *ack.ROUTES, *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
+                *enforcement.ROUTES, *bills.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(

@@ -71,6 +71,9 @@ class Office:
         self.stats = {"requests": 0, "errors": 0, "database_down": 0, "signed_in": 0, "refused_sign_ins": 0,
                       "forbidden": 0}
         self._cache: dict[str, tuple[float, object]] = {}
+        from web.documents import Documents
+        #: Rendered documents (notices, bills) and their pages as pictures (web/documents.py).
+        self.documents = Documents()
         #: (method, path, status, server time [s]) of the latest requests (the access log's figures)
         self.timings: deque = deque(maxlen=2000)
         #: the portal (issue 27): its invitation links, its mail, the letterhead of its PDFs

@@ -121,3 +121,16 @@ def write_report(rep: dict, head: Letterhead, issued_on: date, out_dir: str | Pa
     stem.with_suffix(".html").write_text(page, encoding="utf-8")
     write_pdf(page, stem.with_suffix(".pdf"), issued=issued_on)
     return [stem.with_suffix(".json"), stem.with_suffix(".html"), stem.with_suffix(".pdf")]
+
+
+def snc_list_html(lst: dict, head: Letterhead, issued_on: date) -> str:
+    """The year's list of users in significant noncompliance as a document to publish."""
+    rows = _table(("user", "permit", "period", "criteria met"), [
+        (u["name"], u["permit"] or "", p["period"], "; ".join(f"({c['criterion']}) {c['title']}" for c in p["criteria"]))
+        for u in lst["users"] for p in u["periods"]], "No industrial user was in significant noncompliance.")
+    body = (f"<h1>Industrial users in significant noncompliance, {lst['year']}</h1>"
+            f"<p>{e(head.village)}: industrial users of the sewerage system that were in significant noncompliance "
+            f"with pretreatment standards and requirements at any time during {lst['year']} ({e(lst['citation'])}: "
+            "public notification at least annually in a newspaper of general circulation).</p>" + rows)
+    return document(f"Significant noncompliance {lst['year']}", body, head, issued=issued_on,
+                    footer=f"Users in significant noncompliance {lst['year']}, {head.village}")

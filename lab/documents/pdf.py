@@ -249,3 +249,14 @@ def page_png(pdf: str | Path, png: str | Path, page: int = 1, dpi: int = 70) -> 
     subprocess.run([_poppler("pdftoppm"), "-png", "-r", str(dpi), "-f", str(page), "-l", str(page),
                     "-singlefile", str(pdf), str(stem)], check=True, capture_output=True, timeout=60)
     return stem.with_suffix(".png")
+
+
+def page_pngs(pdf: bytes, dpi: int = 96, max_pages: int = 20) -> list[bytes]:
+    """Every page of a PDF (at most ``max_pages``) as PNG pictures (``pdftoppm``): how the
+    office previews a document exactly as it will be printed or sent."""
+    with tempfile.TemporaryDirectory(prefix="sewerwatch-png-") as tmp:
+        src = Path(tmp) / "in.pdf"
+        src.write_bytes(pdf)
+        subprocess.run([_poppler("pdftoppm"), "-png", "-r", str(dpi), "-l", str(max_pages), str(src),
+                        str(Path(tmp) / "page")], check=True, capture_output=True, timeout=120)
+        return [p.read_bytes() for p in sorted(Path(tmp).glob("page-*.png"), key=lambda p: int(p.stem.split("-")[-1]))]

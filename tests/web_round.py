@@ -1,0 +1,89 @@
+"""The pretreatment round's village for the office's tests (issue 25 part B): the demo
+village's plater with its permit (copper 1.0 mg/l daily maximum, condition 3(a)), the demo's
+lab results imported and checked (the copper result 1.6 mg/l of 2026-02-04 a lab violation),
+the documents' letterhead, the program's facts for the state's report, and a rates file with
+the plater's volume. Seeded through the package functions the command line calls (in
+process), not through the pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from enforcement_support import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFIG = """
+[utility]
+name = "Village of Palmyra"
+pack = "palmyra-wi"
+timezone = "America/Chicago"
+
+[documents]
+letterhead = ["Department of Public Works, Wastewater Utility", "123 Main Street, Palmyra, WI 53156"]
+signed_by = "Pat Example"
+signer_title = "Utility Superintendent"
+
+[enforcement.program]
+npdes_permit = "WI0020231"
+ordinance = "Ch. 13"
+ordinance_adopted = 2019-06-03
+significant_users = ["plating", "candy"]
+categorical_users = ["plating"]
+local_limits_evaluated = 2018-10-01
+local_limits_adopted = 2019-06-03
+
+[[sites]]
+id = "plating"
+name = "Lakeside Plating"
+sic = "3471"
+permit = "PAL-IU-2026-02"
+
+[[sites]]
+id = "candy"
+name = "Sweet Creek Confections"
+sic = "2065"
+"""
+
+RATES = """bod = 0.20
+tss = 0.15
+tkn = 0.90
+tp = 2.50
+[bill.palmyra-wi]
+use_per_1000_gal = 6.37
+[bill.volume_mg]
+plating = 0.12
+candy = 0.30
+"""
+
+
+def seed(tmp_path: Path, db) -> Path:
+    """Write the config and rates, migrate, import the permit and the lab results, store the
+    lab violations; return the config's path."""
+    cfg = tmp_path / "village.toml"
+    cfg.write_text(CONFIG, encoding="utf-8")
+    (tmp_path / "rates.toml").write_text(RATES, encoding="utf-8")
+    for args in (("db", "migrate"), ("permit", "import", str(ROOT / "examples" / "permits" / "plating.toml"),
+                                     "--actor", "test"),
+                 ("lab", "import", str(ROOT / "examples" / "demo" / "lab-results.csv"), "--actor", "lab"),
+                 ("lab", "check", "--since", "2026-01-01", "--until", "2026-07-01", "--store")):
+        r = run(tmp_path, db, *args)
+        assert r.returncode in (0, 4), (args, r.stderr)
+    return cfg
+
+
+def config(tmp_path: Path, cfg_path: Path, **web):
+    """The seeded village's config, as the office reads it, its state in ``tmp_path``."""
+    from dataclasses import replace
+
+    from foundation import config as sw_config
+    from foundation.config import WebOptions
+
+    cfg = sw_config.load(str(cfg_path))
+    return replace(cfg, services=replace(cfg.services, state_dir=str(tmp_path)), web=WebOptions(**web))
+
+
+def copper_violation(db) -> int:
+    with db.connect() as conn:
+        return conn.execute("SELECT v.id FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = 'plating' "
+                            "AND v.parameter = 'cu' ORDER BY v.start_time LIMIT 1").fetchone()[0]
