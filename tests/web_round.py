@@ -87,3 +87,43 @@ def copper_violation(db) -> int:
     with db.connect() as conn:
         return conn.execute("SELECT v.id FROM violations v JOIN sites s ON s.id = v.site_id WHERE s.key = 'plating' "
                             "AND v.parameter = 'cu' ORDER BY v.start_time LIMIT 1").fetchone()[0]
+
+
+def clone(services, seeded, tag: str):
+    """A database of the test's own, copied from the seeded one (``CREATE DATABASE ...
+    TEMPLATE``: a second instead of seeding again); dropped afterwards."""
+    import os
+
+    from psycopg import sql
+
+    from conftest import Database, _disconnect, _with_db
+    from sewerwatch.db import roles
+
+    name = f"swr_{os.getpid()}_{next(_clones)}"
+    import time
+
+    import psycopg
+
+    with services.admin() as conn:
+        deadline = time.monotonic() + 30
+        while True:          # TimescaleDB's scheduler may have a session on it: end it and try again
+            _disconnect(conn, seeded.name)
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {} STRATEGY file_copy").format(
+                    sql.Identifier(name), sql.Identifier(seeded.name), sql.Identifier(roles.OWNER)))
+                break
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    db = Database(name=name, urls={r: _with_db(u, name) for r, u in services.db_urls.items()})
+    try:
+        yield db
+    finally:
+        with services.admin() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+import itertools as _itertools  # noqa: E402
+
+_clones = _itertools.count()

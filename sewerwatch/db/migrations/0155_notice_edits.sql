@@ -10,3 +10,7 @@
 ALTER TABLE notices ADD COLUMN revision int NOT NULL DEFAULT 1;
 ALTER TABLE notices ADD COLUMN penalty_dollars numeric(12, 2) CHECK (penalty_dollars IS NULL OR penalty_dollars >= 0);
 ALTER TABLE notices ADD COLUMN penalty_collected_on date;
+ALTER TABLE notice_events DROP CONSTRAINT notice_events_event_check;
+ALTER TABLE notice_events ADD CONSTRAINT notice_events_event_check
+    CHECK (event IN ('drafted', 'issued', 'response-received', 'closed', 'escalated', 'alerted', 'edited',
+                     'penalty-collected'));
