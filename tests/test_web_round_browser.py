@@ -1,0 +1,149 @@
+"""The pretreatment round in a real browser (issue 25 item 8, part B): Debian's Chromium (the
+session's one browser) against ``sewerwatch web`` over the seeded village (the demo's lab
+results imported through the package, the copper result 1.6 mg/l a lab violation of the
+plater's permit, 1.0 mg/l daily maximum). The coordinator drafts the notice from the copper
+violation, reads its preview (the PDF's pages), issues it with a double click (one notice
+issued), and the PDF's text names the user, the limit, the result and the days of
+violation; records the response and closes it. The clerk drafts, reviews and issues the
+quarter's bills and downloads one. The inspector cannot issue a notice (403).
+``SEWERWATCH_WRITE_PREVIEWS=1`` writes the notice preview's screenshots (desktop, 390 px).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import web_round
+from sewerwatch.services.scratch import free_port
+from support import wait_until
+from web_support import PASSWORD, add_people, cheap_hashes
+
+pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PREVIEWS = ROOT / "web" / "previews"
+
+
+@pytest.fixture(scope="module")
+def office(services, module_db, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("round-browser")
+    web_round.seed(tmp, module_db)
+    with cheap_hashes():
+        add_people(module_db.url)
+    port = free_port()
+    cfg = tmp / "village.toml"
+    cfg.write_text(cfg.read_text() + f'\n[services]\ndb_url = "{module_db.url}"\nstate_dir = "{tmp / "state"}"\n'
+                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = 200\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    err = open(tmp / "web.err", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"], stdout=subprocess.DEVNULL,
+                            stderr=err, cwd=tmp, env=env)
+    try:
+        assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
+                          60), (tmp / "web.err").read_text()
+        yield {"base": f"http://127.0.0.1:{port}", "db": module_db, "tmp": tmp}
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        err.close()
+
+
+def sign_in(b, base: str, user: str) -> None:
+    d = b.driver
+    b.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    d.get(base + "/login")
+    d.find_element(By.ID, "username").send_keys(user)
+    d.find_element(By.ID, "password").send_keys(PASSWORD)
+    d.find_element(By.ID, "sign-in").click()
+    assert wait_until(lambda: "/login" not in d.current_url, 15)
+
+
+def fetch(b, url: str) -> bytes:
+    """A file as the signed-in browser downloads it (its cookies, through httpx)."""
+    import httpx
+    cookies = {c["name"]: c["value"] for c in b.driver.get_cookies()}
+    r = httpx.get(url, cookies=cookies, timeout=60)
+    assert r.status_code == 200, (url, r.status_code, r.text[:300])
+    return r.content
+
+
+def click(b, element_id: str) -> None:
+    d = b.driver
+    old = d.find_element(By.ID, element_id)
+    old.click()
+    assert wait_until(lambda: d.execute_script("return document.readyState") == "complete"
+                      and not d.find_elements(By.ID, element_id) or d.find_element(By.ID, element_id) != old, 60)
+
+
+def test_the_coordinator_and_the_clerk_walk_the_round(office, chromium):
+    from lab.documents.pdf import pdf_text
+    b, d, base, db = chromium, chromium.driver, office["base"], office["db"]
+    vid = web_round.copper_violation(db)
+    sign_in(b, base, "coord")
+    d.get(f"{base}/enforcement")
+    d.find_element(By.ID, f"violation-{vid}").click()
+    assert wait_until(lambda: "Evidence" in b.text(), 15)
+    assert "cu" in b.text() and "1.6 mg/l" in b.text()
+    d.find_element(By.ID, "draft-button").click()
+    assert wait_until(lambda: "Drafted." in b.text(), 60), b.text()[:500]
+    nid = int(re.search(r"/notices/(\d+)", d.current_url).group(1))
+    assert wait_until(lambda: d.execute_script(
+        "return [...document.querySelectorAll('img.pdf-page')].every(i => i.complete && i.naturalWidth > 600)"), 60)
+    if os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):
+        PREVIEWS.mkdir(exist_ok=True)
+        b.screenshot(PREVIEWS / "notice-preview-desktop.png", max_height=2200)
+        b.phone()
+        d.refresh()
+        assert wait_until(lambda: d.execute_script(
+            "return [...document.querySelectorAll('img.pdf-page')].every(i => i.complete && i.naturalWidth > 0)"), 60)
+        assert b.scroll_width() <= 390
+        b.screenshot(PREVIEWS / "notice-preview-phone.png", max_height=2600)
+        b.desktop()
+        d.get(f"{base}/notices/{nid}")
+    # a double click on "issue": one notice issued
+    ActionChains(d).double_click(d.find_element(By.ID, "issue-button")).perform()
+    assert wait_until(lambda: "Issued." in b.text() or "sent already" in b.text(), 60), b.text()[:800]
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT count(*) FROM notice_events WHERE notice_id = %s AND event = 'issued'",
+                            (nid,)).fetchone()[0] == 1
+    text = " ".join(pdf_text(fetch(b, f"{base}/notices/{nid}/pdf")).split())
+    assert "Lakeside Plating" in text and "1.6" in text and "1 mg/l" in text, text[:2000]
+    assert "1 day of violation" in text and "DRAFT" not in text
+    d.get(f"{base}/notices/{nid}")
+    d.find_element(By.ID, "resp-note").send_keys("Rinse tank overflow found and fixed; resampled.")
+    click(b, "response-button")
+    assert wait_until(lambda: "Response recorded." in b.text(), 30)
+    d.find_element(By.ID, "close-note").send_keys("Corrective action verified.")
+    click(b, "close-button")
+    assert wait_until(lambda: "Closed." in b.text() and b.text("notice-state") == "closed", 30)
+    # the inspector may read it but not issue: the form posted from its own session is refused
+    sign_in(b, base, "inspector")
+    d.get(f"{base}/notices/{nid}")
+    assert "Act on it" not in b.text()
+    d.execute_script("""const f = document.createElement('form'); f.method = 'post';
+        f.action = arguments[0]; const t = document.querySelector('input[name=_csrf_token]').cloneNode();
+        f.appendChild(t); document.body.appendChild(f); f.submit();""", f"{base}/notices/{nid}/issue")
+    assert wait_until(lambda: "Not allowed for your role" in b.text(), 30)
+    # the clerk's quarter
+    sign_in(b, base, "clerk")
+    d.get(f"{base}/bills")
+    d.find_element(By.ID, "b-quarter").clear()
+    d.find_element(By.ID, "b-quarter").send_keys("2026Q1")
+    d.find_element(By.ID, "b-rates").send_keys(str(office["tmp"] / "rates.toml"))
+    click(b, "bills-draft-button")
+    assert wait_until(lambda: "review each bill" in b.text(), 60), b.text()[:800]
+    assert "Lakeside Plating" in b.text() and "coverage of the flow readings" in b.text().lower()
+    click(b, "bills-issue-button")
+    assert wait_until(lambda: "Issued." in b.text(), 60), b.text()[:800]
+    href = d.find_element(By.ID, "pdf-plating").get_attribute("href")
+    bill = " ".join(pdf_text(fetch(b, href)).split())
+    assert "Sewer bill, 2026Q1: Lakeside Plating" in bill and "DRAFT" not in bill
