@@ -129,6 +129,15 @@ def _database(services: Services, nodeid: str):
 
 
 @pytest.fixture(scope="session")
+def round_village(services, tmp_path_factory):
+    """The pretreatment round's village (tests/web_round.py), seeded once for the session's
+    round tests, in process and in the browser; each copies it (``web_round.clone``)."""
+    import web_round
+
+    yield from web_round.seeded_village(services, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def browser(tmp_path_factory):
     """One headless Chromium for every browser test of the session (``tests/browser.py``);
     each test gets it without cookies, at a desktop's size."""

@@ -5,6 +5,10 @@ two editors of one draft getting a conflict, the guide deciding what is editable
 state's ICIS-NPDES XML checked against EPA's schema and every figure against the annual
 report, and the quarter's bills drafted, issued (refused when a result changed since the
 draft) and paid with the late charge of palmyra-wi §13.46(8).
+
+The village is seeded once for the session (``round_village``, tests/conftest.py) and each
+test takes a copy of it: one for the notice's whole story (one notice, as a coordinator
+walks it), one for the quarter's bills, one for the command line's same steps.
 """
 
 from __future__ import annotations
@@ -21,30 +25,21 @@ import psycopg
 import pytest
 
 import web_round
-from web_support import add_people, cheap_hashes, csrf_of, office_client, sign_in
+from web_support import cheap_hashes, csrf_of, office_client, sign_in
 
 XSD = Path(__file__).resolve().parent.parent / "enforcement" / "icis_xsd"
 
 
-@pytest.fixture(scope="module")
-def seeded(services, module_db, tmp_path_factory):
-    """The village seeded once (a second each step through the CLI), cloned for each test."""
-    tmp = tmp_path_factory.mktemp("round")
-    cfg = web_round.seed(tmp, module_db)
-    with cheap_hashes():
-        add_people(module_db.url)
-    return module_db, tmp, cfg
+@pytest.fixture
+def db(services, round_village):
+    """A copy of the seeded village for this test (web_round.clone)."""
+    yield from web_round.clone(services, round_village[0])
 
 
 @pytest.fixture
-def db(services, seeded, tmp_path):
-    yield from web_round.clone(services, seeded[0], tmp_path.name)
-
-
-@pytest.fixture
-def office(db, seeded, tmp_path):
+def office(db, round_village, tmp_path):
     (tmp_path / "rates.toml").write_text(web_round.RATES, encoding="utf-8")
-    with cheap_hashes(), office_client(db, tmp_path, cfg=web_round.config(tmp_path, seeded[2])) as c:
+    with cheap_hashes(), office_client(db, tmp_path, cfg=web_round.config(tmp_path, round_village[2])) as c:
         c.tmp = tmp_path
         yield c
 
@@ -75,12 +70,23 @@ def events(db, nid: int, event: str) -> list[tuple]:
                             (nid, event)).fetchall()
 
 
-def test_roles_may_what_the_table_says_on_every_new_route(office, db):
+def test_one_notice_from_draft_to_escalation_and_the_state_report(office, db):
+    """The copper violation's notice walked through the office in one database: who may act
+    on it, two editors and what the guide lets them edit, a double-submitted issue issuing
+    once as the account, the guide's next step, the response, a penalty, the escalation; then
+    the state's ICIS-NPDES XML against EPA's schema and every figure against the annual report."""
+    from enforcement import icis, notices
+    from enforcement.guide import load_guide
+    from enforcement.settings import DEFAULT_GUIDE
+    from foundation.errors import InputError
+
     c = office
     as_(c, "coord")
     nid, page = drafted(c, db)
     form = keyed(page, "issue-form")
-    for user in ("inspector", "viewer", "clerk"):           # may look, may not issue
+
+    # --- who may act (web/roles.py): the others may look, not issue; bills are the clerk's
+    for user in ("inspector", "viewer", "clerk"):
         as_(c, user)
         r = c.get(f"/notices/{nid}")
         assert r.status_code == 200 and 'id="issue-form"' not in r.text, user
@@ -89,26 +95,48 @@ def test_roles_may_what_the_table_says_on_every_new_route(office, db):
         assert r.status_code == 403 and "Not allowed for your role" in r.text, user
         r = c.post("/notices/draft", data={"violation": "1", "_form_key": "k" * 32, "_csrf_token": token})
         assert r.status_code == 403, user
+        if user == "clerk":
+            assert 'id="bills-draft-form"' in c.get("/bills").text
+        else:
+            r = c.post("/bills/draft", data={"quarter": "2026Q1", "_form_key": "k" * 32, "_csrf_token": token},
+                       files={"rates": ("rates.toml", b"bod = 0.2\n", "text/plain")})
+            assert r.status_code == 403, user
     assert events(db, nid, "issued") == []
-    as_(c, "viewer")                                           # bills: the clerk's, not the viewer's
-    token = csrf_of(c.get("/bills").text)
-    r = c.post("/bills/draft", data={"quarter": "2026Q1", "_form_key": "k" * 32, "_csrf_token": token},
-               files={"rates": ("rates.toml", b"bod = 0.2\n", "text/plain")})
-    assert r.status_code == 403
-    as_(c, "clerk")
-    page = c.get("/bills").text
-    assert 'id="bills-draft-form"' in page
     with psycopg.connect(db.url) as conn:
         assert conn.execute("SELECT count(*) FROM bill_runs").fetchone()[0] == 0
 
-
-def test_a_double_submitted_issue_issues_one_notice_as_the_account(office, db):
-    c = office
+    # --- the preview is the PDF's page; two editors of the draft: the second gets a conflict
     as_(c, "coord")
-    nid, page = drafted(c, db)
+    page = c.get(f"/notices/{nid}").text
     png = c.get(f"/notices/{nid}/page/1")
-    assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"      # the preview: the PDF's page
-    form = keyed(page, "issue-form")
+    assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    a, b = keyed(page, "edit-form"), keyed(page, "edit-form")
+    b["_form_key"] = a["_form_key"][::-1]                       # the second editor's own page
+    r = c.post(f"/notices/{nid}/edit", data={**a, "remarks": "Call J. Kowalski before the 15th."})
+    assert r.status_code == 200 and "Saved." in r.text
+    r = c.post(f"/notices/{nid}/edit", data={**b, "remarks": "A second opinion"})
+    assert r.status_code == 409 and "coord saved version 2 of notice NOV-2026-001" in r.text
+    assert "A second opinion" in r.text                          # what was typed is kept in the form
+    with psycopg.connect(db.url) as conn:
+        rev, doc = conn.execute("SELECT revision, document FROM notices WHERE id = %s", (nid,)).fetchone()
+    assert rev == 2 and doc["remarks"] == "Call J. Kowalski before the 15th."
+    [(_who, detail)] = events(db, nid, "edited")
+    assert detail["changes"]["remarks"] == {"before": None, "after": "Call J. Kowalski before the 15th."}
+    # the finding's words are not editable: the guide lists corrective action, report, remarks
+    page = c.get(f"/notices/{nid}").text
+    r = c.post(f"/notices/{nid}/edit", data={**keyed(page, "edit-form"), "corrective_action": ""})
+    assert r.status_code == 400 and "cannot be empty" in r.text
+    guide = load_guide(DEFAULT_GUIDE)
+    assert notices.editable({"state": "drafted", "action": "show-cause"}, guide) == ("remarks",)
+    assert notices.editable({"state": "issued", "action": "notice-of-violation"}, guide) == ()
+    with psycopg.connect(db.url) as conn:
+        conn.execute("UPDATE notices SET action = 'show-cause' WHERE id = %s", (nid,))
+        with pytest.raises(InputError, match="does not allow editing corrective action"):
+            notices.edit(conn, nid, {"corrective_action": "x"}, expected_revision=2, guide=guide)
+        conn.rollback()                                          # the notice stays a notice of violation
+
+    # --- a double-submitted issue issues one notice, as the account; a stale form is refused
+    form = keyed(c.get(f"/notices/{nid}").text, "issue-form")
     first = c.post(f"/notices/{nid}/issue", data={**form, "on": "2026-03-02"})
     again = c.post(f"/notices/{nid}/issue", data={**form, "on": "2026-03-02"})
     assert first.status_code == again.status_code == 200
@@ -126,43 +154,7 @@ def test_a_double_submitted_issue_issues_one_notice_as_the_account(office, db):
         assert hashlib.sha256(pdf.content).hexdigest() == conn.execute(
             "SELECT pdf_sha256 FROM notices WHERE id = %s", (nid,)).fetchone()[0]      # the bytes issued
 
-
-def test_two_editors_of_one_draft_get_a_conflict_and_the_guide_decides_what_is_editable(office, db):
-    c = office
-    as_(c, "coord")
-    nid, page = drafted(c, db)
-    a, b = keyed(page, "edit-form"), keyed(page, "edit-form")
-    b["_form_key"] = a["_form_key"][::-1]                       # the second editor's own page
-    r = c.post(f"/notices/{nid}/edit", data={**a, "remarks": "Call J. Kowalski before the 15th."})
-    assert r.status_code == 200 and "Saved." in r.text
-    r = c.post(f"/notices/{nid}/edit", data={**b, "remarks": "A second opinion"})
-    assert r.status_code == 409 and "coord saved version 2 of notice NOV-2026-001" in r.text
-    assert "A second opinion" in r.text                          # what was typed is kept in the form
-    with psycopg.connect(db.url) as conn:
-        rev, doc = conn.execute("SELECT revision, document FROM notices WHERE id = %s", (nid,)).fetchone()
-    assert rev == 2 and doc["remarks"] == "Call J. Kowalski before the 15th."
-    [(_who, detail)] = events(db, nid, "edited")
-    assert detail["changes"]["remarks"] == {"before": None, "after": "Call J. Kowalski before the 15th."}
-    # the finding's words are not editable: the guide lists corrective action, report, remarks
-    fresh = keyed(c.get(f"/notices/{nid}").text, "edit-form")
-    r = c.post(f"/notices/{nid}/edit", data={**fresh, "corrective_action": ""})
-    assert r.status_code == 400 and "cannot be empty" in r.text
-    from enforcement import notices
-    from enforcement.guide import load_guide
-    from enforcement.settings import DEFAULT_GUIDE
-    guide = load_guide(DEFAULT_GUIDE)
-    assert notices.editable({"state": "drafted", "action": "show-cause"}, guide) == ("remarks",)
-    assert notices.editable({"state": "issued", "action": "notice-of-violation"}, guide) == ()
-    with psycopg.connect(db.url) as conn, pytest.raises(Exception, match="does not allow editing corrective action"):
-        conn.execute("UPDATE notices SET action = 'show-cause' WHERE id = %s", (nid,))
-        notices.edit(conn, nid, {"corrective_action": "x"}, expected_revision=2, guide=guide)
-
-
-def test_response_close_escalate_follow_the_guide(office, db):
-    c = office
-    as_(c, "super")
-    nid, page = drafted(c, db)
-    c.post(f"/notices/{nid}/issue", data={**keyed(page, "issue-form"), "on": "2026-03-02"})
+    # --- the guide's next step; the response, a penalty, the escalation
     page = c.get(f"/notices/{nid}").text
     text = html.unescape(re.sub(r"\s+", " ", page))      # the deadline passed (today is after 2026-04-01)
     assert "No response by its deadline (2026-04-01): the guide's next step is administrative order (respond " \
@@ -170,25 +162,19 @@ def test_response_close_escalate_follow_the_guide(office, db):
     r = c.post(f"/notices/{nid}/response", data={**keyed(page, "response-form"), "on": "2026-03-20",
                                                  "note": "cause: rinse tank overflow; fixed"})
     assert "Response recorded." in r.text
+    r = c.post(f"/notices/{nid}/penalty", data={**keyed(r.text, "penalty-form"), "dollars": "1,250.40",
+                                                "on": "2026-05-01"})
+    assert "Penalty recorded." in r.text
     r = c.post(f"/notices/{nid}/escalate", data={**keyed(r.text, "escalate-form"), "note": "report inadequate"})
     assert r.status_code == 200 and "AO-2026-001" in r.text and "Escalated" in r.text
     with psycopg.connect(db.url) as conn:
         states = conn.execute("SELECT number, state, respond_within_days FROM notices ORDER BY id").fetchall()
     assert states == [("NOV-2026-001", "escalated", 30), ("AO-2026-001", "drafted", 15)]
 
-
-def test_the_state_report_validates_and_carries_the_annual_reports_figures(office, db):
-    c = office
-    as_(c, "coord")
-    nid, page = drafted(c, db)
-    c.post(f"/notices/{nid}/issue", data={**keyed(page, "issue-form"), "on": "2026-03-02"})
-    penalty = keyed(c.get(f"/notices/{nid}").text, "penalty-form")
-    assert "Penalty recorded." in c.post(f"/notices/{nid}/penalty", data={**penalty, "dollars": "1,250.40",
-                                                                          "on": "2026-05-01"}).text
+    # --- the state's report: valid against EPA's schema, every figure the annual report's
     rep = c.get("/reports/annual-2026.json").json()
     xml = c.get("/reports/icis-2026.xml")
     assert xml.status_code == 200 and xml.headers["content-disposition"].endswith('"icis-pretreatment-2026.xml"')
-    from enforcement import icis
     assert icis.validate(xml.content) == []
     ns = {"i": icis.NS}
     pps = ET.fromstring(xml.content).find("i:Payload/i:PretreatmentPerformanceSummaryData/"
@@ -199,8 +185,9 @@ def test_the_state_report_validates_and_carries_the_annual_reports_figures(offic
     assert got["PermitIdentifier"] == "WI0020231" and got["PretreatmentPerformanceSummaryEndDate"] == "2026-12-31"
     # by hand: two significant users (the config names them), the plater with its permit in force at the
     # year's end (2026-02-01 to 2027-01-31), the candy maker without one and never sampled; the plater's copper
-    # 1.6 mg/l of 1.6 / 1.0: one measurement of one, chronic (A) and TRC (B); one notice of violation issued;
-    # $1,250.40 collected, whole dollars 1250
+    # 1.6 mg/l of 1.6 / 1.0: one measurement of one, chronic (A) and TRC (B); one notice of violation issued
+    # (2026-03-02, escalated since), the administrative order it led to drafted, not issued; $1,250.40
+    # collected, whole dollars 1250
     assert (figures["NumberSIUs"], figures["SIUsWithoutControlMechanism"], figures["SIUsNotSampled"]) == ("2", "1", "1")
     assert figures["SIUsSNCWithPretreatmentStandards"] == "1" and figures["SIUsSNCPublishedNewspaper"] == "1"
     assert figures["ViolationNoticesIssuedSIUs"] == "1" and figures["AdministrativeOrdersIssuedSIUs"] == "0"
@@ -217,7 +204,8 @@ def test_the_state_report_validates_and_carries_the_annual_reports_figures(offic
     # a document out of the schema's order is refused
     swapped = xml.content.replace(b"<NumberSIUs>2</NumberSIUs>", b"").replace(
         b"<PassThroughInterferenceIndicator>", b"<NumberSIUs>2</NumberSIUs><PassThroughInterferenceIndicator>")
-    assert icis.validate(swapped) and "NumberSIUs" in icis.validate(swapped)[0]
+    problems = icis.validate(swapped)
+    assert problems and "NumberSIUs" in problems[0]
     # EPA's files as they were taken (README.md: their origin and terms)
     for line in (XSD / "5.8" / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split()
@@ -278,7 +266,7 @@ def test_a_quarter_is_drafted_reviewed_issued_and_paid_with_the_late_charge(offi
     assert actor == "clerk" and detail["via"] == "web" and detail["late_dollars"] == late
 
 
-def test_the_command_line_takes_the_same_steps(db, seeded, tmp_path):
+def test_the_command_line_takes_the_same_steps(db, tmp_path):
     from enforcement_support import run
     cfg = tmp_path / "village.toml"
     cfg.write_text(web_round.CONFIG, encoding="utf-8")

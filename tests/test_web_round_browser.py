@@ -7,6 +7,7 @@ issued), and the PDF's text names the user, the limit, the result and the days o
 violation; records the response and closes it. The clerk drafts, reviews and issues the
 quarter's bills and downloads one. The inspector cannot issue a notice (403).
 ``SEWERWATCH_WRITE_PREVIEWS=1`` writes the notice preview's screenshots (desktop, 390 px).
+The village is a copy of the session's seeded one (``round_village``, tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 import web_round
 from sewerwatch.services.scratch import free_port
 from support import wait_until
-from web_support import PASSWORD, add_people, cheap_hashes
+from web_support import PASSWORD
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -34,14 +35,18 @@ PREVIEWS = ROOT / "web" / "previews"
 
 
 @pytest.fixture(scope="module")
-def office(services, module_db, tmp_path_factory):
+def round_db(services, round_village):
+    """A copy of the session's seeded village (tests/web_round.py) for this module."""
+    yield from web_round.clone(services, round_village[0])
+
+
+@pytest.fixture(scope="module")
+def office(round_db, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("round-browser")
-    web_round.seed(tmp, module_db)
-    with cheap_hashes():
-        add_people(module_db.url)
+    (tmp / "rates.toml").write_text(web_round.RATES, encoding="utf-8")
     port = free_port()
     cfg = tmp / "village.toml"
-    cfg.write_text(cfg.read_text() + f'\n[services]\ndb_url = "{module_db.url}"\nstate_dir = "{tmp / "state"}"\n'
+    cfg.write_text(web_round.CONFIG + f'\n[services]\ndb_url = "{round_db.url}"\nstate_dir = "{tmp / "state"}"\n'
                    f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = 200\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     err = open(tmp / "web.err", "w")
@@ -50,7 +55,7 @@ def office(services, module_db, tmp_path_factory):
     try:
         assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
                           60), (tmp / "web.err").read_text()
-        yield {"base": f"http://127.0.0.1:{port}", "db": module_db, "tmp": tmp}
+        yield {"base": f"http://127.0.0.1:{port}", "db": round_db, "tmp": tmp}
     finally:
         proc.terminate()
         proc.wait(30)

@@ -7,6 +7,7 @@ process), not through the pages."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from enforcement_support import run
@@ -89,24 +90,47 @@ def copper_violation(db) -> int:
                             "AND v.parameter = 'cu' ORDER BY v.start_time LIMIT 1").fetchone()[0]
 
 
-def clone(services, seeded, tag: str):
+def seeded_village(services, tmp_path_factory):
+    """The village seeded once (:func:`seed`, the accounts of ``web_support.add_people``) in a
+    database that then takes no connections, so it is copied at once (:func:`clone`); yields
+    ``(database, folder, config path)`` and drops it afterwards. The session fixture
+    ``round_village`` (tests/conftest.py) holds it for both of the round's modules."""
+    from psycopg import sql
+
+    from conftest import _database, _disconnect
+    from web_support import add_people, cheap_hashes
+
+    tmp = tmp_path_factory.mktemp("round")
+    made = _database(services, "tests/web_round.py")
+    db = next(made)
+    try:
+        cfg = seed(tmp, db)
+        with cheap_hashes():
+            add_people(db.url)
+        with services.admin() as conn:       # TimescaleDB's scheduler stays away: no waiting to copy it
+            conn.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(db.name)))
+            _disconnect(conn, db.name)
+        yield db, tmp, cfg
+    finally:
+        next(made, None)                      # _database's drop
+
+
+def clone(services, seeded, tag: str = ""):
     """A database of the test's own, copied from the seeded one (``CREATE DATABASE ...
     TEMPLATE``: a second instead of seeding again); dropped afterwards."""
     import os
+    import time
 
+    import psycopg
     from psycopg import sql
 
     from conftest import Database, _disconnect, _with_db
     from sewerwatch.db import roles
 
     name = f"swr_{os.getpid()}_{next(_clones)}"
-    import time
-
-    import psycopg
-
     with services.admin() as conn:
         deadline = time.monotonic() + 30
-        while True:          # TimescaleDB's scheduler may have a session on it: end it and try again
+        while True:          # a session still ending on it: end it and try again
             _disconnect(conn, seeded.name)
             try:
                 conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {} STRATEGY file_copy").format(
@@ -124,6 +148,4 @@ def clone(services, seeded, tag: str):
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-import itertools as _itertools  # noqa: E402
-
-_clones = _itertools.count()
+_clones = itertools.count()
