@@ -672,7 +672,8 @@ class Config(Table):
     ``signed_by`` and ``signer_title`` (who signs notices)."""
     enforcement: AsData = None
     """Enforcement settings: ``guide``, ``accidental_report_hours``, ``snc_periods``, ``late_report_period``,
-    ``daily_maximum``, ``average_days`` (enforcement/README.md, limits/readings.py)."""
+    ``daily_maximum``, ``average_days``, ``annual_report_due`` and ``[enforcement.program]`` (the program's
+    facts for the state's ICIS-NPDES report) (enforcement/README.md, enforcement/settings.py, limits/readings.py)."""
     ingest: IngestOptions = IngestOptions()
     """Bounds on what the collectors accept."""
     web: WebOptions | None = None
