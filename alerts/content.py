@@ -25,7 +25,23 @@ EVENT_WORDS = {"open": "VIOLATION", "escalate": "ESCALATED (unacknowledged)", "r
                "continue": "VIOLATION CONTINUES"}
 HEALTH_WORDS = {"no-data": "no data", "flatline": "flatline", "device-unreachable": "device unreachable",
                 "sensor-fault": "sensor fault (readings outside the physically possible range or flagged)",
-                "clock-skew": "clock skew (its stamps run ahead of or behind the collector's clock)"}
+                "clock-skew": "clock skew (its stamps run ahead of or behind the collector's clock)",
+                # issue 26: instruments and field work (field/conditions.py)
+                "maintenance-open": "maintenance window left open",
+                "maintenance-pending": "maintenance window opened after the fact awaits approval",
+                "calibration-due": "calibration due",
+                "calibration-overdue": "calibration overdue",
+                "calibration-failed": "calibration failed",
+                "sensor-drift": "sensor drift (a grab sample disagrees with the sensor)"}
+#: What each field condition means for the readings (the health message's last line).
+FIELD_CONSEQUENCE = {
+    "maintenance-open": "Its readings are not judged while the window is open: end it when the work is done.",
+    "maintenance-pending": "Until a second person approves it the window excludes nothing: its readings stay judged.",
+    "calibration-due": "Calibrate it by the due date; after it the calibration is overdue (a finding).",
+    "calibration-overdue": "An instrument past its calibration date is a finding; calibrate it and record it.",
+    "calibration-failed": "Its readings may be wrong until it is repaired and calibrated again (a finding).",
+    "sensor-drift": "Readings judged while it drifted are marked in the evidence; calibrate the probe and record it.",
+}
 
 
 def _label(alert_id) -> str:
@@ -249,20 +265,21 @@ def health_message(alert_id: int | None, event: str, h: dict, *, site_name: str,
     if h.get("kind") == "permit":   # a permit reminder tracked by the manager as a non-violation alert
         return permit_message(alert_id, event, h, site_name=site_name, tz=tz)
     what = HEALTH_WORDS.get(h["rule"], h["rule"])
-    subject = h.get("device") or f"{h.get('site', '')}/{h.get('sensor', '')}"
+    subject = h.get("label") or h.get("device") or f"{h.get('site', '')}/{h.get('sensor', '')}"
     title = (f"[sewerwatch] SENSOR HEALTH {EVENT_WORDS.get(event, event.upper())} {_label(alert_id)}: {site_name} "
              f"{subject}: {what}")
     lines = [
         f"Alert {_label(alert_id)} — sensor health: {what}" + (" (resolved)" if event == "resolve" else ""),
         "",
         f"Site:        {site_name} ({h.get('site', '')})",
-        f"{'Device' if h.get('device') else 'Sensor'}:      {subject}",
+        f"{'Window' if h.get('label') else 'Device' if h.get('device') else 'Sensor'}:      {subject}",
     ]
     if h.get("since"):
         lines.append(f"Since:       {local_time(h['since'], tz)}")
     if h.get("detail"):
         lines.append(f"Detail:      {h['detail']}")
-    lines += ["", "Readings from it cannot show a violation while this lasts.", _ack_line(alert_id, link)]
+    lines += ["", FIELD_CONSEQUENCE.get(h["rule"], "Readings from it cannot show a violation while this lasts."),
+              _ack_line(alert_id, link)]
     return title, "\n".join(lines)
 
 

@@ -129,12 +129,16 @@ class LiveEpisodes:
         again; None: late readings are counted, not judged.
     skew_limit_s : float
         ``[alerts] clock_skew_s``: see :class:`alerts.arrivals.Arrivals`.
+    windows : foundation.windows.WindowBook, optional
+        The live maintenance windows (issue 26): readings in one are not judged (the
+        collectors' sink marks them already; stored ones read again are marked by it too).
     """
 
     def __init__(self, sensors: list[SensorInfo], source=None, skew_limit_s: float = 60.0,
-                 gap_multiple: float = DEFAULT_GAP_MULTIPLE):
+                 gap_multiple: float = DEFAULT_GAP_MULTIPLE, windows=None):
         self.sensors = {s.id: s for s in sensors}
         self.source = source
+        self.windows = windows
         self.gap_multiple = gap_multiple
         # one evaluator per rule set: a pack, or a pack merged with a site's permit (the
         # stricter of the two; limits.permits.site_rules)
@@ -190,6 +194,8 @@ class LiveEpisodes:
         self._seq = max(self._seq, int(seq))
         sensor = np.asarray(sensor, dtype=np.int64)
         time_us, value, quality = np.asarray(time_us, dtype=np.int64), np.asarray(value), np.asarray(quality)
+        if self.windows is not None:
+            quality = self.windows.mark(sensor, time_us, quality)
         if received_s is not None:
             sensor, time_us, value, quality = self.arrivals.admit(sensor, time_us, value, quality, received_s)
         else:
@@ -314,6 +320,34 @@ class LiveEpisodes:
         out, self._changes = self._changes, []
         return out
 
+    def judge_again(self, windows, now_s: float | None = None) -> int:
+        """Judge again, from the stored readings, the sensors whose maintenance windows
+        appeared, changed or went (issue 26: a window opened from the office or the command
+        line a moment after its first readings were judged, or one approved after the fact):
+        their episodes inside are withdrawn, as for late readings. ``windows``:
+        :class:`foundation.windows.Window` items. Returns the sensors queued."""
+        now_s = _time.time() if now_s is None else now_s
+        n = 0
+        for win in windows:
+            c = int(win.sensor_id)
+            if c not in self.sensors or self.source is None:
+                continue
+            k = int(self.pack_of[c]) if c < len(self.pack_of) else -1
+            if k < 0:
+                continue
+            latest = self.evaluators[k].latest(c)
+            if latest is None or latest < win.start_us:
+                continue                    # nothing judged in it yet: the marks do it
+            last = latest                  # to the newest: a window that shrank gives back readings after it
+            w = self._late.get(c)
+            if w is None:
+                self._late[c] = _LateWork(win.start_us, last, self._seq, 0, since=now_s)
+            else:
+                w.first, w.last, w.needs_seq = min(w.first, win.start_us), max(w.last, last), self._seq
+                w.buffer.clear()
+            n += 1
+        return n
+
     @property
     def late_waiting(self) -> dict[int, dict]:
         """Sensors whose late readings wait to be judged again: readings, oldest [us], since."""
@@ -389,6 +423,8 @@ class LiveEpisodes:
             s, t, v, q = self.source.read(c, start, bound if live else end)
             if live and w.buffer:
                 s, t, v, q = _with_buffer(c, (s, t, v, q), w.buffer)
+            if self.windows is not None:
+                q = self.windows.mark(s, t, q)
             fresh, done, still = rejudge.judge(rules, {c: m}, s, t, v, q, gap_multiple=self.gap_multiple,
                                                history_start=None if history is None else {c: history})
             eps = np.concatenate([done, still])

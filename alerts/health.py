@@ -9,12 +9,17 @@ limit, whatever the speed of a replay). A sensor whose latest reading is implaus
 (outside the physically possible range or the sensor's full scale, quality 1) or flagged
 by its device (quality 2) has a *sensor fault* from the first reading of that run until a
 good reading arrives: one condition, so one alert, per episode (issue 12,
-"Plausibility"); such readings are stored but never judged as violations.
+"Plausibility"); such readings are stored but never judged as violations. A reading in a
+maintenance window (quality 3, issue 26) is neither good nor a fault: it shows the sensor is
+alive (no "no data") and is left out of the flat line and the faults (a flow meter lifted out
+of the flume reads 0 for 20 minutes; a pH probe in a buffer reads 4.00).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from foundation.quality import MAINTENANCE
 
 US = 1_000_000
 
@@ -57,7 +62,11 @@ class HealthWatch:
         codes = np.unique(sensor)
         for c in codes.tolist():
             self.arrived[c] = now
-        self._faults(sensor, time_us, value, quality, ok)
+        judged = quality != MAINTENANCE
+        if judged.all():
+            self._faults(sensor, time_us, value, quality, ok)
+        elif judged.any():
+            self._faults(sensor[judged], time_us[judged], value[judged], quality[judged], ok[judged])
         s, t, v = sensor[ok], time_us[ok], value[ok]
         if len(s) == 0:
             return

@@ -15,6 +15,12 @@ from typing import NamedTuple
 DEVICE_UNREACHABLE = "device-unreachable"
 
 
+def object_subject(subject) -> bool:
+    """True for a condition about something other than one sensor: a Modbus device, or a
+    maintenance window (``window-12``, issue 26): a text that is not a number."""
+    return isinstance(subject, str) and not subject.lstrip("-").isdigit()
+
+
 class AlertKey(NamedTuple):
     """The key of an alert.
 
@@ -42,7 +48,7 @@ class AlertKey(NamedTuple):
     @classmethod
     def health(cls, rule: str, subject: int | str) -> "AlertKey":
         """The key of a health condition ``(rule, sensor id or device)``."""
-        if rule == DEVICE_UNREACHABLE:
+        if rule == DEVICE_UNREACHABLE or object_subject(subject):
             return cls("device", rule, str(subject))
         return cls("sensor-health", rule, int(subject))
 

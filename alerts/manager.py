@@ -51,7 +51,7 @@ import psycopg
 
 from alerts import content
 from alerts.channels import Route, primary
-from alerts.keys import DEVICE_UNREACHABLE, AlertKey
+from alerts.keys import DEVICE_UNREACHABLE, AlertKey, object_subject
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
 from alerts.outbox import Outbox
 from alerts.store import AlertStore, ts
@@ -515,10 +515,12 @@ class AlertManager:
                     self._op({"op": "episode-resumed", "uid": a.uid})
                     self._audit("alert-episode-continued", a, {"rule": rule})
                 continue
-            if rule == DEVICE_UNREACHABLE:
+            if rule == DEVICE_UNREACHABLE or object_subject(obj):
                 site = info.get("site") or ""
-                sensor_id, device = None, obj
+                sensor_id, device = info.get("sensor_id"), obj
                 h = {"rule": rule, "site": site, "device": obj, "since": info.get("since"), "detail": info.get("detail")}
+                if info.get("label"):
+                    h["label"] = info["label"]
             else:
                 site, name, _ = sensors.get(obj, ("", str(obj), None))
                 sensor_id, device = obj, None
@@ -527,7 +529,8 @@ class AlertManager:
             if isinstance(h["since"], (int, float)):
                 h["since"] = ts(h["since"]).isoformat()
             site_id, site_name = self.sites.get(site, (None, site))
-            summary = f"{site_name}: {h.get('device') or h.get('sensor')} {content.HEALTH_WORDS.get(rule, rule)}"
+            summary = (f"{site_name}: {h.get('label') or h.get('device') or h.get('sensor')} "
+                       f"{content.HEALTH_WORDS.get(rule, rule)}")
             a = Active(uid=uuid.uuid4().hex, id=None, kind="sensor-health", key=key, rule=rule, site=site,
                        site_name=site_name, record=h, opened=now, summary=summary)
             self.active[key] = a

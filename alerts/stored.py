@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
+from foundation.windows import load as load_windows
 from limits import core
 from limits.history import read_readings
 
@@ -63,8 +64,12 @@ class StoredReadings:
 
     def read(self, sensor_id: int, start_us: int, end_us: int):
         """Readings of one sensor in ``[start_us, end_us)``: sensor, time [us UTC], value,
-        quality arrays, in time order."""
-        return self._run(lambda conn: read_readings(conn, [sensor_id], start_us, end_us))
+        quality arrays, in time order; a reading in a maintenance window in effect has the
+        maintenance code whatever is stored (issue 26: a window recorded after its readings)."""
+        def work(conn):
+            s, t, v, q = read_readings(conn, [sensor_id], start_us, end_us)
+            return s, t, v, load_windows(conn, [sensor_id], start_us, end_us).mark(s, t, q)
+        return self._run(work)
 
     def first_reading(self, sensor_id: int) -> int | None:
         """The sensor's first reading ever [us UTC] (by the (sensor_id, time) index)."""

@@ -33,12 +33,17 @@ def computed(conn, now: datetime, st: Settings, site_key: str | None = None) -> 
             + milestones.findings_at(conn, now, site_key) + schedules.findings_at(conn, now, site_key))
 
 
-def record(conn, now: datetime, st: Settings) -> None:
+def record(conn, now: datetime, st: Settings, cfg=None) -> None:
     """Store the computed findings of ``now`` (once each): the enforcement round, at the
-    present only."""
+    present only. With the config (``cfg``), the findings of field work too
+    (:func:`enforcement.fieldwork.check`: calibrations failed or overdue, inspections'
+    deficiencies)."""
+    from enforcement import fieldwork   # lazy: field work's records sit on the floor below
+
     reports.check(conn, now, st.accidental_report_hours)
     milestones.check(conn, now)
     schedules.check(conn, now)
+    fieldwork.check(conn, now, cfg)
 
 
 def snc_day(f: dict, st: Settings) -> date:

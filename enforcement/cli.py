@@ -668,7 +668,7 @@ def _due(args, ctx) -> int:
             st = _settings(ctx)
             guide = load_guide(st.guide)
         items = due.due_items(conn, now, st, guide)
-        raised = due.raise_alerts(conn, now, st, guide) if args.alert else []
+        raised = due.raise_alerts(conn, now, st, guide, ctx.config) if args.alert else []
     if args.notify and raised:
         _deliver(ctx, raised, sys.stderr if args.json else sys.stdout)
     if args.json:

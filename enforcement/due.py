@@ -189,13 +189,13 @@ def message(item: Item, alert_id: int) -> tuple[str, str, dict]:
     return title, "\n".join(lines), {"kind": "enforcement", "alert_id": alert_id, **item.as_json()}
 
 
-def raise_alerts(conn, now: datetime, settings: Settings, guide: Guide) -> list[tuple[int, str, str, dict]]:
+def raise_alerts(conn, now: datetime, settings: Settings, guide: Guide, cfg=None) -> list[tuple[int, str, str, dict]]:
     """The enforcement round at the present ``now``: record the computed findings
     (:func:`enforcement.asof.record`), then open an ``enforcement`` alert for each overdue
     item not alerted before; return ``(alert_id, title, body, payload)`` of each new one (for
     delivery)."""
     new = []
-    asof.record(conn, now, settings)
+    asof.record(conn, now, settings, cfg)
     items = [i for i in due_items(conn, now, settings, guide) if i.overdue]
     with conn.transaction():
         for i in items:
@@ -250,7 +250,7 @@ async def run_periodically(owner_url: str, cfg, deliver, every_s: float = EVERY_
 
     def once():
         with psycopg.connect(owner_url) as conn:
-            return raise_alerts(conn, clock() if clock else reports.utc_now(), st, guide)
+            return raise_alerts(conn, clock() if clock else reports.utc_now(), st, guide, cfg)
 
     await asyncio.sleep(first_delay_s)
     while True:

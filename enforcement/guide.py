@@ -23,7 +23,8 @@ from foundation.errors import InputError
 
 #: The kinds of finding a notice can be drafted from (see :mod:`enforcement.findings`).
 FINDING_KINDS = ("violation", "lab-violation", "failure-to-monitor", "late-report", "unreported-noncompliance",
-                 "compliance-schedule", "pass-through", "interference", "endangerment", "designated", "snc")
+                 "compliance-schedule", "pass-through", "interference", "endangerment", "designated", "snc",
+                 "calibration-failed", "calibration-overdue", "inspection-deficiency")
 GUIDE_KEYS = ("name", "recurrence_window_days", "actions", "responses", "escalations")
 ACTION_KEYS = ("title", "prefix", "words", "editable")
 #: The free-text parts of a drafted notice a guide may let people edit (an action's ``editable``).

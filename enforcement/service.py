@@ -23,7 +23,7 @@ def refresh(conn, cfg, now: datetime | None = None) -> tuple[Settings, Guide]:
     """The computed findings of the present recorded (``now``: the present, the only instant
     at which anything is recorded); the settings and the guide of ``cfg``."""
     st = settings(cfg)
-    asof.record(conn, now or datetime.now(timezone.utc), st)
+    asof.record(conn, now or datetime.now(timezone.utc), st, cfg)
     return st, load_guide(st.guide)
 
 

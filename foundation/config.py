@@ -28,8 +28,8 @@ from pydantic import BeforeValidator, ValidationInfo, model_validator
 
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
-from foundation.schema import (SLUG, Address, Bool, Internal, IntRange, Networks, OneOf, Positive, Slug, Table,
-                               Tables, Text, TextList, Url, check, fail, show, table, validate)
+from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
+                               Table, Tables, Text, TextList, Url, check, fail, show, table, validate)
 from foundation.units import CONVERSIONS, SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
@@ -54,8 +54,8 @@ TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 RECORDS_YEARS_MIN = 3
 
 __all__ = ["Config", "Site", "Device", "Sensor", "Contact", "Alerts", "AlertOptions", "Retention",
-           "IngestOptions", "WebOptions", "Services", "MqttInput", "RunOptions", "load", "from_dict", "find_pack",
-           "pack_dirs"]
+           "IngestOptions", "WebOptions", "Services", "MqttInput", "RunOptions", "FieldOptions", "Instrument",
+           "ChecklistItem", "load", "from_dict", "find_pack", "pack_dirs"]
 
 
 def _timezone(v):
@@ -298,6 +298,9 @@ class Sensor(Table):
 
     @model_validator(mode="after")
     def _consistent(self):
+        if self.name == "maintenance":
+            raise fail(("name",), "'maintenance' is taken: sewerwatch/<site>/maintenance is the topic a device opens "
+                       "and ends maintenance windows on; name the sensor otherwise")
         if self.unit not in CONVERSIONS[self.parameter]:
             raise fail(("unit",), f"unknown unit {self.unit!r} for {self.parameter} "
                        f"(known: {', '.join(CONVERSIONS[self.parameter])})")
@@ -392,6 +395,109 @@ class RunOptions(Table):
     answers; the service alerts when the pings stop."""
     deadman_every_s: Positive = 60.0
     """How often the dead man's switch is pinged [s]."""
+
+
+@table
+class ChecklistItem(Table):
+    """``[[field.checklist]]``: one item an inspector checks at an industrial user."""
+
+    item: Text
+    """What is checked, in words (\"Grease interceptor cleaning records kept\")."""
+    citation: Text | None = None
+    """The requirement behind it (\"Village of Palmyra Code §13.51\")."""
+
+
+@table
+class FieldOptions(Table):
+    """``[field]``: instruments and field work (issue 26): maintenance windows, calibrations, drift
+    against grab samples, inspections."""
+
+    window_limit_h: Positive = 2.0
+    """A maintenance window open longer than this raises an alert [h]."""
+    window_grace_s: Positive = 60.0
+    """A window may start this long before it is recorded without counting as opened after the fact [s]; one
+    reaching further back over readings already judged waits for a second person's approval."""
+    drift_ph: Positive = 0.3
+    """A grab sample's pH further than this from the live sensor's raises a sensor-drift alert [pH]."""
+    drift_temperature_degf: Positive = 2.0
+    """A grab temperature further than this from the live sensor's raises a sensor-drift alert [degF]."""
+    drift_window_s: Positive = 120.0
+    """The sensor's readings this close to a grab sample's time are compared with it (their median) [s]."""
+    calibration_remind_days: Positive = 14.0
+    """A calibration due within this many days raises a reminder alert; after its due date it is overdue [days]."""
+    calibration_days: Annotated[dict, BeforeValidator(lambda v: _calibration_days(v))] = None
+    """The utility's own calibration interval per parameter, e.g. ``{ ph = 14, flow = 365 }`` [days]; the
+    shortest of this, the instrument's, the ordinance's and the permit's applies."""
+    ph_check_tolerance: Positive = 0.1
+    """A pH calibration passes when every buffer reads within this of its value after calibration [pH]
+    (a check buffer within ±0.1 pH units: EPA Method 150.1, Standard Methods 4500-H+ B)."""
+    ph_slope_min_pct: Positive = 95.0
+    """The lowest electrode slope a pH calibration passes with [% of Nernstian]."""
+    ph_slope_max_pct: Positive = 105.0
+    """The highest electrode slope a pH calibration passes with [% of Nernstian]."""
+    ph_offset_max_mv: Positive = 30.0
+    """The largest electrode offset (zero point) a pH calibration passes with [mV]."""
+    flow_tolerance_pct: Positive = 10.0
+    """A flow meter verification passes when the meter is within this of the reference [%] (EPA NPDES Compliance
+    Inspection Manual: flow measurement within ±10 % of the actual flow)."""
+    temperature_tolerance_degf: Positive = 2.0
+    """A temperature probe check passes within this of the reference thermometer [degF]."""
+    photo_max_bytes: IntRange(1024, 1 << 30) = 10 << 20
+    """The largest photo an inspection takes [bytes]."""
+    photo_max_pixels: IntRange(1, 1 << 31) = 40_000_000
+    """The most pixels a photo may have (a larger one is refused, never decoded) [pixels]."""
+    check_every_s: Positive = 60.0
+    """How often ``sewerwatch run`` looks at open windows, calibrations due and new grab samples [s]."""
+    checklist: Tables(ChecklistItem) = ()
+    """The inspection checklist (default: the rule pack's)."""
+
+    def __post_init__(self):
+        if self.calibration_days is None:
+            object.__setattr__(self, "calibration_days", {})
+
+
+def _calibration_days(v):
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise fail((), f"expected a table of parameter = days, got {show(v)}")
+    out = {}
+    for k, d in v.items():
+        if k not in SENSOR_PARAMETERS:
+            raise fail((k,), f"unknown parameter {k!r} (known: {', '.join(SENSOR_PARAMETERS)})")
+        if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
+            raise fail((k,), f"expected a whole number of days > 0, got {show(d)}")
+        out[k] = d
+    return out
+
+
+@table(kw_only=True)
+class Instrument(Table):
+    """``[[instruments]]``: the instrument at a sensor (issue 26, item 1), written to the register by
+    ``sewerwatch db migrate``."""
+
+    sensor: Text
+    """The sensor, ``<site>/<name>``."""
+    make: Text | None = None
+    """The maker."""
+    model: Text | None = None
+    """The model."""
+    serial: Text | None = None
+    """The serial number (another one is another instrument: the register keeps the history)."""
+    range_low: Number | None = None
+    """The lowest value it measures [the sensor's unit]."""
+    range_high: Number | None = None
+    """The highest value it measures [the sensor's unit]."""
+    owner: OneOf("utility", "industrial-user") = "industrial-user"
+    """Who owns and maintains it (Palmyra §13.52(3): metering devices "owned and maintained by the property owner or
+    user")."""
+    installed: Date | None = None
+    """The day it was installed."""
+    calibration_interval_days: IntRange(1, 36600) | None = None
+    """How often it is calibrated [days] (the shortest of this, ``[field] calibration_days``, the ordinance's and the
+    permit's applies)."""
+    note: Text | None = None
+    """A free note."""
 
 
 @table
@@ -680,6 +786,10 @@ class Config(Table):
     """The acknowledgement page; absent: no page, no links."""
     run: RunOptions = RunOptions()
     """``sewerwatch run``'s lease and the dead man's switch."""
+    field: FieldOptions = FieldOptions()
+    """Instruments and field work: maintenance windows, calibrations, drift, inspections."""
+    instruments: Tables(Instrument) = ()
+    """The instruments at the sensors (make, model, serial, owner, calibration interval)."""
     path: Internal = "<dict>"
     raw: Internal = None
 
@@ -721,6 +831,13 @@ class Config(Table):
             sensors.append(s)
         object.__setattr__(self, "sensors", tuple(sensors))
         _unique(self.sensors, "sensors", lambda s: s.key, "sensor")
+        keys = {s.key: s for s in self.sensors}
+        for i, ins in enumerate(self.instruments):
+            _ref(ins.sensor, keys, "sensor", "sensors", ("instruments", i, "sensor"))
+            if ins.range_low is not None and ins.range_high is not None and ins.range_high <= ins.range_low:
+                raise fail(("instruments", i, "range_high"), f"{ins.range_high:g} is not above range_low "
+                           f"{ins.range_low:g}")
+        _unique(self.instruments, "instruments", lambda s: s.sensor, "instrument of sensor")
         topics = [(i, s) for i, s in enumerate(self.sensors) if s.topic]
         for i, s in topics:
             first = next(j for j, x in topics if x.topic == s.topic)

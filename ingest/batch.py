@@ -6,10 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: quality codes stored with each reading (sewerwatch/db/migrations/0001_schema.sql)
-GOOD = 0
-OUT_OF_RANGE = 1   # outside the physically possible range: kept, flagged, not judged
-DEVICE_FAULT = 2   # the device flagged the value (status bit) or sent no number
+#: quality codes stored with each reading (foundation/quality.py, which says what each means)
+from foundation.quality import DEVICE_FAULT, GOOD, MAINTENANCE, OUT_OF_RANGE  # noqa: E402,F401
 
 
 @dataclass
@@ -25,7 +23,7 @@ class Readings:
     value : numpy.ndarray of float64
         Value [canonical unit of the sensor's parameter, foundation.units.CANONICAL].
     quality : numpy.ndarray of int16
-        :data:`GOOD`, :data:`OUT_OF_RANGE` or :data:`DEVICE_FAULT`.
+        :data:`GOOD`, :data:`OUT_OF_RANGE`, :data:`DEVICE_FAULT` or :data:`MAINTENANCE`.
     """
 
     time_us: np.ndarray

@@ -24,10 +24,16 @@ status register whose bits flag a faulted sensor::
     [status]
     register = "holding"
     address = 6              # one uint16 register
+    maintenance = 15         # optional: the bit the device sets while in maintenance (issue 26)
     [status.bits]            # bit number of each sensor's fault flag
     flow = 0
     ph = 1
     temperature = 2
+
+While the ``maintenance`` bit is set (a technician's switch or the RTU's maintenance mode at
+the manhole) the device's readings are in a maintenance window: stored with the maintenance
+code, never judged; the collector opens the window when the bit is first seen set and ends it
+at the first poll that sees it clear (``maintenance_windows``, ``source`` ``modbus``).
 
 Every problem is reported as an :class:`~foundation.errors.InputError` naming the file,
 the key and what is wrong.
@@ -85,11 +91,13 @@ class Field:
 
 @dataclass(frozen=True)
 class Status:
-    """The status register: one uint16 whose bits flag faulted sensors."""
+    """The status register: one uint16 whose bits flag faulted sensors (and, optionally,
+    one bit the device sets while in maintenance)."""
 
     register: str
     address: int
     bits: dict  # sensor name -> bit number
+    maintenance: int | None = None   # the bit set while the device is in maintenance
 
 
 @dataclass(frozen=True)
@@ -208,6 +216,19 @@ class Profile:
         bits = self.status.bits if self.status else {}
         return {name: (s >> np.uint16(bit)) & np.uint16(1) == 1 for name, bit in bits.items()}
 
+    def in_maintenance(self, status) -> np.ndarray | None:
+        """A bool array: True where the device's maintenance bit is set (None: the profile has none)."""
+        if not self.status or self.status.maintenance is None:
+            return None
+        s = np.asarray(status, dtype=np.uint16)
+        return (s >> np.uint16(self.status.maintenance)) & np.uint16(1) == 1
+
+    def maintenance_word(self, flags) -> np.ndarray:
+        """The status bits of ``flags`` (bool per device) in maintenance (inverse of :meth:`in_maintenance`)."""
+        if not self.status or self.status.maintenance is None:
+            return np.zeros(len(np.atleast_1d(flags)), dtype=np.uint16)
+        return np.asarray(flags, dtype=np.uint16) << np.uint16(self.status.maintenance)
+
     def fault_word(self, faults: dict) -> np.ndarray:
         """Status register value from ``{sensor name: bool array}`` (inverse of :meth:`faulted`)."""
         bits = self.status.bits if self.status else {}
@@ -300,8 +321,8 @@ def parse(data: dict, path: str = "<profile>") -> Profile:
     if "status" in data:
         st = _get(path, "", data, "status", "table")
         for k in st:
-            if k not in {"register", "address", "bits"}:
-                _fail(path, f"status.{k}", "unknown key (expected one of: address, bits, register)")
+            if k not in {"register", "address", "bits", "maintenance"}:
+                _fail(path, f"status.{k}", "unknown key (expected one of: address, bits, maintenance, register)")
         register = _get(path, "status", st, "register", "str", "holding")
         if register not in REGISTER_TABLES:
             _fail(path, "status.register", f"expected one of {', '.join(REGISTER_TABLES)}, got {register!r}")
@@ -313,7 +334,13 @@ def parse(data: dict, path: str = "<profile>") -> Profile:
                 _fail(path, f"status.bits.{bname}", f"no field named {bname!r} (fields: {', '.join(sorted(names))})")
             if not isinstance(bit, int) or isinstance(bit, bool) or not 0 <= bit <= 15:
                 _fail(path, f"status.bits.{bname}", f"expected a bit number 0..15, got {bit!r}")
-        status = Status(register, address, dict(bits))
+        maint = st.get("maintenance")
+        if maint is not None:
+            if not isinstance(maint, int) or isinstance(maint, bool) or not 0 <= maint <= 15:
+                _fail(path, "status.maintenance", f"expected a bit number 0..15, got {maint!r}")
+            if maint in bits.values():
+                _fail(path, "status.maintenance", f"bit {maint} is a sensor's fault bit already")
+        status = Status(register, address, dict(bits), maint)
 
     # no two fields (or a field and the status register) may share a register
     seen: dict = {}

@@ -20,6 +20,8 @@ from foundation import db, paths
 from foundation.config import Config
 from foundation.errors import InputError
 from foundation.statusfile import write_status
+from foundation.windows import WindowBook
+from foundation.windows import load as load_windows
 from ingest.modbus.collector import ModbusCollector
 from ingest.modbus.options import Options
 from ingest.mqtt.collector import MqttCollector, sensor_refs_from_db
@@ -30,6 +32,10 @@ from ingest.supervise import Component, Supervisor
 from ingest.writer import Writer
 
 log = logging.getLogger("sewerwatch.ingest")
+
+#: How often the maintenance windows are read again from the database [s] (issue 26: a window
+#: opened from the office or the command line marks the readings from then on).
+WINDOWS_POLL_S = 1.0
 
 #: ``sewerwatch collect``'s status file in the state folder (``sewerwatch status`` reads it).
 COLLECT_STATUS_FILE = paths.COLLECT_STATUS_FILE
@@ -46,6 +52,8 @@ class Ingest:
     modbus: ModbusCollector | None = None
     threads: list = field(default_factory=list)
     own_supervisor: bool = True
+    windows: WindowBook | None = None
+    windows_read_at: float | None = None       # [epoch s] when the database's windows were last read
 
     def stop(self) -> None:
         """Stop the collectors, then let the writer write (or spool) everything it holds."""
@@ -75,6 +83,11 @@ class Ingest:
             comps["modbus"].update({"devices": len(self.modbus.devices), "devices_down": down,
                                     "last_reading_age_s": None if last is None else round(time.time() - last, 3)})
         comps["writer"].update(self.writer.status())
+        if "windows" in comps and self.windows is not None:
+            w = self.windows.windows()
+            comps["windows"].update({"sensors_in_windows": len(w.sensors), "windows": len(w),
+                                     "read_age_s": None if self.windows_read_at is None
+                                     else round(time.time() - self.windows_read_at, 3)})
         last_put = self.sink.last_put_at
         return {"components": comps,
                 "readings": {"accepted": self.sink.accepted, "inserted": self.writer.stats.readings_inserted,
@@ -88,7 +101,7 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
           client_id: str = "sewerwatch-collector", patterns=None, max_delay: float = 0.1,
           listeners=(), supervisor: Supervisor | None = None, refs=None, share_group: str | None = None,
           shards=None, modbus: bool = True, sparkplug_host_id: str | None = None,
-          may_connect=None) -> Ingest:
+          may_connect=None, windows: WindowBook | None = None) -> Ingest:
     """Start the writer and the collectors the config describes.
 
     Parameters
@@ -123,6 +136,9 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     may_connect : callable, optional
         Asked before the MQTT collector (re)connects: a leader that stood still must not
         take its session back from the one that took over (``sewerwatch.leader``).
+    windows : foundation.windows.WindowBook, optional
+        The live maintenance windows the sink marks readings by (default: a new one), kept
+        current from the database every :data:`WINDOWS_POLL_S` by the component ``windows``.
     """
     if refs is None:
         with db.connect(db_url=ingest_url) as conn:
@@ -131,12 +147,15 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     modbus_refs = refs[1]
     own = supervisor is None
     sup = supervisor or Supervisor()
-    sink = Sink()
+    book = windows if windows is not None else WindowBook()
+    sink = Sink(windows=book)
     for listener in listeners:
         sink.subscribe(listener)
     writer = Writer(ingest_url, sink, spool_dir, max_delay=max_delay,
                     spool_max_bytes=cfg.ingest.spool_max_bytes).start(sup)
-    ing = Ingest(sink=sink, writer=writer, supervisor=sup, own_supervisor=own)
+    ing = Ingest(sink=sink, writer=writer, supervisor=sup, own_supervisor=own, windows=book)
+    _read_windows(ing, ingest_url, cfg)       # before any reading is put
+    sup.add("windows", lambda comp: _windows_loop(comp, ing, ingest_url, cfg), stall_after=60.0)
     if mqtt_url:
         topics = topic_map(cfg, refs[0], patterns)
         ing.mqtt = MqttCollector(mqtt_url, topics, sink, client_id=client_id,
@@ -149,6 +168,45 @@ def start(cfg: Config, *, ingest_url: str, mqtt_url: str | None, spool_dir: Path
     if own:
         sup.start()
     return ing
+
+
+def _read_windows(ing: Ingest, url: str, cfg: Config, held: list | None = None) -> bool:
+    """The database's maintenance windows that can still cover an incoming reading (those
+    open, and those ended within ``[ingest] max_past_days``) into the book. ``held``: a
+    one-item list keeping the connection between rounds."""
+    held = held if held is not None else [None]
+    try:
+        if held[0] is None or held[0].closed:
+            held[0] = db.connect(db_url=url, connect_timeout=3, autocommit=True)
+        back = int((time.time() - cfg.ingest.max_past_days * 86400.0) * 1e6)
+        items = load_windows(held[0], None, back, None).items
+    except Exception as exc:  # noqa: BLE001 - the database away: the windows known stay in effect
+        if held[0] is not None:
+            try:
+                held[0].close()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
+            held[0] = None
+        if ing.windows_read_at is None or time.time() - ing.windows_read_at > 60:
+            log.warning("maintenance windows not read (%s); those known stay in effect",
+                        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return False
+    ing.windows.replace_stored(items)
+    ing.windows_read_at = time.time()
+    return True
+
+
+def _windows_loop(comp: Component, ing: Ingest, url: str, cfg: Config) -> None:
+    held: list = [None]
+    try:
+        while not comp.stopping:
+            comp.beat()
+            if comp.sleep(WINDOWS_POLL_S):
+                return
+            _read_windows(ing, url, cfg, held)
+    finally:
+        if held[0] is not None:
+            held[0].close()
 
 
 def modbus_devices(cfg: Config, shards=None) -> list:

@@ -15,6 +15,14 @@ messages and the broker keeps them).
 The sink also remembers, for ``sewerwatch status``, when readings were last put and the
 dead letters of the last hour with their reasons (:meth:`recent_dead_letters`), in
 memory, so status is truthful while the database is down.
+
+Maintenance windows (issue 26): a sink given a :class:`foundation.windows.WindowBook` marks
+every batch put with :data:`foundation.quality.MAINTENANCE` where a window covers it, before
+the writer and the taps see it, so a reading in a window is stored with its code and never
+judged. A device's own window (an MQTT maintenance message, a Modbus status bit) is handed
+over with :meth:`Sink.window`: it takes effect in the book at once (the readings after it are
+marked) and rides to the writer with the health records (spooled alike while the database
+is down), which records it (``device_window()``, migration 0160).
 """
 
 from __future__ import annotations
@@ -50,6 +58,54 @@ class DeadLetter:
             self.payload = bytes(self.payload[:DEAD_PAYLOAD_MAX])
 
 
+@dataclass(frozen=True)
+class WindowEvent:
+    """A maintenance window a device opened or ended (an MQTT message, a Modbus status bit).
+
+    Attributes
+    ----------
+    site : str
+        The site's key.
+    sensor_ids : tuple of int
+        The sensors it covers (empty: every sensor of the site).
+    state : str
+        ``start`` or ``end``.
+    at_us : int
+        When [us UTC].
+    reason, by : str
+        Why, and who (a device sends what its technician entered, or its own name).
+    source : str
+        ``mqtt`` or ``modbus``.
+    device : str
+        The device (its broker client or Modbus device id).
+    """
+
+    site: str
+    sensor_ids: tuple
+    state: str
+    at_us: int
+    reason: str
+    by: str
+    source: str
+    device: str
+    mark_ids: tuple = ()          # a whole site's window: the sensors marked until the database has it
+
+    @property
+    def prefix(self) -> str:
+        """What identifies the window of this device and these sensors (``mqtt:candy:3,4``)."""
+        scope = ",".join(str(i) for i in sorted(self.sensor_ids)) or "*"
+        return f"{self.source}:{self.site}:{scope}"
+
+    def key(self, start_us: int | None = None) -> str:
+        return f"{self.prefix}@{self.at_us if start_us is None else start_us}"
+
+    def record(self, key: str) -> dict:
+        """As a health record for the writer (and the spool): ``kind`` ``window``."""
+        return {"kind": "window", "site": self.site, "sensor_ids": list(self.sensor_ids), "state": self.state,
+                "at_us": self.at_us, "reason": self.reason, "by": self.by, "source": self.source,
+                "device": self.device, "key": key}
+
+
 @dataclass
 class Chunk:
     """What the writer takes from the sink in one go."""
@@ -73,8 +129,10 @@ class Sink:
         Readings that may wait in memory before :meth:`put` blocks.
     """
 
-    def __init__(self, max_readings: int = 1_000_000):
+    def __init__(self, max_readings: int = 1_000_000, windows=None):
         self.max_readings = max_readings
+        #: the live maintenance windows (foundation.windows.WindowBook) readings are marked by
+        self.windows = windows
         self._items: deque = deque()
         self._waiting = 0
         self._cond = threading.Condition()
@@ -101,6 +159,10 @@ class Sink:
             False when ``timeout`` passed with the sink still full (nothing was taken).
         """
         n = len(readings)
+        if self.windows is not None and n:
+            q = self.windows.mark(readings.sensor_id, readings.time_us, readings.quality)
+            if q is not readings.quality:
+                readings = Readings(readings.time_us, readings.sensor_id, readings.value, q)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._waiting > 0 and self._waiting + n > self.max_readings and not self._closed:
@@ -146,11 +208,28 @@ class Sink:
         return {"count": len(items), "window_s": window_s,
                 "latest": [{"at": at, "reason": reason[:300]} for at, reason in reversed(items[-latest:])]}
 
-    def health(self, record: dict) -> None:
+    def health(self, record: dict, on_durable: Callable[[], None] | None = None) -> None:
         """Hand over a device health record (see ``ingest/writer.py`` for its keys)."""
         with self._cond:
-            self._items.append(("h", record, None, 0))
+            self._items.append(("h", record, on_durable, 0))
             self._cond.notify_all()
+
+    def window(self, event: WindowEvent, on_durable: Callable[[], None] | None = None) -> str | None:
+        """A device opened or ended a maintenance window: it takes effect now (the readings
+        put after it are marked), and goes to the writer to be recorded. Returns the
+        window's key, or None for an end of no window known open (still recorded: the
+        database may know it, else the writer makes the dead letter)."""
+        key = None
+        if self.windows is not None:
+            if event.state == "start":
+                key = event.key()
+                self.windows.open_local(key, event.sensor_ids or event.mark_ids, event.at_us, event.reason, event.by)
+            else:
+                key = self.windows.open_key(event.prefix + "@")
+                if key is not None:
+                    self.windows.close_local(key, event.at_us)
+        self.health(event.record(key or event.key()), on_durable)
+        return key
 
     def take(self, max_readings: int = 50_000, max_delay: float = 0.2) -> Chunk | None:
         """Wait up to ``max_delay`` seconds for work and take up to ``max_readings`` readings.

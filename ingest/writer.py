@@ -474,6 +474,9 @@ class Writer:
                 self.sink.note_dead([d.reason for d in new])
                 log.warning("%d readings refused: another value is stored at their sensor and time (first: %s)",
                             len(new), new[0].reason)
+        windows = [h for h in chunk.health if h.get("kind") == "window"]
+        if windows:
+            letters = letters + self._windows(conn, windows)
         if letters:
             with conn.cursor() as cur:
                 cur.executemany(
@@ -482,8 +485,32 @@ class Writer:
                     [(_us_to_ts(d.received_at_us), d.source, d.topic, d.payload, d.reason, json.dumps(d.detail))
                      for d in letters])
             self.stats.dead_letters += len(letters)
-        if chunk.health:
-            self._health(conn, chunk.health)
+        health = [h for h in chunk.health if h.get("kind") != "window"]
+        if health:
+            self._health(conn, health)
+
+    def _windows(self, conn: psycopg.Connection, records: list[dict]) -> list[DeadLetter]:
+        """Record the maintenance windows devices opened and ended (issue 26), in order, by
+        ``device_window()`` (migration 0160, the ingest role may call it); one that cannot be
+        recorded (an unknown site, an end with no window open) is a dead letter with why."""
+        letters = []
+        for h in records:
+            with conn.cursor() as cur:
+                cur.execute("SELECT device_window(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                            (h["site"], [str(i) for i in h["sensor_ids"]] or None, h["state"], _us_to_ts(h["at_us"]),
+                             h["reason"], h["by"], h["source"], h["device"], h["key"]))
+                outcome = cur.fetchone()[0]
+            if outcome in ("opened", "closed", "seen"):
+                if outcome != "seen":
+                    log.info("maintenance window %s by %s (%s): %s", outcome, h["device"], h["source"], h["key"])
+                continue
+            when = _us_to_ts(h["at_us"]).isoformat().replace("+00:00", "Z")
+            letters.append(DeadLetter(h["source"], f"{h['site']} maintenance", json.dumps(h).encode(),
+                                      f"maintenance window {h['state']} at {when} not recorded: {outcome}",
+                                      {"device": h["device"]}, received_at_us=time.time_ns() // 1000))
+        if letters:
+            self.sink.note_dead([d.reason for d in letters])
+        return letters
 
     @staticmethod
     def _health(conn: psycopg.Connection, records: list[dict]) -> None:

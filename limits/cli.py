@@ -49,6 +49,9 @@ def register(sub) -> None:
                    help="with --readings: a site's discharge permit (repeatable): its limits judged with the "
                    "pack's, the stricter applying; its average daily flow the slug baseline before 24 hours "
                    "of readings")
+    p.add_argument("--windows", metavar="FILE.csv",
+                   help="with --readings: maintenance windows, header site,parameter,start,end,reason,person (their "
+                   "readings are not judged; a quality column of 3 marks them too)")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
@@ -64,7 +67,7 @@ def run(args, ctx) -> int:
     if args.readings:
         if not args.pack:
             raise InputError("--pack is required with --readings")
-        records, notes = check_file(args.pack, args.readings, args.gap_multiple, args.permit or ())
+        records, notes = check_file(args.pack, args.readings, args.gap_multiple, args.permit or (), args.windows)
     elif args.from_ or args.to:
         if not (args.from_ and args.to):
             raise InputError("database mode needs both --from and --to")
@@ -88,6 +91,8 @@ def run(args, ctx) -> int:
                   f"for the {n_sensors} sensors in the database", file=sys.stderr)
     else:
         raise InputError("give --readings FILE.csv (with --pack) or --from/--to for the database")
+    if args.windows and not args.readings:
+        raise InputError("--windows goes with --readings (the database's windows are its own)")
     if args.json:
         sys.stdout.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         # the array holds violations only (the promised interface); what could not be
@@ -133,7 +138,7 @@ def _no_sensors(ctx, db_url) -> str:
 
 
 def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
-               permit_files=()) -> tuple[list[dict], list[dict]]:
+               permit_files=(), windows_file: str | None = None) -> tuple[list[dict], list[dict]]:
     """Violations in a readings CSV (the records of :func:`limits.evaluator.violations`, each
     with ``site_rule_days``), and where a slug could not be judged
     (:func:`limits.evaluator.slug_not_judged`).
@@ -143,6 +148,9 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
     and its flow meters' slug baseline before 24 hours of readings is the permit's average
     daily flow. The notes end with a count of the readings outside the physically possible
     range (not judged), when there are any.
+
+    ``windows_file``: maintenance windows (:mod:`limits.windows_csv`); their readings, and those
+    the ``quality`` column marks 3, are not judged, and the notes list each window.
     """
     # lazy: pyarrow takes about 0.1 s to import, which --help and the database mode do not need
     from limits.csvio import read_readings_csv
@@ -160,7 +168,11 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
         raise InputError(f"{permits[unknown[0]].path}: site {unknown[0]!r} has no readings in {path}")
     meta = {c: replace(m, normal=permits[m.site].normal_flow_gpm)
             if m.site in permits and m.parameter == "flow" else m for c, m in tab.meta.items()}
-    s, t, v, q = prepare(tab.sensor, tab.time, tab.value, tab.quality)
+    from limits import windows_csv
+    wins, wrows = windows_csv.read_windows_csv(windows_file, tab.meta) if windows_file else (None, [])
+    window_notes = windows_csv.notes(tab, wins, wrows)
+    quality = wins.mark(tab.sensor, tab.time, tab.quality) if wins else tab.quality
+    s, t, v, q = prepare(tab.sensor, tab.time, tab.value, quality)
     recs, notes = [], []
     gm = gap_multiple or DEFAULT_GAP_MULTIPLE
     for site_permit in [None, *permits.values()]:
@@ -181,7 +193,7 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
     implausible = implausible_summary(tab)
     if implausible:
         notes.append({"line": implausible})
-    return recs, notes
+    return recs, notes + window_notes
 
 
 def implausible_summary(tab) -> str:

@@ -50,6 +50,8 @@ from psycopg import sql
 
 from foundation.errors import DatabaseError, InputError
 from foundation import moments
+from foundation.windows import load as load_windows
+from foundation.windows import on_record as windows_on_record
 from limits import core
 from limits.evaluator import DEFAULT_GAP_MULTIPLE, NO_BASELINE, SensorMeta, iso_utc, violations
 from limits.packs import load_pack
@@ -296,7 +298,10 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
         a window) and ``seconds``.
     notes : list, optional
         Extended with what could not be judged: one note per sensor whose slug had no
-        baseline for part of the range (:func:`slug_not_judged_in_range`).
+        baseline for part of the range (:func:`slug_not_judged_in_range`), and every
+        maintenance window on record in the range (issue 26: readings in a window in effect
+        are not judged; one awaiting approval or rejected excludes nothing), as
+        ``{"window": ..., "line": ...}`` (:func:`foundation.windows.on_record`).
     tz : zoneinfo.ZoneInfo
         The village's time zone for ``from_`` and ``to`` (default UTC).
 
@@ -322,8 +327,12 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
         "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
         "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
     history = {sid: _us(t) for sid, t in first.items() if t is not None}
+    # issue 26: readings in a maintenance window are not judged, nor in a slug's baseline
+    maintenance = load_windows(conn, ids, start_us - lead, end_us)
     if notes is not None:
         notes += slug_not_judged_in_range(conn, metas, packs, history, start_us, end_us)
+        from foundation.windows import note_line as window_line
+        notes += [{"window": w, "line": window_line(w)} for w in windows_on_record(conn, ids, start_us, end_us)]
     conn.commit()   # no transaction left open while the readers work
     groups = []
     for name, ms in metas.items():
@@ -356,6 +365,7 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
                 current = gi
             t0 = _time.monotonic()
             s, t, v, q = fut.result()
+            q = maintenance.mark(s, t, q)
             st["read_wait_s"] += _time.monotonic() - t0
             st["readings"] += len(t)
             st["windows"] += 1

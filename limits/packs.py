@@ -352,6 +352,26 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class CheckItem:
+    """An item an inspector checks at an industrial user (``[[checklist]]``), e.g. Palmyra §13.51:
+    "All grease, oil and sand interceptors shall be maintained by the owner, at his expense, in
+    continuous, efficient operation at all times."
+
+    Attributes
+    ----------
+    item : str
+        What is checked, in words.
+    section, words, citation : str
+        Where the ordinance says it, its words, and the two as documents cite them.
+    """
+
+    item: str
+    section: str
+    words: str
+    citation: str
+
+
+@dataclass(frozen=True)
 class ReportDuty:
     """The discharger's duty to report a slug or an accidental discharge.
 
@@ -396,6 +416,7 @@ class Pack:
     residential_equivalents: Provision | None = None
     report_duty: ReportDuty | None = None
     monitoring: tuple[Sampling, ...] = ()
+    checklist: tuple[CheckItem, ...] = ()
     municipality: "Municipality | None" = None
     analytes: tuple[analytes.Analyte, ...] = ()
 
@@ -883,6 +904,18 @@ class SamplingEntry(Table):
     """Why and how."""
 
 
+@table(kw_only=True)
+class CheckEntry(Table):
+    """``[[checklist]]``: an item an inspector checks at every industrial user's visit."""
+
+    item: Text
+    """What is checked, in words."""
+    section: Text
+    """Where the ordinance requires it."""
+    words: Text
+    """Its words."""
+
+
 @table
 class Municipality(Table):
     """``municipality``: who enforces the ordinance, as its documents name it."""
@@ -986,6 +1019,8 @@ class PackFile(Table):
     """The discharger's duty to report a slug or an accidental discharge."""
     monitoring: Tables(SamplingEntry) = ()
     """Sampling the ordinance requires of every industrial user, where it sets a frequency."""
+    checklist: Tables(CheckEntry) = ()
+    """What an inspector checks at a visit (pretreatment equipment, grease interceptors, the sampling point)."""
 
     @model_validator(mode="after")
     def _references(self, info: ValidationInfo):
@@ -1136,7 +1171,8 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None,
     extra = {"charges": tuple(_provision(path, f"charges[{i}]", c, pack, by_id, resolve, "charges")
                               for i, c in enumerate(f.charges)),
              "monitoring": tuple(Sampling(m.section, m.words, cite(f.code, m.section), m.parameters, m.times, m.per,
-                                          m.note) for m in f.monitoring)}
+                                          m.note) for m in f.monitoring),
+             "checklist": tuple(CheckItem(c.item, c.section, c.words, cite(f.code, c.section)) for c in f.checklist)}
     for key in ("late_charge", "residential_equivalents"):
         if getattr(f, key) is not None:
             extra[key] = _provision(path, key, getattr(f, key), pack, by_id, resolve, key)

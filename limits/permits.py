@@ -117,6 +117,26 @@ class Monitoring:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """How often the permit requires instruments to be calibrated (issue 26, item 1).
+
+    Attributes
+    ----------
+    condition : str
+    parameters : tuple of str
+        The continuous parameters whose instruments it covers (``ph``, ``flow``, ...).
+    every_days : int
+        At most this many days between calibrations.
+    words : str or None
+    """
+
+    condition: str
+    parameters: tuple[str, ...]
+    every_days: int
+    words: str | None = None
+
+
+@dataclass(frozen=True)
 class Condition:
     """A condition of the permit, quoted."""
 
@@ -173,6 +193,7 @@ class Permit:
     limits: tuple[PermitLimit, ...] = ()
     monitoring: tuple[Monitoring, ...] = ()
     conditions: tuple[Condition, ...] = ()
+    calibration: tuple[Calibration, ...] = ()
     issued_by: str | None = None
     note: str | None = None
     path: str = ""
@@ -519,6 +540,20 @@ def _parameters(v):
     return tuple(v)
 
 
+@table(kw_only=True)
+class CalibrationEntry(Table):
+    """``[[calibration]]``: how often the instruments measuring some parameters are calibrated."""
+
+    condition: Cond
+    """The permit's number for the condition."""
+    parameters: Annotated[tuple[str, ...], BeforeValidator(lambda v: _parameters(v))]
+    """The continuous parameters whose instruments it covers (``ph``, ``temperature``, ``flow``)."""
+    every_days: IntRange(1, 36600, "a whole number of days >= 1")
+    """At most this many days between calibrations."""
+    words: Text | None = None
+    """The permit's words."""
+
+
 @table
 class ConditionEntry(Table):
     """``[[conditions]]``: another condition of the permit, quoted."""
@@ -592,6 +627,8 @@ class PermitFile(Table):
     """What to sample, how and how often."""
     conditions: Tables(ConditionEntry) = ()
     """Other conditions, quoted."""
+    calibration: Tables(CalibrationEntry) = ()
+    """How often instruments are calibrated (flow meters, pH probes)."""
     issued_by: Text | None = None
     """Who issued it."""
     note: Text | None = None
@@ -615,6 +652,11 @@ class PermitFile(Table):
                     near = analytes.closest(p, own)
                     raise fail(("monitoring", i, "parameters"), f"unknown analyte or parameter {p!r} (parameters: "
                                f"{', '.join(CONTINUOUS)}; closest analytes: {', '.join(near) or 'none'})")
+        for i, c in enumerate(self.calibration):
+            for p in c.parameters:
+                if p not in CONTINUOUS:
+                    raise fail(("calibration", i, "parameters"), f"{p!r} is not a continuous parameter "
+                               f"({', '.join(CONTINUOUS)})")
         if self.effective < self.issued:
             raise fail(("effective",), f"{self.effective} is before the permit was issued ({self.issued})")
         if self.expires <= self.effective:
@@ -665,6 +707,8 @@ def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = No
                   expires=f.expires, renewal=_renewal(f.renewal, pack), average_daily_gpd=f.flow.average_daily_gpd,
                   maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=tuple(x.limit() for x in f.limits),
                   monitoring=monitoring, conditions=tuple(Condition(c.number, c.words) for c in f.conditions),
+                  calibration=tuple(Calibration(c.condition, c.parameters, c.every_days, c.words)
+                                    for c in f.calibration),
                   issued_by=f.issued_by, note=f.note, path=str(path), document=dict(data))
 
 

@@ -23,7 +23,8 @@ import limits.pack_cli
 import simulators.cli
 from foundation.context import Context
 from foundation.errors import NotBuiltYet, SewerwatchError, report
-from sewerwatch import __version__, cli_config, cli_db, cli_portal, cli_run, cli_services, cli_web, services
+from sewerwatch import (__version__, cli_config, cli_db, cli_field, cli_portal, cli_run, cli_services, cli_web,
+                        services)
 
 #: The registering modules, in the order ``--help`` lists their subcommands.
 COMMAND_MODULES = (
@@ -39,6 +40,7 @@ COMMAND_MODULES = (
     alerts.cli,          # alerts
     dashboards.cli,      # dashboards
     enforcement.cli,     # schedule, findings, user-reports, milestones, snc, notice, due, report
+    cli_field,           # maintenance, instruments, calibrations, grab, inspections
     cli_web,             # web, users
     cli_portal,          # portal
 )

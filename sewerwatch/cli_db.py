@@ -61,6 +61,11 @@ def _migrate(args, ctx) -> int:
     if cfg.sites:
         with ctx.connect(db_url=url, schema=False) as conn:
             res = sync.sync(conn, cfg)
+            if cfg.instruments:
+                from field import instruments
+                ins = instruments.sync(conn, cfg)
+                conn.commit()
+                _log(f"config {cfg.path}: {ins['instruments']} instruments in the register ({ins['changed']} changed)")
         _log(f"config {cfg.path}: {res['sites']} sites, {res['sensors']} sensors in the database")
         for k in res["stale_sites"] + res["stale_sensors"]:
             _log(f"warning: {k} is in the database but no longer in the config (kept)")

@@ -9,7 +9,8 @@
     web task (with [web]): the office, the web application (web/, uvicorn on this loop), with the
                            acknowledgement page the alerts' links open
     periodic tasks: storage maintenance, enforcement items fallen due (every 5 min),
-                    permit reminders (once a day)
+                    permit reminders (once a day), field work (every [field] check_every_s:
+                    grab samples against the sensors, calibrations due, windows left open)
     status thread: <state dir>/run-status.json every two seconds
 
 The evaluator sees each batch as the collector puts it, before the database write, so an
@@ -57,6 +58,7 @@ from enforcement.due import run_periodically as enforcement_alerts
 from foundation import secrets
 from foundation.endpoints import sparkplug_host
 from foundation.paths import RUN_STATUS_FILE
+from foundation.windows import WindowBook
 from ingest import service
 from ingest.batch import Readings
 from ingest.mqtt.collector import sensor_refs_from_db
@@ -140,6 +142,9 @@ class Pipeline:
         self.liveness = liveness                    # sewerwatch.liveness.Liveness: shown in the status
         self.warmed_up = 0                          # readings judged again at the start of a term
         self._round_errors: dict[str, str] = {}     # periodic component -> its last round's error
+        #: the live maintenance windows (issue 26): the collectors' sink marks readings by them
+        self.windows = WindowBook()
+        self.field_problems: dict = {}              # field work's conditions (field.conditions), alerted as health
         self.reminded_on = None                     # the village's day the permit reminders last ran
         self.ingest = None
         self.links: AckLinks | None = None
@@ -233,7 +238,7 @@ class Pipeline:
         self.device_sites = {d.id: d.site for d in self.cfg.devices}
         opts = self.cfg.alert_options
         self.stored = StoredReadings(self.owner_url, self._stored_seq)
-        self.episodes = LiveEpisodes(sensors, source=self.stored, skew_limit_s=opts.clock_skew_s)
+        self.episodes = LiveEpisodes(sensors, source=self.stored, skew_limit_s=opts.clock_skew_s, windows=self.windows)
         # health is watched for the config's sensors (all of the database's without any):
         # sensors dropped from the config stay in the database as evidence but report nothing
         keys = {s.key for s in self.cfg.sensors}
@@ -258,7 +263,8 @@ class Pipeline:
             self.cfg, ingest_url=self.ingest_url, mqtt_url=self.mqtt_url, spool_dir=self.spool_dir,
             client_id=self.client_id, max_delay=self.max_delay, listeners=[tap], supervisor=self.supervisor,
             refs=refs, shards=self.shards, modbus=self.modbus, sparkplug_host_id=sparkplug_host(self.cfg),
-            may_connect=None if self.leadership is None else (lambda: self.leadership.may_act() is True)))
+            may_connect=None if self.leadership is None else (lambda: self.leadership.may_act() is True),
+            windows=self.windows))
         stopping = asyncio.Event()
         evaluator = self.supervisor.add("evaluator", stall_after=60.0, check=self._evaluator_problem)
         ticker = self.supervisor.add("alerts", stall_after=60.0, check=self.manager.problem)
@@ -267,12 +273,14 @@ class Pipeline:
                  loop.create_task(supervise_task(ticker, self._tick, stopping), name="alerts")]
         enforcement = self.supervisor.add("enforcement", check=lambda: self._round_problem("enforcement"))
         reminders = self.supervisor.add("reminders", check=lambda: self._round_problem("reminders"))
+        fieldwork = self.supervisor.add("field", check=lambda: self._round_problem("field"))
         periodic = [
             loop.create_task(supervise_task(
                 storage, lambda comp: storage_maintenance(self.owner_url, self.cfg.retention, stop=stopping),
                 stopping), name="storage"),
             loop.create_task(supervise_task(enforcement, self._enforcement, stopping), name="enforcement"),
-            loop.create_task(supervise_task(reminders, self._remind_daily, stopping), name="reminders")]
+            loop.create_task(supervise_task(reminders, self._remind_daily, stopping), name="reminders"),
+            loop.create_task(supervise_task(fieldwork, self._field_work, stopping), name="field")]
         web_task = None
         if self.links is not None:
             from sewerwatch.office import office_server
@@ -399,6 +407,11 @@ class Pipeline:
 
     def _evaluate_batch(self, batch, now: float):
         r, seq, received = batch
+        changed = self.windows.take_changed()
+        if changed:
+            n = self.episodes.judge_again(changed, now)
+            if n:
+                log.info("maintenance windows changed: %d sensor(s) judged again from their stored readings", n)
         if len(r):
             self.health.observe(r.sensor_id, r.time_us, r.value, r.quality, now)
         return self.episodes.push(r.sensor_id, r.time_us, r.value, r.quality, received_s=received, seq=seq,
@@ -412,8 +425,9 @@ class Pipeline:
                 try:
                     parts = [await asyncio.wait_for(self._queue.get(), 1.0)]
                 except asyncio.TimeoutError:
-                    # nothing came: readings held for their stamp, or late ones now stored, may be due
-                    if not self.episodes.due(self.clock()):
+                    # nothing came: readings held for their stamp, or late ones now stored, may be due,
+                    # or maintenance windows changed (their sensors judged again)
+                    if not self.episodes.due(self.clock()) and not self.windows.changed_pending():
                         continue
                     parts = [(Readings.empty(), 0, None)]
                 while not self._queue.empty():
@@ -471,6 +485,7 @@ class Pipeline:
             problems = dict(self.health.problems(self.clock()))
             problems.update(self.episodes.arrivals.problems(self.clock()))
             problems.update(devices)
+            problems.update(self.field_problems)
             await self.manager.on_health(problems, self.sensor_names)
             await self.manager.on_system(self._degraded_now())
             await self.manager.on_growing(self.episodes.open_records())
@@ -504,6 +519,39 @@ class Pipeline:
             self._round_done("enforcement", error)
         await enforcement_alerts(self.owner_url, self.cfg, self.manager.deliver_to_primary,
                                  first_delay_s=self.enforcement_first_s, on_round=on_round)
+
+    async def _field_work(self, comp: Component) -> None:
+        """Field work (issue 26) every ``[field] check_every_s``: grab samples compared with
+        the live sensors, the findings of calibrations failed or overdue and of inspections,
+        and the conditions alerted as sensor health (windows left open or awaiting approval,
+        calibrations due, overdue or failed, sensors drifting)."""
+        from enforcement import fieldwork
+        from field import conditions
+
+        loop = asyncio.get_running_loop()
+
+        def once():
+            with psycopg.connect(self.owner_url, connect_timeout=3) as conn:
+                new, found = conditions.round_(conn, self.cfg)
+                with conn.transaction():
+                    fieldwork.check(conn, datetime.now(ZoneInfo("UTC")), self.cfg)
+                return new, found
+        while True:
+            comp.beat()
+            if self.ingest is None or self.ingest.writer.stats.db_up is not False:
+                try:
+                    new, found = await loop.run_in_executor(None, once)
+                except Exception as exc:  # noqa: BLE001 - shown in status, tried again
+                    log.warning("field work round failed; trying again in %.0f s: %s", self.cfg.field.check_every_s,
+                                exc)
+                    self._round_done("field", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+                else:
+                    self._round_done("field", None)
+                    self.field_problems = found
+                    for g in new:
+                        if g["drifted"]:
+                            log.warning("sensor %d drifting: %s", g["sensor_id"], g["detail"])
+            await asyncio.sleep(self.cfg.field.check_every_s)
 
     async def _remind_daily(self, comp: Component) -> None:
         """Permit reminders (:mod:`alerts.reminders`) once a day of the village, at start and

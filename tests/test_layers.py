@@ -18,7 +18,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("foundation", "ingest", "limits", "alerts", "lab", "dashboards", "simulators", "enforcement", "web",
+PACKAGES = ("foundation", "ingest", "limits", "alerts", "lab", "dashboards", "simulators", "field", "enforcement", "web",
             "sewerwatch")
 
 

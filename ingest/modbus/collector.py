@@ -45,13 +45,13 @@ from foundation import config as sw_config
 from foundation.errors import ConfigError, InputError, SewerwatchError, report
 from foundation.units import to_canonical
 from ingest import profiles as profiles_mod
-from ingest.batch import DEVICE_FAULT, Readings
+from ingest.batch import DEVICE_FAULT, MAINTENANCE, Readings
 from ingest.modbus.health import DeviceHealth
 from ingest.modbus.link import ModbusLink
 from ingest.modbus.options import Options
 from ingest.modbus.plan import plan as make_plan
 from ingest.normalise import flag_out_of_range
-from ingest.sink import Sink
+from ingest.sink import Sink, WindowEvent
 
 log = logging.getLogger("ingest.modbus")
 
@@ -71,6 +71,10 @@ class _Group:
 
     def __init__(self, profile, devices: list, sensor_map: dict, max_fill: int, full_scale: dict | None = None):
         self.profile = profile
+        self.devices = list(devices)
+        #: each device's maintenance bit as last seen (issue 26: a window opens when it is set)
+        self.maintenance = np.zeros(len(self.devices), dtype=bool)
+        self.events: list = []          # maintenance windows opened or ended, for the sink
         self.plan = make_plan(profile, max_fill)
         self.spans = {t: profile.span(t) for t in profile.tables()}
         # a request filling its table's whole row needs no copying (the common case)
@@ -101,6 +105,9 @@ class _Group:
         self.reset()
         values, status = self.profile.decode_tables(blocks)
         faults = self.profile.faulted(status) if status is not None else {}
+        maint = self.profile.in_maintenance(status) if status is not None else None
+        if maint is not None:
+            self._maintenance(idx, times, maint)
         parts = []
         for f in self.profile.fields:
             ids = self.sensor_ids.get(f.name)
@@ -112,8 +119,26 @@ class _Group:
             quality = flag_out_of_range(f.parameter, canon, self.full_scale[f.name][idx][m])
             if f.name in faults:
                 quality[faults[f.name][m]] = DEVICE_FAULT
+            if maint is not None:
+                quality[maint[m]] = MAINTENANCE
             parts.append(Readings(times[m], sid[m], canon, quality))
         return Readings.concat(parts)
+
+    def _maintenance(self, idx: np.ndarray, times: np.ndarray, maint: np.ndarray) -> None:
+        """Windows opened or ended by the devices' maintenance bit: a poll whose bit differs
+        from the device's previous poll (polls are in time order per device)."""
+        order = np.argsort(idx, kind="stable")
+        d, t, b = idx[order], times[order], maint[order]
+        first = np.r_[True, d[1:] != d[:-1]]
+        prev = np.where(first, self.maintenance[d], np.r_[False, b[:-1]])
+        for k in np.flatnonzero(prev != b).tolist():          # transitions are rare: a loop over them only
+            dev = self.devices[int(d[k])]
+            ids = tuple(int(v[int(d[k])]) for v in self.sensor_ids.values() if v[int(d[k])] >= 0)
+            self.events.append(WindowEvent(dev.site, ids, "start" if b[k] else "end", int(t[k]),
+                                           "maintenance switch of the device" if b[k] else "",
+                                           f"device {dev.id}", "modbus", dev.id))
+        last = np.r_[d[1:] != d[:-1], True]
+        self.maintenance[d[last]] = b[last]
 
 
 class _Device:
@@ -234,6 +259,10 @@ class ModbusCollector:
     async def flush(self) -> int:
         """Decode every pending poll and hand the readings to the sink; returns their number."""
         parts = [g.decode() for g in self.groups.values()]
+        for g in self.groups.values():          # the windows first: the batch is marked by them
+            for ev in g.events:
+                self.sink.window(ev)
+            g.events.clear()
         batch = Readings.concat(parts)
         if len(batch):
             if not self.sink.put(batch, timeout=0):

@@ -32,6 +32,7 @@ import numpy as np
 import paho.mqtt.client as mqtt
 
 from ingest.batch import Readings
+from ingest.mqtt import maintenance
 from ingest.mqtt.formats import decode_match, with_example
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
 from ingest.mqtt.sparkplug import SparkplugHost
@@ -39,7 +40,7 @@ from ingest.mqtt.sparkplug_state import parse_state, state_payload, state_topic
 from ingest.mqtt.topics import (PASSED_OVER, SESSION_TREES, SPARKPLUG_OTHER, SPARKPLUG_STATE, Match,
                                 SensorRef, TopicMap, shared)
 from ingest.normalise import normalise
-from ingest.sink import DeadLetter, Sink
+from ingest.sink import DeadLetter, Sink, WindowEvent
 from ingest.supervise import Component, Supervisor
 
 log = logging.getLogger("sewerwatch.mqtt")
@@ -149,6 +150,7 @@ class MqttCollector:
         self.messages = 0
         self.readings = 0
         self.dead = 0
+        self.maintenance_messages = 0      # maintenance windows opened or ended by devices (issue 26)
         self.internal_errors = 0
         self.connects = 0
         self.last_message_at: float | None = None       # [epoch s]
@@ -344,6 +346,9 @@ class MqttCollector:
             self._passed_over(msg, m)
             self._keep_nothing(msg)
             return
+        if m.input.format == "maintenance":
+            self._maintenance(msg, m)
+            return
         if m.input.format != "sewerwatch":
             self._handle_decoded(msg, m)
             return
@@ -362,6 +367,34 @@ class MqttCollector:
         if code is None:
             code = self._units.setdefault((ref.parameter, parsed[2]), len(self._units))
         self._keep(msg, 1, single=(parsed[0], ref.id, parsed[1], code))
+
+    def _maintenance(self, msg, m: Match) -> None:
+        """A device's maintenance window (:mod:`ingest.mqtt.maintenance`): in effect at once
+        (the readings put after it are marked), recorded by the writer, acknowledged once durable."""
+        try:
+            mt = maintenance.parse(msg.payload, self.bounds)
+        except Unusable as exc:
+            self._dead(msg, str(exc))
+            return
+        names = self.topics.sites.get(m.site)
+        if names is None:
+            self._dead(msg, f"maintenance message: {self.topics._unknown_site(m.site)}")
+            return
+        ids = []
+        for n in mt.sensors:
+            ref = self.topics.by_key.get(f"{m.site}/{n}")
+            if ref is None:
+                self._dead(msg, f"maintenance message: unknown sensor {n!r} at site {m.site!r} "
+                                f"(its MQTT sensors: {', '.join(sorted(names))})")
+                return
+            ids.append(ref.id)
+        every = tuple(self.topics.by_key[f"{m.site}/{n}"].id for n in names)
+        gen = self._generation
+        cb = (lambda: self._ack([msg.mid], gen)) if msg.qos > 0 else None
+        device = f"site-{m.site}"       # the one broker account that may publish on the site's topics
+        self.sink.window(WindowEvent(m.site, tuple(ids), mt.state, mt.at_us, mt.reason or "", mt.by or device, "mqtt",
+                                     device, mark_ids=every), on_durable=cb)
+        self.maintenance_messages += 1
 
     def _passed_over(self, msg, m: Match) -> None:
         """Count a message that is no reading; as a Sparkplug host, answer an offline STATE
@@ -563,7 +596,8 @@ class MqttCollector:
                               "groups_passed_over": dict(self.passed_over)} if self.sparkplug.sensors or self.host_id
                 else None,
                 "messages": self.messages, "readings": self.readings,
-                "dead_letters": self.dead, "internal_errors": self.internal_errors, "connects": self.connects,
+                "dead_letters": self.dead, "maintenance_messages": self.maintenance_messages,
+                "internal_errors": self.internal_errors, "connects": self.connects,
                 "buffered_readings": buffered,
                 "last_message_age_s": None if self.last_message_at is None else round(now - self.last_message_at, 3),
                 "last_reading_age_s": None if self.last_reading_at is None else round(now - self.last_reading_at, 3),

@@ -37,6 +37,9 @@ SPARKPLUG_STATE = MqttInput("spBv1.0/STATE/{host}", "sparkplug-state")
 #: A Sparkplug group the config does not name: passed over, counted (``status``), not a
 #: dead letter (other plants' gateways share the broker's namespace).
 SPARKPLUG_OTHER = MqttInput("spBv1.0/{group}", "sparkplug-other")
+#: A device's maintenance window (issue 26): ``sewerwatch/<site>/maintenance``
+#: (ingest/mqtt/maintenance.py), taken before any pattern.
+MAINTENANCE = MqttInput("sewerwatch/{site}/maintenance", "maintenance")
 #: Formats whose messages are passed over: neither readings nor dead letters.
 PASSED_OVER = ("status", "sparkplug-state", "sparkplug-other")
 #: Known names shown in a dead letter's reason at most.
@@ -159,6 +162,8 @@ class TopicMap:
             return Match(ref, MqttInput(topic), *ref.key.split("/", 1))
         parts = topic.split("/")
         unknown = None
+        if len(parts) == 3 and parts[0] == "sewerwatch" and parts[2] == "maintenance" and parts[1]:
+            return Match(None, MAINTENANCE, parts[1], None)
         if parts[0] == SPARKPLUG_NAMESPACE and self.sparkplug_groups:
             if len(parts) == 3 and parts[1] == SPARKPLUG_STATE.topic.split("/")[1]:
                 return Match(None, SPARKPLUG_STATE, sensor=parts[2])
