@@ -41,7 +41,9 @@ def site_topics(cfg, site: str) -> list[str]:
     and ``[[mqtt.inputs]]`` pattern with the site filled in and everything from its ``{site}``
     level down (``sewerwatch/acme/#``, ``telegraf/acme/#``, ``plc/acme/#``), the explicit
     topics of the site's MQTT sensors, and the messages of the Sparkplug edge nodes whose
-    metrics map to the site's sensors (:func:`sparkplug_site_topics`)."""
+    metrics map to the site's sensors (:func:`sparkplug_site_topics`), and always the site's
+    maintenance topic ``sewerwatch/<site>/maintenance`` (a device opens and ends maintenance
+    windows there: ``ingest/mqtt/maintenance.py``)."""
     out = []
     for inp in cfg.mqtt_inputs:
         levels = inp.topic.split("/")
@@ -54,6 +56,9 @@ def site_topics(cfg, site: str) -> list[str]:
     for s in cfg.sensors:
         if s.site == site and s.source == "mqtt" and s.topic and not any(topic_matches(f, s.topic) for f in out):
             out.append(s.topic)
+    maintenance = f"sewerwatch/{site}/maintenance"
+    if not any(topic_matches(f, maintenance) for f in out):
+        out.append(maintenance)
     return out + [f for f in sparkplug_site_topics(cfg, site)[0] if f not in out]
 
 
