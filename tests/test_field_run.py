@@ -134,6 +134,7 @@ def _stored(db, site):
 def test_a_calibration_inside_a_device_window_raises_nothing_and_without_one_it_does(live):
     db = live["db"]
     t0 = (int(time.time() * 1000) // MIN_MS - 25) * MIN_MS           # 25 minutes ago
+    live["t0"] = t0
     cw, aw = live["clients"]["calw"]
     cx, ax = live["clients"]["calx"]
     _send(cx, ax, [_readings("calx", t0, 0, 30)])
@@ -197,6 +198,39 @@ def test_a_window_left_open_past_its_limit_raises_its_alert_until_it_ends(live):
     assert r.returncode == 0, r.stderr
     # the condition over, the alert resolved after the hold-off ([alerts] hold_off_s = 1 here)
     assert wait_until(lambda: alert() == [] and alert("open") != [], 30)
+
+
+def test_a_grab_sample_half_a_ph_from_the_sensor_and_an_overdue_calibration_alert_in_run(live):
+    """Run after the calibration test: calw's probe read 7.0 at minutes 17-29. An inspector's
+    grab of 7.5 at minute 22 is 0.5 pH from it (tolerance 0.3): a sensor-drift alert with
+    both numbers; calx's grab of 7.2 at minute 22 is within it: compared, no alert. calo's
+    probe installed on 2026-01-01 and calibrated every 14 days, never since: overdue, a
+    finding from 2026-01-16 and its alert."""
+    db, tmp, t0 = live["db"], live["tmp"], live["t0"]
+    at = _iso(t0 + 22 * MIN_MS)
+    for site, value in (("calw", "7.5"), ("calx", "7.2")):
+        r = cli(tmp, db, "grab", "record", "--site", site, "--parameter", "ph", "--value", value, "--at", at)
+        assert r.returncode == 0, r.stderr
+    r = cli(tmp, db, "instruments", "set", "calo/ph", "--make", "Hach", "--serial", "P-9", "--installed", "2026-01-01",
+            "--every", "14")
+    assert r.returncode == 0, r.stderr
+
+    def alerts(rule):
+        return _q(db, "SELECT s.key, a.summary, a.details FROM alerts a JOIN sites s ON s.id = a.site_id "
+                      "WHERE a.rule = %s", (rule,))
+    assert wait_until(lambda: alerts("sensor-drift") != [] and alerts("calibration-overdue") != [], 30)
+    [(site, summary, details)] = alerts("sensor-drift")
+    assert site == "calw" and "sensor drift" in summary
+    assert "grab pH 7.50 pH (field reading" in details["detail"] and "against the sensor's 7.00 pH" in details["detail"]
+    assert "0.50 pH apart, tolerance 0.3 pH: the sensor is drifting" in details["detail"]
+    checks = dict(_q(db, "SELECT s.key, g.drifted FROM grab_checks g JOIN sensors se ON se.id = g.sensor_id "
+                         "JOIN sites s ON s.id = se.site_id"))
+    assert checks == {"calw": True, "calx": False}
+    [(site, summary, details)] = alerts("calibration-overdue")
+    assert site == "calo" and "calibration was due 2026-01-15" in details["detail"]
+    assert wait_until(lambda: _q(db, "SELECT occurred FROM findings WHERE kind = 'calibration-overdue'") != [], 30)
+    [(occurred,)] = _q(db, "SELECT occurred FROM findings WHERE kind = 'calibration-overdue'")
+    assert str(occurred) == "2026-01-16"
 
 
 def _iso(ms: int) -> str:
