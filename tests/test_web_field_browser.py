@@ -1,0 +1,61 @@
+"""A sensor's maintenance window from a phone at the manhole (issue 26), in the session's
+Chromium at 390 px against ``sewerwatch web`` over this module's real database: the
+inspector taps the sensor in the list, then "Calibration": the window is open (two taps);
+one more tap ends it. The page fits the phone with every field labelled, its buttons a thumb's
+size. ``SEWERWATCH_WRITE_PREVIEWS=1`` keeps the screenshot in web/previews/."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from support import add_site_and_sensors, wait_until
+from test_web_pretreatment_browser import Office, _fits, _keep, sign_in
+
+pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def office(module_db, tmp_path_factory, browser):
+    o = Office(module_db, tmp_path_factory.mktemp("field"))
+    add_site_and_sensors(module_db.url, "manhole", {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
+    try:
+        yield o
+    finally:
+        o.close()
+
+
+def _tap(d, by, what):
+    el = d.find_element(by, what)
+    el.click()
+    WebDriverWait(d, 15).until(staleness_of(el))
+
+
+def test_two_taps_on_a_phone_open_a_window_and_one_ends_it(office, chromium):
+    d = chromium.driver
+    chromium.phone()
+    sign_in(chromium, office, "inspector")
+    d.get(office.base + "/sensors")
+    _tap(d, By.CSS_SELECTOR, 'a[href="/sensors/manhole/ph"]')                 # tap one
+    _fits(chromium, "sensor")
+    button = d.find_element(By.ID, "start-calibration")
+    assert button.size["height"] >= 48 and button.size["width"] >= 120, button.size
+    _tap(d, By.ID, "start-calibration")                                        # tap two
+    assert wait_until(lambda: "Maintenance window 1 started" in chromium.text(), 10), chromium.text()[:500]
+    assert "in maintenance" in chromium.text("maintenance")
+    _fits(chromium, "sensor-in-maintenance")
+    shot = office.tmp / "field-sensor-phone.png"
+    w, h = chromium.screenshot(shot)
+    assert w == chromium.width and h > 300
+    with psycopg.connect(office.db.url) as conn:
+        assert conn.execute("SELECT reason, person, source, end_time IS NULL FROM maintenance_windows").fetchall() == [
+            ("calibration", "Ines Inspector", "web", True)]
+    _tap(d, By.ID, "end-window")
+    assert wait_until(lambda: "Maintenance window 1 ended" in chromium.text(), 10)
+    with psycopg.connect(office.db.url) as conn:
+        assert conn.execute("SELECT count(*) FROM maintenance_windows WHERE end_time IS NOT NULL").fetchone()[0] == 1
+    chromium.desktop()
+    _keep({"field-sensor-phone": shot})
