@@ -6,7 +6,10 @@ any time during the previous twelve months, were in significant noncompliance").
 :func:`annual_report` gathers the year from the database: the users and their permits, the
 samples taken, the violations by kind with their episodes and days of violation, the
 notices and their outcomes, the SNC status of each period ending in the year, and the
-surcharges billed. ``sewerwatch report annual --year Y`` writes it as JSON, HTML and PDF;
+surcharges billed, and the field work of each user (:func:`field.annual.of_site`: every
+maintenance window with the readings it kept from being judged, whether approved, pending or
+rejected; calibrations; grab samples against the sensors; inspections and whether samples were
+taken, 40 CFR 403.12(i)), so every exclusion is before the auditor. ``sewerwatch report annual --year Y`` writes it as JSON, HTML and PDF;
 ``sewerwatch report snc --year Y`` prints the publication list.
 """
 
@@ -20,9 +23,15 @@ from enforcement import snc as snc_mod
 from enforcement.findings import sites, violations_between
 from enforcement.periods import Period, snc_periods_of_year, year_period
 from enforcement.settings import Settings
+from field import annual as field_annual
 from lab.ordinance import pack_timezone
 from limits.permit_store import current_permits
 from limits.permits import renewal
+
+
+#: The field-work counts of the totals (``field_<name>``; :func:`field.annual.of_site`).
+FIELD_COUNTS = ("windows", "windows_pending", "readings_excluded", "calibrations", "calibrations_failed", "grab_checks",
+                "drifted", "inspections", "inspections_with_sampling")
 
 
 def snc_list(conn, year: int, mode: str, st: Settings | None = None, now: datetime | None = None) -> dict:
@@ -154,7 +163,10 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
                          "response_due": n["response_due"].isoformat() if n["response_due"] else None,
                          "response_received_on": n["response_received_on"].isoformat() if n["response_received_on"] else None,
                          "closed_on": n["closed_on"].isoformat() if n["closed_on"] else None} for n in ns],
-            "billed": _bills(conn, key, year)})
+            "billed": _bills(conn, key, year),
+            # issue 26: every maintenance window of the year (what it kept from judging),
+            # calibrations, grab checks and inspections (40 CFR 403.12(i))
+            "field": field_annual.of_site(conn, key, start, end)})
     lst = snc_list(conn, year, mode, st)
     totals = {"samples_taken": sum(u["samples_taken"] for u in users),
               "sampling_periods_required": sum(x["periods"] for u in users for x in u["sampling"]),
@@ -164,7 +176,8 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
               "notices": sum(len(u["notices"]) for u in users),
               "users_in_snc": len(lst["users"]),
               "billed_dollars": round(sum(u["billed"]["total_dollars"] for u in users), 2),
-              "surcharge_dollars": round(sum(u["billed"]["surcharge_dollars"] for u in users), 2)}
+              "surcharge_dollars": round(sum(u["billed"]["surcharge_dollars"] for u in users), 2),
+              **{f"field_{k}": sum(u["field"]["counts"][k] for u in users) for k in FIELD_COUNTS}}
     outcomes: dict[str, int] = {}
     for u in users:
         for n in u["notices"]:

@@ -56,6 +56,7 @@ def body_html(rep: dict, issued_on: date) -> str:
         f"<td class=n>{_money(u['billed']['surcharge_dollars'])}</td><td class=n>{_money(u['billed']['total_dollars'])}</td></tr>"
         for u in rep["users"])
     periods = ", ".join(f"{p['name']} ({p['start']} to {p['end']})" for p in snc["periods"])
+    field = field_html(rep)
     return f"""<h1>Pretreatment program annual report {rep['year']}</h1>
 <p>{e(rep['utility'])}. Reporting year {e(rep['period']['start'])} to {e(rep['period']['end'])} (exclusive).
 Date of the report: {issued_on.isoformat()}.</p>
@@ -71,6 +72,9 @@ Date of the report: {issued_on.isoformat()}.</p>
 <tr><th>users in significant noncompliance</th><td class=n>{t['users_in_snc']}</td></tr>
 <tr><th>surcharges billed</th><td class=n>{_money(t['surcharge_dollars'])}</td></tr>
 <tr><th>all charges billed</th><td class=n>{_money(t['billed_dollars'])}</td></tr>
+<tr><th>inspections (with sampling)</th><td class=n>{t.get('field_inspections', 0)} ({t.get('field_inspections_with_sampling', 0)})</td></tr>
+<tr><th>calibrations (failed)</th><td class=n>{t.get('field_calibrations', 0)} ({t.get('field_calibrations_failed', 0)})</td></tr>
+<tr><th>maintenance windows (readings not judged)</th><td class=n>{t.get('field_windows', 0)} ({t.get('field_readings_excluded', 0)})</td></tr>
 </table>
 <h2>Industrial users and permits</h2>
 <table><tr><th>user</th><th>id</th><th>permit</th><th>SIC</th><th class=n>samples taken</th><th class=n>results</th></tr>{users}</table>
@@ -87,7 +91,51 @@ Date of the report: {issued_on.isoformat()}.</p>
 <p>Periods: {e(periods)} ({e(snc['citation'])}).</p>
 {snc_html}
 <h2>Charges billed</h2>
-<table><tr><th>user</th><th>quarters</th><th class=n>surcharges</th><th class=n>all charges</th></tr>{bill_rows}</table>"""
+<table><tr><th>user</th><th>quarters</th><th class=n>surcharges</th><th class=n>all charges</th></tr>{bill_rows}</table>
+{field}"""
+
+
+def field_html(rep: dict) -> str:
+    """Instruments and field work (issue 26): the inspections of the year (40 CFR 403.12(i)),
+    calibrations, grab samples against the sensors, and every maintenance window with the
+    readings it kept from being judged, whatever its approval (none is hidden). Times in each
+    user's village time."""
+    from foundation.display import local_time
+    from limits.packs import load_pack
+
+    users = [u for u in rep["users"] if "field" in u]
+    zones = {u["site"]: load_pack(u["pack"]).timezone for u in users}
+
+    def at(u, t):
+        return local_time(t, zones[u["site"]], seconds=False)
+    ins = _table(("user", "visited", "inspector", "kind", "sampled", "deficient items", "photos"), [
+        (u["name"], at(u, i["visited_at"]), i["inspector"], i["kind"], "yes" if i["sampled"] else "no",
+         "; ".join(i["deficient"]) or "none", i["photos"]) for u in users for i in u["field"]["inspections"]],
+        "No inspections.")
+    cal = _table(("user", "sensor", "performed", "technician", "result", "record"), [
+        (u["name"], c["sensor"], at(u, c["performed_at"]), c["technician"], c["result"],
+         c["line"].split(": ", 1)[-1]) for u in users for c in u["field"]["calibrations"]], "No calibrations recorded.")
+    grab = _table(("user", "sensor", "taken", "grab", "sensor", "drifted"), [
+        (u["name"], g["sensor"], at(u, g["taken_at"]), g["grab"],
+         "-" if g["sensor_value"] is None else round(g["sensor_value"], 2), "yes" if g["drifted"] else "no")
+        for u in users for g in u["field"]["grab_checks"]], "No grab samples compared.")
+    win = _table(("window", "sensor", "when", "why, who, from where", "approval", "readings not judged"), [
+        (w["id"], w["scope"], f"{at(u, w['start'])} to {at(u, w['end'])}" if w["end"] else
+         f"since {at(u, w['start'])}, still open",
+         f"{w['reason']}, {w['person']}, {w['source']}",
+         w["approval"] + (f" ({w['approved_by']})" if w["approved_by"] else ""), w["readings_excluded"])
+        for u in users for w in u["field"]["windows"]], "No maintenance windows.")
+    return f"""<h2>Inspections</h2>
+<p>Inspections and sampling of the industrial users (40 CFR 403.12(i)).</p>
+{ins}
+<h2>Calibrations and verifications</h2>
+{cal}
+<h2>Grab samples against the sensors</h2>
+{grab}
+<h2>Maintenance windows</h2>
+<p>Readings taken in a window in effect (approved, or needing no approval) were stored with their own quality
+code and not judged; a window awaiting approval or rejected excluded nothing.</p>
+{win}"""
 
 
 def performance_html(rep: dict) -> str:
