@@ -531,11 +531,15 @@ class Pipeline:
         loop = asyncio.get_running_loop()
 
         def once():
-            with psycopg.connect(self.owner_url, connect_timeout=3) as conn:
+            with psycopg.connect(self.owner_url, connect_timeout=10) as conn:
                 new, found = conditions.round_(conn, self.cfg)
                 with conn.transaction():
                     fieldwork.check(conn, datetime.now(ZoneInfo("UTC")), self.cfg)
                 return new, found
+        # the first round once the start's own work is done (as the enforcement round's)
+        first = min(self.enforcement_first_s, self.cfg.field.check_every_s)
+        comp.beat()
+        await asyncio.sleep(first)
         while True:
             comp.beat()
             if self.ingest is None or self.ingest.writer.stats.db_up is not False:

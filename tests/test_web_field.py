@@ -98,3 +98,56 @@ def test_the_calibration_form_records_a_ph_calibration_and_keeps_what_was_typed_
         assert conn.execute("SELECT result, technician, recorded_by FROM calibrations").fetchall() == [
             ("fail", "Ines Inspector", "inspector")]
         assert conn.execute("SELECT count(*) FROM findings WHERE kind = 'calibration-failed'").fetchone()[0] == 1
+
+
+def _png(w=64, h=48) -> bytes:
+    import io
+
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), (10, 120, 200)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_an_inspection_form_with_photos_and_who_sees_them(db, tmp_path):
+    from web import accounts
+    from web_support import ADMIN, PASSWORD, demo_users
+    demo_users(db.url, permits=False)
+    add_people(db.url)
+    with psycopg.connect(db.url, autocommit=True) as conn:
+        accounts.add(conn, "candyman", "Cal Candy", None, PASSWORD, actor=ADMIN, kind="industrial-user",
+                     site_key="candy")
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "inspector")
+        page = c.get("/inspections/new?site=candy")
+        assert page.status_code == 200 and "2. Grease interceptors maintained" in page.text
+        base = {"_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "site": "candy", "item2": "deficient",
+                "note2": "no cleaning records since March", "sampled": "1", "representative": "Pat Owner"}
+        # a text file named like a photo: refused by its bytes, the form kept
+        r = c.post("/inspections/visits", data=base, files={"photos": ("IMG_0001.jpg", b"GIF89a not really", "image/jpeg")})
+        assert r.status_code == 400 and "not a photo: expected a JPEG, PNG or WebP image" in r.text
+        assert "no cleaning records since March" in r.text
+        r = c.post("/inspections/visits", data=base, files=[("photos", ("../../etc/passwd.png", _png(), "image/png")),
+                                                     ("photos", ("b.png", _png(32, 32), "image/png"))])
+        assert r.status_code == 200 and "Inspection of Sweet Creek Confections" in r.text, r.text[:2000]
+        assert "deficient</strong>: no cleaning records since March" in r.text
+        ids = re.findall(r'/inspections/photos/(\d+)"', r.text)
+        assert len(ids) == 2
+        again = c.post("/inspections/visits", data=base, files={"photos": ("a.png", _png(), "image/png")})
+        assert "the visit was recorded once" in again.text
+        p = c.get(f"/inspections/photos/{ids[0]}")
+        assert p.status_code == 200 and p.headers["content-type"] == "image/png" and p.content[:8] == b"\x89PNG\r\n\x1a\n"
+        assert p.headers["x-content-type-options"] == "nosniff" and "passwd" not in p.headers["content-disposition"]
+        c.cookies.clear()
+        sign_in(c, "candyman")                    # the industrial user's own account: refused, even its own site's
+        assert c.get(f"/inspections/photos/{ids[0]}").status_code == 403
+        assert c.get("/inspections").status_code == 403
+        c.cookies.clear()
+        sign_in(c, "viewer")
+        assert c.get(f"/inspections/photos/{ids[0]}").status_code == 200
+        page = c.get("/inspections")
+        assert page.status_code == 200 and 'id="start-inspection"' not in page.text
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT count(*) FROM inspections").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM inspection_photos").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM findings WHERE kind = 'inspection-deficiency'").fetchone()[0] == 1
