@@ -97,6 +97,11 @@ def reading_topic(site: str, sensor: str) -> str:
     return f"sewerwatch/{site}/{sensor}"
 
 
+def maintenance_topic(site: str) -> str:
+    """Where a device opens and ends maintenance windows (ingest/mqtt/maintenance.py)."""
+    return f"sewerwatch/{site}/maintenance"
+
+
 def status_topic(site: str, device: str = DEVICE_NAME) -> str:
     return f"sewerwatch/{site}/{device}/status"
 
@@ -208,6 +213,7 @@ class MqttPublisher:
         self.devices: list[_Device] = []
         self.messages = 0
         self.readings = 0
+        self.maintenance_messages = 0
         self.last_t: float | None = None
         self._misc: asyncio.Task | None = None
 
@@ -329,6 +335,28 @@ class MqttPublisher:
             elif not snap_silent[d.index] and d.dropped:
                 self._restore(d)
         sent = 0
+        # a maintenance window's start goes before the readings at and after it, its end
+        # before those at and after the end: the interval is cut at each message
+        marks = self.source.maintenance(t0, t) if hasattr(self.source, "maintenance") else []
+        a = t0
+        for at, i, body in marks:
+            sent += self._publish_readings(a, at - 1e-6)
+            d = self.devices[i]
+            if not d.dropped and d.online:
+                d.client.publish(maintenance_topic(d.site), json.dumps(body), qos=1)
+                sent += 1
+                self.maintenance_messages += 1
+            a = at - 1e-6
+        sent += self._publish_readings(a, t)
+        self.last_t = t
+        self.messages += sent
+        return sent
+
+    def _publish_readings(self, t0: float, t: float) -> int:
+        """Publish the readings of ``(t0, t]``; returns the messages sent."""
+        sent = 0
+        if t <= t0:
+            return 0
         for r in self.source.readings(t0, t, self.interval_s, self.sensors):
             d = self.devices[r.device]
             if d.dropped or not d.online:
@@ -343,8 +371,6 @@ class MqttPublisher:
                 d.client.publish(topic, body, qos=self.qos)
                 sent += 1
             self.readings += len(r.times)
-        self.last_t = t
-        self.messages += sent
         return sent
 
     async def run(self, duration_s: float | None = None) -> None:

@@ -43,6 +43,14 @@ modbus_error   code (device_busy, illegal_address,     Modbus exception reply
                device_failure, gateway_no_response)
 bad_payload    variant (garbage, nan, wrong_units,     MQTT payload broken; ``nan`` also
                missing_fields), parameter optional     reaches the Modbus registers
+reads          parameter, value                        the sensor reads ``value`` whatever
+                                                       the process: a pH probe in a
+                                                       calibration buffer, a flow meter
+                                                       lifted out to be cleaned (0)
+maintenance    reason, parameter optional (default:    the device announces a maintenance
+               every sensor of the site)               window for the event's time on
+                                                       ``sewerwatch/<site>/maintenance``
+                                                       (ingest/mqtt/maintenance.py)
 ============== ======================================= ===================================
 """
 
@@ -69,7 +77,7 @@ UNITS = {"flow": "gpm", "level": "ft", "ph": "pH", "temperature": "degF"}
 PROCESS_PARAMETERS = ("flow", "ph", "temperature")
 
 EVENT_KINDS = ("set", "scale", "flatline", "drift", "spikes", "dropout", "comms_loss",
-               "modbus_error", "bad_payload")
+               "modbus_error", "bad_payload", "reads", "maintenance")
 #: Modbus exception codes (Modbus Application Protocol V1.1b3 §7)
 MODBUS_ERRORS = {"illegal_function": 1, "illegal_address": 2, "illegal_value": 3,
                  "device_failure": 4, "device_busy": 6, "gateway_no_response": 11}
@@ -96,6 +104,7 @@ class Event:
     magnitude: float = 0.0
     code: int = 0
     variant: int = 0
+    reason: str = ""
 
     def mask(self, devices: np.ndarray) -> np.ndarray:
         """Bool (n_devices,): which of ``devices`` the event touches."""
@@ -182,7 +191,7 @@ def _event(path, i, t) -> Event:
     if not isinstance(t, dict):
         _fail(path, w, "expected a table")
     allowed = {"kind", "at", "minutes", "seconds", "parameter", "devices", "value", "factor",
-               "of", "ramp_s", "rate_per_h", "magnitude", "code", "variant"}
+               "of", "ramp_s", "rate_per_h", "magnitude", "code", "variant", "reason"}
     for k in t:
         if k not in allowed:
             _fail(path, f"{w}.{k}", f"unknown key (expected one of: {', '.join(sorted(allowed))})")
@@ -198,7 +207,7 @@ def _event(path, i, t) -> Event:
         else _num(path, f"{w}.seconds", t["seconds"], True)
     kw: dict = {}
     parameter = t.get("parameter")
-    needs_param = kind in ("set", "scale", "flatline", "drift", "spikes", "dropout")
+    needs_param = kind in ("set", "scale", "flatline", "drift", "spikes", "dropout", "reads")
     if needs_param or parameter is not None:
         ok = PROCESS_PARAMETERS if kind in ("set", "scale") else SENSORS
         if parameter not in ok:
@@ -210,8 +219,13 @@ def _event(path, i, t) -> Event:
                 isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices):
             _fail(path, f"{w}.devices", f"expected \"all\" or a list of device indices (0-based), got {devices!r}")
         kw["devices"] = tuple(devices)
-    if kind == "set":
+    if kind in ("set", "reads"):
         kw["value"] = _num(path, f"{w}.value", t.get("value"))
+    if kind == "maintenance":
+        reason = t.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            _fail(path, f"{w}.reason", "a maintenance window needs a reason (e.g. \"calibration\")")
+        kw["reason"] = reason.strip()
     if kind == "scale":
         kw["factor"] = _num(path, f"{w}.factor", t.get("factor"), True)
         kw["of"] = t.get("of", "current")
@@ -447,8 +461,9 @@ def evaluate(scn: Scenario, devices, times) -> Series:
     for ev in scn.events:
         claimed.append({"kind": ev.kind, "parameter": ev.parameter,
                         "start": scn.start + ev.start_s, "end": scn.start + ev.start_s + ev.duration_s,
-                        "devices": None if ev.devices is None else list(ev.devices)})
-        if ev.kind in ("set", "scale"):
+                        "devices": None if ev.devices is None else list(ev.devices),
+                        **({"reason": ev.reason} if ev.kind == "maintenance" else {})})
+        if ev.kind in ("set", "scale", "maintenance"):
             continue
         m = ev.mask(devices)
         a = ev.active(offsets)
@@ -458,6 +473,8 @@ def evaluate(scn: Scenario, devices, times) -> Series:
         if ev.kind == "flatline":
             frozen = _measure(scn, devices[m], np.array([scn.start + ev.start_s]))[ev.parameter]
             values[ev.parameter][sel] = np.broadcast_to(frozen, (m.sum(), a.sum()))
+        elif ev.kind == "reads":
+            values[ev.parameter][sel] = ev.value
         elif ev.kind == "drift":
             values[ev.parameter][sel] += ev.rate_per_h * (offsets[a] - ev.start_s)[None, :] / 3600.0
         elif ev.kind == "spikes":
@@ -482,3 +499,28 @@ def evaluate(scn: Scenario, devices, times) -> Series:
     return Series(times=times, devices=devices, sites=tuple(scn.site(int(d)) for d in devices),
                   values=values, faults=faults, silent=silent, modbus_error=modbus_error,
                   payload=payload, events=claimed)
+
+
+def maintenance_messages(scn: Scenario, devices, t0: float, t1: float) -> list[tuple[float, int, dict]]:
+    """The maintenance messages the devices publish in ``(t0, t1]`` of simulated time (the
+    events of kind ``maintenance``): ``(time [epoch s], device index, payload dict)`` in time
+    order, a ``start`` at the event's beginning and an ``end`` at its end (the payload of
+    ingest/mqtt/maintenance.py, ``t`` in epoch milliseconds)."""
+    devices = np.atleast_1d(np.asarray(devices, dtype=np.int64))
+    out = []
+    for ev in scn.events:
+        if ev.kind != "maintenance":
+            continue
+        sensors = [ev.parameter] if ev.parameter else None
+        for state, at in (("start", scn.start + ev.start_s), ("end", scn.start + ev.start_s + ev.duration_s)):
+            if not t0 < at <= t1:
+                continue
+            for i in np.flatnonzero(ev.mask(devices)).tolist():
+                body = {"state": state, "t": int(round(at * 1000))}
+                if state == "start":
+                    body.update(reason=ev.reason, by="sewerwatch simulator")
+                if sensors:
+                    body["sensors"] = sensors
+                out.append((at, i, body))
+    out.sort(key=lambda x: (x[0], x[1]))
+    return out

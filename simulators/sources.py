@@ -93,6 +93,12 @@ class ScenarioSource:
         return Snapshot(t, {k: v[:, 0] for k, v in s.values.items()}, {k: v[:, 0] for k, v in s.faults.items()},
                         s.silent[:, 0], s.modbus_error[:, 0], s.payload[:, :, 0])
 
+    def maintenance(self, t0: float, t1: float) -> list[tuple[float, int, dict]]:
+        """The maintenance messages of ``(t0, t1]`` (:func:`simulators.scenarios.maintenance_messages`;
+        devices numbered from 0 in this source)."""
+        from simulators.scenarios import maintenance_messages
+        return maintenance_messages(self.scenario, self.devices, t0, t1)
+
     def readings(self, t0: float, t1: float, step_s: float, sensors=MQTT_SENSORS) -> list[Readings]:
         k0, k1 = np.floor(t0 / step_s) + 1, np.floor(t1 / step_s)
         if k1 < k0:
