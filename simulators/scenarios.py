@@ -359,6 +359,9 @@ class Series:
     payload: np.ndarray
     events: list = field(default_factory=list)
     units: dict = field(default_factory=lambda: dict(UNITS))
+    #: (n_devices, n_times) bool: the device is in a maintenance window (an event ``maintenance``);
+    #: a Modbus device shows it as its profile's maintenance status bit
+    maintenance: np.ndarray | None = None
 
     def long_rows(self):
         """Rows ``(time [epoch s], site, parameter, value, unit)`` of every reading a collector
@@ -456,6 +459,7 @@ def evaluate(scn: Scenario, devices, times) -> Series:
     silent = np.zeros((nd, nt), dtype=bool)
     modbus_error = np.zeros((nd, nt), dtype=np.uint8)
     payload = np.zeros((nd, len(SENSORS), nt), dtype=np.uint8)
+    maintenance = np.zeros((nd, nt), dtype=bool)
     offsets = times - scn.start
     claimed = []
     for ev in scn.events:
@@ -463,6 +467,8 @@ def evaluate(scn: Scenario, devices, times) -> Series:
                         "start": scn.start + ev.start_s, "end": scn.start + ev.start_s + ev.duration_s,
                         "devices": None if ev.devices is None else list(ev.devices),
                         **({"reason": ev.reason} if ev.kind == "maintenance" else {})})
+        if ev.kind == "maintenance":
+            maintenance[np.ix_(ev.mask(devices), ev.active(offsets))] = True
         if ev.kind in ("set", "scale", "maintenance"):
             continue
         m = ev.mask(devices)
@@ -498,7 +504,7 @@ def evaluate(scn: Scenario, devices, times) -> Series:
         values["ph"] = np.clip(values["ph"], 0.0, 14.0)
     return Series(times=times, devices=devices, sites=tuple(scn.site(int(d)) for d in devices),
                   values=values, faults=faults, silent=silent, modbus_error=modbus_error,
-                  payload=payload, events=claimed)
+                  payload=payload, events=claimed, maintenance=maintenance)
 
 
 def maintenance_messages(scn: Scenario, devices, t0: float, t1: float) -> list[tuple[float, int, dict]]:

@@ -58,6 +58,7 @@ class Snapshot:
     silent: np.ndarray
     modbus_error: np.ndarray
     payload: np.ndarray  # (n_devices, n_sensors) uint8
+    maintenance: np.ndarray | None = None   # (n_devices,) bool: in a maintenance window (its status bit)
 
 
 @dataclass
@@ -91,7 +92,7 @@ class ScenarioSource:
     def sample(self, t: float) -> Snapshot:
         s = evaluate(self.scenario, self.devices, np.array([t]))
         return Snapshot(t, {k: v[:, 0] for k, v in s.values.items()}, {k: v[:, 0] for k, v in s.faults.items()},
-                        s.silent[:, 0], s.modbus_error[:, 0], s.payload[:, :, 0])
+                        s.silent[:, 0], s.modbus_error[:, 0], s.payload[:, :, 0], s.maintenance[:, 0])
 
     def maintenance(self, t0: float, t1: float) -> list[tuple[float, int, dict]]:
         """The maintenance messages of ``(t0, t1]`` (:func:`simulators.scenarios.maintenance_messages`;

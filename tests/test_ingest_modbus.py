@@ -389,3 +389,20 @@ def test_a_full_sink_does_not_block_polling():
 
     polls, missed = asyncio.run(go())
     assert polls >= 12 and missed == 0
+
+
+def test_the_maintenance_status_bit_marks_the_readings_and_opens_a_window_once():
+    """Issue 26: the ``calibration`` scenario at 09:01, device 0 in its maintenance window
+    (bit 15 of generic-manhole's status register), device 1 not: device 0's readings are
+    stored with the maintenance code, device 1's are good, and one window start is handed
+    over for device 0 (not one per poll), with the sensors it covers."""
+    from ingest.batch import MAINTENANCE
+    _, col, sink = poll("generic-manhole", 2, 0.6, scenario="calibration", offset_s=9 * 3600 + 60)
+    readings, health = drain(sink)
+    dev0 = readings.sensor_id < 1000
+    assert dev0.sum() >= 6 and (~dev0).sum() >= 6
+    assert (readings.quality[dev0] == MAINTENANCE).all()
+    assert (readings.quality[~dev0] == GOOD).all()
+    windows = [h for h in health if h.get("kind") == "window"]
+    assert [(w["state"], w["source"], w["device"], sorted(w["sensor_ids"])) for w in windows] == [
+        ("start", "modbus", "dev0", [0, 1, 2])]
