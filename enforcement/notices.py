@@ -121,7 +121,9 @@ def _readings(conn, v: dict) -> dict:
         keep = np.unique(np.concatenate([np.linspace(0, len(t) - 1, MAX_CHART_POINTS).astype(int),
                                          [int(np.argmax(y)), int(np.argmin(y))]]))
         t, y = t[keep], y[keep]
+    maintenance, maint_points = _maintenance(conn, v["sensor_id"], start - pad, end + pad)
     return {"kind": "readings", "sensor": v["sensor"], "parameter": v["parameter"], "unit": v["unit"],
+            "maintenance": maintenance, "maintenance_points": maint_points,
             "limit": v["limit"], "comparison": v["evidence"].get("comparison"), "rule": v["rule"],
             "stated": _stated_reading_limit(v),
             "start": start.isoformat(), "end": end.isoformat(), "peak": v["peak"],
@@ -129,6 +131,24 @@ def _readings(conn, v: dict) -> dict:
             "episodes": v.get("episodes", 1),
             "points": [[datetime.fromtimestamp(a, timezone.utc).isoformat(), float(b)] for a, b in zip(t, y)],
             "from": (start - pad).isoformat(), "to": (end + pad).isoformat()}
+
+
+def _maintenance(conn, sensor_id: int, a: datetime, b: datetime) -> tuple[list[dict], list]:
+    """The maintenance windows in effect of the sensor overlapping ``[a, b]`` (issue 26: the
+    chart shades them) and the readings stored in them (quality 3, never judged), thinned
+    like the others."""
+    from foundation.quality import MAINTENANCE
+    from foundation.windows import on_record
+
+    us = lambda t: int(t.timestamp() * 1_000_000)   # noqa: E731
+    wins = [{k: w[k] for k in ("id", "start", "end", "reason", "person", "source")}
+            for w in on_record(conn, [sensor_id], us(a), us(b) + 1) if w["in_effect"]]
+    if not wins:
+        return [], []
+    rows = conn.execute("SELECT time, value FROM readings WHERE sensor_id = %s AND time >= %s AND time <= %s "
+                        "AND quality = %s AND value IS NOT NULL ORDER BY time", (sensor_id, a, b, MAINTENANCE)).fetchall()
+    step = max(1, len(rows) // MAX_CHART_POINTS)
+    return wins, [[r[0].astimezone(timezone.utc).isoformat(), float(r[1])] for r in rows[::step]]
 
 
 def _stated_reading_limit(v: dict) -> str:

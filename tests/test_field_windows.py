@@ -167,3 +167,32 @@ def test_check_readings_takes_its_windows_from_a_file_or_the_quality_column(tmp_
     code = main(["check", "--pack", "palmyra-wi", "--readings", str(tmp_path / "r.csv"), "--windows",
                  str(tmp_path / "r.csv")])
     assert code == 2 and "line 1: expected the header site,parameter,start,end,reason,person" in capsys.readouterr().err
+
+
+def test_the_evidence_chart_of_a_notice_hatches_a_maintenance_window_beside_the_episode(tmp_path, db):
+    """A calibration window at 09:45-10:00 CDT, approved, before the acid dump of 10:30: the
+    notice drafted from the dump's violation draws its readings grey in a hatched window,
+    and names the window under the chart."""
+    import subprocess as sp
+
+    village(tmp_path, db, lab=False)
+    r = _ok(cli(tmp_path, db, "maintenance", "start", "candy/ph", "--reason", "calibration", "--person", "J. Smith",
+                "--at", "2026-06-09T09:45:00-05:00"))
+    wid = int(r.stdout.split("opened maintenance window ")[1].split(":")[0])
+    _ok(cli(tmp_path, db, "maintenance", "end", str(wid), "--at", "2026-06-09T10:00:00-05:00"))
+    _ok(cli(tmp_path, db, "maintenance", "approve", str(wid), user="super1"))
+    with db.connect() as conn:
+        vid = conn.execute("SELECT id FROM violations WHERE rule = 'ph-min'").fetchone()[0]
+    r = _ok(cli(tmp_path, db, "notice", "draft", "--violation", str(vid)))
+    number = r.stdout.split()[0]
+    with db.connect() as conn:
+        [(doc,)] = conn.execute("SELECT document FROM notices WHERE number = %s", (number,)).fetchall()
+    ev = doc["evidence"]
+    assert [(w["id"], w["reason"]) for w in ev["maintenance"]] == [(wid, "calibration")]
+    assert len(ev["maintenance_points"]) == 15                   # 09:45 .. 09:59, one a minute, never judged
+    html = (tmp_path / f"{number}-draft.html").read_text()
+    assert f"Maintenance window {wid}" in html and "its readings were not judged (hatched on the chart)" in html
+    assert "maintenance window (calibration)" in html and "readings in maintenance (not judged)" in html   # the legend
+    text = sp.run(["pdftotext", str(tmp_path / f"{number}-draft.pdf"), "-"], capture_output=True, text=True,
+                  check=True).stdout
+    assert "2026-06-09 09:45 CDT to 2026-06-09 10:00 CDT: calibration, J. Smith (cli)" in " ".join(text.split())

@@ -3,8 +3,9 @@
 From the notice's stored evidence alone (``points``: ISO instants and values in the
 parameter's canonical unit), so the chart is redrawn the same from the database. Times are
 the village's local clock. The limit is a dashed line named with the ordinance's comparison,
-the episode is shaded, the peak marked; the legend stands right of the axes and covers no
-reading. matplotlib's object API (no pyplot); the SVG carries no date and a fixed id salt.
+the episode is shaded, the peak marked; a maintenance window in effect (issue 26) is
+hatched grey with the readings taken in it (never judged) drawn grey; the legend stands right
+of the axes and covers no reading. matplotlib's object API (no pyplot); the SVG carries no date and a fixed id salt.
 """
 
 from __future__ import annotations
@@ -43,15 +44,28 @@ def episode_figure(evidence: dict, tz_name: str) -> Figure:
     ax = fig.subplots()
     t = [_local(p[0], tz) for p in evidence["points"]]
     y = [p[1] for p in evidence["points"]]
+    wins = evidence.get("maintenance") or []
+    # the line breaks at each maintenance window: nothing in it was judged
+    line = sorted([(a, b) for a, b in zip(t, y)] + [(_local(w["start"], tz), float("nan")) for w in wins],
+                  key=lambda p: p[0])
     unit = evidence.get("unit") or ""
     name = PARAMETER_NAMES.get(evidence["parameter"], evidence["parameter"])
-    ax.plot(t, y, color="#1d3d63", linewidth=1.2, marker="." if len(t) < 200 else None, markersize=3,
+    ax.plot([p[0] for p in line], [p[1] for p in line], color="#1d3d63", linewidth=1.2, marker="." if len(t) < 200 else None, markersize=3,
             label=f"{evidence.get('sensor') or name} readings")
     if evidence.get("limit") is not None:
         ax.axhline(evidence["limit"], color="#b00000", linestyle="--", linewidth=1.2,
                    label=f"limit: {evidence.get('comparison') or ''} {evidence['limit']:g} {unit}".replace("  ", " "))
     ax.axvspan(_local(evidence["start"], tz), _local(evidence["end"], tz), color="#b00000", alpha=0.08,
                label="the episode")
+    mp = evidence.get("maintenance_points") or []
+    if mp:
+        ax.plot([_local(p[0], tz) for p in mp], [p[1] for p in mp], color="#8a8f96", linewidth=0, marker=".",
+                markersize=3, label="readings in maintenance (not judged)")
+    for i, w in enumerate(wins):
+        a = _local(w["start"], tz)
+        b = _local(w["end"], tz) if w.get("end") else _local(evidence.get("to") or evidence["end"], tz)
+        ax.axvspan(a, b, facecolor=(0.54, 0.56, 0.59, 0.15), hatch="///", edgecolor=(0.36, 0.40, 0.45, 0.6),
+                   linewidth=0.0, label=f"maintenance window ({w['reason']})" if i == 0 else None)
     if evidence.get("peak_time") and evidence.get("peak") is not None:
         ax.plot([_local(evidence["peak_time"], tz)], [evidence["peak"]], marker="o", color="#b00000", linestyle="none",
                 label=f"peak {evidence['peak']:g} {unit}")

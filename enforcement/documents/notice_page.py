@@ -42,6 +42,10 @@ def _readings_evidence(ev: dict, tz: str) -> str:
     if ev.get("readings_in_episode"):
         rows.append(("Readings beyond the limit", f"{ev['readings_in_episode']}"))
     rows.append(("Readings drawn", f"{len(ev['points'])} from {_local(ev['from'], tz)} to {_local(ev['to'], tz)}"))
+    for w in ev.get("maintenance") or []:      # issue 26: the instrument's maintenance, its readings not judged
+        span = f"{_local(w['start'], tz)} to {_local(w['end'], tz)}" if w.get("end") else f"from {_local(w['start'], tz)}"
+        rows.append((f"Maintenance window {w['id']}", f"{span}: {w['reason']}, {w['person']} ({w['source']}); "
+                                                      "its readings were not judged (hatched on the chart)"))
     table = "".join(f"<tr><th>{e(a)}</th><td>{e(b)}</td></tr>" for a, b in rows)
     return f'<div class="chart">{episode_svg(ev, tz)}</div><table>{table}</table>'
 
