@@ -2,6 +2,12 @@
 
 Readings are fetched as numpy arrays (good readings only, quality 0) and integrated with
 :mod:`lab.formulas.volumes`.
+
+A maintenance window (issue 26: a meter lifted out to be cleaned reads 0) leaves its readings
+out (quality 3), never counting them as zero flow: a window shorter than the gap the
+integration joins is bridged from the readings either side (its volume *estimated*), a longer
+one is a hole in the day's coverage (its volume *missing*, the day incomplete).
+:func:`period_volume` states each window and which it is.
 """
 
 from __future__ import annotations
@@ -82,7 +88,9 @@ def period_volume(conn, site: str, start: datetime, end: datetime, tz=None) -> d
         readings, volume_gal, coverage), ``daily_gal`` (volumes of the days the readings
         cover whole, by local date [gal]) and ``days`` (every day of the period: local date ->
         ``{"volume_gal", "coverage"}``, the volume the readings show and the least covered
-        fraction over the sensors; a day with readings on part of it only is incomplete).
+        fraction over the sensors; a day with readings on part of it only is incomplete; with
+        ``maintenance_s``, the seconds of it in maintenance windows). Each sensor lists its
+        ``windows`` (:func:`_windows`: their volume ``estimated`` or ``missing``).
     """
     if tz is None:
         pack = conn.execute("SELECT pack FROM sites WHERE key = %s", (site,)).fetchone()
@@ -98,16 +106,37 @@ def period_volume(conn, site: str, start: datetime, end: datetime, tz=None) -> d
         total += v
         cover.append(c)
         per.append({"sensor_id": sid, "name": name, "readings": int(t.size), "volume_gal": v, "coverage": c})
+        per[-1]["windows"] = _windows(conn, sid, start, end, gap)
         vols, covs = bucket_volumes_gal(t, q, edges, gap)
-        for d, vv, cc in zip(day_names, vols, covs):
+        for k, (d, vv, cc) in enumerate(zip(day_names, vols, covs)):
             if cc >= 0.99:  # whole days only
                 daily[d] = daily.get(d, 0.0) + float(vv)
             days[d]["volume_gal"] += float(vv)
             days[d]["coverage"] = min(days[d]["coverage"], float(cc))
+            inside = sum(max(0.0, min(w["end_s"], edges[k + 1]) - max(w["start_s"], edges[k])) for w in per[-1]["windows"])
+            if inside > 0:
+                days[d]["maintenance_s"] = days[d].get("maintenance_s", 0.0) + inside
     if not cover:
         days = {d: {"volume_gal": 0.0, "coverage": 0.0} for d in day_names}
     return {"site": site, "volume_gal": total, "volume_mg": total / 1e6,
             "coverage": min(cover) if cover else 0.0, "sensors": per, "daily_gal": daily, "days": days}
+
+
+def _windows(conn, sensor_id: int, start: datetime, end: datetime, gap_s: float) -> list[dict]:
+    """The maintenance windows in effect of a flow sensor within ``[start, end)``: ``id``,
+    ``start_s``, ``end_s`` [epoch s, clipped], ``seconds`` and ``volume`` (``estimated``: bridged
+    from the readings either side; ``missing``: longer than the integration joins)."""
+    from foundation.windows import US, load
+
+    a, b = start.timestamp(), end.timestamp()
+    out = []
+    for w in load(conn, [sensor_id], int(a * US), int(b * US)).items:
+        s0, s1 = max(w.start_us / US, a), min(w.end_us / US, b)
+        if s1 <= s0:
+            continue
+        out.append({"id": w.id, "reason": w.reason, "start_s": s0, "end_s": s1, "seconds": s1 - s0,
+                    "volume": "estimated" if (w.end_us - w.start_us) / US < gap_s else "missing"})
+    return out
 
 
 def link_composite(conn, sample_id: int, sensor_id: int | None = None) -> dict | None:
