@@ -124,6 +124,7 @@ def _readings(conn, v: dict) -> dict:
     maintenance, maint_points = _maintenance(conn, v["sensor_id"], start - pad, end + pad)
     return {"kind": "readings", "sensor": v["sensor"], "parameter": v["parameter"], "unit": v["unit"],
             "maintenance": maintenance, "maintenance_points": maint_points,
+            "drift": _drift(conn, v["sensor_id"], start - pad, end + pad),
             "limit": v["limit"], "comparison": v["evidence"].get("comparison"), "rule": v["rule"],
             "stated": _stated_reading_limit(v),
             "start": start.isoformat(), "end": end.isoformat(), "peak": v["peak"],
@@ -149,6 +150,17 @@ def _maintenance(conn, sensor_id: int, a: datetime, b: datetime) -> tuple[list[d
                         "AND quality = %s AND value IS NOT NULL ORDER BY time", (sensor_id, a, b, MAINTENANCE)).fetchall()
     step = max(1, len(rows) // MAX_CHART_POINTS)
     return wins, [[r[0].astimezone(timezone.utc).isoformat(), float(r[1])] for r in rows[::step]]
+
+
+def _drift(conn, sensor_id: int, a: datetime, b: datetime) -> list[dict]:
+    """The periods the sensor drifted overlapping ``[a, b]`` (issue 26: a grab sample beyond
+    the tolerance, :func:`field.drift.periods`): the readings judged then are marked in the
+    evidence."""
+    from field import drift
+
+    return [{"from": p["from"].astimezone(timezone.utc).isoformat(),
+             "until": p["until"].astimezone(timezone.utc).isoformat() if p["until"] else None,
+             "detail": p["check"]["detail"]} for p in drift.periods(conn, sensor_id, a, b)]
 
 
 def _stated_reading_limit(v: dict) -> str:

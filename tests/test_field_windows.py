@@ -198,6 +198,11 @@ def test_the_evidence_chart_of_a_notice_hatches_a_maintenance_window_beside_the_
     wid = int(r.stdout.split("opened maintenance window ")[1].split(":")[0])
     _ok(cli(tmp_path, db, "maintenance", "end", str(wid), "--at", "2026-06-09T10:00:00-05:00"))
     _ok(cli(tmp_path, db, "maintenance", "approve", str(wid), user="super1"))
+    # an inspector's grab at 12:00 CDT reads 7.9 where the probe reads 7.2: drifting (0.7 > 0.3 pH)
+    _ok(cli(tmp_path, db, "grab", "record", "--site", "candy", "--parameter", "ph", "--value", "7.9",
+            "--at", "2026-06-09T12:00:00-05:00"))
+    r = _ok(cli(tmp_path, db, "grab", "list"))
+    assert "0.70 pH apart, tolerance 0.3 pH: the sensor is drifting" in r.stdout
     with db.connect() as conn:
         vid = conn.execute("SELECT id FROM violations WHERE rule = 'ph-min'").fetchone()[0]
     r = _ok(cli(tmp_path, db, "notice", "draft", "--violation", str(vid)))
@@ -210,6 +215,9 @@ def test_the_evidence_chart_of_a_notice_hatches_a_maintenance_window_beside_the_
     html = (tmp_path / f"{number}-draft.html").read_text()
     assert f"Maintenance window {wid}" in html and "its readings were not judged (hatched on the chart)" in html
     assert "maintenance window (calibration)" in html and "readings in maintenance (not judged)" in html   # the legend
+    [d] = ev["drift"]
+    assert d["until"] is None and "grab pH 7.90 pH (field reading" in d["detail"]
+    assert "Sensor drift" in html and "not calibrated since" in html
     text = sp.run(["pdftotext", str(tmp_path / f"{number}-draft.pdf"), "-"], capture_output=True, text=True,
                   check=True).stdout
     assert "2026-06-09 09:45 CDT to 2026-06-09 10:00 CDT: calibration, J. Smith (cli)" in " ".join(text.split())

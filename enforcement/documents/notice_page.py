@@ -46,6 +46,9 @@ def _readings_evidence(ev: dict, tz: str) -> str:
         span = f"{_local(w['start'], tz)} to {_local(w['end'], tz)}" if w.get("end") else f"from {_local(w['start'], tz)}"
         rows.append((f"Maintenance window {w['id']}", f"{span}: {w['reason']}, {w['person']} ({w['source']}); "
                                                       "its readings were not judged (hatched on the chart)"))
+    for d in ev.get("drift") or []:        # issue 26: a grab sample found the probe drifting
+        span = f"from {_local(d['from'], tz)}" + (f" to {_local(d['until'], tz)}" if d.get("until") else ", not calibrated since")
+        rows.append(("Sensor drift", f"{span}: {d['detail']}; readings judged in that time may be off by as much"))
     table = "".join(f"<tr><th>{e(a)}</th><td>{e(b)}</td></tr>" for a, b in rows)
     return f'<div class="chart">{episode_svg(ev, tz)}</div><table>{table}</table>'
 
