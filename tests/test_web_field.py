@@ -50,6 +50,8 @@ def test_two_taps_start_a_window_a_second_send_starts_none_and_one_tap_ends_it(d
         r = c.post("/sensors/plater/ph/maintenance", data=end)
         assert "Maintenance window 1 ended" in r.text and "No maintenance window open" in r.text
         assert _windows(db) == [(1, "calibration", "Ines Inspector", "inspector", "inspector", "web", False)]
+        site = c.get("/sites/plater")                                        # the user's page: the window drawn
+        assert site.status_code == 200 and 'class="maintenance"><title>maintenance window from' in site.text
         # no reason: refused in words, nothing opened
         page = c.get("/sensors/plater/ph")
         r = c.post("/sensors/plater/ph/maintenance", data={"_csrf_token": csrf_of(page.text),

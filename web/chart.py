@@ -1,6 +1,6 @@
 """Readings drawn as server-rendered SVG (issue 24 item 5): the range's envelope (each
 bucket's lowest and highest reading) and its middle, the limits as labelled lines, the
-violation episodes shaded; local times on the axis. No script, no library: it prints on
+violation episodes shaded, maintenance windows hatched grey; local times on the axis. No script, no library: it prints on
 paper and scales to a phone (``viewBox``, width 100 %).
 """
 
@@ -34,6 +34,7 @@ class Series:
     unit: str
     limits: list = field(default_factory=list)      # (value, label)
     episodes: list = field(default_factory=list)    # (start, end or None) [epoch s]
+    maintenance: list = field(default_factory=list)  # maintenance windows (start, end) [epoch s], issue 26
 
 
 def _ticks(t0: float, t1: float, tz: str) -> list[tuple[float, str]]:
@@ -96,6 +97,12 @@ def svg(s: Series, t0: float, t1: float, tz: str, title: str) -> str:
         if xb > xa - 0.5:
             parts.append(f'<rect x="{xa:.1f}" y="{PAD_T}" width="{max(xb - xa, 1.5):.1f}" height="{ph}" class="episode">'
                          f'<title>violation episode from {escape(formats.local(a, tz))}</title></rect>')
+    for a, b in s.maintenance:       # issue 26: readings in a window are not judged
+        xa, xb = x(max(a, t0)), x(min(b, t1))
+        if xb > xa - 0.5:
+            parts.append(f'<rect x="{xa:.1f}" y="{PAD_T}" width="{max(xb - xa, 1.5):.1f}" height="{ph}" '
+                         f'class="maintenance"><title>maintenance window from {escape(formats.local(a, tz))}: '
+                         f'readings not judged</title></rect>')
     for v in _nice(lo, hi):
         parts.append(f'<line x1="{PAD_L}" x2="{PAD_L + pw}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
                      f'<text x="{PAD_L - 6}" y="{y(v) + 4:.1f}" class="ylabel">{escape(formats.num(v))}</text>')

@@ -68,6 +68,8 @@ def series(conn, site: dict, permit, t0: datetime, t1: datetime) -> list[tuple[d
     eps = conn.execute("SELECT sensor_id, start_time, end_time FROM violations WHERE site_id = %s AND start_time < %s "
                        "AND (end_time IS NULL OR end_time >= %s)", (site["id"], t1, t0)).fetchall()
     rules = site_continuous_rules(site["pack"], permit)
+    from foundation.windows import US, load as load_windows
+    windows = load_windows(conn, ids, int(t0.timestamp() * US), int(t1.timestamp() * US))
     n = int(np.ceil(span / width.total_seconds()))
     base = t0.timestamp()
     starts = base + np.arange(n) * width.total_seconds()
@@ -90,7 +92,8 @@ def series(conn, site: dict, permit, t0: datetime, t1: datetime) -> list[tuple[d
         labels = [(lim.value, f"violation if {lim.comparison} {lim.value:g} {formats.unit(unit)} · {lim.citation}")
                   for lim in limits]
         episodes = [(a.timestamp(), None if e is None else e.timestamp()) for sid, a, e in eps if sid == s["id"]]
-        out.append((s, Series(starts, lo, hi, cnt, unit, labels, episodes)))
+        maint = [(a / US, min(b / US, t1.timestamp())) for a, b in windows.of_sensor(s["id"])]
+        out.append((s, Series(starts, lo, hi, cnt, unit, labels, episodes, maint)))
     return out
 
 
