@@ -82,3 +82,32 @@ def test_an_overdue_calibration_is_a_finding_on_the_day_after_it_was_due(tmp_pat
     assert str(occurred) == "2026-01-16" and "not calibrated by 2026-01-15 (every 14 days" in summary
     _ok(cli(tmp_path, db, "findings", "list"))
     assert len(_findings(db, "calibration-overdue")) == 1     # once
+
+
+def test_what_runs_field_round_alerts_a_calibration_due_soon_and_a_window_awaiting_approval(tmp_path, db):
+    """field.conditions (what run's field round hands the alert manager): a probe calibrated
+    every 14 days, installed 10 days ago, is due in 4 (within [field] calibration_remind_days,
+    14): a calibration-due condition; a window opened after the fact over judged readings: a
+    maintenance-pending condition until a second person decides."""
+    from datetime import date, timedelta
+
+    from field import conditions
+    from foundation import config as sw_config
+    from test_field_windows import WINDOW_AT
+
+    village(tmp_path, db, lab=False)
+    cfg = sw_config.load(tmp_path / "village.toml")
+    installed = (date.today() - timedelta(days=10)).isoformat()
+    _ok(cli(tmp_path, db, "instruments", "set", "candy/flow", "--serial", "F-1", "--installed", installed,
+            "--every", "14"))
+    r = _ok(cli(tmp_path, db, "maintenance", "start", "candy/ph", "--reason", "calibration", "--at", WINDOW_AT))
+    wid = int(r.stdout.split("opened maintenance window ")[1].split(":")[0])
+    with db.connect() as conn:
+        flow_id = conn.execute("SELECT id FROM sensors WHERE name = 'flow'").fetchone()[0]
+        found = conditions.conditions(conn, cfg)
+    assert set(found) == {("calibration-due", flow_id), ("maintenance-pending", f"window-{wid}")}
+    assert f"calibration due {date.today() + timedelta(days=4)} (every 14 days" in found[("calibration-due", flow_id)]["detail"]
+    assert "awaits a second person's approval" in found[("maintenance-pending", f"window-{wid}")]["detail"]
+    _ok(cli(tmp_path, db, "maintenance", "reject", str(wid), "--note", "no calibration that day", user="super1"))
+    with db.connect() as conn:
+        assert set(conditions.conditions(conn, cfg)) == {("calibration-due", flow_id)}
