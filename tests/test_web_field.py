@@ -153,3 +153,59 @@ def test_an_inspection_form_with_photos_and_who_sees_them(db, tmp_path):
         assert conn.execute("SELECT count(*) FROM inspections").fetchone()[0] == 1
         assert conn.execute("SELECT count(*) FROM inspection_photos").fetchone()[0] == 2
         assert conn.execute("SELECT count(*) FROM findings WHERE kind = 'inspection-deficiency'").fetchone()[0] == 1
+
+
+def _instruments(db):
+    with psycopg.connect(db.url) as conn:
+        return conn.execute("SELECT make, model, serial, owner, range_low, range_high, calibration_interval_days, "
+                            "removed IS NULL, recorded_by, source FROM instruments ORDER BY id").fetchall()
+
+
+def test_the_instrument_form_records_changes_and_a_replacement_keeps_the_history(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "inspector")
+        page = c.get("/sensors/plater/ph")
+        assert "No instrument recorded." in page.text and 'id="instrument-link"' in page.text
+        assert "sewerwatch instruments" not in page.text                    # no command for a person to type
+        form_page = c.get("/sensors/plater/ph/instrument")
+        assert form_page.status_code == 200 and "No instrument recorded yet." in form_page.text
+        form = {"_csrf_token": csrf_of(form_page.text), "_form_key": _key(form_page.text), "make": "Hach",
+                "model": "pHD sc", "serial": "S-1001", "range_low": "0", "range_high": "14", "owner": "industrial-user",
+                "calibration_interval_days": "14", "installed": "2026-01-05", "note": ""}
+        r = c.post("/sensors/plater/ph/instrument/save", data=form)
+        assert r.status_code == 200 and "The instrument is recorded in the register." in r.text
+        assert "Hach pHD sc, serial S-1001" in r.text and "Change the instrument" in r.text
+        again = c.post("/sensors/plater/ph/instrument/save", data=form)         # the same form again: once
+        assert "This form had been sent already" in again.text
+        assert _instruments(db) == [("Hach", "pHD sc", "S-1001", "industrial-user", 0.0, 14.0, 14, True, "inspector",
+                                     "web")]
+        # a bad number: refused in one line, what was typed kept, nothing stored
+        page = c.get("/sensors/plater/ph/instrument")
+        bad = {**form, "_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "range_high": "fourteen"}
+        r = c.post("/sensors/plater/ph/instrument/save", data=bad)
+        assert r.status_code == 400 and "range, high end: not a number: &#39;fourteen&#39;" in r.text
+        assert 'value="fourteen"' in r.text and len(_instruments(db)) == 1
+        # another serial number: a new instrument, the old one kept with its removed date
+        page = c.get("/sensors/plater/ph/instrument")
+        assert 'value="S-1001"' in page.text                                     # the form starts from the register
+        new = {**form, "_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "serial": "S-2002",
+               "installed": ""}
+        r = c.post("/sensors/plater/ph/instrument/save", data=new)
+        assert r.status_code == 200 and "serial S-2002" in r.text
+        rows = _instruments(db)
+        assert [(x[2], x[7]) for x in rows] == [("S-1001", False), ("S-2002", True)]
+        hist = c.get("/sensors/plater/ph/instrument").text
+        assert hist.count("<tr><td>Hach pHD sc</td>") == 2 and "in place" in hist
+    with psycopg.connect(db.url) as conn:
+        acts = [a for (a,) in conn.execute("SELECT action FROM audit_log WHERE actor = 'inspector' AND action LIKE "
+                                           "'instrument-%%' ORDER BY id").fetchall()]
+    assert acts == ["instrument-install", "instrument-install"]
+    with office_client(db, tmp_path) as c:                                       # a viewer looks, records nothing
+        sign_in(c, "viewer")
+        assert 'id="instrument-link"' not in c.get("/sensors/plater/ph").text
+        assert c.get("/sensors/plater/ph/instrument").status_code == 403
+        page = c.get("/sensors/plater/ph")
+        r = c.post("/sensors/plater/ph/instrument/save", data={"_csrf_token": csrf_of(page.text), "serial": "X"})
+        assert r.status_code == 403 and len(_instruments(db)) == 2

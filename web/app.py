@@ -40,6 +40,7 @@ from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, por
 from web.pages import calendar as calendar_page
 from web.pages import field as field_pages
 from web.pages import inspections as inspection_pages
+from web.pages import instruments as instrument_pages
 
 log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
@@ -228,8 +229,8 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
     """The office's application."""
     env = templates(office)
     handlers = [*login.routes(sign_in_rate_limit(office)), *today.ROUTES, *sites.ROUTES, *alerts.ROUTES,
-                *sensors.ROUTES, *field_pages.ROUTES, *inspection_pages.ROUTES, *ack.ROUTES, *lab.ROUTES, *permits.ROUTES,
-                *calendar_page.ROUTES,
+                *sensors.ROUTES, *field_pages.ROUTES, *instrument_pages.ROUTES, *inspection_pages.ROUTES, *ack.ROUTES,
+                *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *bills.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
