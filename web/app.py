@@ -37,6 +37,7 @@ from web import authz, formats, forms, roles, sessions
 from web.office import DatabaseDown, Office
 from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_people, review, sensors,
                        sites, today)
+from web.pages import accounts as accounts_page
 from web.pages import calendar as calendar_page
 from web.pages import field as field_pages
 from web.pages import inspections as inspection_pages
@@ -232,7 +233,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *sensors.ROUTES, *field_pages.ROUTES, *instrument_pages.ROUTES, *inspection_pages.ROUTES, *ack.ROUTES,
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
-                *enforcement.ROUTES, *bills.ROUTES,
+                *enforcement.ROUTES, *bills.ROUTES, *accounts_page.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(
