@@ -10,8 +10,9 @@ on record. What each figure counts, in the words of the schema's documentation:
 ============================================  =============================================================
 ``NumberSIUs``                                the significant industrial users
 ``SIUsWithoutControlMechanism``               SIUs without a discharge permit in force on the year's last day
-``SIUsNotInspected``                          SIUs with no inspection in the year (only where the report
-                                              carries inspections; otherwise left out)
+``SIUsNotInspected``                          SIUs with no inspection in the year (only once the program
+                                              records inspections here, field.inspections: a year with
+                                              none recorded leaves it out rather than claim none was made)
 ``SIUsNotSampled``                            SIUs with no lab sample collected in the year
 ``SIUsSNCWithPretreatmentStandards``          SIUs in SNC in a period ending in the year under (A), (B), (C),
                                               (D) or (H) of 40 CFR 403.8(f)(2)(viii)
@@ -48,6 +49,11 @@ def significant(rep: dict, program) -> list[str]:
         known = {u["site"] for u in rep["users"]}
         return [s for s in program.significant_users if s in known]
     return [u["site"] for u in rep["users"] if u.get("permit_effective")]
+
+
+def _inspections(u: dict) -> list:
+    """A user's inspections of the year in the annual report (its field work, issue 26)."""
+    return (u.get("field") or {}).get("inspections") or u.get("inspections") or []
 
 
 def _in_year(iso: str | None, year: int) -> bool:
@@ -87,8 +93,8 @@ def performance_summary(rep: dict, program) -> dict:
     without = [s for s in siu if not users[s].get("permit_in_force_at_year_end")]
     add("SIUsWithoutControlMechanism", len(without), "significant users without a discharge permit in force on "
         f"{rep['period']['end']} (the day after the year)", without)
-    if any("inspections" in u for u in rep["users"]):
-        not_inspected = [s for s in siu if not users[s].get("inspections")]
+    if any(_inspections(u) for u in rep["users"]):     # the program records its inspections here
+        not_inspected = [s for s in siu if not _inspections(users[s])]
         add("SIUsNotInspected", len(not_inspected), "significant users not inspected in the year", not_inspected)
     not_sampled = [s for s in siu if not users[s]["samples_taken"]]
     add("SIUsNotSampled", len(not_sampled), "significant users with no sample collected in the year", not_sampled)

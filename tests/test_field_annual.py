@@ -69,6 +69,17 @@ def test_an_inspection_with_a_photo_and_the_years_field_work_in_the_annual_repor
     assert [(i["inspector"], i["sampled"], i["deficient"], i["photos"]) for i in f["inspections"]] == [
         ("Ines Inspector", True, ["Grease interceptors maintained in continuous, efficient operation (cleaning "
                                   "records)"], 1)]
+    # the state's electronic report counts the significant users not inspected (ICIS-NPDES SIUsNotInspected)
+    from enforcement.program import performance_summary
+    from enforcement.settings import Program
+    every = tuple(u["site"] for u in rep["users"])                     # each user taken as significant here
+    figures = {f["element"]: f for f in performance_summary(rep, Program(significant_users=every))["elements"]}
+    siu = figures["NumberSIUs"]["users"]
+    assert figures["SIUsNotInspected"]["users"] == [s for s in siu if s != "candy"] and "candy" in siu
+    assert figures["SIUsNotInspected"]["value"] == len(siu) - 1
+    from enforcement import icis
+    summary = performance_summary(rep, Program(npdes_permit="WI0020231", significant_users=every))
+    assert icis.validate(icis.document_xml({**rep, "performance_summary": summary})) == []   # EPA's schema 5.8
     t = rep["totals"]
     assert (t["field_inspections"], t["field_inspections_with_sampling"], t["field_calibrations"], t["field_windows"],
             t["field_windows_pending"], t["field_readings_excluded"]) == (1, 1, 1, 2, 1, 40)
