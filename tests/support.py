@@ -133,16 +133,18 @@ def sensors_toml(site: str, sensors: dict[str, tuple[str, str]]) -> str:
                    for n, (p, u) in sensors.items())
 
 
-def own_broker_village(path, db_url: str, site: str, sensors: dict[str, tuple[str, str]], extra: str = ""):
+def own_broker_village(path, db_url: str, site: str, sensors: dict[str, tuple[str, str]], extra: str = "",
+                       site_extra: str = ""):
     """Write a one-site config to ``path`` whose embedded broker is the test's own (a state
     folder of its own, a free port; its ACL generated from the config), with MQTT sensors
     ``{name: (parameter, unit)}`` and ``extra`` (``[[mqtt.inputs]]``) at the end; migrate
     the database at ``db_url`` to it (``sewerwatch db migrate`` as a subprocess). Returns
-    the loaded config (bring the broker up with ``services.up(cfg, db=False)``)."""
+    the loaded config (bring the broker up with ``services.up(cfg, db=False)``). ``site_extra``:
+    more keys of the ``[[sites]]`` table (``mqtt_devices = [...]``)."""
     state = state_dir("sewerwatch-village-")
     path.write_text(f'[utility]\nname = "Own broker village"\n[services]\ndb_url = "{db_url}"\n'
                     f'state_dir = "{state}"\nmqtt_port = {free_port()}\nmqtt_sites_port = {free_port()}\n[[sites]]\nid = "{site}"\n'
-                    f'name = "Acme"\n'
+                    f'name = "Acme"\n{site_extra}'
                     + sensors_toml(site, sensors) + extra)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     mig = subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(path), "db", "migrate"],

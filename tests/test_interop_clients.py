@@ -50,11 +50,14 @@ def _config(tmp_path, db_url, site, other, group):
              f'[[sensors]]\nsite = "{site}"\nname = "nrph"\nparameter = "ph"\nunit = "pH"\nsource = "mqtt"\n'
              f'topic = "nodered/{site}/ph"\n'
              f'[[mqtt.inputs]]\ntopic = "spBv1.0/{group}"\nformat = "sparkplug"\n' + metrics)
-    return own_broker_village(tmp_path / "v.toml", db_url, site, SENSORS, extra)
+    # mqtt-spb-wrapper connects its edge node and its device on connections of their own: the device
+    # has an account of its own (an account is one connection on the sites' listener)
+    return own_broker_village(tmp_path / "v.toml", db_url, site, SENSORS, extra, site_extra='mqtt_devices = ["dev1"]\n')
 
 
-def _account(cfg, site):
-    u = urlsplit(sw_services.site_credentials(cfg, site)["mqtt_url"])
+def _account(cfg, site, device: str | None = None):
+    cred = sw_services.site_credentials(cfg, site)
+    u = urlsplit(cred["devices"][device] if device else cred["mqtt_url"])
     return u.hostname, u.port, unquote(u.username), unquote(u.password)
 
 
@@ -83,8 +86,10 @@ def test_pysparkplug_and_mqtt_spb_wrapper_values_exact_and_a_string_metric_a_dea
     psp = subprocess.run([str(py_psp), str(INTEROP / "pysparkplug_edge.py"), json.dumps({**base, "node": "psp1",
                           "rounds": 20})], capture_output=True, text=True, timeout=60)
     assert psp.returncode == 0, psp.stderr[-2000:]
+    _, _, dev_user, dev_password = _account(cfg, site, "dev1")
     wrap = subprocess.run([str(py_wrap), str(INTEROP / "spb_wrapper_edge.py"), json.dumps({**base, "node": "wrap1",
-                           "device": "dev1", "rounds": 10})], capture_output=True, text=True, timeout=60)
+                           "device": "dev1", "rounds": 10, "device_username": dev_user,
+                           "device_password": dev_password})], capture_output=True, text=True, timeout=60)
     assert wrap.returncode == 0, wrap.stderr[-2000:]
     want = {}
     for m, t, v in json.loads(psp.stdout.strip().splitlines()[-1])["published"]:

@@ -6,7 +6,8 @@ pH (and an attribute), then ``rounds`` DDATA of pH, and prints one JSON line: ev
 timestamp ms, value) published.
 
     python spb_wrapper_edge.py '{"host": ..., "port": ..., "username": ..., "password": ...,
-                                 "group": ..., "node": ..., "device": ..., "rounds": 10}'
+                                 "group": ..., "node": ..., "device": ..., "rounds": 10,
+                                 "device_username": ..., "device_password": ...}'
 """
 
 import json
@@ -32,8 +33,12 @@ dev.attributes.set_value("model", "probe-2000")
 dev.data.set_value("ph", 7.0, timestamp=ts)
 published.append(["ph", ts, 7.0])
 node.attributes.set_value("description", "manhole gateway")
-for entity, cid in ((node, cfg["node"]), (dev, cfg["device"])):
-    entity.connect(cfg["host"], cfg["port"], cfg["username"], cfg["password"], client_id=cid + "-spbw")
+# each entity is a connection of its own: the device with its own account where one is given
+# (a broker that makes an account one connection)
+for entity, cid, user, password in ((node, cfg["node"], cfg["username"], cfg["password"]),
+                                    (dev, cfg["device"], cfg.get("device_username", cfg["username"]),
+                                     cfg.get("device_password", cfg["password"]))):
+    entity.connect(cfg["host"], cfg["port"], user, password, client_id=cid + "-spbw")
     deadline = time.time() + 10
     while not entity.is_connected() and time.time() < deadline:
         time.sleep(0.05)

@@ -103,7 +103,9 @@ client.on('ncmd', (payload) => {
 
 // The primary host's STATE, on a connection of its own (Tahu's client decodes every message
 // it gets as protobuf, and STATE is JSON).
-const watcher = mqtt.connect(cfg.url, { username: cfg.username, password: cfg.password,
+// With an account of its own where the broker makes each account one connection.
+const watcher = mqtt.connect(cfg.url, { username: cfg.watcherUsername || cfg.username,
+                                        password: cfg.watcherPassword || cfg.password,
                                         clientId: cfg.node + '-state', clean: true });
 watcher.on('connect', () => watcher.subscribe('spBv1.0/STATE/' + cfg.hostId, { qos: 1 }));
 watcher.on('message', (topic, message) => {
