@@ -209,3 +209,166 @@ def test_the_instrument_form_records_changes_and_a_replacement_keeps_the_history
         page = c.get("/sensors/plater/ph")
         r = c.post("/sensors/plater/ph/instrument/save", data={"_csrf_token": csrf_of(page.text), "serial": "X"})
         assert r.status_code == 403 and len(_instruments(db)) == 2
+
+
+def _qualities(db, where: str = "TRUE"):
+    """(sensor name, quality) -> count of the village's readings (``where``)."""
+    with psycopg.connect(db.url) as conn:
+        return dict(((n, q), k) for n, q, k in conn.execute(
+            "SELECT se.name, r.quality, count(*) FROM readings r JOIN sensors se ON se.id = r.sensor_id "
+            f"WHERE {where} GROUP BY 1, 2").fetchall())
+
+
+def test_a_window_for_the_whole_site_in_two_taps_covers_every_sensor_and_ends_in_one(db, tmp_path):
+    from foundation.quality import MAINTENANCE
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "inspector")
+        page = c.get("/sites/plater")                                          # tap one (the user on Today)
+        assert page.status_code == 200 and "No maintenance window open" in page.text
+        assert 'id="site-start-cleaning"' in page.text
+        form = {"_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "reason": "cleaning"}
+        r = c.post("/sites/plater/maintenance", data=form)                     # tap two
+        assert r.status_code == 200 and "Maintenance window 1 started for the whole site" in r.text
+        assert 'id="end-site-window"' in r.text and "whole site in maintenance" in r.text
+        again = c.post("/sites/plater/maintenance", data=form)                 # the same form again: nothing more
+        assert "This form had been sent already" in again.text
+        with psycopg.connect(db.url) as conn:
+            assert conn.execute("SELECT id, sensor_id, reason, person, opened_by, source, end_time IS NULL FROM "
+                                "maintenance_windows").fetchall() == [(1, None, "cleaning", "Ines Inspector",
+                                                                       "inspector", "web", True)]
+            # both sensors of the site read during the window (stored unmarked: the window marks them;
+            # the village's own readings are 7.0 +- 0.2, so 7.5 names these)
+            conn.execute("INSERT INTO readings (time, sensor_id, value) SELECT clock_timestamp(), id, 7.5 FROM "
+                         "sensors WHERE name IN ('ph', 'temp')")
+            audit = conn.execute("SELECT actor, detail->>'sensor', detail->>'via' FROM audit_log WHERE action = "
+                                 "'maintenance-open'").fetchall()
+        assert audit == [("inspector", None, "web")]
+        # the sensor's own page shows the site's window, and no second window can start on it
+        assert "in maintenance" in c.get("/sensors/plater/temp").text
+        end = {"_csrf_token": csrf_of(r.text), "_form_key": _key(r.text), "end": "1"}
+        r = c.post("/sites/plater/maintenance", data=end)                      # one tap ends it
+        assert r.status_code == 200 and "Maintenance window 1 ended" in r.text
+        assert "No maintenance window open" in r.text
+    assert _qualities(db, "r.value = 7.5") == {("ph", MAINTENANCE): 1, ("temp", MAINTENANCE): 1}   # every sensor's, marked
+    assert _qualities(db, "r.value <> 7.5") == {("ph", 0): 3600}           # before the window: judged
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT closed_by, end_time IS NOT NULL FROM maintenance_windows").fetchall() == [
+            ("inspector", True)]
+        assert conn.execute("SELECT actor FROM audit_log WHERE action = 'maintenance-close'").fetchall() == [
+            ("inspector",)]
+
+
+def test_a_site_window_refused_in_words_and_to_a_viewer(db, tmp_path):
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "inspector")
+        page = c.get("/sensors/plater/ph")                   # a sensor's own window open: the site's is refused
+        c.post("/sensors/plater/ph/maintenance", data={"_csrf_token": csrf_of(page.text),
+                                                       "_form_key": _key(page.text), "reason": "calibration"})
+        page = c.get("/sites/plater")
+        assert 'id="sensor-window-1"' in page.text and 'id="site-start-cleaning"' not in page.text
+        # (the page offers no start then; a form sent anyway, from an older page)
+        r = c.post("/sites/plater/maintenance", data={"_csrf_token": csrf_of(page.text),
+                                                      "_form_key": "s" * 30, "reason": "cleaning"})
+        assert r.status_code == 400 and "is in maintenance window 1 already" in r.text and "Traceback" not in r.text
+        r = c.post("/sites/plater/maintenance", data={"_csrf_token": csrf_of(page.text),
+                                                      "_form_key": "e" * 30, "end": "1"})
+        assert r.status_code == 400 and "is not a window of the whole site plater" in r.text
+        c.cookies.clear()
+        sign_in(c, "viewer")
+        page = c.get("/sites/plater")
+        assert page.status_code == 200 and 'action="/sites/plater/maintenance"' not in page.text
+        for data in ({"reason": "cleaning"}, {"end": "1"}):
+            r = c.post("/sites/plater/maintenance", data={"_csrf_token": csrf_of(page.text), "_form_key": "k" * 30,
+                                                          **data})
+            assert r.status_code == 403
+        r = c.post("/maintenance/1/decision", data={"_csrf_token": csrf_of(page.text), "_form_key": "k" * 30,
+                                                    "decision": "approve"})
+        assert r.status_code == 403
+        assert 'href="/maintenance"' in page.text                              # the viewer sees the list
+        assert c.get("/maintenance").status_code == 200
+    assert [w[6] for w in _windows(db)] == [True]                            # one window, still open
+
+
+def _after_the_fact(db, opener: str) -> int:
+    """A window opened on the package's (the CLI's) function by ``opener`` 30 minutes back over
+    the village's judged pH readings: it waits for a second person."""
+    from datetime import datetime, timedelta, timezone
+
+    from field import windows
+    from foundation.actor import Actor
+    with psycopg.connect(db.url) as conn:
+        [w] = windows.open_window(conn, "plater", ["ph"], reason="calibration", actor=Actor(opener, "cli"),
+                                  start=datetime.now(timezone.utc) - timedelta(minutes=30))
+    assert w["approval"] == "pending" and w["judged_readings"] > 1700
+    return w["id"]
+
+
+def _decide(c, wid: int, decision: str, note: str):
+    page = c.get("/maintenance")
+    assert page.status_code == 200 and f'id="pending-{wid}"' in page.text
+    key = _key(page.text) if f'id="approve-{wid}"' in page.text else "k" * 30     # no form shown: one sent anyway
+    return c.post(f"/maintenance/{wid}/decision", data={"_csrf_token": csrf_of(page.text), "_form_key": key,
+                                                        "decision": decision, "note": note})
+
+
+def test_a_window_after_the_fact_is_approved_on_the_maintenance_page_by_a_second_person_only(db, tmp_path):
+    from foundation.quality import MAINTENANCE
+    village(db)
+    add_people(db.url)
+    wid = _after_the_fact(db, "coord")
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "inspector")                        # may see it, may not decide
+        page = c.get("/maintenance")
+        assert f'id="pending-{wid}"' in page.text and f'id="approve-{wid}"' not in page.text
+        assert _decide(c, wid, "approve", "x").status_code == 403
+        c.cookies.clear()
+        sign_in(c, "coord")                            # the opener: refused in the package's words
+        r = _decide(c, wid, "approve", "mine")
+        assert r.status_code == 400 and "Traceback" not in r.text
+        assert re.search(r'id="problem">maintenance window 1 was opened by coord: a second person must approve or '
+                         r'reject it</p>', r.text)
+        assert _qualities(db).get(("ph", MAINTENANCE)) is None                 # still excludes nothing
+        c.cookies.clear()
+        sign_in(c, "super")
+        r = _decide(c, wid, "approve", "buffers in the log")
+        assert r.status_code == 200 and f"Maintenance window {wid} approved" in r.text
+        assert f'id="pending-{wid}"' not in r.text
+        assert re.search(rf'id="window-{wid}">[^\n]*<strong>approved</strong> by super \(buffers in the log\)', r.text)
+        again = c.post(f"/maintenance/{wid}/decision", data={"_csrf_token": csrf_of(r.text), "_form_key": "a" * 30,
+                                                              "decision": "approve"})     # an older page's form
+        assert again.status_code == 400 and "awaits no approval (it is approved)" in again.text
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT approval, approved_by, approval_note FROM maintenance_windows").fetchone() == (
+            "approved", "super", "buffers in the log")
+        assert conn.execute("SELECT actor, detail->>'opened_by' FROM audit_log WHERE action = "
+                            "'maintenance-approve'").fetchall() == [("super", "coord")]
+    assert _qualities(db).get(("ph", MAINTENANCE), 0) > 1700                  # approved: its readings marked
+
+
+def test_a_window_after_the_fact_rejected_with_a_note_excludes_nothing(db, tmp_path):
+    from foundation.quality import MAINTENANCE
+    village(db)
+    add_people(db.url)
+    wid = _after_the_fact(db, "super")
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "super")
+        r = _decide(c, wid, "reject", "no")
+        assert r.status_code == 400 and "was opened by super: a second person must approve or reject it" in r.text
+        c.cookies.clear()
+        sign_in(c, "coord")
+        r = _decide(c, wid, "reject", "no calibration was logged that day")
+        assert r.status_code == 200 and f"Maintenance window {wid} rejected" in r.text
+        assert "<strong>rejected</strong> by coord (no calibration was logged that day)" in r.text
+        again = c.post(f"/maintenance/{wid}/decision", data={"_csrf_token": csrf_of(r.text), "_form_key": "k" * 30,
+                                                              "decision": "approve"})
+        assert again.status_code == 400 and "it is rejected" in again.text
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT approval, approved_by, approval_note FROM maintenance_windows").fetchone() == (
+            "rejected", "coord", "no calibration was logged that day")
+        assert conn.execute("SELECT actor FROM audit_log WHERE action = 'maintenance-reject'").fetchall() == [
+            ("coord",)]
+    assert _qualities(db).get(("ph", MAINTENANCE)) is None

@@ -42,6 +42,7 @@ from web.pages import calendar as calendar_page
 from web.pages import field as field_pages
 from web.pages import inspections as inspection_pages
 from web.pages import instruments as instrument_pages
+from web.pages import maintenance as maintenance_pages
 
 log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
@@ -230,7 +231,8 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
     """The office's application."""
     env = templates(office)
     handlers = [*login.routes(sign_in_rate_limit(office)), *today.ROUTES, *sites.ROUTES, *alerts.ROUTES,
-                *sensors.ROUTES, *field_pages.ROUTES, *instrument_pages.ROUTES, *inspection_pages.ROUTES, *ack.ROUTES,
+                *sensors.ROUTES, *field_pages.ROUTES, *maintenance_pages.ROUTES, *instrument_pages.ROUTES,
+                *inspection_pages.ROUTES, *ack.ROUTES,
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *bills.ROUTES, *accounts_page.ROUTES,

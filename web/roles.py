@@ -47,6 +47,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # issue 25: a new version of a permit (a file or the form); one's own calendar feed link
     "permits.edit": frozenset(_EVERYTHING),
     "calendar.feed": frozenset(_ALL - {"viewer"}),
+    # issue 26: a maintenance window opened after the fact over readings already judged,
+    # approved or rejected by a second person (/maintenance; field.windows.approve/reject)
+    "field.approve": frozenset(_EVERYTHING),
     # the industrial users' portal (issue 27): the coordinator's review of what users submit
     "portal.review": frozenset(_EVERYTHING),
     # the portal's own pages: no staff role holds it; an account of kind industrial-user does,

@@ -1,26 +1,40 @@
-"""An industrial user's page (issue 24 item 5)."""
+"""An industrial user's page (issue 24 item 5), and its maintenance window for the whole
+site (issue 26 item 2): started in two taps (the user on Today, then the reason's button) and
+ended in one, through :func:`field.windows.open_window` with no sensors named and
+:func:`field.windows.close_window` (what ``sewerwatch maintenance start SITE`` and ``end``
+call), once per form (:func:`web.forms.once`), with ``field.record``."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from litestar import Request, get
+from litestar import Request, get, post
+from litestar.enums import RequestEncodingType
 from litestar.exceptions import NotFoundException
-from litestar.params import FromPath, FromQuery, QueryParameter
-from litestar.response import Template
+from litestar.params import Body, FromPath, FromQuery, QueryParameter
+from litestar.response import Redirect, Template
 from typing import Annotated
 from markupsafe import Markup
 
-from web import authz, chart
+from foundation.errors import InputError
+from web import authz, chart, forms
 from web.queries import site as site_q
 
 VIEW = {authz.OPT: "view"}
+RECORD = {authz.OPT: "field.record"}
 Q = FromQuery[str | None]
+Form = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]
 
 
 @get("/sites/{key:str}", opt=VIEW, sync_to_thread=True, name="site")
 def site_page(request: Request, key: FromPath[str], span: Annotated[str | None, QueryParameter(name="range")] = None,
-              since: Q = None, until: Q = None) -> Template:
+              since: Q = None, until: Q = None, again: Q = None, done: Q = None) -> Template:
+    return _page(request, key, span, since, until, again=again == "1", done=done)
+
+
+def _page(request: Request, key: str, span: str | None = None, since: str | None = None, until: str | None = None, *,
+          again: bool = False, done: str | None = None, problem: str | None = None, status: int = 200) -> Template:
+    from field import windows
     office = request.app.state.office
     account = request.state.account
     now = datetime.now(timezone.utc)
@@ -32,6 +46,8 @@ def site_page(request: Request, key: FromPath[str], span: Annotated[str | None, 
             return None, None, []
         authz.require_site(account, site["id"])
         permit = site_q.permit_of(conn, key)
+        site["windows"] = [w for w in windows.list_windows(conn, site=key, open_only=True)
+                           if w["approval"] != "rejected"]
         return site, permit, site_q.series(conn, site, permit, t0, t1)
 
     site, permit, series = office.read(read)
@@ -53,7 +69,42 @@ def site_page(request: Request, key: FromPath[str], span: Annotated[str | None, 
     return Template("site.html", context={
         "account": account, "nav": "today", "site": site, "permit": permit, "renewal": renewal, "charts": charts,
         "range": chosen, "since": since or "", "until": until or "", "t0": t0, "t1": t1, "grafana": grafana,
-        "devices_cfg": devices_cfg, "now": now})
+        "devices_cfg": devices_cfg, "now": now, "reasons": windows.REASONS, "again": again, "done": done,
+        "problem": problem, "may_record": authz.may(account, "field.record"),
+        "site_window": next((w for w in site["windows"] if w["sensor_id"] is None), None),
+        "sensor_windows": [w for w in site["windows"] if w["sensor_id"] is not None]}, status_code=status)
 
 
-ROUTES = [site_page]
+@post("/sites/{key:str}/maintenance", opt=RECORD, sync_to_thread=True, status_code=200)
+def site_maintenance(request: Request, key: FromPath[str], data: Form) -> Redirect | Template:
+    """Start a window on every sensor of the site (``reason``: the button tapped) or end one
+    (``end``: its id), as ``sewerwatch maintenance start SITE`` / ``end ID`` do."""
+    from field import windows
+    office = request.app.state.office
+    settings = windows.Settings.of(office.cfg)
+    back = f"/sites/{key}"
+
+    def work(conn, actor):
+        site = site_q.profile(conn, key)
+        if site is None:
+            raise NotFoundException(f"no industrial user {key!r}")
+        authz.require_site(request.state.account, site["id"])
+        if str(data.get("end", "")).strip():
+            wid = str(data["end"]).strip()
+            if not wid.isdigit():
+                raise InputError(f"end: not a window number: {wid!r}")
+            w = windows.window(conn, int(wid))
+            if w["site_id"] != site["id"] or w["sensor_id"] is not None:
+                raise InputError(f"maintenance window {wid} is not a window of the whole site {key}")
+            w = windows.close_window(conn, int(wid), actor=actor)
+            return {"location": f"{back}?done=ended-{w['id']}#maintenance", "window": w["id"]}
+        reason = str(data.get("reason", "")).strip()
+        [w] = windows.open_window(conn, key, None, reason=reason, actor=actor, settings=settings)
+        return {"location": f"{back}?done=started-{w['id']}#maintenance", "window": w["id"]}
+    try:
+        return forms.redirect(request, forms.once(request, data, "field.site-maintenance", work))
+    except InputError as exc:
+        return _page(request, key, problem=str(exc), status=400)
+
+
+ROUTES = [site_page, site_maintenance]
