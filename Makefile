@@ -12,8 +12,11 @@ setup:
 demo: setup
 	@scripts/demo
 
+# Two workers (pytest-xdist), each with embedded services of its own (tests/conftest.py), a
+# test file on one worker: most of the suite waits on subprocesses, brokers and databases.
+TEST_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest -q $(PYTEST_ARGS)
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 services-up: setup
 	@.venv/bin/sewerwatch services up
