@@ -30,7 +30,7 @@ CANONICAL = {
 
 #: parameter -> unit -> (scale, offset): canonical = value * scale + offset
 CONVERSIONS: dict[str, dict[str, tuple[float, float]]] = {
-    "ph": {"pH": (1.0, 0.0)},
+    "ph": {"pH": (1.0, 0.0), "SU": (1.0, 0.0), "s.u.": (1.0, 0.0)},     # standard units: a lab's word for pH
     "temperature": {"degF": (1.0, 0.0), "degC": (9.0 / 5.0, 32.0)},
     "flow": {
         "gpm": (1.0, 0.0),
