@@ -191,3 +191,14 @@ def test_lab_import_exit_status_tells_of_dead_letters(city, db):
                                    "A-04,anodizer,2026-02-17,as,0.02,mg/l,\n")
     code, out, err = _main(city, db, "lab", "import", "good.csv", "--actor", "lab")
     assert (code, err) == (0, "")
+
+
+def test_every_unit_the_catalogue_accepts_converts():
+    """Each unit an analyte of limits/analytes.csv accepts has its conversion (a lab's pH in
+    'SU' once failed the whole import with a KeyError)."""
+    from foundation import units
+    from limits import analytes
+    missing = [(k, u) for k, a in analytes.catalogue().items() for u in a.units
+               if u not in units.CONVERSIONS.get(a.parameter, {})]
+    assert missing == []
+    assert analytes.unit_factor(analytes.catalogue()["ph"], "SU") == 1.0
