@@ -15,13 +15,16 @@ def default_state_dir() -> Path:
 
     ``$SEWERWATCH_STATE_DIR`` if set. Otherwise a folder under ``/var/tmp`` keyed to this
     checkout, so two checkouts never share a cluster, and reachable by the ``postgres``
-    user even when the checkout sits under a 0700 home such as ``/root``.
+    user even when the checkout sits under a 0700 home such as ``/root``; with
+    ``$SEWERWATCH_WORKER`` (a parallel test worker, ``gw0``) that folder's name ends with it,
+    so each worker has services of its own while a config's own ``state_dir`` still wins.
     """
     env = os.environ.get("SEWERWATCH_STATE_DIR")
     if env:
         return Path(env).resolve()
     key = hashlib.sha256(str(PROJECT_ROOT).encode()).hexdigest()[:10]
-    return Path("/var/tmp") / f"sewerwatch-{os.getuid()}-{key}"
+    worker = os.environ.get("SEWERWATCH_WORKER", "")
+    return Path("/var/tmp") / (f"sewerwatch-{os.getuid()}-{key}" + (f"-{worker}" if worker else ""))
 
 #: The rule packs, one TOML per jurisdiction (read by ``limits.packs``; named in configs).
 PACKS_DIR = PROJECT_ROOT / "limits" / "packs"

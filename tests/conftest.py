@@ -17,16 +17,16 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from foundation.paths import default_state_dir
-
 # Parallel workers (`pytest -n N`, the README's test command): each worker runs embedded
-# services of its own, in a state folder and on ports of its own, so the tests of one worker
-# never see another's broker accounts, databases or restarts. Set before any config is read;
-# subprocesses (`sewerwatch run`, `collect`) inherit it.
+# services of its own, in a state folder (the default's name ends with the worker's,
+# foundation.paths.default_state_dir; a test's config with its own state_dir keeps it) and on
+# ports of its own, so the tests of one worker never see another's broker accounts, databases
+# or restarts. Set before any config is read; subprocesses (`sewerwatch run`, `collect`)
+# inherit it.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw"):
     _n = int(_WORKER[2:]) + 1
-    os.environ["SEWERWATCH_STATE_DIR"] = f"{default_state_dir()}-{_WORKER}"
+    os.environ["SEWERWATCH_WORKER"] = _WORKER
     os.environ["SEWERWATCH_PG_PORT"] = str(int(os.environ.get("SEWERWATCH_PG_PORT") or 55432) + _n)
     os.environ["SEWERWATCH_MQTT_PORT"] = str(int(os.environ.get("SEWERWATCH_MQTT_PORT") or 51883) + _n)
 
