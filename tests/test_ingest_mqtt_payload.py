@@ -61,7 +61,7 @@ def test_impossible_values_are_kept_and_flagged():
     (b'{"t": %d, "v": NaN, "u": "pH"}' % MS, "value nan is not a finite number"),
     (b'{"t": %d, "v": "7.1", "u": "pH"}' % MS, "value '7.1' is text, not a number"),
     (b'{"t": %d, "v": true, "u": "pH"}' % MS, "value True is not a finite number"),
-    (b'{"t": %d, "v": 7.1, "u": "gpm"}' % MS, "unit 'gpm' is not a ph unit (known: pH)"),
+    (b'{"t": %d, "v": 7.1, "u": "gpm"}' % MS, "unit 'gpm' is not a ph unit (known: pH, SU, s.u.)"),
     (b'{"t": "2026-03-01T12:00:00", "v": 7.1, "u": "pH"}', "has no UTC offset"),
     (b'{"t": "yesterday", "v": 7.1, "u": "pH"}', "is not ISO-8601"),
     (b'{"t": 5, "v": 7.1, "u": "pH"}', "time out of range: t = 5 ms (1970-01-01T00:00:00.005000Z) is older"),
