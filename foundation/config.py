@@ -981,5 +981,20 @@ def find_pack(pack_id: str, extra=()) -> Path | None:
 
 
 def known_packs(extra=()) -> list[str]:
-    """The ids of every rule pack on the search path, sorted."""
-    return sorted({p.stem for folder in pack_dirs(extra) if folder.is_dir() for p in folder.glob("*.toml")})
+    """The ids of every rule pack on the search path, sorted.
+
+    A pack folder may also hold other TOML files (``pack_dirs = ["."]`` beside ``city.toml``
+    and ``rates.toml``): a file that parses and has neither ``id`` nor ``[[rules]]`` is no
+    pack and is not listed. A file that does not parse is listed, so that loading it names its
+    error.
+    """
+    return sorted({p.stem for folder in pack_dirs(extra) if folder.is_dir()
+                   for p in folder.glob("*.toml") if _may_be_pack(p)})
+
+
+def _may_be_pack(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True
+    return "id" in data or "rules" in data

@@ -110,6 +110,16 @@ def _disconnect(conn: psycopg.Connection, name: str) -> None:
                  "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
 
 
+@pytest.fixture(autouse=True)
+def _config_pack_dirs_stay_in_their_test():
+    """A test that loads a config in this process (``cli.main([...])``) sets the process's
+    ``[utility] pack_dirs`` (``foundation.config.use_pack_dirs``); put them back after it, so
+    that a later test on the same worker does not search a folder of the earlier test."""
+    before = sw_config._config_pack_dirs
+    yield
+    sw_config.use_pack_dirs(before)
+
+
 @pytest.fixture
 def db(services: Services, request) -> Database:
     yield from _database(services, request.node.nodeid)

@@ -202,3 +202,21 @@ def test_every_unit_the_catalogue_accepts_converts():
                if u not in units.CONVERSIONS.get(a.parameter, {})]
     assert missing == []
     assert analytes.unit_factor(analytes.catalogue()["ph"], "SU") == 1.0
+
+
+def test_a_pack_folder_that_holds_the_config_lists_only_packs(tmp_path):
+    """``pack_dirs = ["."]`` beside ``city.toml``: the config is no pack (the dashboards, which
+    build a panel row for every pack on the search path, once failed on it), a broken pack is
+    still listed so that loading it names its error."""
+    from dashboards.definitions import build_all
+    from foundation import config
+
+    for f in ("city.toml", "examplehaven-mn.toml", "rates.toml"):
+        shutil.copy(CITY / f, tmp_path / f)
+    assert "examplehaven-mn" in config.known_packs([tmp_path])
+    assert "city" not in config.known_packs([tmp_path]) and "rates" not in config.known_packs([tmp_path])
+    config.use_pack_dirs([tmp_path])
+    titles = json.dumps([d.to_json() for d in build_all()])
+    assert "examplehaven-mn" in titles
+    (tmp_path / "broken.toml").write_text("id = \n")
+    assert "broken" in config.known_packs([tmp_path])
