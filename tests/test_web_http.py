@@ -210,6 +210,35 @@ def test_idle_and_absolute_expiry(db, tmp_path):
         assert "hours after you signed in" in r.text and 'id="sign-in"' in r.text
 
 
+def test_a_page_that_leaves_the_session_as_it_was_does_not_rewrite_it(db, tmp_path):
+    """Litestar writes the session back at every response; the office writes it only when it
+    changed (a sign-in, a click past the idle clock's step: web.sessions.IDLE_STEP_S)."""
+    from web import sessions
+    village(db)
+    add_people(db.url)
+    store = tmp_path / "web-sessions"
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "viewer")
+        files = list(store.iterdir())              # the store's file of the one session
+        assert len(files) == 1, files
+        written = files[0].stat().st_mtime_ns, files[0].read_bytes()
+        for path in ("/", "/sensors", "/"):
+            r = c.get(path, follow_redirects=False)
+            assert r.status_code == 200
+            assert not [v for v in r.headers.get_list("set-cookie") if v.startswith(sessions.COOKIE + "=")]
+        assert (files[0].stat().st_mtime_ns, files[0].read_bytes()) == written
+        assert c.get("/", follow_redirects=False).status_code == 200          # still signed in
+    with office_client(db, tmp_path, session_idle_min=1.0 / 60) as c:      # step: 0.6 s
+        for old in store.iterdir():
+            old.unlink()
+        sign_in(c, "viewer")
+        files = list(store.iterdir())
+        before = files[0].read_bytes()
+        time.sleep(0.7)
+        assert c.get("/sensors", follow_redirects=False).status_code == 200
+        assert files[0].read_bytes() != before                              # the click recorded
+
+
 def test_reset_password_disable_and_role_end_the_sessions_at_the_next_request(db, tmp_path):
     village(db)
     add_people(db.url)

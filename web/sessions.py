@@ -36,6 +36,12 @@ STORE = "sessions"
 #: The scope-state flag :class:`RotatingBackend` reads: give this response a new session id.
 _ROTATE = "sewerwatch.rotate_session"
 _ROTATED_ID = "sewerwatch.rotated_session_id"
+#: The scope-state key of the session as it was loaded (:class:`RotatingBackend`).
+_LOADED = "sewerwatch.session_loaded"
+#: The idle clock's step [s], at most: a click within this long of the last one recorded
+#: is not written (an idle expiry of 30 minutes need not rewrite the session at every page);
+#: never more than a hundredth of ``[web] session_idle_min``.
+IDLE_STEP_S = 15.0
 
 #: Why a session ended, for the sign-in page (``/login?why=...``).
 WHY = {
@@ -49,7 +55,9 @@ WHY = {
 
 
 class RotatingBackend(ServerSideSessionBackend):
-    """Litestar's server-side session backend, with a new id when :func:`sign_in` asks."""
+    """Litestar's server-side session backend, with a new id when :func:`sign_in` asks, and
+    no write to the store when a response leaves the session as it was loaded (Litestar
+    writes it back at every response: a file written and renamed for each page)."""
 
     def get_session_id(self, connection: ASGIConnection) -> str:
         state = connection.scope.get("state", {})
@@ -58,6 +66,18 @@ class RotatingBackend(ServerSideSessionBackend):
                 state[_ROTATED_ID] = self.generate_session_id()
             return state[_ROTATED_ID]
         return super().get_session_id(connection)
+
+    async def load_from_connection(self, connection: ASGIConnection) -> dict:
+        data = await super().load_from_connection(connection)
+        connection.scope.setdefault("state", {})[_LOADED] = dict(data) if data else None
+        return data
+
+    async def store_in_message(self, scope_session, message, connection: ASGIConnection) -> None:
+        state = connection.scope.get("state", {})
+        loaded = state.get(_LOADED)
+        if loaded and not state.get(_ROTATE) and isinstance(scope_session, dict) and scope_session == loaded:
+            return      # unchanged: the store holds it, the browser's cookie names it
+        await super().store_in_message(scope_session, message, connection)
 
 
 class RotatingSessionConfig(ServerSideSessionConfig):
@@ -135,7 +155,7 @@ async def current_account(connection: ASGIConnection, passive: bool = False):
             return acc, None
         acc, why = await anyio.to_thread.run_sync(office.read, load)
         if acc is not None:
-            if not passive:
+            if not passive and now - float(sess.get("ta", 0)) >= min(IDLE_STEP_S, opts.session_idle_min * 0.6):
                 sess["ta"] = now
                 connection.set_session(sess)
             return acc, None

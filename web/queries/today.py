@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+
+from markupsafe import Markup, escape
 
 from foundation.units import CANONICAL
 from web import formats
@@ -92,13 +95,11 @@ class SensorView:
     citation: str = ""
 
     age_text: str = ""
-    row_text: str = ""
 
     def words(self) -> None:
         """The value and its age in words (every sensor)."""
         self.value_text = formats.num(self.last_value, self.unit)
         self.age_text = f"{formats.age(self.age_s)} ago" if self.last_time is not None else "no reading yet"
-        self.row_text = f"{self.name} {self.value_text} · {self.age_text}"
 
     def detail(self, rules) -> None:
         """The limits it is judged against and where the value stands (a card's sensors)."""
@@ -132,12 +133,11 @@ class SiteView:
 
     def row(self, base: str) -> None:
         """The site as one row of the table of those in compliance, made here (escaped by
-        markupsafe) rather than by the template: above 12 users most of the page is rows."""
-        from markupsafe import Markup, escape
-        cells = "".join(f"<td>{escape(s.row_text)}</td>" for s in self.sensors)
-        key = escape(self.key)
-        self.row_html = Markup(f'<tr id="site-{key}"><th scope="row"><a href="{escape(base)}/sites/{key}">'
-                               f'{escape(self.name)}</a></th>{cells}</tr>')
+        markupsafe) rather than by the template: above 12 users most of the page is rows.
+        What does not change from one refresh to the next (the site's link and name, each
+        sensor's name) is escaped once (:func:`_escaped`)."""
+        cells = "".join(f"<td>{_escaped(s.name)} {_escaped(s.value_text)} · {s.age_text}</td>" for s in self.sensors)
+        self.row_html = Markup(f"{_row_head(base, self.key, self.name)}{cells}</tr>")
 
     def judge(self) -> str:
         """``violation``, ``attention`` (stale, implausible, device down, open alert) or ``ok``."""
@@ -149,6 +149,18 @@ class SiteView:
         if not self.sensors or all(s.last_time is None for s in self.sensors):
             return "no-data"
         return "ok"
+
+
+@lru_cache(maxsize=8192)
+def _escaped(text: str) -> str:
+    """``text`` escaped for HTML (names and values repeat from one refresh to the next)."""
+    return str(escape(text))
+
+
+@lru_cache(maxsize=4096)
+def _row_head(base: str, key: str, name: str) -> str:
+    key = escape(key)
+    return f'<tr id="site-{key}"><th scope="row"><a href="{escape(base)}/sites/{key}">{escape(name)}</a></th>'
 
 
 _RULES: dict = {}
@@ -277,7 +289,9 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
             s.row(base)
     ordered = sorted(sites.values(), key=lambda s: ({"violation": 0, "attention": 1, "no-data": 2, "ok": 3}[s.state],
                                                     s.name.lower()))
-    return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices, "compact": compact,
+    # the rows of those in compliance, in their order, as one block of the page
+    rows = Markup("\n".join(s.row_html for s in ordered if s.row_html))
+    return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices, "compact": compact, "rows_html": rows,
             "due": this_week(due or [], now, permits, {s.key: s.name for s in sites.values()})}
 
 
