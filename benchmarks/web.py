@@ -18,6 +18,12 @@ binary COPY; 10 users in an open violation episode with its alert, 10 with a no-
 
 ``ratio`` = the peer's p95 / the page's p95 (1.0: the page costs nothing beyond its queries;
 the issue asks at least 0.5).
+
+What the page does that the peer does not: it reads its sensors' last values (the costliest
+query) on a second pooled connection while it reads and arranges the rest
+(``web.office.Office.read_meanwhile``); the peer runs every query one after the other on one
+connection. So the page's time is the longer of its two reads, plus its Python (the rows,
+the template, the session, routing), not their sum.
 """
 
 from __future__ import annotations

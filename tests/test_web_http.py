@@ -375,6 +375,31 @@ def test_the_database_down_is_a_banner_on_the_live_part(db, tmp_path):
     assert r.status_code == 503 and "The database cannot be reached" in r.text
 
 
+def test_the_today_page_reads_its_sensors_meanwhile_and_the_database_down_is_its_banner(db, tmp_path):
+    """The Today page reads its sensors' last values on a second connection while it reads the
+    rest (web.office.Office.read_meanwhile): the same page as one connection gives; and when the
+    database goes down between the sign-in and the page, the page is a banner, never an error."""
+    from web.pages import today
+    from web.queries import today as today_q
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        sign_in(c, "viewer")
+        both = today.gather(c.office)["today"]
+        one = c.office.read(lambda conn: today_q.read(conn, base=c.office.prefix))
+        assert [(s.key, s.state, [(x.name, x.value_text) for x in s.sensors]) for s in both["sites"]] == \
+            [(s.key, s.state, [(x.name, x.value_text) for x in s.sensors]) for s in one["sites"]]
+        assert both["sites"] and any(s.sensors for s in both["sites"])
+        c.office.pool.close()
+        from psycopg_pool import ConnectionPool
+        c.office.pool = ConnectionPool("postgresql://nobody:x@127.0.0.1:1/none", min_size=0, max_size=2, timeout=1.0,
+                                       open=True)
+        c.office._cache.clear()
+        ctx = today.gather(c.office)
+    assert ctx["today"] is None
+    assert any("database" in (b["title"] + b["text"]).lower() for b in ctx["banners"]), ctx["banners"]
+
+
 def test_site_page_chart_draws_limits_and_episodes(db, tmp_path):
     v = village(db)
     add_people(db.url)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -71,6 +72,8 @@ class Office:
         self.stats = {"requests": 0, "errors": 0, "database_down": 0, "signed_in": 0, "refused_sign_ins": 0,
                       "forbidden": 0}
         self._cache: dict[str, tuple[float, object]] = {}
+        #: Threads for a read that runs while the page does the rest (:meth:`read_meanwhile`).
+        self._meanwhile = ThreadPoolExecutor(max_workers=max(1, pool_size // 2), thread_name_prefix="sewerwatch-web-read")
         from web.documents import Documents
         #: Rendered documents (notices, bills) and their pages as pictures (web/documents.py).
         self.documents = Documents()
@@ -99,6 +102,7 @@ class Office:
         self.pool.open(wait=False)
 
     def close(self) -> None:
+        self._meanwhile.shutdown(wait=True)
         self.pool.close(timeout=5.0)
 
     # -- the one way to read and to act ------------------------------------------------------
@@ -116,6 +120,13 @@ class Office:
                 text = "no connection to the database within 3 s"
             log.warning("office: the database is unreachable: %s", text)
             raise DatabaseDown(text) from None
+
+    def read_meanwhile(self, work: Callable) -> Callable:
+        """Start ``work(conn)`` (:meth:`read`, on a connection of its own) and return at once a
+        ``() -> result`` that waits for it (raising what it raised: :class:`DatabaseDown`).
+        The Today page reads its sensors' last values so while it reads and arranges the rest."""
+        future = self._meanwhile.submit(self.read, work)
+        return future.result
 
     def act(self, account, fn: Callable, *args, **kwargs):
         """Call the package function ``fn(conn, *args, actor=..., **kwargs)`` as ``account``."""

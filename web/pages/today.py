@@ -7,6 +7,7 @@ every value shows its age, and a failed refresh says so on the page.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from datetime import datetime, timezone
@@ -68,7 +69,13 @@ def gather(office: Office) -> dict:
             extra.append({"tone": "warn", "title": "What is due could not be listed",
                           "text": f"{type(exc).__name__}: {exc}. 'sewerwatch due' shows it on the command line."})
             due = []
-        data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix))
+        sensors = office.read_meanwhile(today_q.sensor_rows)      # its costliest query, under way meanwhile
+        try:
+            data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix,
+                                                         sensors=sensors))
+        finally:
+            with contextlib.suppress(Exception):
+                sensors()       # waited for, never left running (its error was read's, if read asked)
         data["alerts"] = [alerts_q.view(a, office.tz) for a in data["alerts"]]
     except DatabaseDown as exc:
         db_error = str(exc)

@@ -230,7 +230,13 @@ def gauge(limits: list[Limit], value: float | None) -> dict | None:
     return g
 
 
-def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "") -> dict:
+def sensor_rows(conn) -> list[tuple]:
+    """Every sensor with its last reading (:data:`SQL` ``sensors``: the page's costliest query,
+    which :func:`read` may be given already under way on a connection of its own)."""
+    return conn.execute(SQL["sensors"]).fetchall()
+
+
+def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "", sensors=None) -> dict:
     """Everything the Today page shows, at ``now`` (default: the database's clock).
 
     Parameters
@@ -242,6 +248,10 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         them a minute).
     due : list, optional
         :class:`enforcement.due.Item` s (the page keeps them a minute).
+    sensors : callable, optional
+        ``() -> rows`` of :func:`sensor_rows`, read elsewhere meanwhile (the page reads them
+        on a second connection while this one reads and arranges the rest); default: read
+        on ``conn`` after the rest.
     """
     now = now or conn.execute("SELECT now()").fetchone()[0]
     permits = permits or {}
@@ -254,18 +264,6 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         if ep["site_id"] in sites:
             sites[ep["site_id"]].episodes.append(ep)
     site_rules_of = {s.id: site_continuous_rules(s.pack, permits.get(s.key)) for s in sites.values()}
-    for (sid, site_id, name, parameter, unit, source, address, interval_s, t, v, q) in conn.execute(
-            SQL["sensors"]).fetchall():
-        site = sites.get(site_id)
-        if site is None:
-            continue
-        age = None if t is None else max(0.0, (now - t).total_seconds())
-        stale = t is None or age > max(STALE_MIN_S, STALE_INTERVALS * (interval_s or 60.0))
-        eps = episodes_by_sensor.get(sid) or []
-        view = SensorView(sid, name, parameter, CANONICAL.get(parameter, unit), source, interval_s, t, v, q, age, stale,
-                          episode=eps[-1] if eps else None)
-        view.words()
-        site.sensors.append(view)
     for site_id, n in conn.execute(SQL["recent"]).fetchall():
         if site_id in sites:
             sites[site_id].violations_30d = n
@@ -279,6 +277,18 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
     for d in devices:
         if d["site"] in by_key:
             by_key[d["site"]].devices.append(d)
+    for (sid, site_id, name, parameter, unit, source, address, interval_s, t, v, q) in (
+            sensors() if sensors is not None else sensor_rows(conn)):
+        site = sites.get(site_id)
+        if site is None:
+            continue
+        age = None if t is None else max(0.0, (now - t).total_seconds())
+        stale = t is None or age > max(STALE_MIN_S, STALE_INTERVALS * (interval_s or 60.0))
+        eps = episodes_by_sensor.get(sid) or []
+        view = SensorView(sid, name, parameter, CANONICAL.get(parameter, unit), source, interval_s, t, v, q, age, stale,
+                          episode=eps[-1] if eps else None)
+        view.words()
+        site.sensors.append(view)
     compact = len(sites) > CARDS_MAX
     for s in sites.values():
         s.state = s.judge()
