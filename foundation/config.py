@@ -22,14 +22,14 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BeforeValidator, ValidationInfo, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
-                               Table, Tables, Text, TextList, Url, check, fail, show, table, validate)
+                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, fail, show, table,
+                               validate)
 from foundation.units import CONVERSIONS, SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
@@ -56,75 +56,6 @@ RECORDS_YEARS_MIN = 3
 __all__ = ["Config", "Site", "Device", "Sensor", "Contact", "Alerts", "AlertOptions", "Retention",
            "IngestOptions", "WebOptions", "Services", "MqttInput", "RunOptions", "FieldOptions", "Instrument",
            "ChecklistItem", "load", "from_dict", "find_pack", "pack_dirs"]
-
-
-def _timezone(v):
-    try:
-        ZoneInfo(v)
-        return True
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        return False
-
-
-def _tz_check(v):
-    if not isinstance(v, str) or not v.strip():
-        raise fail((), f"expected a non-empty string, got {show(v)}")
-    if not _timezone(v):
-        raise fail((), f"unknown time zone {v!r} (expected an IANA name such as 'America/Chicago')")
-    return v
-
-
-TimeZone = Annotated[str, BeforeValidator(_tz_check)]
-
-
-def _clock(v):
-    if v is False or v is None:
-        return None
-    if not isinstance(v, str) or not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
-        raise fail((), f"expected a local time HH:MM (or false for none), got {show(v)}")
-    return v
-
-
-def _topic_patterns(v):
-    if not isinstance(v, (list, tuple)) or not v or not all(isinstance(x, str) and x for x in v):
-        raise fail((), f"expected a non-empty list of strings, got {show(v)}")
-    for p in v:
-        levels = p.split("/")
-        if levels.count("{site}") != 1 or levels.count("{sensor}") != 1 or "+" in p or "#" in p:
-            raise fail((), f"pattern {p!r} needs exactly one {{site}} and one {{sensor}} level, and no + or #")
-    return tuple(v)
-
-
-def _host_id(v):
-    if not isinstance(v, str) or not v.strip():
-        raise fail((), f"expected a non-empty string, got {show(v)}")
-    if any(ch in v for ch in "/+#") or v.startswith("$"):
-        raise fail((), f"expected one topic level without /, + or # (the host id of spBv1.0/STATE/<host id>), "
-                   f"got {v!r}")
-    return v
-
-
-def _mosquitto_duration(v):
-    if not isinstance(v, str) or not re.fullmatch(r"[1-9]\d{0,5}[hdwmy]", v):
-        raise fail((), f"expected a duration such as \"12h\", \"7d\", \"2w\" (h, d, w, m for months, y), "
-                   f"got {show(v)}")
-    return v
-
-
-def _slugs(v):
-    if isinstance(v, tuple):
-        return v
-    if not isinstance(v, list) or not all(isinstance(x, str) and SLUG.match(x) for x in v) or len(set(v)) != len(v):
-        raise fail((), f"expected a list of distinct short lowercase ids (letters, digits, - and _), got {show(v)}")
-    return tuple(v)
-
-
-def _share_group(v):
-    if not isinstance(v, str) or not v.strip():
-        raise fail((), f"expected a non-empty string, got {show(v)}")
-    if any(ch in v for ch in "/+#") or v.startswith("$"):
-        raise fail((), f"expected one topic level without /, + or # (the group of $share/<group>/...), got {v!r}")
-    return v
 
 
 def _folders(v, info: ValidationInfo):
@@ -191,7 +122,8 @@ class Services(Table):
     mqtt_sites_port: IntRange(1024, 65535) | None = None
     """Port of the embedded Mosquitto's listener for the sites' devices, where an account's client id is
     its user name (default ``mqtt_port`` + 1000; ``mqtt_port`` is sewerwatch's own clients')."""
-    mqtt_session_expiry: Annotated[str, BeforeValidator(_mosquitto_duration)] = "7d"
+    mqtt_session_expiry: Annotated[str, check(lambda v: isinstance(v, str) and bool(re.fullmatch(r"[1-9]\d{0,5}[hdwmy]", v)),
+                                              'a duration such as "12h", "7d", "2w" (h, d, w, m for months, y)')] = "7d"
     """Persistent broker sessions of clients gone this long expire (Mosquitto's units: h, d, w, m, y)."""
     mqtt_max_queued_messages: IntRange(100, 1 << 40) = 5_000_000
     """Each client's broker queue, in messages (sized for the longest outage of ``run`` to ride out)."""
@@ -240,7 +172,10 @@ class Site(Table):
     """The number of its wastewater discharge permit."""
     contacts: TextList | None = None
     """The people to call at the plant, one line each (``"J. Doe, plant manager, 608-555-0100"``): the office shows them."""
-    mqtt_devices: Annotated[tuple[str, ...], BeforeValidator(_slugs)] = ()
+    mqtt_devices: Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and len(set(v)) == len(v) and
+                                                   all(isinstance(x, str) and SLUG.match(x) for x in v),
+                                                   "a list of distinct short lowercase ids (letters, digits, - and _)",
+                                                   tuple)] = ()
     """Devices of the site that connect to the broker on their own, each with an account of its own
     (``site-<id>.<device>``; on the embedded broker an account is one connection)."""
 
@@ -307,9 +242,8 @@ class Sensor(Table):
         if self.source == "modbus":
             if self.device is None:
                 raise fail(("device",), "missing (required for a modbus sensor)")
-            for k, why in (("topic", "only an mqtt sensor has a topic"),):
-                if getattr(self, k) is not None:
-                    raise fail((k,), why)
+            if self.topic is not None:
+                raise fail(("topic",), "only an mqtt sensor has a topic")
         else:
             for k in ("device", "field"):
                 if getattr(self, k) is not None:
@@ -370,7 +304,9 @@ class Alerts(Table):
     """Attempts of a failed delivery."""
     retry_backoff_s: Positive = 2.0
     """First wait between attempts, doubling [s]."""
-    digest_at: Annotated[str | None, BeforeValidator(_clock)] = "07:00"
+    digest_at: Annotated[str | None, check(lambda v: v is False or v is None or isinstance(v, str) and
+                                           bool(re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v)),
+                                           "a local time HH:MM (or false for none)", lambda v: v or None)] = "07:00"
     """Local HH:MM of the daily digest, false for none."""
     readings_url: Url("http", "https") | None = None
     """A link template with ``{site}``, ``{sensor}``, ``{from_ms}``, ``{to_ms}`` (e.g. a Grafana dashboard)."""
@@ -425,7 +361,7 @@ class FieldOptions(Table):
     """The sensor's readings this close to a grab sample's time are compared with it (their median) [s]."""
     calibration_remind_days: Positive = 14.0
     """A calibration due within this many days raises a reminder alert; after its due date it is overdue [days]."""
-    calibration_days: Annotated[dict, BeforeValidator(lambda v: _calibration_days(v))] = None
+    calibration_days: Annotated[dict, BeforeValidator(lambda v: _calibration_days(v))] = Field(default_factory=dict)
     """The utility's own calibration interval per parameter, e.g. ``{ ph = 14, flow = 365 }`` [days]; the
     shortest of this, the instrument's, the ordinance's and the permit's applies."""
     ph_check_tolerance: Positive = 0.1
@@ -450,10 +386,6 @@ class FieldOptions(Table):
     """How often ``sewerwatch run`` looks at open windows, calibrations due and new grab samples [s]."""
     checklist: Tables(ChecklistItem) = ()
     """The inspection checklist (default: the rule pack's)."""
-
-    def __post_init__(self):
-        if self.calibration_days is None:
-            object.__setattr__(self, "calibration_days", {})
 
 
 def _calibration_days(v):
@@ -701,18 +633,25 @@ def _check_telegraf(m: MqttInput, levels) -> None:
         raise fail(("sensor_from",), "'topic' needs a {sensor} level in the topic pattern")
 
 
+def _topic_pattern(p: str) -> str:
+    levels = p.split("/")
+    if levels.count("{site}") != 1 or levels.count("{sensor}") != 1 or "+" in p or "#" in p:
+        raise fail((), f"pattern {p!r} needs exactly one {{site}} and one {{sensor}} level, and no + or #")
+    return p
+
+
 @table
 class Mqtt(Table):
     """``[mqtt]``: the topic schemes the collectors subscribe to."""
 
-    topics: Annotated[tuple[str, ...], BeforeValidator(_topic_patterns)] = (DEFAULT_TOPIC_PATTERN,)
+    topics: Annotated[TextList, AfterValidator(lambda v: tuple(map(_topic_pattern, v)))] = (DEFAULT_TOPIC_PATTERN,)
     """Topic patterns with one ``{site}`` and one ``{sensor}`` level, carrying the sewerwatch JSON format."""
     inputs: Tables(MqttInput) = ()
     """More inputs: each a topic pattern and the format of its payloads."""
-    share_group: Annotated[str, BeforeValidator(_share_group)] | None = None
+    share_group: TopicLevel("the group of $share/<group>/...") | None = None
     """The ``collect`` processes share the readings through the broker's shared subscriptions of this
     group (``$share/<group>/...``), each message to one of them (``run`` takes all)."""
-    sparkplug_host_id: Annotated[str, BeforeValidator(_host_id)] = DEFAULT_SPARKPLUG_HOST_ID
+    sparkplug_host_id: TopicLevel("the host id of spBv1.0/STATE/<host id>") = DEFAULT_SPARKPLUG_HOST_ID
     """With sparkplug inputs, ``run`` is the Sparkplug 3.0 primary host of this id: its STATE on
     ``spBv1.0/STATE/<host id>``, the id edge nodes are configured with."""
 

@@ -25,8 +25,9 @@ import re
 import typing
 from datetime import date
 from typing import Annotated, Any, Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ArgsKwargs, InitErrorDetails, PydanticCustomError
@@ -123,33 +124,73 @@ def show(value: Any) -> str:
 
 # --- the annotated types: each refuses in the project's words ------------------------------
 
-def check(test: Callable[[Any], bool], expected: str, convert: Callable = lambda v: v):
-    """A ``BeforeValidator``: ``expected ..., got ...`` unless ``test(value)``."""
+def refusing(test: Callable[[Any], bool], expected: str, convert: Callable = lambda v: v, got: Callable = show):
+    """A check: ``convert(value)``, or the problem ``expected ..., got ...`` (the value as ``got``
+    writes it) unless ``test(value)``."""
     def run(v):
         if not test(v):
-            raise fail((), f"expected {expected}, got {show(v)}")
+            raise fail((), f"expected {expected}, got {got(v)}")
         return convert(v)
-    return BeforeValidator(run)
+    return run
 
 
-def _number(v) -> bool:
+def check(test: Callable[[Any], bool], expected: str, convert: Callable = lambda v: v, got: Callable = show):
+    """A ``BeforeValidator`` of :func:`refusing`."""
+    return BeforeValidator(refusing(test, expected, convert, got))
+
+
+def then(test: Callable[[Any], bool], problem: Callable[[Any], str]):
+    """An ``AfterValidator`` (it runs after the type's own check): ``problem(value)`` unless ``test(value)``."""
+    def run(v):
+        if not test(v):
+            raise fail((), problem(v))
+        return v
+    return AfterValidator(run)
+
+
+def is_number(v) -> bool:
+    """An int or float, not a bool, not NaN."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
 
 
-def _text(v) -> bool:
+def is_text(v) -> bool:
+    """A string that is not blank."""
     return isinstance(v, str) and bool(v.strip())
 
 
-Text = Annotated[str, check(_text, "a non-empty string")]
+def _zone(v) -> bool:
+    try:
+        ZoneInfo(v)
+        return True
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+
+
+Text = Annotated[str, check(is_text, "a non-empty string")]
 Bool = Annotated[bool, check(lambda v: isinstance(v, bool), "true or false")]
-Number = Annotated[float, check(_number, "a number", float)]
-Positive = Annotated[float, check(lambda v: _number(v) and v > 0, "a positive number", float), Field(gt=0)]
+Number = Annotated[float, check(is_number, "a number", float)]
+Positive = Annotated[float, check(lambda v: is_number(v) and v > 0, "a positive number", float), Field(gt=0)]
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-Slug = Annotated[str, check(lambda v: _text(v) and bool(SLUG.match(v)),
+Slug = Annotated[str, check(lambda v: is_text(v) and bool(SLUG.match(v)),
                             "a short lowercase id (letters, digits, - and _)"), Field(pattern=SLUG.pattern)]
 TextList = Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and bool(v) and
                                             all(isinstance(x, str) and x for x in v),
                                             "a non-empty list of strings", tuple)]
+TimeZone = Annotated[Text, then(_zone, lambda v: f"unknown time zone {v!r} (expected an IANA name such as "
+                                "'America/Chicago')")]
+
+
+def Strings(of: str, each: Callable[[str], Any] = lambda x: x):
+    """A non-empty list of strings (``expected a non-empty list of <of>``), each checked by ``each``."""
+    return Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and bool(v) and
+                                            all(isinstance(x, str) for x in v),
+                                            f"a non-empty list of {of}", lambda v: tuple(map(each, v)))]
+
+
+def TopicLevel(what: str):
+    """One MQTT topic level (no ``/``, ``+``, ``#``, no leading ``$``); ``what`` says which."""
+    return Annotated[Text, then(lambda v: not any(ch in v for ch in "/+#") and not v.startswith("$"),
+                                lambda v: f"expected one topic level without /, + or # ({what}), got {v!r}")]
 
 
 def IntRange(lo: int, hi: int, expected: str | None = None):
@@ -171,7 +212,7 @@ def OneOf(*choices: str, what: str = ""):
 
 def Url(*schemes: str):
     """A URL with one of ``schemes``."""
-    return Annotated[str, check(lambda v: _text(v) and "://" in v and v.split("://", 1)[0] in schemes,
+    return Annotated[str, check(lambda v: is_text(v) and "://" in v and v.split("://", 1)[0] in schemes,
                                 f"a URL starting with {' or '.join(s + '://' for s in schemes)}")]
 
 
@@ -183,7 +224,8 @@ def _ip(v) -> bool:
         return False
 
 
-Address = Annotated[str, check(lambda v: _text(v) and _ip(v), "an IP address to listen on (e.g. 127.0.0.1 or 0.0.0.0)")]
+Address = Annotated[str, check(lambda v: is_text(v) and _ip(v),
+                               "an IP address to listen on (e.g. 127.0.0.1 or 0.0.0.0)")]
 
 
 def _networks(v):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -41,8 +41,9 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
-from foundation.schema import (UNION_TAGS, IntRange, Number, OneOf, Positive, Table, Tables, Text, TextList, fail,
-                               fail_all, item_label, show, table, validate)
+from foundation.schema import (UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
+                               TextList, TimeZone, check, fail, fail_all, is_text, item_label, refusing, show, table,
+                               validate)
 from limits import analytes
 from limits.core import exceeds
 
@@ -315,63 +316,6 @@ class Provision:
 
 
 @dataclass(frozen=True)
-class ReportField:
-    """One item the discharger's report must give: what sewerwatch pre-fills (``fill``, one
-    of :data:`REPORT_FILLS`) and the ordinance's words for it."""
-
-    fill: str
-    words: str
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling the ordinance requires of every industrial user (``[[monitoring]]``), e.g.
-    webster-wi §240-8: "A minimum of at least quarterly sampling shall be necessary to
-    determine sewer service charges."
-
-    Attributes
-    ----------
-    section, words, citation : str
-        Where the ordinance says it, its words, and the two as documents cite them.
-    parameters : tuple of str
-        The analytes each sample is analysed for.
-    times : int
-        Samples per ``per``.
-    per : str
-        One of :data:`SAMPLING_PERIODS`.
-    note : str or None
-    """
-
-    section: str
-    words: str
-    citation: str
-    parameters: tuple[str, ...]
-    times: int
-    per: str
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class CheckItem:
-    """An item an inspector checks at an industrial user (``[[checklist]]``), e.g. Palmyra §13.51:
-    "All grease, oil and sand interceptors shall be maintained by the owner, at his expense, in
-    continuous, efficient operation at all times."
-
-    Attributes
-    ----------
-    item : str
-        What is checked, in words.
-    section, words, citation : str
-        Where the ordinance says it, its words, and the two as documents cite them.
-    """
-
-    item: str
-    section: str
-    words: str
-    citation: str
-
-
-@dataclass(frozen=True)
 class ReportDuty:
     """The discharger's duty to report a slug or an accidental discharge.
 
@@ -384,7 +328,7 @@ class ReportDuty:
         The ordinance's words.
     rules : tuple of str
         Ids of this pack's rules whose episodes call for the report.
-    contents : tuple of ReportField
+    contents : tuple of ContentItem
         What the report must give.
     contents_citation : str
         Where the contents are listed (the duty's own citation, or ``contents_from``'s).
@@ -394,7 +338,7 @@ class ReportDuty:
     citation: str
     words: str
     rules: tuple[str, ...]
-    contents: tuple[ReportField, ...]
+    contents: tuple[ContentItem, ...]
     contents_citation: str
     note: str | None = None
     model: str | None = None
@@ -415,8 +359,8 @@ class Pack:
     late_charge: Provision | None = None
     residential_equivalents: Provision | None = None
     report_duty: ReportDuty | None = None
-    monitoring: tuple[Sampling, ...] = ()
-    checklist: tuple[CheckItem, ...] = ()
+    monitoring: tuple[SamplingEntry, ...] = ()
+    checklist: tuple[CheckEntry, ...] = ()
     municipality: "Municipality | None" = None
     analytes: tuple[analytes.Analyte, ...] = ()
 
@@ -482,49 +426,18 @@ class Pack:
 
 # --- the file, checked: one table class per entry -------------------------------------------
 
-def _analyte(v):        # the pack's own analytes are known too: PackFile checks them
-    if not isinstance(v, str) or not v.strip():
-        raise fail((), f"expected an analyte id, got {show(v)}")
-    return v
-
-
-def _tz(v):
-    if not isinstance(v, str) or not v.strip():
-        raise fail((), f"expected a non-empty string, got {show(v)}")
-    try:
-        ZoneInfo(v)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise fail((), f"unknown time zone {v!r} (expected an IANA name such as 'America/Chicago')") from None
-    return v
-
-
-def _rule_id(v):
-    if not isinstance(v, str) or not RULE_ID.match(v):
-        raise fail((), f"expected a lowercase id (letters, digits, -), got {show(v)}")
-    return v
-
-
-Analyte = Annotated[str, BeforeValidator(_analyte)]
-RuleId = Annotated[str, BeforeValidator(_rule_id), Field(pattern=RULE_ID.pattern)]
+rule_id = refusing(lambda v: isinstance(v, str) and bool(RULE_ID.match(v)), "a lowercase id (letters, digits, -)")
+#: an analyte id (the pack's own analytes are known too: PackFile checks them)
+Analyte = Annotated[str, check(is_text, "an analyte id")]
+RuleId = Annotated[str, BeforeValidator(rule_id), Field(pattern=RULE_ID.pattern)]
 Parameter = OneOf(*units.CONVERSIONS, what="parameter")
 Comparison = OneOf(*COMPARISONS, what="comparison")
-
-
-def _list_of(check, expected):
-    def run(v):
-        if isinstance(v, tuple):
-            return v
-        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-            raise fail((), f"expected a non-empty list of {expected}, got {show(v)}")
-        for x in v:
-            check(x)
-        return tuple(v)
-    return BeforeValidator(run)
 
 
 def _parameter(v):
     if v not in units.CONVERSIONS:
         raise fail((), f"unknown parameter {show(v)} (known: {', '.join(units.PARAMETERS)})")
+    return v
 
 
 @table(kw_only=True)
@@ -586,7 +499,7 @@ class SlugRule(Entry):
     """A slug: readings above a multiple of their trailing average for longer than a time."""
 
     kind: Literal["slug"]
-    parameters: Annotated[tuple[str, ...], _list_of(_parameter, "parameters")]
+    parameters: Strings("parameters", _parameter)
     """The continuous parameters it applies to."""
     comparison: Comparison
     """The ordinance's comparison words."""
@@ -655,7 +568,7 @@ class PermitCharacteristics(Entry):
     under §13.48")."""
 
     kind: Literal["permit-characteristics"]
-    rules: Annotated[tuple[str, ...], _list_of(_rule_id, "rule ids")]
+    rules: Strings("rule ids", rule_id)
     """The ids of this pack's prohibitions whose violation shows such a characteristic."""
 
 
@@ -724,32 +637,23 @@ UNION_TAGS.update(KINDS)
 AnyRule = Annotated[Union[RULE_KINDS], Field(discriminator="kind")]
 
 
-def _param(v):
-    if isinstance(v, (bool, str)):
-        raise fail((), f"expected a number, a table, a list or {{ rule = \"<id>\" }}, got {show(v)}")
-    return v
-
-
 def _rate(v):
     if isinstance(v, RateKey):
         return v
     if isinstance(v, dict):
         if set(v) != {"key", "default"}:
             raise fail((), f"expected {{ key = ..., default = N }}, got {show(v)}")
-        return RateKey(_rate(v["key"]).key, float(_number_or_fail(v["default"], ("default",))))
+        if isinstance(v["default"], bool) or not isinstance(v["default"], (int, float)):
+            raise fail(("default",), f"expected a number, got {show(v['default'])}")
+        return RateKey(_rate(v["key"]).key, float(v["default"]))
     if not isinstance(v, str) or not RATE_KEY.match(v):
         raise fail((), f"expected the rates file's key such as \"bill.my-village.rate\" "
                    f"(or {{ key = ..., default = N }}), got {show(v)}")
     return RateKey(v)
 
 
-def _number_or_fail(v, at):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise fail(at, f"expected a number, got {show(v)}")
-    return v
-
-
-Params = dict[str, Annotated[Any, BeforeValidator(_param)]]
+Params = dict[str, Annotated[Any, check(lambda v: not isinstance(v, (bool, str)),
+                                        'a number, a table, a list or { rule = "<id>" }')]]
 Rates = dict[str, Annotated[RateKey, BeforeValidator(_rate), WithJsonSchema(
     {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"key": {"type": "string"},
                                                                        "default": {"type": "number"}}}]})]]
@@ -856,7 +760,7 @@ class DutyOwn(Table):
     """Where the ordinance sets the duty."""
     words: Text
     """Its words."""
-    rules: Annotated[tuple[str, ...], _list_of(lambda x: x, "rule ids")]
+    rules: Strings("rule ids")
     """The ids of the rules whose episodes call for the report."""
     contents: Tables(ContentItem) | None = None
     """What the report must give (or ``contents_from``)."""
@@ -878,7 +782,7 @@ class DutyOwn(Table):
 class DutyModel(ModelEntry):
     """``[report_duty]`` applying another village's duty to this pack's ``rules``."""
 
-    rules: Annotated[tuple[str, ...], _list_of(lambda x: x, "rule ids")]
+    rules: Strings("rule ids")
     """The ids of this pack's rules whose episodes call for the report."""
 
 
@@ -894,7 +798,7 @@ class SamplingEntry(Table):
     """Where the ordinance says it."""
     words: Text
     """Its words."""
-    parameters: Annotated[tuple[str, ...], _list_of(lambda x: x, "analytes")]
+    parameters: Strings("analytes")
     """The analytes each sample is analysed for."""
     times: IntRange(1, 10_000, "a whole number >= 1")
     """Samples per ``per``."""
@@ -902,6 +806,10 @@ class SamplingEntry(Table):
     """The period."""
     note: Text | None = None
     """Why and how."""
+    citation: Internal = ""
+    """``section`` as documents cite it (``Village of Webster Code §240-8``), set by the loader (e.g.
+    webster-wi §240-8: "A minimum of at least quarterly sampling shall be necessary to determine
+    sewer service charges.")."""
 
 
 @table(kw_only=True)
@@ -914,6 +822,10 @@ class CheckEntry(Table):
     """Where the ordinance requires it."""
     words: Text
     """Its words."""
+    citation: Internal = ""
+    """``section`` as documents cite it, set by the loader (e.g. Palmyra §13.51: "All grease, oil and
+    sand interceptors shall be maintained by the owner, at his expense, in continuous, efficient
+    operation at all times.")."""
 
 
 @table
@@ -998,7 +910,7 @@ class PackFile(Table):
     """The jurisdiction (``Village of Palmyra``)."""
     code: Text
     """The title people cite its ordinance by (``Village of Palmyra Code``)."""
-    timezone: Annotated[str, BeforeValidator(_tz)]
+    timezone: TimeZone
     """IANA time zone: calendar days of violation are counted in it."""
     seed: Text
     """The file the ordinance's words were copied from (each rule's provenance)."""
@@ -1136,7 +1048,7 @@ def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:
         return replace(model.report_duty, rules=e.rules, note=e.note, model=model.id)
     citation = cite(pack.code, e.section)
     if e.contents is not None:
-        contents, contents_citation = tuple(ReportField(c.fill, c.words) for c in e.contents), citation
+        contents, contents_citation = e.contents, citation
     elif not resolve:
         contents, contents_citation = (), ""
     else:
@@ -1170,9 +1082,8 @@ def parse_pack(data: dict, path: str = "<pack>", expected_id: str | None = None,
     by_id = {r.id: r for r in rules}
     extra = {"charges": tuple(_provision(path, f"charges[{i}]", c, pack, by_id, resolve, "charges")
                               for i, c in enumerate(f.charges)),
-             "monitoring": tuple(Sampling(m.section, m.words, cite(f.code, m.section), m.parameters, m.times, m.per,
-                                          m.note) for m in f.monitoring),
-             "checklist": tuple(CheckItem(c.item, c.section, c.words, cite(f.code, c.section)) for c in f.checklist)}
+             "monitoring": tuple(replace(m, citation=cite(f.code, m.section)) for m in f.monitoring),
+             "checklist": tuple(replace(c, citation=cite(f.code, c.section)) for c in f.checklist)}
     for key in ("late_charge", "residential_equivalents"):
         if getattr(f, key) is not None:
             extra[key] = _provision(path, key, getattr(f, key), pack, by_id, resolve, key)

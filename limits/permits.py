@@ -40,7 +40,8 @@ from pydantic import BeforeValidator, Discriminator, Tag, ValidationInfo, model_
 
 from foundation import tomlfile, units
 from foundation.errors import InputError
-from foundation.schema import UNION_TAGS, Bool, Date, IntRange, OneOf, Positive, Table, Tables, Text, check, fail, show, table, validate
+from foundation.schema import (UNION_TAGS, Bool, Date, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
+                               check, fail, is_text, show, table, validate)
 from limits import analytes
 from limits.packs import READINGS, Pack, Rule, load_pack
 
@@ -91,60 +92,6 @@ class PermitLimit:
 
 
 @dataclass(frozen=True)
-class Monitoring:
-    """Monitoring a permit requires: clean data for a sampling schedule.
-
-    Attributes
-    ----------
-    condition : str
-    parameters : tuple of str
-        Lab analytes or continuous parameters.
-    sample_type : str
-        One of :data:`SAMPLE_TYPES`.
-    times : int or None
-        Samples per ``per`` (None for ``continuous``).
-    per : str
-        One of :data:`PERIODS`, or ``continuous``.
-    words : str or None
-    """
-
-    condition: str
-    parameters: tuple[str, ...]
-    sample_type: str
-    times: int | None
-    per: str
-    words: str | None = None
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """How often the permit requires instruments to be calibrated (issue 26, item 1).
-
-    Attributes
-    ----------
-    condition : str
-    parameters : tuple of str
-        The continuous parameters whose instruments it covers (``ph``, ``flow``, ...).
-    every_days : int
-        At most this many days between calibrations.
-    words : str or None
-    """
-
-    condition: str
-    parameters: tuple[str, ...]
-    every_days: int
-    words: str | None = None
-
-
-@dataclass(frozen=True)
-class Condition:
-    """A condition of the permit, quoted."""
-
-    number: str
-    words: str
-
-
-@dataclass(frozen=True)
 class Renewal:
     """How the permit's term ends (palmyra-wi §13.54(4)).
 
@@ -191,9 +138,9 @@ class Permit:
     average_daily_gpd: float | None = None
     maximum_daily_gpd: float | None = None
     limits: tuple[PermitLimit, ...] = ()
-    monitoring: tuple[Monitoring, ...] = ()
-    conditions: tuple[Condition, ...] = ()
-    calibration: tuple[Calibration, ...] = ()
+    monitoring: tuple[MonitoringEntry, ...] = ()
+    conditions: tuple[ConditionEntry, ...] = ()
+    calibration: tuple[CalibrationEntry, ...] = ()
     issued_by: str | None = None
     note: str | None = None
     path: str = ""
@@ -415,17 +362,9 @@ def renewal(permit: Permit, today: date) -> RenewalStatus:
 
 # --- reading a permit ------------------------------------------------------------------------------
 
-def _condition(v):
-    if isinstance(v, int) and not isinstance(v, bool):
-        return str(v)
-    if not isinstance(v, str) or not v.strip():
-        raise fail((), f"expected a non-empty string, got {show(v)}")
-    return v
-
-
-Cond = Annotated[str, BeforeValidator(_condition)]
-Amount = Annotated[float, check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v,
-                                "a number", float)]
+#: a condition's number: text, or a whole number
+Cond = Annotated[str, check(lambda v: isinstance(v, int) and not isinstance(v, bool) or is_text(v), "a non-empty string",
+                            str)]
 CONTINUOUS = [p for p in units.SENSOR_PARAMETERS if p != "concentration"]
 
 
@@ -450,9 +389,9 @@ class LimitEntry(Table):
     """The calendar month's average may not exceed it [unit]."""
     daily_maximum_lb: Positive | None = None
     """Each sample's concentration x its day's metered volume x 8.34 may not exceed it [lb/day]."""
-    minimum: Amount | None = None
+    minimum: Number | None = None
     """A continuous parameter's lowest lawful value [unit]."""
-    maximum: Amount | None = None
+    maximum: Number | None = None
     """A continuous parameter's highest lawful value [unit]."""
 
     @model_validator(mode="after")
@@ -514,7 +453,7 @@ class MonitoringEntry(Table):
 
     condition: Cond
     """The permit's number for the condition."""
-    parameters: Annotated[tuple[str, ...], BeforeValidator(lambda v: _parameters(v))]
+    parameters: Strings("analytes or parameters")
     """Lab analytes or continuous parameters."""
     sample_type: OneOf(*SAMPLE_TYPES, what="sample type")
     """How a sample is taken."""
@@ -531,13 +470,15 @@ class MonitoringEntry(Table):
             raise fail(("frequency",), "a continuous sample type goes with frequency = \"continuous\" and only it")
         return self
 
+    @property
+    def times(self) -> int | None:
+        """Samples per :attr:`per` (None for ``continuous``)."""
+        return None if self.frequency == "continuous" else self.frequency.times
 
-def _parameters(v):
-    if isinstance(v, tuple):
-        return v
-    if not isinstance(v, list) or not v or not all(isinstance(p, str) for p in v):
-        raise fail((), f"expected a non-empty list of analytes or parameters, got {show(v)}")
-    return tuple(v)
+    @property
+    def per(self) -> str:
+        """One of :data:`PERIODS`, or ``continuous``."""
+        return "continuous" if self.frequency == "continuous" else self.frequency.per
 
 
 @table(kw_only=True)
@@ -546,7 +487,7 @@ class CalibrationEntry(Table):
 
     condition: Cond
     """The permit's number for the condition."""
-    parameters: Annotated[tuple[str, ...], BeforeValidator(lambda v: _parameters(v))]
+    parameters: Strings("analytes or parameters")
     """The continuous parameters whose instruments it covers (``ph``, ``temperature``, ``flow``)."""
     every_days: IntRange(1, 36600, "a whole number of days >= 1")
     """At most this many days between calibrations."""
@@ -699,16 +640,10 @@ def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = No
             raise InputError(f"{path}: pack: {exc}") from None
     f = validate(PermitFile, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"),
                  context={"analytes": pack.analytes if pack else ()})
-    monitoring = tuple(Monitoring(m.condition, m.parameters, m.sample_type,
-                                  None if m.frequency == "continuous" else m.frequency.times,
-                                  "continuous" if m.frequency == "continuous" else m.frequency.per, m.words)
-                       for m in f.monitoring)
     return Permit(number=f.number, site=f.site, pack=pack.id if pack else None, issued=f.issued, effective=f.effective,
                   expires=f.expires, renewal=_renewal(f.renewal, pack), average_daily_gpd=f.flow.average_daily_gpd,
                   maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=tuple(x.limit() for x in f.limits),
-                  monitoring=monitoring, conditions=tuple(Condition(c.number, c.words) for c in f.conditions),
-                  calibration=tuple(Calibration(c.condition, c.parameters, c.every_days, c.words)
-                                    for c in f.calibration),
+                  monitoring=f.monitoring, conditions=f.conditions, calibration=f.calibration,
                   issued_by=f.issued_by, note=f.note, path=str(path), document=dict(data))
 
 
