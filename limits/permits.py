@@ -36,12 +36,12 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BeforeValidator, Discriminator, Tag, ValidationInfo, model_validator
+from pydantic import Discriminator, Tag, ValidationInfo, model_validator
 
 from foundation import tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Bool, Date, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               check, fail, is_text, show, table, validate)
+                               check, fail, is_text, table, validate)
 from limits import analytes
 from limits.packs import READINGS, Pack, Rule, load_pack
 
