@@ -31,15 +31,16 @@ one of halves, rolling-quarters, got 'monthly'``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ValidationInfo, model_validator
 
 from foundation.errors import ConfigError
-from limits.readings import CHOICES as READING_CHOICES
+from foundation.schema import Internal, Table, check, dotted, fail, is_number, table, validate
 from limits.readings import Readings, readings
-
-READING_KEYS = tuple(READING_CHOICES)
 
 #: Where the shipped enforcement response guide is.
 DEFAULT_GUIDE = Path(__file__).resolve().parent / "guides" / "epa-erp.toml"
@@ -60,147 +61,118 @@ SNC_PERIODS = ("halves", "rolling-quarters")
 #: holding the due date, whose report it was.
 LATE_REPORT_PERIODS = ("late", "due")
 
-KEYS = ("guide", "accidental_report_hours", "snc_periods", "late_report_period", "annual_report_due",
-        "program", *READING_KEYS)
-PROGRAM_KEYS = ("npdes_permit", "ordinance", "ordinance_adopted", "significant_users", "categorical_users",
-                "local_limits_evaluated", "local_limits_adopted", "local_limits_pollutants")
+
+def _choice(*choices: str):
+    return Annotated[str, check(lambda v: v in choices, f"one of {', '.join(choices)}", got=repr)]
 
 
-@dataclass(frozen=True)
-class Program:
+Day = Annotated[date, check(lambda v: isinstance(v, date) and not hasattr(v, "hour"), "a date such as 2019-06-03",
+                            got=repr)]
+SiteIds = Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and
+                                           all(isinstance(x, str) and x for x in v),
+                                           "a list of site ids", lambda v: tuple(dict.fromkeys(v)), repr)]
+
+
+@table
+class Program(Table):
     """The pretreatment program's facts the state's electronic report needs, that no
-    measurement gives (``[enforcement.program]``; see the module docstring).
+    measurement gives (``[enforcement.program]``; see the module docstring)."""
 
-    ``significant_users`` None: every user with a discharge permit on record is taken as
-    significant (a permit under the ordinance's thresholds, e.g. palmyra-wi §13.54(1), is
-    the control mechanism 40 CFR 403.8(f)(1)(iii) requires of significant users).
-    ``categorical_users`` None: not known (NumberCIUs and CIUsInSNC are left out).
-    """
+    npdes_permit: Annotated[str, check(lambda v: isinstance(v, str) and len(v) == 9 and "*" not in v,
+                                       "the 9 characters of an NPDES permit such as WI0020231", got=repr)] | None = None
+    """The POTW's NPDES permit (PermitIdentifier)."""
+    ordinance: Annotated[str, check(lambda v: isinstance(v, str) and 1 <= len(v) <= 15,
+                                    "the ordinance's reference in 1 to 15 characters (e.g. 'Ch. 13')",
+                                    got=repr)] | None = None
+    """The sewer use ordinance (SUOReference)."""
+    ordinance_adopted: Day | None = None
+    """SUODate."""
+    significant_users: SiteIds | None = None
+    """The significant industrial users (40 CFR 403.3(v)); None: every user with a discharge permit
+    on record (a permit under the ordinance's thresholds, e.g. palmyra-wi §13.54(1), is the control
+    mechanism 40 CFR 403.8(f)(1)(iii) requires of significant users)."""
+    categorical_users: SiteIds | None = None
+    """Those subject to categorical standards (NumberCIUs); None: not known (NumberCIUs and
+    CIUsInSNC are left out)."""
+    local_limits_evaluated: Day | None = None
+    """When the local limits were last evaluated."""
+    local_limits_adopted: Day | None = None
+    """When they were adopted."""
+    local_limits_pollutants: Annotated[tuple[int, ...], check(
+        lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) and
+                                                       0 <= x < 10 ** 10 for x in v),
+        "a list of ICIS pollutant codes (whole numbers)", tuple, repr)] = ()
+    """ICIS pollutant codes of the local limits."""
 
-    npdes_permit: str | None = None
-    ordinance: str | None = None
-    ordinance_adopted: date | None = None
-    significant_users: tuple[str, ...] | None = None
-    categorical_users: tuple[str, ...] | None = None
-    local_limits_evaluated: date | None = None
-    local_limits_adopted: date | None = None
-    local_limits_pollutants: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The enforcement settings of a utility.
-
-    Attributes
-    ----------
-    guide : Path
-        The enforcement response guide (a TOML file, :mod:`enforcement.guide`).
-    accidental_report_hours : float
-        Hours after an alert that an accidental-discharge report is due [h].
-    snc_periods : str
-        ``halves`` (January-June, July-December) or ``rolling-quarters`` (the six months
-        ending with each calendar quarter).
-    late_report_period : str
-        ``late`` or ``due`` (:data:`LATE_REPORT_PERIODS`).
-    readings : limits.readings.Readings
-        How a daily maximum is judged and which days an average's violation has.
-    annual_report_due : (int, int)
-        Month and day the annual pretreatment report for the year before is due (40 CFR
-        403.12(i): "at least once a year"; the Approval Authority sets the date).
-    program : Program
-        The program's facts for the state's electronic report (``[enforcement.program]``).
-    """
-
-    guide: Path = DEFAULT_GUIDE
-    accidental_report_hours: float = DEFAULT_ACCIDENTAL_REPORT_HOURS
-    snc_periods: str = "halves"
-    late_report_period: str = "late"
-    readings: Readings = field(default_factory=Readings)
-    annual_report_due: tuple[int, int] = (3, 31)
-    program: Program = field(default_factory=Program)
+    @model_validator(mode="after")
+    def _categorical_are_significant(self):
+        cats, sius = self.categorical_users, self.significant_users
+        if cats is not None and sius is not None and set(cats) - set(sius):
+            raise fail(("categorical_users",), f"{sorted(set(cats) - set(sius))[0]!r} is not among the "
+                       "significant_users (a categorical user is a significant one, 40 CFR 403.3(v)(1)(i))")
+        return self
 
 
-def _program(path, t) -> Program:
-    """``[enforcement.program]``, validated (every error names the file and the key)."""
-    if not isinstance(t, dict):
-        raise ConfigError(path, "enforcement.program", "expected a table ([enforcement.program])")
-    out = {}
-    for k, v in t.items():
-        where = f"enforcement.program.{k}"
-        if k not in PROGRAM_KEYS:
-            raise ConfigError(path, where, f"unknown key (expected one of: {', '.join(PROGRAM_KEYS)})")
-        if k == "npdes_permit":
-            if not isinstance(v, str) or len(v) != 9 or "*" in v:
-                raise ConfigError(path, where, f"expected the 9 characters of an NPDES permit such as WI0020231, "
-                                  f"got {v!r}")
-        elif k == "ordinance":
-            if not isinstance(v, str) or not 1 <= len(v) <= 15:
-                raise ConfigError(path, where, f"expected the ordinance's reference in 1 to 15 characters (e.g. "
-                                  f"'Ch. 13'), got {v!r}")
-        elif k in ("ordinance_adopted", "local_limits_evaluated", "local_limits_adopted"):
-            if not isinstance(v, date) or hasattr(v, "hour"):
-                raise ConfigError(path, where, f"expected a date such as 2019-06-03, got {v!r}")
-        elif k in ("significant_users", "categorical_users"):
-            if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
-                raise ConfigError(path, where, f"expected a list of site ids, got {v!r}")
-            v = tuple(dict.fromkeys(v))
-        elif k == "local_limits_pollutants":
-            if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                  and 0 <= x < 10 ** 10 for x in v):
-                raise ConfigError(path, where, f"expected a list of ICIS pollutant codes (whole numbers), got {v!r}")
-            v = tuple(v)
-        out[k] = v
-    cats, sius = out.get("categorical_users"), out.get("significant_users")
-    if cats is not None and sius is not None and set(cats) - set(sius):
-        raise ConfigError(path, "enforcement.program.categorical_users",
-                          f"{sorted(set(cats) - set(sius))[0]!r} is not among the significant_users (a categorical "
-                          "user is a significant one, 40 CFR 403.3(v)(1)(i))")
-    return Program(**out)
+def _guide(v, info: ValidationInfo):
+    if isinstance(v, Path):
+        return v
+    if not isinstance(v, str) or not v:
+        raise fail((), f"expected the path of a guide file, got {v!r}")
+    p = (info.context["base"] / v).resolve()
+    if not p.is_file():
+        raise fail((), f"no such file {v!r} (looked for {p})")
+    return p
+
+
+def _month_day(v):
+    if isinstance(v, tuple):
+        return v
+    try:
+        m, d = (int(x) for x in str(v).split("-"))
+        date(2024, m, d)                      # a leap year: 02-29 is a date
+    except ValueError:
+        raise fail((), f"expected a month and day such as \"03-31\", got {v!r}") from None
+    return m, d
+
+
+def _program(v):
+    if not isinstance(v, (dict, Program)):
+        raise fail((), "expected a table ([enforcement.program])")
+    return v
+
+
+@table(kw_only=True)
+class Settings(Table):
+    """The enforcement settings of a utility (the ``[enforcement]`` table; see the module docstring)."""
+
+    guide: Annotated[Path, BeforeValidator(_guide)] = DEFAULT_GUIDE
+    """The enforcement response guide (a TOML file, :mod:`enforcement.guide`)."""
+    accidental_report_hours: Annotated[float, check(lambda v: is_number(v) and 0 < v <= 24 * 30,
+                                                    "hours, more than 0 and at most 720", float, repr)] = \
+        DEFAULT_ACCIDENTAL_REPORT_HOURS
+    """Hours after an alert that an accidental-discharge report is due [h]."""
+    snc_periods: _choice(*SNC_PERIODS) = "halves"
+    """``halves`` (January-June, July-December) or ``rolling-quarters`` (the six months ending with
+    each calendar quarter)."""
+    late_report_period: _choice(*LATE_REPORT_PERIODS) = "late"
+    """``late`` or ``due`` (:data:`LATE_REPORT_PERIODS`)."""
+    annual_report_due: Annotated[tuple[int, int], BeforeValidator(_month_day)] = (3, 31)
+    """Month and day the annual pretreatment report for the year before is due (40 CFR 403.12(i):
+    "at least once a year"; the Approval Authority sets the date)."""
+    program: Annotated[Program, BeforeValidator(_program)] = Program()
+    """The program's facts for the state's electronic report (``[enforcement.program]``)."""
+    daily_maximum: Any = None
+    """How a daily maximum is judged (checked by :func:`limits.readings.readings`)."""
+    average_days: Any = None
+    """Which days an average's violation has (checked by :func:`limits.readings.readings`)."""
+    readings: Internal = Readings()
+    """How a daily maximum is judged and which days an average's violation has."""
 
 
 def settings(cfg) -> Settings:
     """The validated ``[enforcement]`` settings of a config (defaults where it has none)."""
-    t = getattr(cfg, "enforcement", {}) or {}
     path = getattr(cfg, "path", "<config>")
-    for k in t:
-        if k not in KEYS:
-            raise ConfigError(path, f"enforcement.{k}", f"unknown key (expected one of: {', '.join(KEYS)})")
-    out = {}
-    if "guide" in t:
-        g = t["guide"]
-        if not isinstance(g, str) or not g:
-            raise ConfigError(path, "enforcement.guide", f"expected the path of a guide file, got {g!r}")
-        base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
-        p = (base / g).resolve()
-        if not p.is_file():
-            raise ConfigError(path, "enforcement.guide", f"no such file {g!r} (looked for {p})")
-        out["guide"] = p
-    if "accidental_report_hours" in t:
-        h = t["accidental_report_hours"]
-        if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 24 * 30:
-            raise ConfigError(path, "enforcement.accidental_report_hours",
-                              f"expected hours, more than 0 and at most 720, got {h!r}")
-        out["accidental_report_hours"] = float(h)
-    if "snc_periods" in t:
-        if t["snc_periods"] not in SNC_PERIODS:
-            raise ConfigError(path, "enforcement.snc_periods",
-                              f"expected one of {', '.join(SNC_PERIODS)}, got {t['snc_periods']!r}")
-        out["snc_periods"] = t["snc_periods"]
-    if "late_report_period" in t:
-        if t["late_report_period"] not in LATE_REPORT_PERIODS:
-            raise ConfigError(path, "enforcement.late_report_period",
-                              f"expected one of {', '.join(LATE_REPORT_PERIODS)}, got {t['late_report_period']!r}")
-        out["late_report_period"] = t["late_report_period"]
-    out["readings"] = readings(cfg)
-    if "annual_report_due" in t:
-        v = t["annual_report_due"]
-        try:
-            m, d = (int(x) for x in str(v).split("-"))
-            date(2024, m, d)                      # a leap year: 02-29 is a date
-        except ValueError:
-            raise ConfigError(path, "enforcement.annual_report_due",
-                              f"expected a month and day such as \"03-31\", got {v!r}") from None
-        out["annual_report_due"] = (m, d)
-    if "program" in t:
-        out["program"] = _program(path, t["program"])
-    return Settings(**out)
+    base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
+    st = validate(Settings, getattr(cfg, "enforcement", {}) or {}, path, ConfigError, context={"base": base},
+                  label=lambda loc: f"enforcement.{dotted(loc)}")
+    return replace(st, readings=readings(cfg))

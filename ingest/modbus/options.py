@@ -1,77 +1,61 @@
 """The Modbus collector's settings: the ``[modbus]`` table of the utility's config.
 
 The config keeps the table as data (:attr:`foundation.config.Config.modbus`); the
-collector validates it here, with errors naming the file and key.
+collector validates it here (a :mod:`foundation.schema` table), with errors naming the file
+and key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import fields as dc_fields
+from typing import Annotated
+
+from pydantic import model_validator
 
 from foundation.errors import ConfigError
+from foundation.schema import Table, check, dotted, fail, is_number, table, validate
 from ingest.modbus.plan import DEFAULT_MAX_FILL
 
 __all__ = ["Options"]
 
+#: a wait or a period [s]
+Seconds = Annotated[float, check(lambda v: is_number(v) and v > 0, "a positive number [s]", float, repr)]
 
-@dataclass(frozen=True)
-class Options:
-    """Collector settings (the ``[modbus]`` table of a collector config).
 
-    Attributes
-    ----------
-    timeout_s : float
-        Connect and response timeout per request [s].
-    backoff_min_s, backoff_max_s : float
-        First and largest wait before reconnecting after a transport error [s]; the wait
-        doubles after each failed attempt and has ±20 % jitter.
-    max_fill : int
-        Largest hole between two fields still read in one request [registers].
-    flush_s : float
-        Period of batch decoding and of handing readings to the sink [s].
-    health_s : float
-        Period of health snapshots of every device [s].
-    late_fraction : float
-        A poll starting later than this fraction of the interval after its due time is
-        skipped and counted as missed.
-    """
+@table
+class Options(Table):
+    """Collector settings (the ``[modbus]`` table of a collector config)."""
 
-    timeout_s: float = 1.0
-    backoff_min_s: float = 0.5
-    backoff_max_s: float = 30.0
-    max_fill: int = DEFAULT_MAX_FILL
-    flush_s: float = 1.0
-    health_s: float = 5.0
-    late_fraction: float = 0.5
+    timeout_s: Seconds = 1.0
+    """Connect and response timeout per request [s]."""
+    backoff_min_s: Seconds = 0.5
+    """First wait before reconnecting after a transport error [s]; the wait doubles after each
+    failed attempt and has ±20 % jitter."""
+    backoff_max_s: Seconds = 30.0
+    """Largest wait before reconnecting [s]."""
+    max_fill: Annotated[int, check(lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 124,
+                                   "an integer from 0 to 124", got=repr)] = DEFAULT_MAX_FILL
+    """Largest hole between two fields still read in one request [registers]."""
+    flush_s: Seconds = 1.0
+    """Period of batch decoding and of handing readings to the sink [s]."""
+    health_s: Seconds = 5.0
+    """Period of health snapshots of every device [s]."""
+    late_fraction: Annotated[float, check(lambda v: is_number(v) and 0 < v < 1, "a number between 0 and 1", float,
+                                          repr)] = 0.5
+    """A poll starting later than this fraction of the interval after its due time is skipped and
+    counted as missed."""
+
+    @model_validator(mode="after")
+    def _backoff(self):
+        if self.backoff_max_s < self.backoff_min_s:
+            raise fail(("backoff_max_s",), f"{self.backoff_max_s} is less than backoff_min_s {self.backoff_min_s}")
+        return self
 
     @classmethod
     def from_dict(cls, data: dict, path: str = "<options>", where: str = "modbus") -> "Options":
         """Validate a ``[modbus]`` table; an unknown key or a bad value is a :class:`ConfigError`."""
         if not isinstance(data, dict):
             raise ConfigError(path, where, f"expected a table, got {data!r}")
-        known = {f.name: f for f in dc_fields(cls)}
-        values = {}
-        for key, v in data.items():
-            if key not in known:
-                raise ConfigError(path, f"{where}.{key}", f"unknown key (expected one of: {', '.join(known)})")
-            if key == "max_fill":
-                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 124:
-                    raise ConfigError(path, f"{where}.{key}", f"expected an integer from 0 to 124, got {v!r}")
-            elif key == "late_fraction":
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-                    raise ConfigError(path, f"{where}.{key}", f"expected a number between 0 and 1, got {v!r}")
-                v = float(v)
-            else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                    raise ConfigError(path, f"{where}.{key}", f"expected a positive number [s], got {v!r}")
-                v = float(v)
-            values[key] = v
-        opts = cls(**values)
-        if opts.backoff_max_s < opts.backoff_min_s:
-            raise ConfigError(path, f"{where}.backoff_max_s",
-                              f"{opts.backoff_max_s} is less than backoff_min_s {opts.backoff_min_s}")
-        return opts
+        return validate(cls, data, path, ConfigError, label=lambda loc: f"{where}.{dotted(loc)}")
 
     @classmethod
     def from_config(cls, cfg) -> "Options":

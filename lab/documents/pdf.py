@@ -29,8 +29,10 @@ import threading
 from dataclasses import dataclass
 from datetime import date, datetime, time, timezone
 from pathlib import Path
+from typing import Annotated
 
 from foundation.errors import ConfigError, InputError
+from foundation.schema import Table, check, dotted, is_text, table, validate
 
 #: The page of every document: US letter (8.5 x 11 in), as the village prints and mails it.
 PAGE_SIZE = "letter"
@@ -93,7 +95,21 @@ class Letterhead:
                 + "".join(f'<div class="line">{e(x)}</div>' for x in self.lines) + "</div>")
 
 
-DOCUMENTS_KEYS = ("letterhead", "signed_by", "signer_title")
+#: who signs notices, or their title
+Signer = Annotated[str, check(is_text, "a non-empty string", got=repr)]
+
+
+@table
+class Documents(Table):
+    """``[documents]`` of the config: the letterhead of printed documents."""
+
+    letterhead: Annotated[tuple[str, ...], check(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                                                 "a list of lines (strings)", tuple)] = ()
+    """Department, address, telephone, as printed under the utility's name."""
+    signed_by: Signer | None = None
+    """Who signs notices."""
+    signer_title: Signer | None = None
+    """Their title."""
 
 
 def letterhead(cfg) -> Letterhead:
@@ -105,20 +121,9 @@ def letterhead(cfg) -> Letterhead:
         Naming the file and the key, e.g. ``village.toml: documents.letterhead: expected a list
         of lines (strings), got int 3``.
     """
-    doc = getattr(cfg, "documents", {}) or {}
-    path = getattr(cfg, "path", "<config>")
-    for k in doc:
-        if k not in DOCUMENTS_KEYS:
-            raise ConfigError(path, f"documents.{k}", f"unknown key (expected one of: {', '.join(DOCUMENTS_KEYS)})")
-    lines = doc.get("letterhead", [])
-    if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
-        shown = f"{type(lines).__name__} {lines!r}"
-        raise ConfigError(path, "documents.letterhead", f"expected a list of lines (strings), got {shown}")
-    for k in ("signed_by", "signer_title"):
-        if k in doc and (not isinstance(doc[k], str) or not doc[k].strip()):
-            raise ConfigError(path, f"documents.{k}", f"expected a non-empty string, got {doc[k]!r}")
-    return Letterhead(village=cfg.name, lines=tuple(lines), signed_by=doc.get("signed_by"),
-                      signer_title=doc.get("signer_title"))
+    d = validate(Documents, getattr(cfg, "documents", {}) or {}, getattr(cfg, "path", "<config>"), ConfigError,
+                 label=lambda loc: f"documents.{dotted(loc)}")
+    return Letterhead(village=cfg.name, lines=d.letterhead, signed_by=d.signed_by, signer_title=d.signer_title)
 
 
 def _css_string(text: str) -> str:
