@@ -28,9 +28,9 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, mod
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
-                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, fail, show, table,
-                               validate)
-from foundation.units import CONVERSIONS, SENSOR_PARAMETERS, to_canonical
+                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, fail, known_unit, show,
+                               table, validate)
+from foundation.units import SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
 DEFAULT_MQTT_PORT = 51883
@@ -236,9 +236,7 @@ class Sensor(Table):
         if self.name == "maintenance":
             raise fail(("name",), "'maintenance' is taken: sewerwatch/<site>/maintenance is the topic a device opens "
                        "and ends maintenance windows on; name the sensor otherwise")
-        if self.unit not in CONVERSIONS[self.parameter]:
-            raise fail(("unit",), f"unknown unit {self.unit!r} for {self.parameter} "
-                       f"(known: {', '.join(CONVERSIONS[self.parameter])})")
+        known_unit(self.unit, self.parameter)
         if self.source == "modbus":
             if self.device is None:
                 raise fail(("device",), "missing (required for a modbus sensor)")

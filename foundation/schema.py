@@ -32,6 +32,8 @@ from pydantic.dataclasses import dataclass as _pydantic_dataclass
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ArgsKwargs, InitErrorDetails, PydanticCustomError
 
+from foundation.units import CONVERSIONS
+
 #: How every table is checked: unknown keys refused, values frozen, docstrings as descriptions.
 MODEL_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True,
                           arbitrary_types_allowed=True, revalidate_instances="never")
@@ -109,6 +111,12 @@ def fail(at: tuple, problem: str) -> PydanticCustomError:
     """The error to raise from a check: ``problem`` at key ``at`` (relative to the table the
     check runs in: ``("sensors", 3, "device")``)."""
     return PydanticCustomError("sewerwatch", "{problem}", {"problem": problem, "at": tuple(at)})
+
+
+def known_unit(unit: str, parameter: str, at: tuple = ("unit",)) -> None:
+    """Raise :func:`fail` at ``at`` unless ``unit`` is one of ``parameter``'s (:mod:`foundation.units`)."""
+    if unit not in CONVERSIONS[parameter]:
+        raise fail(at, f"unknown unit {unit!r} for {parameter} (known: {', '.join(CONVERSIONS[parameter])})")
 
 
 def fail_all(cls, found: list[tuple[tuple, str]]) -> ValidationError:

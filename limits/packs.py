@@ -42,8 +42,8 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               TextList, TimeZone, check, fail, fail_all, is_text, item_label, refusing, show, table,
-                               validate)
+                               TextList, TimeZone, check, fail, fail_all, is_text, item_label, known_unit, refusing, show,
+                               table, validate)
 from limits import analytes
 from limits.core import exceeds
 
@@ -457,15 +457,12 @@ class Entry(Table):
     def _unknown_key_words(cls) -> str:
         return f" for a {cls.__pydantic_fields__['kind'].annotation.__args__[0]} rule"
 
-    def _unit_for(self, parameter: str | None) -> None:
-        if parameter is not None and self.unit not in units.CONVERSIONS[parameter]:
-            raise fail(("unit",), f"unknown unit {self.unit!r} for {parameter} "
-                       f"(known: {', '.join(units.CONVERSIONS[parameter])})")
-
     @model_validator(mode="after")
     def _units(self):       # an analyte's units: PackFile checks them (the pack may define it)
-        if "unit" in type(self).__pydantic_fields__ and self.kind not in ("loading-limit", "definition"):
-            self._unit_for(getattr(self, "parameter", None))
+        if "unit" in type(self).__pydantic_fields__ and self.kind not in ("loading-limit", "definition") and \
+                getattr(self, "parameter", None) is not None:
+            known_unit(self.unit, self.parameter)
+        return self
         return self
 
 
@@ -886,13 +883,11 @@ class AnalyteEntry(Table):
 
     @model_validator(mode="after")
     def _units_known(self):
-        known = units.CONVERSIONS[self.parameter]
         if self.unit != units.CANONICAL[self.parameter]:
             raise fail(("unit",), f"expected {units.CANONICAL[self.parameter]!r}, the canonical unit of "
                        f"{self.parameter}, got {self.unit!r}")
         for u in self.units or ():
-            if u not in known:
-                raise fail(("units",), f"unknown unit {u!r} for {self.parameter} (known: {', '.join(known)})")
+            known_unit(u, self.parameter, ("units",))
         return self
 
     def analyte(self) -> analytes.Analyte:

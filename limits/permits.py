@@ -41,7 +41,7 @@ from pydantic import Discriminator, Tag, ValidationInfo, model_validator
 from foundation import tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Bool, Date, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               check, fail, is_text, table, validate)
+                               check, fail, is_text, known_unit, table, validate)
 from limits import analytes
 from limits.packs import READINGS, Pack, Rule, load_pack
 
@@ -409,9 +409,7 @@ class LimitEntry(Table):
             return self
         if self.parameter not in CONTINUOUS:
             raise fail(("parameter",), f"unknown parameter {self.parameter!r} (known: {', '.join(CONTINUOUS)})")
-        if self.unit not in units.CONVERSIONS[self.parameter]:
-            raise fail(("unit",), f"unknown unit {self.unit!r} for {self.parameter} "
-                       f"(known: {', '.join(units.CONVERSIONS[self.parameter])})")
+        known_unit(self.unit, self.parameter)
         _only(self, lab, "a continuous parameter has minimum and maximum")
         if self.minimum is None and self.maximum is None:
             raise fail((), "no limit: give minimum and/or maximum")
