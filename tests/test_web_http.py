@@ -140,6 +140,34 @@ def test_a_form_without_its_csrf_token_is_refused(db, tmp_path):
         assert conn.execute("SELECT acknowledged_by FROM alerts").fetchone()[0] is None
 
 
+def test_the_sign_in_gives_a_new_csrf_token_and_the_old_one_is_refused(db, tmp_path):
+    """A CSRF cookie planted in the browser before the sign-in does not outlive it: the sign-in's
+    response deletes it, the next page sets a new one; a form with the old token is refused."""
+    from web import sessions
+    v = village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        page = c.get("/login")
+        before, old_token = c.cookies.get(sessions.CSRF_COOKIE), csrf_of(page.text)
+        r = c.post("/login", data={"username": "super", "password": PASSWORD, "next": "/", "_csrf_token": old_token},
+                   follow_redirects=False)
+        assert r.status_code == 303
+        assert any(h.startswith(sessions.CSRF_COOKIE + '=""') or h.startswith(sessions.CSRF_COOKIE + "=;")
+                   for h in r.headers.get_list("set-cookie")), r.headers.get_list("set-cookie")
+        c.cookies.delete(sessions.CSRF_COOKIE)          # as the browser does with the expired cookie
+        body = c.get("/alerts").text
+        after = c.cookies.get(sessions.CSRF_COOKIE)
+        assert before and after and after != before
+        # a token known from before the sign-in (one an attacker planted with its cookie) is worth nothing now
+        r = c.post(f"/alerts/{v['alert']}/acknowledge", data={"note": "planted", "_csrf_token": old_token})
+        assert r.status_code == 403
+        r = c.post(f"/alerts/{v['alert']}/acknowledge", data={"note": "mine", "_csrf_token": csrf_of(body)},
+                   follow_redirects=False)
+        assert r.status_code in (200, 303), r.text[:300]
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT ack_note FROM alerts").fetchone()[0] == "mine"
+
+
 def test_site_names_and_notes_are_shown_as_text(db, tmp_path):
     village(db, name='Acme <script>alert("site")</script> Plating')
     add_people(db.url)

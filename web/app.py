@@ -242,7 +242,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
         route_handlers=handlers,
         guards=[authz.guard],
         middleware=[sessions.config(office.opts).middleware],
-        csrf_config=CSRFConfig(secret=csrf_secret, cookie_name="sewerwatch_csrf", cookie_httponly=True,
+        csrf_config=CSRFConfig(secret=csrf_secret, cookie_name=sessions.CSRF_COOKIE, cookie_httponly=True,
                                cookie_samesite="strict", cookie_secure=(office.opts.public_url or "").startswith("https"),
                                exclude=["^/ack/"]),
         stores={sessions.STORE: sessions.store(office.state_dir), "rate-limits": MemoryStore()},

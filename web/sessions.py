@@ -31,6 +31,8 @@ from web import accounts
 
 #: The session cookie's name.
 COOKIE = "sewerwatch_session"
+#: The CSRF cookie's name (Litestar's CSRF middleware, web/app.py).
+CSRF_COOKIE = "sewerwatch_csrf"
 #: The store's name in the application's store registry.
 STORE = "sessions"
 #: The scope-state flag :class:`RotatingBackend` reads: give this response a new session id.
@@ -107,6 +109,14 @@ async def sign_in(connection: ASGIConnection, account) -> None:
     connection.scope.setdefault("state", {})[_ROTATE] = True
     now = time.time()
     connection.set_session({"a": account.id, "e": account.session_epoch, "t0": now, "ta": now})
+
+
+def new_csrf_token(response):
+    """``response`` (a sign-in's) with the CSRF cookie deleted: the next page gets a new token
+    from Litestar's CSRF middleware, so a token planted in the browser before the sign-in does
+    not outlive it."""
+    response.delete_cookie(CSRF_COOKIE, path="/")
+    return response
 
 
 async def pending_second_factor(connection: ASGIConnection, account) -> None:

@@ -65,10 +65,10 @@ def routes(rate_limit) -> list:
         if res.outcome == "ok":
             office.stats["signed_in"] += 1
             await sessions.sign_in(request, res.account)
-            return Redirect(office.url(landing(res.account, target)), status_code=303)
+            return sessions.new_csrf_token(Redirect(office.url(landing(res.account, target)), status_code=303))
         if res.outcome == "second-factor":
             await sessions.pending_second_factor(request, res.account)
-            return Redirect(office.url(f"/login/code?next={target}"), status_code=303)
+            return sessions.new_csrf_token(Redirect(office.url(f"/login/code?next={target}"), status_code=303))
         office.stats["refused_sign_ins"] += 1
         return Template("login.html", status_code=401 if res.outcome == "refused" else 403, context={
             "next": target, "error": res.message, "message": None, "username": username, "account": None, "nav": None})
@@ -95,7 +95,7 @@ def routes(rate_limit) -> list:
         if res.outcome == "ok":
             office.stats["signed_in"] += 1
             await sessions.sign_in(request, res.account)
-            return Redirect(office.url(landing(res.account, target)), status_code=303)
+            return sessions.new_csrf_token(Redirect(office.url(landing(res.account, target)), status_code=303))
         office.stats["refused_sign_ins"] += 1
         if res.outcome in ("locked", "disabled"):
             sessions.sign_out(request)
