@@ -82,11 +82,21 @@ def fetch(b, url: str) -> bytes:
 
 
 def click(b, element_id: str) -> None:
+    """Click the element and wait for the page it leads to (the element gone or a new one)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     d = b.driver
     old = d.find_element(By.ID, element_id)
     old.click()
-    assert wait_until(lambda: d.execute_script("return document.readyState") == "complete"
-                      and not d.find_elements(By.ID, element_id) or d.find_element(By.ID, element_id) != old, 60)
+
+    def replaced() -> bool:
+        try:        # the page may change between two lookups: then look again
+            if d.execute_script("return document.readyState") != "complete":
+                return False
+            found = d.find_elements(By.ID, element_id)
+            return not found or found[0] != old
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+    assert wait_until(replaced, 60)
 
 
 def test_the_coordinator_and_the_clerk_walk_the_round(office, chromium):
