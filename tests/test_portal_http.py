@@ -458,15 +458,19 @@ def test_notice_response_and_accidental_report_go_through_enforcement(db, tmp_pa
 
 
 def _issued_notice(conn, violation_id: int) -> str:
-    from datetime import date
+    """A notice drafted and issued today, the village's day (Palmyra's, America/Chicago: in the
+    evening there the machine's UTC day is already the next, and the portal's response,
+    received on the village's day, would come before it)."""
+    from zoneinfo import ZoneInfo
 
     from enforcement import notices
     from enforcement.guide import load_guide
     from lab.documents.pdf import Letterhead
     from foundation.paths import PROJECT_ROOT
     guide = load_guide(PROJECT_ROOT / "enforcement" / "guides" / "epa-erp.toml")
-    n = notices.draft(conn, guide, Letterhead("Village of Palmyra"), date.today(), violation_id=violation_id, by="coord")
-    notices.issue(conn, n["number"], date.today(), by="coord")
+    today = datetime.now(ZoneInfo("America/Chicago")).date()
+    n = notices.draft(conn, guide, Letterhead("Village of Palmyra"), today, violation_id=violation_id, by="coord")
+    notices.issue(conn, n["number"], today, by="coord")
     return n["number"]
 
 
