@@ -152,7 +152,7 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
             "permit_expires": permit.expires.isoformat() if permit else None,
             "permit_in_force_at_year_end": _in_force_at(permit, yp.last_day),
             **_samples(conn, key, start, end),
-            "sampling": _required(st for st in statuses if st.requirement.site == key and st.period.start < date.today()),
+            "sampling": _required(st for st in statuses if st.requirement.site == key and st.period.start < today_in(pack_timezone(s.pack))),
             "violations": _violations(conn, key, start, end, pack_timezone(s.pack)),
             "notices": [{"number": n["number"], "action": n["action"], "title": n["document"]["title"],
                          "finding": n["document"]["finding"]["summary"],
