@@ -143,7 +143,8 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
     users = []
     for key, s in sites(conn).items():
         permit = permits.get(key)
-        start, end = yp.bounds(pack_timezone(s.pack))
+        tz = pack_timezone(s.pack)
+        start, end = yp.bounds(tz)
         ns = nts.list_notices(conn, site_key=key)
         ns = [n for n in ns if n["drafted_on"].year == year or (n["issued_on"] and n["issued_on"].year == year)]
         users.append({
@@ -152,8 +153,9 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
             "permit_expires": permit.expires.isoformat() if permit else None,
             "permit_in_force_at_year_end": _in_force_at(permit, yp.last_day),
             **_samples(conn, key, start, end),
-            "sampling": _required(st for st in statuses if st.requirement.site == key and st.period.start < today_in(pack_timezone(s.pack))),
-            "violations": _violations(conn, key, start, end, pack_timezone(s.pack)),
+            "sampling": _required(st for st in statuses
+                                  if st.requirement.site == key and st.period.start < today_in(tz)),
+            "violations": _violations(conn, key, start, end, tz),
             "notices": [{"number": n["number"], "action": n["action"], "title": n["document"]["title"],
                          "finding": n["document"]["finding"]["summary"],
                          "penalty_dollars": n["penalty_dollars"],

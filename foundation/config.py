@@ -122,7 +122,8 @@ class Services(Table):
     mqtt_sites_port: IntRange(1024, 65535) | None = None
     """Port of the embedded Mosquitto's listener for the sites' devices, where an account's client id is
     its user name (default ``mqtt_port`` + 1000; ``mqtt_port`` is sewerwatch's own clients')."""
-    mqtt_session_expiry: Annotated[str, check(lambda v: isinstance(v, str) and bool(re.fullmatch(r"[1-9]\d{0,5}[hdwmy]", v)),
+    mqtt_session_expiry: Annotated[str, check(lambda v: isinstance(v, str) and
+                                              bool(re.fullmatch(r"[1-9]\d{0,5}[hdwmy]", v)),
                                               'a duration such as "12h", "7d", "2w" (h, d, w, m for months, y)')] = "7d"
     """Persistent broker sessions of clients gone this long expire (Mosquitto's units: h, d, w, m, y)."""
     mqtt_max_queued_messages: IntRange(100, 1 << 40) = 5_000_000

@@ -42,8 +42,8 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               TextList, TimeZone, check, fail, fail_all, is_text, item_label, known_unit, refusing, show,
-                               table, validate)
+                               TextList, TimeZone, check, fail, fail_all, is_text, item_label, known_unit, refusing,
+                               show, table, validate)
 from limits import analytes
 from limits.core import exceeds
 

@@ -363,8 +363,8 @@ def renewal(permit: Permit, today: date) -> RenewalStatus:
 # --- reading a permit ------------------------------------------------------------------------------
 
 #: a condition's number: text, or a whole number
-Cond = Annotated[str, check(lambda v: isinstance(v, int) and not isinstance(v, bool) or is_text(v), "a non-empty string",
-                            str)]
+Cond = Annotated[str, check(lambda v: isinstance(v, int) and not isinstance(v, bool) or is_text(v),
+                            "a non-empty string", str)]
 CONTINUOUS = [p for p in units.SENSOR_PARAMETERS if p != "concentration"]
 
 

@@ -73,7 +73,8 @@ class Office:
                       "forbidden": 0}
         self._cache: dict[str, tuple[float, object]] = {}
         #: Threads for a read that runs while the page does the rest (:meth:`read_meanwhile`).
-        self._meanwhile = ThreadPoolExecutor(max_workers=max(1, pool_size // 2), thread_name_prefix="sewerwatch-web-read")
+        self._meanwhile = ThreadPoolExecutor(max_workers=max(1, pool_size // 2),
+                                             thread_name_prefix="sewerwatch-web-read")
         from web.documents import Documents
         #: Rendered documents (notices, bills) and their pages as pictures (web/documents.py).
         self.documents = Documents()
