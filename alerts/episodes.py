@@ -219,7 +219,14 @@ class LiveEpisodes:
             opened += o
             closed += c
         if self._late:
+            before = len(self._changes)
             o, c = self._judge_late(now_s)
+            gone = _superseded(self._changes[before:])
+            if gone:
+                # the caller applies the moves and withdrawals first: a record of this push's
+                # live part naming an episode they replaced would write its old row again
+                opened = [r for r in opened if (r["sensor_id"], r["rule"], r["start"]) not in gone]
+                closed = [r for r in closed if (r["sensor_id"], r["rule"], r["start"]) not in gone]
             opened += o
             closed += c
         if now_s - self._pruned_at > 600:
@@ -548,6 +555,18 @@ class LiveEpisodes:
                 s = self.sensors[c]
                 out.append({"sensor_id": s.id, "site": s.site, "sensor": s.name, "note": NO_BASELINE})
         return sorted(out, key=lambda x: (x["site"], x["sensor"]))
+
+
+def _superseded(changes: list[dict]) -> set[tuple[int, str, str]]:
+    """``(sensor id, rule id, start)`` of the episodes that moves and withdrawals replaced
+    (the old starts; a move's new start is the record that continues the row)."""
+    out = set()
+    for ch in changes:
+        if ch["op"] == "move" and ch["old_start"] != ch["record"]["start"]:
+            out.add((ch["sensor_id"], ch["rule"], ch["old_start"]))
+        elif ch["op"] == "withdraw":
+            out.add((ch["sensor_id"], ch["rule"], ch["start"]))
+    return out
 
 
 def _with_buffer(c: int, stored, buffer):
