@@ -69,7 +69,7 @@ def gather(office: Office) -> dict:
             extra.append({"tone": "warn", "title": "What is due could not be listed",
                           "text": f"{type(exc).__name__}: {exc}. 'sewerwatch due' shows it on the command line."})
             due = []
-        sensors = office.read_meanwhile(today_q.sensor_rows)      # its costliest query, under way meanwhile
+        sensors = office.read_meanwhile(today_q.sensor_views)     # its costliest query, under way meanwhile
         try:
             data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix,
                                                          sensors=sensors))

@@ -117,7 +117,8 @@ def view(r: dict, tz: str) -> dict:
         ev.append(("Episodes", str(r["episodes"])))
     line = " · ".join(f"{label} {text}" for label, text in ev[:4])
     return {"id": r["id"], "kind": r["kind"], "summary_line": line, "state": r["state"], "rule": r["rule"], "heading": heading,
-            "site": r.get("site"), "site_name": site, "opened_at": r["opened_at"], "evidence": ev, "words": words,
+            "site": r.get("site"), "site_name": site, "opened_at": r["opened_at"],
+            "opened_text": formats.local(r["opened_at"], tz), "evidence": ev, "words": words,
             "citation": citation, "acknowledged_by": r.get("acknowledged_by"),
             "acknowledged_at": r.get("acknowledged_at"), "ack_note": r.get("ack_note"),
             "resolved_at": r.get("resolved_at"), "escalated_at": r.get("escalated_at")}

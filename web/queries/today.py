@@ -33,7 +33,7 @@ WEEK_DAYS = 7
 SQL = {
     "sites": "SELECT id, key, name, pack, sic, permit FROM sites ORDER BY name, key",
     "sensors": """
-        SELECT s.id, s.site_id, s.name, s.parameter, s.unit, s.source, s.address, s.interval_s,
+        SELECT s.id, s.site_id, s.name, s.parameter, s.unit, s.source, s.interval_s,
                last.time, last.value, last.quality
         FROM sensors s
         LEFT JOIN LATERAL (SELECT r.time, r.value, r.quality FROM readings r
@@ -83,23 +83,34 @@ class SensorView:
     quality: int | None
     age_s: float | None
     stale: bool
-    limits: list[Limit] = field(default_factory=list)
-    slug: str | None = None
     episode: dict | None = None
-    gauge: dict | None = None
     # in words, made once here rather than by the template (600 sensors a page)
     value_text: str = ""
+    age_text: str = ""
+    limits: list[Limit] | None = None      # a card's sensors: set by detail()
+    slug: str | None = None
+    gauge: dict | None = None
     limits_text: str = ""
     margin_text: str = ""
     beyond: bool = False
     citation: str = ""
+    cell: str = ""                          # its cell in the row of a user in compliance (escaped)
 
-    age_text: str = ""
-
-    def words(self) -> None:
-        """The value and its age in words (every sensor)."""
-        self.value_text = formats.num(self.last_value, self.unit)
-        self.age_text = f"{formats.age(self.age_s)} ago" if self.last_time is not None else "no reading yet"
+    @classmethod
+    def of(cls, row, now: datetime) -> "SensorView":
+        """The sensor of a :data:`SQL` ``sensors`` row at ``now``, its value and age in words."""
+        sid, _, name, parameter, unit, source, interval_s, t, v, q = row
+        unit = CANONICAL.get(parameter, unit)
+        if t is None:
+            age, stale, age_text = None, True, "no reading yet"
+        else:
+            age = max(0.0, (now - t).total_seconds())
+            stale = age > max(STALE_MIN_S, STALE_INTERVALS * (interval_s or 60.0))
+            age_text = f"{formats.age(age)} ago"
+        value_text = formats.num(v, unit)
+        view = cls(sid, name, parameter, unit, source, interval_s, t, v, q, age, stale, None, value_text, age_text)
+        view.cell = f"<td>{_escaped(name)} {_escaped(value_text)} · {age_text}</td>"
+        return view
 
     def detail(self, rules) -> None:
         """The limits it is judged against and where the value stands (a card's sensors)."""
@@ -134,9 +145,10 @@ class SiteView:
     def row(self, base: str) -> None:
         """The site as one row of the table of those in compliance, made here (escaped by
         markupsafe) rather than by the template: above 12 users most of the page is rows.
-        What does not change from one refresh to the next (the site's link and name, each
+        Each sensor's cell is made with its view, as its row arrives (:meth:`SensorView.of`);
+        what does not change from one refresh to the next (the site's link and name, each
         sensor's name) is escaped once (:func:`_escaped`)."""
-        cells = "".join(f"<td>{_escaped(s.name)} {_escaped(s.value_text)} · {s.age_text}</td>" for s in self.sensors)
+        cells = "".join([s.cell for s in self.sensors])
         self.row_html = Markup(f"{_row_head(base, self.key, self.name)}{cells}</tr>")
 
     def judge(self) -> str:
@@ -178,18 +190,35 @@ def site_continuous_rules(pack: str, permit):
     return hit
 
 
-def sensor_limits(rules, parameter: str, value: float | None) -> tuple[list[Limit], str | None]:
-    """The range limits of ``parameter`` and where ``value`` stands; the slug rule in words."""
-    out, slug = [], None
+_APPLYING: dict = {}
+
+
+def _applying(rules, parameter: str) -> tuple[tuple, str | None]:
+    """The range rules of ``rules`` judging ``parameter`` and its slug rule in words, kept per
+    rule set (the set itself held with them, so its id names it while it is kept)."""
+    hit = _APPLYING.get((id(rules), parameter))
+    if hit is not None and hit[0] is rules:
+        return hit[1], hit[2]
+    ranged, slug = [], None
     for r in rules:
         if not r.applies_to(parameter):
             continue
         if r.kind == "slug":
             slug = (f"slug: more than {r.multiple:g} × the {r.window_h:g}-hour average for more than "
                     f"{r.longer_than_min:g} min ({r.citation})")
-            continue
-        if r.limit_canonical is None or r.op is None:
-            continue
+        elif r.limit_canonical is not None and r.op is not None:
+            ranged.append(r)
+    if len(_APPLYING) > 4096:
+        _APPLYING.clear()
+    _APPLYING[(id(rules), parameter)] = (rules, tuple(ranged), slug)
+    return tuple(ranged), slug
+
+
+def sensor_limits(rules, parameter: str, value: float | None) -> tuple[list[Limit], str | None]:
+    """The range limits of ``parameter`` and where ``value`` stands; the slug rule in words."""
+    out = []
+    ranged, slug = _applying(rules, parameter)
+    for r in ranged:
         lim = Limit(r.id, r.comparison or r.op, r.limit_canonical, r.op, r.citation)
         if value is not None and math.isfinite(value):
             lim.margin = (value - r.limit_canonical) if r.op in ("<", "<=") else (r.limit_canonical - value)
@@ -230,14 +259,25 @@ def gauge(limits: list[Limit], value: float | None) -> dict | None:
     return g
 
 
-def sensor_rows(conn) -> list[tuple]:
-    """Every sensor with its last reading (:data:`SQL` ``sensors``: the page's costliest query,
-    which :func:`read` may be given already under way on a connection of its own)."""
-    return conn.execute(SQL["sensors"]).fetchall()
+#: The sensors' rows come from the database in chunks of this many, each made into its view
+#: while the database reads the next (:func:`sensor_views`).
+STREAM_ROWS = 20
+
+
+def sensor_views(conn, now: datetime | None = None) -> tuple[datetime, list[tuple[int, SensorView]]]:
+    """The clock (``now``, default: the database's) and every sensor with its last reading at
+    it, as ``(site id, view)``
+    (:data:`SQL` ``sensors``, the page's costliest query, which :func:`read` may be given
+    already under way on a connection of its own). The rows are streamed (psycopg's chunked
+    rows), so the views are made while the database still reads the last values of the rest."""
+    now = now or conn.execute("SELECT now()").fetchone()[0]
+    rows = conn.cursor().stream(SQL["sensors"], size=STREAM_ROWS)
+    return now, [(row[1], SensorView.of(row, now)) for row in rows]
 
 
 def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "", sensors=None) -> dict:
-    """Everything the Today page shows, at ``now`` (default: the database's clock).
+    """Everything the Today page shows, at ``now`` (default: the database's clock, read with
+    the sensors).
 
     Parameters
     ----------
@@ -249,11 +289,10 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
     due : list, optional
         :class:`enforcement.due.Item` s (the page keeps them a minute).
     sensors : callable, optional
-        ``() -> rows`` of :func:`sensor_rows`, read elsewhere meanwhile (the page reads them
-        on a second connection while this one reads and arranges the rest); default: read
-        on ``conn`` after the rest.
+        ``() -> (now, views)`` of :func:`sensor_views`, read elsewhere meanwhile (the page
+        reads them on a second connection while this one reads the rest); default: read on
+        ``conn`` after the rest.
     """
-    now = now or conn.execute("SELECT now()").fetchone()[0]
     permits = permits or {}
     sites = {r[0]: SiteView(*r) for r in conn.execute(SQL["sites"]).fetchall()}
     episodes_by_sensor = {}
@@ -277,18 +316,14 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
     for d in devices:
         if d["site"] in by_key:
             by_key[d["site"]].devices.append(d)
-    for (sid, site_id, name, parameter, unit, source, address, interval_s, t, v, q) in (
-            sensors() if sensors is not None else sensor_rows(conn)):
+    now, views = sensors() if sensors is not None else sensor_views(conn, now)
+    for site_id, view in views:
         site = sites.get(site_id)
-        if site is None:
-            continue
-        age = None if t is None else max(0.0, (now - t).total_seconds())
-        stale = t is None or age > max(STALE_MIN_S, STALE_INTERVALS * (interval_s or 60.0))
-        eps = episodes_by_sensor.get(sid) or []
-        view = SensorView(sid, name, parameter, CANONICAL.get(parameter, unit), source, interval_s, t, v, q, age, stale,
-                          episode=eps[-1] if eps else None)
-        view.words()
-        site.sensors.append(view)
+        if site is not None:
+            eps = episodes_by_sensor.get(view.id)
+            if eps:
+                view.episode = eps[-1]
+            site.sensors.append(view)
     compact = len(sites) > CARDS_MAX
     for s in sites.values():
         s.state = s.judge()
