@@ -67,7 +67,7 @@ class Office:
         self.tz = timezone_of(cfg)
         self.pool = ConnectionPool(db_url, min_size=1, max_size=pool_size, open=False, timeout=3.0,
                                    kwargs={"connect_timeout": 3, "autocommit": True},
-                                   check=ConnectionPool.check_connection, name="sewerwatch-web",
+                                   check=_check_unless_just_back, reset=_note_back, name="sewerwatch-web",
                                    reconnect_timeout=24 * 3600.0)
         self.stats = {"requests": 0, "errors": 0, "database_down": 0, "signed_in": 0, "refused_sign_ins": 0,
                       "forbidden": 0}
@@ -149,6 +149,24 @@ class Office:
             return self.status_source()
         except Exception as exc:  # noqa: BLE001 - the banner says it, the page goes on
             return {"state": "unknown", "problems": {"status": f"could not be read: {exc}"}}
+
+
+#: A pooled connection given back less than this long ago [s] is handed out unchecked (it
+#: answered a moment ago); one idle for longer is checked first (psycopg_pool's check), so a
+#: database restarted meanwhile costs no page an error.
+CHECK_AFTER_IDLE_S = 2.0
+
+
+def _note_back(conn) -> None:
+    """The pool's reset: when the connection came back [monotonic s]."""
+    conn._sewerwatch_back = time.monotonic()
+
+
+def _check_unless_just_back(conn) -> None:
+    """The pool's check (:data:`CHECK_AFTER_IDLE_S`): the round trip of psycopg_pool's own
+    check, saved for a connection that was in use a moment ago (a page reads on two)."""
+    if time.monotonic() - getattr(conn, "_sewerwatch_back", float("-inf")) >= CHECK_AFTER_IDLE_S:
+        ConnectionPool.check_connection(conn)
 
 
 def timezone_of(cfg) -> str:
