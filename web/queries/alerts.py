@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 
 from alerts.content import HEALTH_WORDS, PARAMETER_NAMES
 from web import formats
@@ -74,7 +75,7 @@ def one(conn, alert_id: int) -> dict | None:
     return rec
 
 
-def view(r: dict, tz: str) -> dict:
+def view(r: dict, tz: str) -> SimpleNamespace:
     """One alert as the pages show it: a heading, its evidence as (label, text), the
     ordinance's words and citation."""
     d = r.get("details") or {}
@@ -116,9 +117,11 @@ def view(r: dict, tz: str) -> dict:
     if r.get("episodes") and r["episodes"] > 1:
         ev.append(("Episodes", str(r["episodes"])))
     line = " · ".join(f"{label} {text}" for label, text in ev[:4])
-    return {"id": r["id"], "kind": r["kind"], "summary_line": line, "state": r["state"], "rule": r["rule"], "heading": heading,
-            "site": r.get("site"), "site_name": site, "opened_at": r["opened_at"],
-            "opened_text": formats.local(r["opened_at"], tz), "evidence": ev, "words": words,
-            "citation": citation, "acknowledged_by": r.get("acknowledged_by"),
-            "acknowledged_at": r.get("acknowledged_at"), "ack_note": r.get("ack_note"),
-            "resolved_at": r.get("resolved_at"), "escalated_at": r.get("escalated_at")}
+    # a namespace, not a dict: the templates read its attributes at the cost of an attribute,
+    # where a dict's key read as one costs Jinja a caught exception (20 alerts on Today)
+    return SimpleNamespace(
+        id=r["id"], kind=r["kind"], summary_line=line, state=r["state"], rule=r["rule"], heading=heading,
+        site=r.get("site"), site_name=site, opened_at=r["opened_at"], opened_text=formats.local(r["opened_at"], tz),
+        evidence=ev, words=words, citation=citation, acknowledged_by=r.get("acknowledged_by"),
+        acknowledged_at=r.get("acknowledged_at"), ack_note=r.get("ack_note"), resolved_at=r.get("resolved_at"),
+        escalated_at=r.get("escalated_at"))

@@ -89,7 +89,7 @@ class SensorView:
     age_text: str = ""
     limits: list[Limit] | None = None      # a card's sensors: set by detail()
     slug: str | None = None
-    gauge: dict | None = None
+    gauge: "Gauge | None" = None
     limits_text: str = ""
     margin_text: str = ""
     beyond: bool = False
@@ -228,7 +228,23 @@ def sensor_limits(rules, parameter: str, value: float | None) -> tuple[list[Limi
     return out, slug
 
 
-def gauge(limits: list[Limit], value: float | None) -> dict | None:
+@dataclass(slots=True)
+class Gauge:
+    """Where a value sits between its limits: fractions 0-1 of the little bar's scale, and the
+    bar's coordinates in its 200-unit box, written once here. (An object, not a dict: the
+    template reads its attributes at the cost of an attribute, where a dict's key read as one
+    costs Jinja a caught exception.)"""
+
+    value: float
+    low: float | None
+    high: float | None
+    mark_x: str = ""
+    low_w: str = ""
+    high_x: str = ""
+    high_w: str = ""
+
+
+def gauge(limits: list[Limit], value: float | None) -> Gauge | None:
     """Where the value sits between its limits, for the little bar: fractions 0-1 of the
     scale's ``lo``-``hi`` for the value and for each limit."""
     if value is None or not math.isfinite(value) or not limits:
@@ -249,13 +265,12 @@ def gauge(limits: list[Limit], value: float | None) -> dict | None:
 
     def f(x):
         return max(0.0, min(1.0, (x - lo) / (hi - lo)))
-    g = {"value": f(value), "low": None if lo_lim is None else f(lo_lim), "high": None if hi_lim is None else f(hi_lim)}
-    # the bar's coordinates in its 200-unit box, written once here
-    g["mark_x"] = f"{g['value'] * 200 - 2:.1f}"
-    if g["low"] is not None:
-        g["low_w"] = f"{g['low'] * 200:.1f}"
-    if g["high"] is not None:
-        g["high_x"], g["high_w"] = f"{g['high'] * 200:.1f}", f"{200 - g['high'] * 200:.1f}"
+    g = Gauge(f(value), None if lo_lim is None else f(lo_lim), None if hi_lim is None else f(hi_lim))
+    g.mark_x = f"{g.value * 200 - 2:.1f}"
+    if g.low is not None:
+        g.low_w = f"{g.low * 200:.1f}"
+    if g.high is not None:
+        g.high_x, g.high_w = f"{g.high * 200:.1f}", f"{200 - g.high * 200:.1f}"
     return g
 
 
