@@ -14,70 +14,120 @@ header explains its keys.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationInfo, model_validator
 
 from foundation import tomlfile
 from foundation.errors import InputError
+from foundation.schema import Internal, OneOf, Table, Tables, check, duplicates, fail, is_text, table, validate
 
 #: The kinds of finding a notice can be drafted from (see :mod:`enforcement.findings`).
 FINDING_KINDS = ("violation", "lab-violation", "failure-to-monitor", "late-report", "unreported-noncompliance",
                  "compliance-schedule", "pass-through", "interference", "endangerment", "designated", "snc",
                  "calibration-failed", "calibration-overdue", "inspection-deficiency")
-GUIDE_KEYS = ("name", "recurrence_window_days", "actions", "responses", "escalations")
-ACTION_KEYS = ("title", "prefix", "words", "editable")
 #: The free-text parts of a drafted notice a guide may let people edit (an action's ``editable``).
 EDITABLE_PARTS = ("corrective_action", "report_demanded", "remarks")
-RESPONSE_KEYS = ("finding", "recurrence", "action", "respond_within_days", "corrective_action", "report", "note")
-ESCALATION_KEYS = ("from", "to", "respond_within_days")
 
 
-@dataclass(frozen=True)
-class Action:
-    """An enforcement action: ``id`` (``notice-of-violation``), ``title``, the number
-    ``prefix`` of its documents (``NOV``), the ``words`` that open them, and the free-text
-    parts of a draft people may edit before it is issued (``editable``, of
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: the guide's own words (shown to the people who write it)
+Words = Annotated[str, check(is_text, "text", got=repr)]
+Days = Annotated[int, check(lambda v: _whole(v) and 1 <= v <= 365, "a whole number of days from 1 to 365", got=repr)]
+#: an action's id (``[actions.<id>]``); the loaded guide holds the :class:`Action` itself
+ActionRef = Annotated[Any, check(is_text, "text", got=repr)]
+
+
+@table(kw_only=True)
+class Action(Table):
+    """``[actions.<id>]``: an enforcement action: ``id`` (``notice-of-violation``), ``title``,
+    the number ``prefix`` of its documents (``NOV``), the ``words`` that open them, and the
+    free-text parts of a draft people may edit before it is issued (``editable``, of
     :data:`EDITABLE_PARTS`; none where the guide names none)."""
 
-    id: str
-    title: str
-    prefix: str
-    words: str
-    editable: tuple[str, ...] = ()
+    title: Words
+    prefix: Words
+    words: Words
+    editable: Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and
+                                               all(x in EDITABLE_PARTS for x in v),
+                                               f"a list of {', '.join(EDITABLE_PARTS)}",
+                                               lambda v: tuple(dict.fromkeys(v)), repr)] = ()
+    id: Internal = ""
 
 
-@dataclass(frozen=True)
-class Response:
-    """What to do about a finding of ``finding`` kind recurring the ``recurrence``-th time (or more)."""
+@table(kw_only=True)
+class Response(Table):
+    """``[[responses]]``: what to do about a finding of ``finding`` kind recurring the
+    ``recurrence``-th time (or more); ``where`` is the row (``responses[3]``)."""
 
-    finding: str
-    recurrence: int
-    action: Action
-    respond_within_days: int
-    corrective_action: str
-    report: str
-    where: str
-
-
-@dataclass(frozen=True)
-class Escalation:
-    """A notice of action ``source`` unanswered by its deadline -> action ``to``."""
-
-    source: Action
-    to: Action
-    respond_within_days: int
-    where: str
+    finding: OneOf(*FINDING_KINDS, what="kind of finding")
+    recurrence: Annotated[int, check(lambda v: _whole(v) and v >= 1, "a whole number >= 1", got=repr)]
+    action: ActionRef
+    respond_within_days: Days
+    corrective_action: Words
+    report: Words
+    note: Any = None
+    where: Internal = ""
 
 
-@dataclass(frozen=True)
-class Guide:
-    name: str
-    path: str
-    recurrence_window_days: int
-    actions: dict
-    responses: tuple[Response, ...]
-    escalations: tuple[Escalation, ...]
+@table(kw_only=True)
+class Escalation(Table):
+    """``[[escalations]]``: a notice of action ``source`` (the key ``from``) unanswered by its
+    deadline -> action ``to``."""
+
+    source: ActionRef = Field(alias="from")
+    to: ActionRef
+    respond_within_days: Days
+    where: Internal = ""
+
+
+@table(kw_only=True)
+class Guide(Table):
+    """An enforcement response guide (see the shipped file for its keys)."""
+
+    name: Words
+    recurrence_window_days: Annotated[int, check(lambda v: _whole(v) and v >= 1, "a whole number of days",
+                                                 got=repr)] = 365
+    actions: Annotated[dict[str, Action], check(lambda v: isinstance(v, dict) and bool(v),
+                                                "a table of actions ([actions.<id>])")]
+    responses: Tables(Response)
+    escalations: Tables(Escalation)
+    path: Internal = ""
+
+    @model_validator(mode="after")
+    def _references(self, info: ValidationInfo):
+        object.__setattr__(self, "path", (info.context or {}).get("path", ""))
+        for aid, a in self.actions.items():
+            object.__setattr__(a, "id", aid)
+        for key, refs in (("responses", (("action", "action"),)), ("escalations", (("source", "from"), ("to", "to")))):
+            for i, row in enumerate(getattr(self, key)):
+                object.__setattr__(row, "where", f"{key}[{i}]")
+                for name, k in refs:
+                    if (aid := getattr(row, name)) not in self.actions:
+                        raise fail((key, i, k), f"unknown action {aid!r} (actions: {', '.join(self.actions)})")
+                    object.__setattr__(row, name, self.actions[aid])
+        for i, (kind, rec), first in duplicates(self.responses, lambda r: (r.finding, r.recurrence)):
+            raise fail(("responses", i), f"a second row for {kind} recurrence {rec} (first at responses[{first}])")
+        missing = [k for k in FINDING_KINDS if not any(r.finding == k and r.recurrence == 1 for r in self.responses)]
+        if missing:
+            raise fail(("responses",), f"no row with recurrence = 1 for: {', '.join(missing)}")
+        for i, src, first in duplicates(self.escalations, lambda e: e.source.id):
+            raise fail(("escalations", i, "from"), f"a second escalation from {src} (first at escalations[{first}])")
+        # the ladder must end: following `to` from any action never comes back
+        nxt = {e.source.id: e.to.id for e in self.escalations}
+        for a in nxt:
+            seen, cur = {a}, a
+            while cur in nxt:
+                cur = nxt[cur]
+                if cur in seen:
+                    raise fail(("escalations",), f"the escalations from {a} go round in a circle")
+                seen.add(cur)
+        return self
 
     def response(self, finding: str, recurrence: int) -> Response:
         """The row for a finding of kind ``finding`` that recurs the ``recurrence``-th time:
@@ -92,103 +142,10 @@ class Guide:
         return next((e for e in self.escalations if e.source.id == action), None)
 
 
-def _fail(path, where: str, problem: str):
-    raise InputError(f"{path}: {where}: {problem}")
-
-
-def _keys(path, where: str, t, allowed, required):
-    if not isinstance(t, dict):
-        _fail(path, where, "expected a table")
-    for k in t:
-        if k not in allowed:
-            _fail(path, f"{where}.{k}", f"unknown key (expected one of: {', '.join(allowed)})")
-    for k in required:
-        if k not in t:
-            _fail(path, f"{where}.{k}", "missing (required)")
-
-
-def _array(path, data: dict, key: str) -> list:
-    if not isinstance(data[key], list):
-        _fail(path, key, f"expected an array of tables ([[{key}]])")
-    return data[key]
-
-
-def _text(path, where: str, v) -> str:
-    if not isinstance(v, str) or not v.strip():
-        _fail(path, where, f"expected text, got {v!r}")
-    return v
-
-
-def _days(path, where: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 365:
-        _fail(path, where, f"expected a whole number of days from 1 to 365, got {v!r}")
-    return v
-
-
 def parse_guide(data: dict, path: str = "<guide>") -> Guide:
-    """Validate a guide (see the shipped file for its keys)."""
-    _keys(path, "guide", data, GUIDE_KEYS, ("name", "actions", "responses", "escalations"))
-    actions = {}
-    if not isinstance(data["actions"], dict) or not data["actions"]:
-        _fail(path, "actions", "expected a table of actions ([actions.<id>])")
-    for aid, t in data["actions"].items():
-        _keys(path, f"actions.{aid}", t, ACTION_KEYS, ACTION_KEYS[:3])
-        ed = t.get("editable", [])
-        if not isinstance(ed, list) or any(x not in EDITABLE_PARTS for x in ed):
-            _fail(path, f"actions.{aid}.editable", f"expected a list of {', '.join(EDITABLE_PARTS)}, got {ed!r}")
-        actions[aid] = Action(aid, _text(path, f"actions.{aid}.title", t["title"]),
-                              _text(path, f"actions.{aid}.prefix", t["prefix"]),
-                              _text(path, f"actions.{aid}.words", t["words"]), tuple(dict.fromkeys(ed)))
-
-    def action(where, v) -> Action:
-        if v not in actions:
-            _fail(path, where, f"unknown action {v!r} (actions: {', '.join(actions)})")
-        return actions[v]
-
-    window = data.get("recurrence_window_days", 365)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        _fail(path, "recurrence_window_days", f"expected a whole number of days, got {window!r}")
-    responses = []
-    seen = {}
-    for i, t in enumerate(_array(path, data, "responses")):
-        where = f"responses[{i}]"
-        _keys(path, where, t, RESPONSE_KEYS, RESPONSE_KEYS[:-1])
-        if t["finding"] not in FINDING_KINDS:
-            _fail(path, f"{where}.finding", f"unknown kind of finding {t['finding']!r} (known: {', '.join(FINDING_KINDS)})")
-        rec = t["recurrence"]
-        if isinstance(rec, bool) or not isinstance(rec, int) or rec < 1:
-            _fail(path, f"{where}.recurrence", f"expected a whole number >= 1, got {rec!r}")
-        if (t["finding"], rec) in seen:
-            _fail(path, where, f"a second row for {t['finding']} recurrence {rec} (first at responses[{seen[t['finding'], rec]}])")
-        seen[t["finding"], rec] = i
-        responses.append(Response(t["finding"], rec, action(f"{where}.action", t["action"]),
-                                  _days(path, f"{where}.respond_within_days", t["respond_within_days"]),
-                                  _text(path, f"{where}.corrective_action", t["corrective_action"]),
-                                  _text(path, f"{where}.report", t["report"]), where))
-    missing = [k for k in FINDING_KINDS if (k, 1) not in seen]
-    if missing:
-        _fail(path, "responses", f"no row with recurrence = 1 for: {', '.join(missing)}")
-    escalations = []
-    sources = {}
-    for i, t in enumerate(_array(path, data, "escalations")):
-        where = f"escalations[{i}]"
-        _keys(path, where, t, ESCALATION_KEYS, ESCALATION_KEYS)
-        src, to = action(f"{where}.from", t["from"]), action(f"{where}.to", t["to"])
-        if src.id in sources:
-            _fail(path, f"{where}.from", f"a second escalation from {src.id} (first at escalations[{sources[src.id]}])")
-        sources[src.id] = i
-        escalations.append(Escalation(src, to, _days(path, f"{where}.respond_within_days", t["respond_within_days"]),
-                                      where))
-    # the ladder must end: following `to` from any action never comes back
-    nxt = {e.source.id: e.to.id for e in escalations}
-    for a in nxt:
-        seen_a, cur = {a}, a
-        while cur in nxt:
-            cur = nxt[cur]
-            if cur in seen_a:
-                _fail(path, "escalations", f"the escalations from {a} go round in a circle")
-            seen_a.add(cur)
-    return Guide(_text(path, "name", data["name"]), str(path), window, actions, tuple(responses), tuple(escalations))
+    """Validate a guide (see the shipped file for its keys): one-line errors naming the file and the key."""
+    return validate(Guide, data, str(path), lambda p, k, m: InputError(f"{p}: {k}: {m}" if k else f"{p}: {m}"),
+                    context={"path": str(path)})
 
 
 @lru_cache(maxsize=16)

@@ -28,8 +28,8 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, mod
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
-                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, fail, known_unit, show,
-                               table, validate)
+                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, duplicates, fail,
+                               known_unit, show, table, validate)
 from foundation.units import SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
@@ -587,10 +587,8 @@ def _check_input(m: MqttInput) -> None:
         if not m.metrics:
             raise fail(("metrics",), "missing: [[mqtt.inputs.metrics]] map the edge nodes' metrics to sensors "
                        "(node, device, metric, sensor)")
-        for j, x in enumerate(m.metrics):
-            first = next(i for i, y in enumerate(m.metrics) if y[:3] == x[:3])
-            if first != j:
-                raise fail(("metrics", j), f"duplicate metric {x[:3]!r} (first at [{first}])")
+        for j, x, first in duplicates(m.metrics, lambda x: x[:3]):
+            raise fail(("metrics", j), f"duplicate metric {x!r} (first at [{first}])")
         owner: dict = {}
         for j, x in enumerate(m.metrics):
             site = x.sensor.split("/", 1)[0]
@@ -656,10 +654,9 @@ class Mqtt(Table):
 
     @model_validator(mode="after")
     def _distinct(self):
+        for i, topic, first in duplicates(self.inputs, lambda m: m.topic):
+            raise fail(("inputs", i), f"duplicate topic pattern {topic!r} (first at mqtt.inputs[{first}])")
         for i, m in enumerate(self.inputs):
-            first = next(j for j, x in enumerate(self.inputs) if x.topic == m.topic)
-            if first != i:
-                raise fail(("inputs", i), f"duplicate topic pattern {m.topic!r} (first at mqtt.inputs[{first}])")
             if m.topic in self.topics:
                 raise fail(("inputs", i, "topic"), f"pattern {m.topic!r} is also in [mqtt] topics")
         return self
@@ -776,11 +773,8 @@ class Config(Table):
                 raise fail(("instruments", i, "range_high"), f"{ins.range_high:g} is not above range_low "
                            f"{ins.range_low:g}")
         _unique(self.instruments, "instruments", lambda s: s.sensor, "instrument of sensor")
-        topics = [(i, s) for i, s in enumerate(self.sensors) if s.topic]
-        for i, s in topics:
-            first = next(j for j, x in topics if x.topic == s.topic)
-            if first != i:
-                raise fail(("sensors", i), f"duplicate topic {s.topic!r} (first at sensors[{first}])")
+        for i, topic, first in duplicates(self.sensors, lambda s: s.topic):
+            raise fail(("sensors", i), f"duplicate topic {topic!r} (first at sensors[{first}])")
         mqtt_keys = {s.key for s in self.sensors if s.source == "mqtt"}
         for i, inp in enumerate(self.mqtt.inputs):
             for j, m in enumerate(inp.metrics):
@@ -816,13 +810,9 @@ class Config(Table):
 
 
 def _unique(items, where: str, key, what: str) -> dict:
-    seen: dict = {}
-    for i, item in enumerate(items):
-        k = key(item)
-        if k in seen:
-            raise fail((where, i), f"duplicate {what} {k!r} (first at {where}[{seen[k][0]}])")
-        seen[k] = (i, item)
-    return {k: item for k, (_, item) in seen.items()}
+    for i, k, first in duplicates(items, key):
+        raise fail((where, i), f"duplicate {what} {k!r} (first at {where}[{first}])")
+    return {key(item): item for item in items}
 
 
 def _ref(value, known: dict, what: str, plural: str, at: tuple) -> None:

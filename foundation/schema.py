@@ -66,8 +66,8 @@ def _inherited_description(cls, name: str) -> str | None:
 
 
 def keys(cls) -> tuple[str, ...]:
-    """The keys a table accepts (its fields, less the :data:`Internal` ones)."""
-    return tuple(n for n, f in cls.__pydantic_fields__.items() if _INTERNAL not in f.metadata)
+    """The keys a table accepts (its fields or their aliases, less the :data:`Internal` ones)."""
+    return tuple(f.alias or n for n, f in cls.__pydantic_fields__.items() if _INTERNAL not in f.metadata)
 
 
 @table
@@ -123,6 +123,13 @@ def fail_all(cls, found: list[tuple[tuple, str]]) -> ValidationError:
     """The error to raise from a check that found several problems: ``[(at, problem), ...]``."""
     return ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(type=fail(at, p), loc=(), input=None)
                                                               for at, p in found])
+
+
+def duplicates(items, key: Callable) -> list[tuple[int, Any, int]]:
+    """``(i, k, j)`` for each item ``i`` whose ``key`` ``k`` an earlier item ``j`` has (the first
+    of them); an item whose key is None has none."""
+    first: dict = {}
+    return [(i, k, first[k]) for i, k in enumerate(map(key, items)) if k is not None and first.setdefault(k, i) != i]
 
 
 def show(value: Any) -> str:

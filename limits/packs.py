@@ -42,8 +42,8 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               TextList, TimeZone, check, fail, fail_all, is_text, item_label, known_unit, refusing,
-                               show, table, validate)
+                               TextList, TimeZone, check, duplicates, fail, fail_all, is_text, item_label, known_unit,
+                               refusing, show, table, validate)
 from limits import analytes
 from limits.core import exceeds
 
@@ -935,16 +935,10 @@ class PackFile(Table):
         expected = (info.context or {}).get("expected_id")
         if expected is not None and self.id != expected:
             found.append((("id",), f"pack id {self.id!r} does not match the file name {expected!r}"))
-        ids: dict = {}
-        for i, r in enumerate(self.rules):
-            if r.id in ids:
-                found.append((("rules", i, "id"), f"duplicate rule id {r.id!r} (first at rules[{ids[r.id]}])"))
-            ids.setdefault(r.id, i)
-        seen: dict = {}
-        for i, c in enumerate(self.charges):
-            if c.id in seen:
-                found.append((("charges", i, "id"), f"duplicate charge id {c.id!r} (first at charges[{seen[c.id]}])"))
-            seen.setdefault(c.id, i)
+        for what in ("rule", "charge"):
+            found += [((f"{what}s", i, "id"), f"duplicate {what} id {k!r} (first at {what}s[{j}])")
+                      for i, k, j in duplicates(getattr(self, f"{what}s"), lambda r: r.id)]
+        ids = dict.fromkeys(r.id for r in self.rules)
         own = tuple(a.analyte() for a in self.analytes)
         table_ = analytes.known(own)
         for i, r in enumerate(self.rules):

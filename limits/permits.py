@@ -41,7 +41,7 @@ from pydantic import Discriminator, Tag, ValidationInfo, model_validator
 from foundation import tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Bool, Date, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               check, fail, is_text, known_unit, table, validate)
+                               check, duplicates, fail, is_text, known_unit, table, validate)
 from limits import analytes
 from limits.packs import READINGS, Pack, Rule, load_pack
 
@@ -600,12 +600,8 @@ class PermitFile(Table):
             raise fail(("effective",), f"{self.effective} is before the permit was issued ({self.issued})")
         if self.expires <= self.effective:
             raise fail(("expires",), f"{self.expires} is not after the permit takes effect ({self.effective})")
-        seen: dict = {}
-        for i, lim in enumerate(self.limits):
-            k = lim.analyte or lim.parameter
-            if k in seen:
-                raise fail(("limits", i), f"{k} is limited twice (first at limits[{seen[k]}]): one condition each")
-            seen[k] = i
+        for i, k, first in duplicates(self.limits, lambda lim: lim.analyte or lim.parameter):
+            raise fail(("limits", i), f"{k} is limited twice (first at limits[{first}]): one condition each")
         return self
 
 
