@@ -113,10 +113,11 @@ def fail(at: tuple, problem: str) -> PydanticCustomError:
     return PydanticCustomError("sewerwatch", "{problem}", {"problem": problem, "at": tuple(at)})
 
 
-def known_unit(unit: str, parameter: str, at: tuple = ("unit",)) -> None:
-    """Raise :func:`fail` at ``at`` unless ``unit`` is one of ``parameter``'s (:mod:`foundation.units`)."""
+def known_unit(unit: str, parameter: str, at: tuple = ("unit",), what: str = "") -> None:
+    """Raise :func:`fail` at ``at`` unless ``unit`` is one of ``parameter``'s (:mod:`foundation.units`);
+    ``what`` names the parameter in the problem (default: its id)."""
     if unit not in CONVERSIONS[parameter]:
-        raise fail(at, f"unknown unit {unit!r} for {parameter} (known: {', '.join(CONVERSIONS[parameter])})")
+        raise fail(at, f"unknown unit {unit!r} for {what or parameter} (known: {', '.join(CONVERSIONS[parameter])})")
 
 
 def fail_all(cls, found: list[tuple[tuple, str]]) -> ValidationError:

@@ -57,41 +57,6 @@ DEFAULT_TERM_YEARS, DEFAULT_NOTICE_DAYS = 1, 60
 
 
 @dataclass(frozen=True)
-class PermitLimit:
-    """One limit condition of a permit.
-
-    Attributes
-    ----------
-    condition : str
-        The permit's number for the condition (its citation: "condition 3(a)").
-    analyte, parameter : str or None
-        A lab analyte (concentration and loading limits) or a continuously measured
-        parameter (``ph``, ``temperature``, ``flow``: minimum and maximum).
-    unit : str
-        The unit the limits are written in.
-    daily_maximum, monthly_average : float or None
-        Concentration [mg/l]: each sample; the calendar month's average.
-    daily_maximum_lb : float or None
-        Loading [lb/day]: each sample's concentration x its day's metered volume x 8.34.
-    minimum, maximum : float or None
-        A continuous parameter's range [canonical unit of the parameter].
-    words : str
-        The permit's words.
-    """
-
-    condition: str
-    words: str
-    unit: str
-    analyte: str | None = None
-    parameter: str | None = None
-    daily_maximum: float | None = None
-    monthly_average: float | None = None
-    daily_maximum_lb: float | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-
-
-@dataclass(frozen=True)
 class Renewal:
     """How the permit's term ends (palmyra-wi §13.54(4)).
 
@@ -126,7 +91,8 @@ class Renewal:
 
 @dataclass(frozen=True)
 class Permit:
-    """A wastewater discharge permit (see the module docstring for the file format)."""
+    """A wastewater discharge permit (see the module docstring for the file format); its
+    ``limits`` are the ``[[limits]]`` as written, :meth:`rules` their rules in canonical units."""
 
     number: str
     site: str
@@ -137,7 +103,7 @@ class Permit:
     pack: str | None = None
     average_daily_gpd: float | None = None
     maximum_daily_gpd: float | None = None
-    limits: tuple[PermitLimit, ...] = ()
+    limits: tuple[LimitEntry, ...] = ()
     monitoring: tuple[MonitoringEntry, ...] = ()
     conditions: tuple[ConditionEntry, ...] = ()
     calibration: tuple[CalibrationEntry, ...] = ()
@@ -182,32 +148,27 @@ def _iso(x):
 
 # --- the rules a permit adds -----------------------------------------------------------------
 
-def _rule(p: Permit, lim: PermitLimit, rid: str, kind: str, **f) -> Rule:
-    return Rule(id=rid, kind=kind, section=f"condition {lim.condition}", words=lim.words,
-                seed=Path(p.path).name if p.path else p.number, code=p.title, origin="permit", **f)
+#: a limit's key -> the id its rule takes after the analyte or parameter, the rule's kind and basis
+_FORMS = {"minimum": ("min", "range", None), "maximum": ("max", "range", None),
+          "daily_maximum": ("daily-max", "lab-limit", "daily"),
+          "monthly_average": ("monthly-avg", "lab-limit", "monthly"),
+          "daily_maximum_lb": ("loading-max", "loading-limit", "daily")}
 
 
-def _limit_rules(p: Permit, lim: PermitLimit) -> list[Rule]:
-    out = []
-    if lim.parameter is not None:
-        cu = units.CANONICAL[lim.parameter]
-        if lim.minimum is not None:
-            out.append(_rule(p, lim, f"{lim.parameter}-min", "range", parameter=lim.parameter, comparison="less than",
-                             op="<", limit=lim.minimum, unit=cu, limit_canonical=lim.minimum))
-        if lim.maximum is not None:
-            out.append(_rule(p, lim, f"{lim.parameter}-max", "range", parameter=lim.parameter, comparison="more than",
-                             op=">", limit=lim.maximum, unit=cu, limit_canonical=lim.maximum))
-        return out
-    a = lim.analyte
-    if lim.daily_maximum is not None:
-        out.append(_rule(p, lim, f"{a}-daily-max", "lab-limit", analyte=a, basis="daily", comparison="more than",
-                         op=">", limit=lim.daily_maximum, unit="mg/l", limit_canonical=lim.daily_maximum))
-    if lim.monthly_average is not None:
-        out.append(_rule(p, lim, f"{a}-monthly-avg", "lab-limit", analyte=a, basis="monthly", comparison="more than",
-                         op=">", limit=lim.monthly_average, unit="mg/l", limit_canonical=lim.monthly_average))
-    if lim.daily_maximum_lb is not None:
-        out.append(_rule(p, lim, f"{a}-loading-max", "loading-limit", analyte=a, basis="daily", comparison="more than",
-                         op=">", limit=lim.daily_maximum_lb, unit="lb/d", limit_canonical=lim.daily_maximum_lb))
+def _limit_rules(p: Permit, lim: LimitEntry) -> list[Rule]:
+    """A limit's rules, their limits in canonical units (a loading's in lb/day)."""
+    q, out = lim.parameter or "concentration", []
+    for key, (suffix, kind, basis) in _FORMS.items():
+        if (v := getattr(lim, key)) is None:
+            continue
+        if kind != "loading-limit":
+            v = float(units.to_canonical(q, lim.unit, [v])[0])
+        low = key == "minimum"
+        out.append(Rule(id=f"{lim.analyte or lim.parameter}-{suffix}", kind=kind, section=f"condition {lim.condition}",
+                        words=lim.words, seed=Path(p.path).name if p.path else p.number, code=p.title, origin="permit",
+                        parameter=lim.parameter, analyte=lim.analyte, basis=basis, op="<" if low else ">",
+                        comparison="less than" if low else "more than", limit=v, limit_canonical=v,
+                        unit="lb/d" if kind == "loading-limit" else units.CANONICAL[q]))
     return out
 
 
@@ -401,9 +362,7 @@ class LimitEntry(Table):
         lab, live = ("daily_maximum", "monthly_average", "daily_maximum_lb"), ("minimum", "maximum")
         if self.analyte is not None:     # a known analyte: PermitFile checks it (the pack may define it)
             _only(self, live, "a lab analyte has daily_maximum, monthly_average and daily_maximum_lb")
-            if self.unit not in units.CONVERSIONS["concentration"]:
-                raise fail(("unit",), f"unknown unit {self.unit!r} for a concentration "
-                           f"(known: {', '.join(units.CONVERSIONS['concentration'])})")
+            known_unit(self.unit, "concentration", what="a concentration")
             if all(getattr(self, k) is None for k in lab):
                 raise fail((), "no limit: give daily_maximum, monthly_average [unit] or daily_maximum_lb [lb/day]")
             return self
@@ -416,14 +375,6 @@ class LimitEntry(Table):
         if self.minimum is not None and self.maximum is not None and not self.minimum < self.maximum:
             raise fail((), f"minimum {self.minimum:g} is not below maximum {self.maximum:g}")
         return self
-
-    def limit(self) -> PermitLimit:
-        """The limit, its concentrations and range in canonical units."""
-        q = self.parameter or "concentration"
-        conv = {k: float(units.to_canonical(q, self.unit, [getattr(self, k)])[0])
-                for k in ("daily_maximum", "monthly_average", "minimum", "maximum") if getattr(self, k) is not None}
-        return PermitLimit(self.condition, self.words, self.unit, self.analyte, self.parameter,
-                           daily_maximum_lb=self.daily_maximum_lb, **conv)
 
 
 def _only(t, forbidden, why):
@@ -636,7 +587,7 @@ def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = No
                  context={"analytes": pack.analytes if pack else ()})
     return Permit(number=f.number, site=f.site, pack=pack.id if pack else None, issued=f.issued, effective=f.effective,
                   expires=f.expires, renewal=_renewal(f.renewal, pack), average_daily_gpd=f.flow.average_daily_gpd,
-                  maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=tuple(x.limit() for x in f.limits),
+                  maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=f.limits,
                   monitoring=f.monitoring, conditions=f.conditions, calibration=f.calibration,
                   issued_by=f.issued_by, note=f.note, path=str(path), document=dict(data))
 
