@@ -29,7 +29,7 @@ from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
                                Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, duplicates, fail,
-                               known_unit, show, table, validate)
+                               is_int, known_unit, show, table, validate)
 from foundation.units import SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
@@ -243,14 +243,12 @@ class Sensor(Table):
                 raise fail(("device",), "missing (required for a modbus sensor)")
             if self.topic is not None:
                 raise fail(("topic",), "only an mqtt sensor has a topic")
-        else:
-            for k in ("device", "field"):
-                if getattr(self, k) is not None:
-                    raise fail((k,), "only a modbus sensor has a device and field")
-            if self.topic is None:
-                object.__setattr__(self, "topic", f"sewerwatch/{self.site}/{self.name}")
-        if self.source == "modbus" and self.field is None:
-            object.__setattr__(self, "field", self.parameter)
+            object.__setattr__(self, "field", self.field or self.parameter)
+            return self
+        for k in ("device", "field"):
+            if getattr(self, k) is not None:
+                raise fail((k,), "only a modbus sensor has a device and field")
+        object.__setattr__(self, "topic", self.topic or f"sewerwatch/{self.site}/{self.name}")
         return self
 
     @property
@@ -360,7 +358,10 @@ class FieldOptions(Table):
     """The sensor's readings this close to a grab sample's time are compared with it (their median) [s]."""
     calibration_remind_days: Positive = 14.0
     """A calibration due within this many days raises a reminder alert; after its due date it is overdue [days]."""
-    calibration_days: Annotated[dict, BeforeValidator(lambda v: _calibration_days(v))] = Field(default_factory=dict)
+    calibration_days: Annotated[dict[OneOf(*SENSOR_PARAMETERS, what="parameter"),
+                                     Annotated[int, check(lambda v: is_int(v) and v > 0, "a whole number of days > 0")]],
+                                check(lambda v: isinstance(v, dict) or v is None, "a table of parameter = days",
+                                      lambda v: v or {})] = Field(default_factory=dict)
     """The utility's own calibration interval per parameter, e.g. ``{ ph = 14, flow = 365 }`` [days]; the
     shortest of this, the instrument's, the ordinance's and the permit's applies."""
     ph_check_tolerance: Positive = 0.1
@@ -385,21 +386,6 @@ class FieldOptions(Table):
     """How often ``sewerwatch run`` looks at open windows, calibrations due and new grab samples [s]."""
     checklist: Tables(ChecklistItem) = ()
     """The inspection checklist (default: the rule pack's)."""
-
-
-def _calibration_days(v):
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise fail((), f"expected a table of parameter = days, got {show(v)}")
-    out = {}
-    for k, d in v.items():
-        if k not in SENSOR_PARAMETERS:
-            raise fail((k,), f"unknown parameter {k!r} (known: {', '.join(SENSOR_PARAMETERS)})")
-        if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
-            raise fail((k,), f"expected a whole number of days > 0, got {show(d)}")
-        out[k] = d
-    return out
 
 
 @table(kw_only=True)
@@ -565,9 +551,9 @@ class MqttInput(Table):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo):
-        if info.context is not None:
-            _check_input(self)
         levels = self.topic.split("/")
+        if info.context is not None:
+            _check_input(self, levels)
         if not self.site_from:
             object.__setattr__(self, "site_from", "topic" if "{site}" in levels else "tag:site")
         if not self.sensor_from:
@@ -577,10 +563,19 @@ class MqttInput(Table):
         return self
 
 
-def _check_input(m: MqttInput) -> None:
-    levels = m.topic.split("/")
-    if m.format not in MQTT_FORMATS:
+#: keys of an input only some formats have -> those formats, and the problem in another
+_ONLY = {"metrics": (("sparkplug",), "only a sparkplug input maps metrics"),
+         "ignore_unmapped_fields": (("telegraf",), "only a telegraf input has fields to ignore"),
+         "site_from": (("telegraf",), "only a telegraf input says where site and sensor come from"),
+         "sensor_from": (("telegraf",), "only a telegraf input says where site and sensor come from")}
+
+
+def _check_input(m: MqttInput, levels: list[str]) -> None:
+    if m.format not in MQTT_FORMATS:         # a file's (the collectors make inputs of their own formats)
         raise fail(("format",), f"expected one of {', '.join(MQTT_FORMATS)}, got {show(m.format)}")
+    for k, (formats, why) in _ONLY.items():
+        if getattr(m, k) and m.format not in formats:
+            raise fail((k,), why)
     if m.format == "sparkplug":
         if len(levels) != 2 or levels[0] != SPARKPLUG_NAMESPACE or not levels[1] or "{" in levels[1]:
             raise fail(("topic",), f"a sparkplug input's topic is {SPARKPLUG_NAMESPACE}/<group id>, got {m.topic!r}")
@@ -596,13 +591,7 @@ def _check_input(m: MqttInput) -> None:
                 raise fail(("metrics", j, "sensor"), f"edge node {x.node!r} maps a sensor of site {site!r} and one "
                            f"of site {owner[x.node][0]!r} (metrics[{owner[x.node][1]}]): an edge node publishes "
                            "with one plant's broker account, so it belongs to one site")
-        if m.ignore_unmapped_fields:
-            raise fail(("ignore_unmapped_fields",), "only a telegraf input has fields to ignore")
         return
-    if m.metrics:
-        raise fail(("metrics",), "only a sparkplug input maps metrics")
-    if m.ignore_unmapped_fields and m.format != "telegraf":
-        raise fail(("ignore_unmapped_fields",), "only a telegraf input has fields to ignore")
     if any(lvl.startswith("{") and lvl.endswith("}") and lvl not in TOPIC_PLACEHOLDERS for lvl in levels):
         raise fail(("topic",), f"pattern {m.topic!r}: the placeholders are {{site}}, {{sensor}} and {{measurement}} "
                    "(any one level, not used)")
@@ -610,24 +599,19 @@ def _check_input(m: MqttInput) -> None:
         raise fail(("topic",), f"pattern {m.topic!r}: write {{site}}/{{sensor}} instead of MQTT wildcards")
     if levels.count("{site}") > 1 or levels.count("{sensor}") > 1:
         raise fail(("topic",), f"pattern {m.topic!r} has {{site}} or {{sensor}} twice")
-    if m.format != "telegraf":
-        if levels.count("{site}") != 1 or levels.count("{sensor}") != 1:
-            raise fail(("topic",), f"pattern {m.topic!r} needs exactly one {{site}} and one {{sensor}} level "
-                       f"for format {m.format!r}")
-        for k in ("site_from", "sensor_from"):
-            if getattr(m, k):
-                raise fail((k,), "only a telegraf input says where site and sensor come from")
+    if m.format != "telegraf" and (levels.count("{site}") != 1 or levels.count("{sensor}") != 1):
+        raise fail(("topic",), f"pattern {m.topic!r} needs exactly one {{site}} and one {{sensor}} level "
+                   f"for format {m.format!r}")
 
 
 def _check_telegraf(m: MqttInput, levels) -> None:
-    if not (m.site_from == "topic" or m.site_from.startswith("tag:") and len(m.site_from) > 4):
-        raise fail(("site_from",), f"expected 'topic' or 'tag:<name>', got {m.site_from!r}")
-    if m.site_from == "topic" and "{site}" not in levels:
-        raise fail(("site_from",), "'topic' needs a {site} level in the topic pattern")
-    if not (m.sensor_from in ("topic", "field", "name") or m.sensor_from.startswith("tag:") and len(m.sensor_from) > 4):
-        raise fail(("sensor_from",), f"expected 'topic', 'field', 'name' or 'tag:<name>', got {m.sensor_from!r}")
-    if m.sensor_from == "topic" and "{sensor}" not in levels:
-        raise fail(("sensor_from",), "'topic' needs a {sensor} level in the topic pattern")
+    for k, choices, level in (("site_from", ("topic",), "{site}"),
+                              ("sensor_from", ("topic", "field", "name"), "{sensor}")):
+        v = getattr(m, k)
+        if not (v in choices or v.startswith("tag:") and len(v) > 4):
+            raise fail((k,), f"expected {', '.join(map(repr, choices))} or 'tag:<name>', got {v!r}")
+        if v == "topic" and level not in levels:
+            raise fail((k,), f"'topic' needs a {level} level in the topic pattern")
 
 
 def _topic_pattern(p: str) -> str:

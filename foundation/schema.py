@@ -169,6 +169,11 @@ def is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
 
 
+def is_int(v) -> bool:
+    """An int, not a bool."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def is_text(v) -> bool:
     """A string that is not blank."""
     return isinstance(v, str) and bool(v.strip())
@@ -211,7 +216,7 @@ def TopicLevel(what: str):
 
 def IntRange(lo: int, hi: int, expected: str | None = None):
     """An integer from ``lo`` to ``hi``."""
-    return Annotated[int, check(lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+    return Annotated[int, check(lambda v: is_int(v) and lo <= v <= hi,
                                 expected or f"an integer from {lo} to {hi}"), Field(ge=lo, le=hi)]
 
 
@@ -343,7 +348,7 @@ UNION_TAGS: set[str] = set()
 def _lines(exc: ValidationError, data, label) -> list[tuple[str, str]]:
     out, seen = [], set()
     for e in exc.errors(include_url=False):
-        loc = tuple(x for x in e["loc"] if x not in UNION_TAGS)
+        loc = tuple(x for x in e["loc"] if x not in UNION_TAGS and x != "[key]")     # a table's key: its key
         ctx = e.get("ctx") or {}
         kind = e["type"]
         if kind == "sewerwatch":
