@@ -91,15 +91,10 @@ class Table:
         errors = [InitErrorDetails(type=fail((k,), said), loc=(), input=data[k]) for k in unknown]
         try:
             handler({k: v for k, v in data.items() if k not in unknown})
-        except ValidationError as exc:
-            try:
-                errors += [InitErrorDetails(type=fail(e["ctx"]["at"], e["ctx"]["problem"]) if e["type"] == "sewerwatch"
-                                            else PydanticCustomError(e["type"], e["msg"], e.get("ctx")) if e["type"].startswith("sewerwatch")
-                                            else e["type"], loc=e["loc"], input=e["input"],
-                                            **({"ctx": e["ctx"]} if e.get("ctx") and not e["type"].startswith("sewerwatch") else {}))
-                           for e in exc.errors()]
-            except (KeyError, TypeError, ValueError):
-                pass                     # an error pydantic cannot re-make: the unknown keys first
+        except ValidationError as exc:          # re-raised in the project's words (an array's need its whole key)
+            errors += [InitErrorDetails(type=fail(*_problem(e)), loc=(), input=None) if e["type"] != "sewerwatch_tables"
+                       else InitErrorDetails(type=PydanticCustomError(e["type"], "{got}", e["ctx"]), loc=e["loc"],
+                                             input=None) for e in exc.errors(include_url=False)]
         raise ValidationError.from_exception_data(cls.__name__, errors)
 
     @classmethod
@@ -345,30 +340,31 @@ def dotted(loc: tuple) -> str:
 UNION_TAGS: set[str] = set()
 
 
+def _problem(e) -> tuple[tuple, str]:
+    """A pydantic error as ``(loc, problem)``, the problem in the project's words."""
+    loc = tuple(x for x in e["loc"] if x not in UNION_TAGS and x != "[key]")     # a table's key: its key
+    ctx, kind = e.get("ctx") or {}, e["type"]
+    if kind == "sewerwatch":
+        return loc + tuple(ctx.get("at", ())), ctx["problem"]
+    if kind == "sewerwatch_tables":
+        return loc, f"expected an array of tables ([[{dotted(loc)}]]), got {ctx['got']}"
+    if kind == "missing":
+        return loc, "missing (required)"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        tag = ctx["discriminator"].strip("'")
+        return loc + (tag,), "missing (required)" if kind == "union_tag_not_found" else \
+            f"unknown {tag} {ctx['tag']!r} (known: {ctx['expected_tags'].replace(chr(39), '')})"
+    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        return loc, "unknown key"
+    return loc, f"{e['msg'][:1].lower()}{e['msg'][1:]}, got {show(e['input'])}"
+
+
 def _lines(exc: ValidationError, data, label) -> list[tuple[str, str]]:
-    out, seen = [], set()
-    for e in exc.errors(include_url=False):
-        loc = tuple(x for x in e["loc"] if x not in UNION_TAGS and x != "[key]")     # a table's key: its key
-        ctx = e.get("ctx") or {}
-        kind = e["type"]
-        if kind == "sewerwatch":
-            loc, problem = loc + tuple(ctx.get("at", ())), ctx["problem"]
-        elif kind == "sewerwatch_tables":
-            problem = f"expected an array of tables ([[{dotted(loc)}]]), got {ctx['got']}"
-        elif kind == "missing":
-            problem = "missing (required)"
-        elif kind in ("union_tag_invalid", "union_tag_not_found"):
-            loc += (ctx["discriminator"].strip("'"),)
-            problem = "missing (required)" if kind == "union_tag_not_found" else \
-                f"unknown {ctx['discriminator'].strip(chr(39))} {ctx['tag']!r} (known: {ctx['expected_tags'].replace(chr(39), '')})"
-        elif kind in ("unexpected_keyword_argument", "extra_forbidden"):
-            problem = "unknown key"
-        else:
-            problem = f"{e['msg'][:1].lower()}{e['msg'][1:]}, got {show(e['input'])}"
-        key = (label or dotted)(loc) if loc else ""
-        if (key, problem) not in seen:
-            seen.add((key, problem))
-            out.append((key, problem))
+    out = []
+    for loc, problem in map(_problem, exc.errors(include_url=False)):
+        line = ((label or dotted)(loc) if loc else "", problem)
+        if line not in out:
+            out.append(line)
     return out
 
 
