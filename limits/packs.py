@@ -301,12 +301,12 @@ class Provision:
 
     id: str | None = None
     name: str | None = None
-    formula: str
+    formula: str = ""
     params: dict = field(default_factory=dict)
     rates: dict = field(default_factory=dict)
-    section: str
-    words: str
-    citation: str
+    section: str = ""
+    words: str = ""
+    citation: str = ""
     provenance: str = ""
     formula_from: str | None = None
     note: str | None = None
@@ -462,7 +462,6 @@ class Entry(Table):
         if "unit" in type(self).__pydantic_fields__ and self.kind not in ("loading-limit", "definition") and \
                 getattr(self, "parameter", None) is not None:
             known_unit(self.unit, self.parameter)
-        return self
         return self
 
 
@@ -958,13 +957,10 @@ class PackFile(Table):
                 if isinstance(v, dict) and "rule" in v and (set(v) != {"rule"} or v["rule"] not in definitions):
                     found.append(((*at, "params", k), f"expected {{ rule = \"<id>\" }} naming a definition rule of "
                                   f"this pack (definitions: {', '.join(definitions) or 'none'}), got {v!r}"))
-        for i, r in enumerate(self.rules):
-            for x in getattr(r, "rules", ()):
-                if x not in ids:
-                    found.append((("rules", i, "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})"))
-        if self.report_duty is not None:
-            found += [(("report_duty", "rules"), f"no rule {x!r} in this pack (rules: {', '.join(ids)})")
-                      for x in self.report_duty.rules if x not in ids]
+        refs = [(("rules", i, "rules"), r.rules) for i, r in enumerate(self.rules) if hasattr(r, "rules")]
+        refs += [(("report_duty", "rules"), self.report_duty.rules)] if self.report_duty is not None else []
+        found += [(at, f"no rule {x!r} in this pack (rules: {', '.join(ids)})") for at, xs in refs for x in xs
+                  if x not in ids]
         if found:
             raise fail_all(type(self), found)
         return self
@@ -977,21 +973,15 @@ def _fail(path, where: str, problem: str):
 
 
 def _rule(e, seed: str, code: str, table_: dict) -> Rule:
+    """A checked rule as the evaluators read it: its keys, the operator of its comparison, its
+    limit in the canonical unit (a loading's in lb/d; a definition's value as its ``limit``)."""
     f = {k: getattr(e, k) for k in e.__pydantic_fields__ if k in Rule.__dataclass_fields__}
-    f.update(seed=seed, code=code)
-    if getattr(e, "analyte", None):
-        f["quantity"] = table_[e.analyte].parameter
+    f.update(seed=seed, code=code, quantity=table_[e.analyte].parameter if getattr(e, "analyte", None) else None)
     if e.kind == "definition":
-        f["limit"] = e.value
-        return Rule(**f)
-    if getattr(e, "comparison", None):
-        f["op"] = COMPARISONS[e.comparison]
-    if e.kind == "loading-limit":
-        f["limit_canonical"] = e.limit
-    elif getattr(e, "limit", None) is not None:
-        param = getattr(e, "parameter", None) or f["quantity"]
-        f["limit_canonical"] = float(units.to_canonical(param, e.unit, e.limit))
-    return Rule(**f)
+        return Rule(**f, limit=e.value)
+    limit, param = getattr(e, "limit", None), getattr(e, "parameter", None) or f["quantity"]
+    return Rule(**f, op=COMPARISONS.get(getattr(e, "comparison", None)), limit_canonical=limit
+                if limit is None or e.kind == "loading-limit" else float(units.to_canonical(param, e.unit, limit)))
 
 
 def _model_pack(path, where: str, model_id: str, own_id: str) -> "Pack":
@@ -1009,8 +999,7 @@ def _provision(path, where: str, e, pack: Pack, rules: dict, resolve: bool, sect
     cid = getattr(e, "id", None)
     if isinstance(e, ModelEntry):
         if not resolve:  # the pack is read as a model: its model entries cannot serve
-            return Provision(where=where, path=str(path), formula="", section="", words="", citation="",
-                             id=cid, model=e.model)
+            return Provision(where=where, path=str(path), id=cid, model=e.model)
         model = _model_pack(path, f"{where}.model", e.model, pack.id)
         src = next((c for c in model.charges if c.id == cid), None) if cid else getattr(model, section_key)
         if src is None:
@@ -1020,10 +1009,9 @@ def _provision(path, where: str, e, pack: Pack, rules: dict, resolve: bool, sect
         return replace(src, note=e.note, model=model.id)
     params = {k: (Cited(float(rules[v['rule']].limit), rules[v['rule']].unit, rules[v['rule']])
                   if isinstance(v, dict) and "rule" in v else v) for k, v in (getattr(e, "params", None) or {}).items()}
-    return Provision(where=where, path=str(path), formula=getattr(e, "formula", ""), section=e.section, words=e.words,
-                     citation=cite(pack.code, e.section), provenance=f"{pack.seed} {e.section}",
-                     formula_from=getattr(e, "formula_from", None), note=e.note, id=cid, name=getattr(e, "name", None),
-                     params=params, rates=dict(getattr(e, "rates", None) or {}))
+    own = {k: getattr(e, k) for k in ("id", "name", "formula", "formula_from", "note", "words") if hasattr(e, k)}
+    return Provision(**own, where=where, path=str(path), section=e.section, citation=cite(pack.code, e.section),
+                     provenance=f"{pack.seed} {e.section}", params=params, rates=dict(getattr(e, "rates", None) or {}))
 
 
 def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:
