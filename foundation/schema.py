@@ -215,15 +215,21 @@ def IntRange(lo: int, hi: int, expected: str | None = None):
                                 expected or f"an integer from {lo} to {hi}"), Field(ge=lo, le=hi)]
 
 
-def OneOf(*choices: str, what: str = ""):
-    """One of ``choices``: ``unknown <what> 'x' (known: ...)`` or ``expected one of ...``."""
+def one_of(choices, what: str = "") -> Callable:
+    """A check: the value if it is one of ``choices``, else the problem ``unknown <what> 'x'
+    (known: ...)`` (without ``what``: ``expected one of ...``)."""
     def run(v):
         if v not in choices:
             if what:
                 raise fail((), f"unknown {what} {show(v)} (known: {', '.join(choices)})")
             raise fail((), f"expected one of {', '.join(choices)}, got {show(v)}")
         return v
-    return Annotated[typing.Literal[choices], BeforeValidator(run)]
+    return run
+
+
+def OneOf(*choices: str, what: str = ""):
+    """One of ``choices`` (:func:`one_of`)."""
+    return Annotated[typing.Literal[choices], BeforeValidator(one_of(choices, what))]
 
 
 def Url(*schemes: str):

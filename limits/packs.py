@@ -43,7 +43,7 @@ from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
                                TextList, TimeZone, check, duplicates, fail, fail_all, is_text, item_label, known_unit,
-                               refusing, show, table, validate)
+                               one_of, refusing, show, table, validate)
 from limits import analytes
 from limits.core import exceeds
 
@@ -434,12 +434,6 @@ Parameter = OneOf(*units.CONVERSIONS, what="parameter")
 Comparison = OneOf(*COMPARISONS, what="comparison")
 
 
-def _parameter(v):
-    if v not in units.CONVERSIONS:
-        raise fail((), f"unknown parameter {show(v)} (known: {', '.join(units.PARAMETERS)})")
-    return v
-
-
 @table(kw_only=True)
 class Entry(Table):
     """What every rule has."""
@@ -495,7 +489,7 @@ class SlugRule(Entry):
     """A slug: readings above a multiple of their trailing average for longer than a time."""
 
     kind: Literal["slug"]
-    parameters: Strings("parameters", _parameter)
+    parameters: Strings("parameters", one_of(units.CONVERSIONS, "parameter"))
     """The continuous parameters it applies to."""
     comparison: Comparison
     """The ordinance's comparison words."""

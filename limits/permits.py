@@ -338,7 +338,7 @@ class LimitEntry(Table):
     """The permit's number for the condition (its citation: "condition 3(a)")."""
     analyte: Text | None = None
     """A lab analyte (or give ``parameter``)."""
-    parameter: Text | None = None
+    parameter: OneOf(*CONTINUOUS, what="parameter") | None = None
     """A continuously measured parameter: ``ph``, ``temperature``, ``flow`` (or give ``analyte``)."""
     unit: Text
     """The unit the limits are written in."""
@@ -366,8 +366,6 @@ class LimitEntry(Table):
             if all(getattr(self, k) is None for k in lab):
                 raise fail((), "no limit: give daily_maximum, monthly_average [unit] or daily_maximum_lb [lb/day]")
             return self
-        if self.parameter not in CONTINUOUS:
-            raise fail(("parameter",), f"unknown parameter {self.parameter!r} (known: {', '.join(CONTINUOUS)})")
         known_unit(self.unit, self.parameter)
         _only(self, lab, "a continuous parameter has minimum and maximum")
         if self.minimum is None and self.maximum is None:

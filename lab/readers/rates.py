@@ -31,6 +31,15 @@ def _read_text(path: str) -> str:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
+def _rates_toml(path: str) -> tuple[dict, dict]:
+    """The rates TOML and the table its rates are in (its ``[rates]``, or the file's top level)."""
+    try:
+        data = tomllib.loads(_read_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+    return data, data["rates"] if isinstance(data.get("rates"), dict) else data
+
+
 def read_rates(path: str | Path, required: bool = True) -> dict[str, float]:
     """Surcharge rates per analyte [$/lb] from a TOML file with keys ``bod``, ``tss``, ``tkn``, ``tp``.
 
@@ -48,20 +57,14 @@ def read_rates(path: str | Path, required: bool = True) -> dict[str, float]:
         rate at all when ``required`` (a surcharge is in force).
     """
     path = str(path)
-    try:
-        data = tomllib.loads(_read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc})") from None
-    table = data.get("rates", data) if isinstance(data.get("rates"), dict) else data
+    data, table = _rates_toml(path)
     where = "rates." if table is not data else ""
     rates: dict[str, float] = {}
     for key, value in table.items():
-        if key == "non_detect":
-            continue  # the billing non-detect policy, see read_non_detect_policy
         analyte = RATE_KEYS.get(key.lower())
+        if key == "non_detect" or analyte is None and isinstance(value, dict):
+            continue  # the billing non-detect policy (read_non_detect_policy); other tables (a description) are no rates
         if analyte is None:
-            if isinstance(value, dict):
-                continue  # other tables (e.g. a description) are not rates
             raise InputError(f"{path}: {where}{key}: unknown rate (expected bod, tss, tkn, tp in $/lb)")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise InputError(f"{path}: {where}{key}: expected a number of dollars per pound >= 0, got {value!r}")
@@ -139,11 +142,7 @@ def read_lab_file_strict(path: str | Path):
 def read_non_detect_policy(path: str | Path) -> str | None:
     """The optional ``non_detect`` key of the rates TOML (``zero``, ``half`` or ``dl``), or None."""
     path = str(path)
-    try:
-        data = tomllib.loads(_read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc})") from None
-    table = data["rates"] if isinstance(data.get("rates"), dict) else data
+    data, table = _rates_toml(path)
     value = table.get("non_detect", data.get("non_detect"))
     if value is not None and value not in POLICIES:
         raise InputError(f"{path}: non_detect: expected one of {', '.join(POLICIES)}, got {value!r}")
