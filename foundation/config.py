@@ -16,6 +16,7 @@ Environment overrides: ``SEWERWATCH_DB_URL``, ``SEWERWATCH_MQTT_URL``,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -29,7 +30,7 @@ from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
                                Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, duplicates, fail,
-                               is_int, known_unit, show, table, validate)
+                               is_int, known_unit, refusing, show, table, validate)
 from foundation.units import SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
@@ -646,17 +647,13 @@ class Mqtt(Table):
         return self
 
 
-def _table(v):
-    if not isinstance(v, dict):
-        raise fail((), f"expected a table, got {show(v)}")
-    return dict(v)
-
-
-AsData = Annotated[dict, BeforeValidator(_table)]
+#: a table kept as data, checked by its owner (a copy of it)
+_as_table = refusing(lambda v: isinstance(v, dict), "a table", dict)
+AsData = Annotated[dict, BeforeValidator(_as_table)]
 
 
 def _modbus(v):
-    v = _table(v)
+    v = _as_table(v)
     if "shards" in v:
         s = v["shards"]
         if not isinstance(s, list) or not s or not all(isinstance(x, str) and x for x in s):
@@ -685,17 +682,17 @@ class Config(Table):
     """The sensors, Modbus and MQTT."""
     alerts: Alerts = Alerts()
     """Alerts and their contacts."""
-    modbus: Annotated[dict, BeforeValidator(_modbus)] = None
+    modbus: Annotated[dict, BeforeValidator(_modbus)] = dataclasses.field(default_factory=dict)
     """The Modbus collector's settings (ingest/modbus/README.md) and ``shards``: the short ids of
     collectors the devices are split among (each device then names its ``shard``)."""
     mqtt: Mqtt = Mqtt()
     """The MQTT collector's topic schemes and inputs."""
     retention: Retention = Retention()
     """The storage policy."""
-    documents: AsData = None
+    documents: AsData = dataclasses.field(default_factory=dict)
     """The letterhead of printed documents: ``letterhead`` (lines under the utility's name),
     ``signed_by`` and ``signer_title`` (who signs notices)."""
-    enforcement: AsData = None
+    enforcement: AsData = dataclasses.field(default_factory=dict)
     """Enforcement settings: ``guide``, ``accidental_report_hours``, ``snc_periods``, ``late_report_period``,
     ``daily_maximum``, ``average_days``, ``annual_report_due`` and ``[enforcement.program]`` (the program's
     facts for the state's ICIS-NPDES report) (enforcement/README.md, enforcement/settings.py, limits/readings.py)."""
@@ -710,12 +707,7 @@ class Config(Table):
     instruments: Tables(Instrument) = ()
     """The instruments at the sensors (make, model, serial, owner, calibration interval)."""
     path: Internal = "<dict>"
-    raw: Internal = None
-
-    def __post_init__(self):
-        for k in ("modbus", "documents", "enforcement", "raw"):
-            if getattr(self, k) is None:
-                object.__setattr__(self, k, {})
+    raw: Internal = dataclasses.field(default_factory=dict)
 
     @model_validator(mode="after")
     def _references(self, info: ValidationInfo):
