@@ -39,7 +39,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ValidationInfo, model_validator
 
 from foundation.errors import ConfigError
-from foundation.schema import Internal, Table, check, dotted, fail, is_number, table, validate
+from foundation.schema import Internal, OneOf, Table, beside, check, dotted, fail, is_number, table, validate
 from limits.readings import Readings, readings
 
 #: Where the shipped enforcement response guide is.
@@ -60,10 +60,6 @@ SNC_PERIODS = ("halves", "rolling-quarters")
 #: day 46, when the failure happened (before it the report was not late); ``due``, the period
 #: holding the due date, whose report it was.
 LATE_REPORT_PERIODS = ("late", "due")
-
-
-def _choice(*choices: str):
-    return Annotated[str, check(lambda v: v in choices, f"one of {', '.join(choices)}", got=repr)]
 
 
 Day = Annotated[date, check(lambda v: isinstance(v, date) and not hasattr(v, "hour"), "a date such as 2019-06-03",
@@ -118,10 +114,7 @@ def _guide(v, info: ValidationInfo):
         return v
     if not isinstance(v, str) or not v:
         raise fail((), f"expected the path of a guide file, got {v!r}")
-    p = (info.context["base"] / v).resolve()
-    if not p.is_file():
-        raise fail((), f"no such file {v!r} (looked for {p})")
-    return p
+    return beside(v, info)
 
 
 def _month_day(v):
@@ -151,10 +144,10 @@ class Settings(Table):
                                                     "hours, more than 0 and at most 720", float, repr)] = \
         DEFAULT_ACCIDENTAL_REPORT_HOURS
     """Hours after an alert that an accidental-discharge report is due [h]."""
-    snc_periods: _choice(*SNC_PERIODS) = "halves"
+    snc_periods: OneOf(*SNC_PERIODS) = "halves"
     """``halves`` (January-June, July-December) or ``rolling-quarters`` (the six months ending with
     each calendar quarter)."""
-    late_report_period: _choice(*LATE_REPORT_PERIODS) = "late"
+    late_report_period: OneOf(*LATE_REPORT_PERIODS) = "late"
     """``late`` or ``due`` (:data:`LATE_REPORT_PERIODS`)."""
     annual_report_due: Annotated[tuple[int, int], BeforeValidator(_month_day)] = (3, 31)
     """Month and day the annual pretreatment report for the year before is due (40 CFR 403.12(i):

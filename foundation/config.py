@@ -29,8 +29,8 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, mod
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
-                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, check, duplicates, fail,
-                               is_int, known_unit, refusing, show, table, validate)
+                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, beside, check, duplicates,
+                               fail, is_int, known_unit, refusing, show, table, validate)
 from foundation.units import SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
@@ -64,14 +64,7 @@ def _folders(v, info: ValidationInfo):
         return v
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
         raise fail((), f"expected a list of folder names, got {show(v)}")
-    base = Path((info.context or {}).get("base") or Path.cwd())
-    out = []
-    for x in v:
-        d = (base / x).resolve()
-        if not d.is_dir():
-            raise fail((), f"no such folder {x!r} (looked for {d})")
-        out.append(d)
-    return tuple(out)
+    return tuple(beside(x, info, folder=True) for x in v)
 
 
 # --- the tables -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import ipaddress
 import re
 import typing
 from datetime import date
+from pathlib import Path
 from typing import Annotated, Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -126,6 +127,15 @@ def duplicates(items, key: Callable) -> list[tuple[int, Any, int]]:
     of them); an item whose key is None has none."""
     first: dict = {}
     return [(i, k, first[k]) for i, k in enumerate(map(key, items)) if k is not None and first.setdefault(k, i) != i]
+
+
+def beside(name: str, info, folder: bool = False) -> Path:
+    """The file (or folder) ``name`` relative to the folder of the file being checked (the
+    check's ``info.context["base"]``; else the working folder), or the problem that there is none."""
+    p = (Path((info.context or {}).get("base") or Path.cwd()) / name).resolve()
+    if not (p.is_dir() if folder else p.is_file()):
+        raise fail((), f"no such {'folder' if folder else 'file'} {name!r} (looked for {p})")
+    return p
 
 
 def show(value: Any) -> str:
