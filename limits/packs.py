@@ -935,8 +935,7 @@ class PackFile(Table):
         own = tuple(a.analyte() for a in self.analytes)
         table_ = analytes.known(own)
         for i, r in enumerate(self.rules):
-            a = getattr(r, "analyte", None)
-            unit = getattr(r, "unit", None)
+            a, unit = getattr(r, "analyte", None), getattr(r, "unit", None)
             if a is not None and a not in table_:
                 found.append((("rules", i, "analyte"), analytes.unknown(a, own)))
             elif a is not None and unit is not None and r.kind != "loading-limit" and unit not in table_[a].units:
