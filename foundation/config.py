@@ -835,9 +835,7 @@ def load(path: str | os.PathLike | None = None) -> Config:
 def from_dict(data: dict, path: str = "<dict>") -> Config:
     """Validate an already-parsed config (see :func:`load`)."""
     base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
-    if not isinstance(data, dict):
-        raise ConfigError(path, "", f"expected a table, got {show(data)}")
-    cfg = validate(Config, data, path, ConfigError, context={"base": base})
+    cfg = validate(Config, data, path, ConfigError, context={"base": base})      # not a table: its first problem
     return replace(cfg, path=path, raw=data, services=cfg.services.with_environment())
 
 

@@ -41,9 +41,9 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo,
 
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
-from foundation.schema import (UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               TextList, TimeZone, check, duplicates, fail, fail_all, is_text, item_label, known_unit,
-                               one_of, refusing, show, table, validate)
+from foundation.schema import (SLUG, UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables,
+                               Text, TextList, TimeZone, check, duplicates, fail, fail_all, is_text, item_label,
+                               known_unit, one_of, refusing, show, table, then, validate)
 from limits import analytes
 from limits.core import exceeds
 
@@ -847,19 +847,14 @@ class Municipality(Table):
         return cls("utility", name)
 
 
-def _analyte_id(v):
-    if not isinstance(v, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,62}", v):
-        raise fail((), f"expected a lowercase analyte id (letters, digits, - and _), got {show(v)}")
-    if v in analytes.catalogue():
-        raise fail((), f"{v!r} is in the catalogue ({analytes.catalogue()[v].name}): name it, or give your own id")
-    return v
-
-
 @table(kw_only=True)
 class AnalyteEntry(Table):
     """``[[analytes]]``: an analyte of the village's own, beside the catalogue's (``limits/analytes.csv``)."""
 
-    id: Annotated[str, BeforeValidator(_analyte_id)]
+    id: Annotated[str, check(lambda v: isinstance(v, str) and bool(SLUG.match(v)),
+                             "a lowercase analyte id (letters, digits, - and _)"),
+                  then(lambda v: v not in analytes.catalogue(), lambda v: f"{v!r} is in the catalogue "
+                       f"({analytes.catalogue()[v].name}): name it, or give your own id")]
     """The id its rules and the lab CSV name it by."""
     name: Text
     """What it is."""
