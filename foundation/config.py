@@ -353,7 +353,8 @@ class FieldOptions(Table):
     calibration_remind_days: Positive = 14.0
     """A calibration due within this many days raises a reminder alert; after its due date it is overdue [days]."""
     calibration_days: Annotated[dict[OneOf(*SENSOR_PARAMETERS, what="parameter"),
-                                     Annotated[int, check(lambda v: is_int(v) and v > 0, "a whole number of days > 0")]],
+                                     Annotated[int, check(lambda v: is_int(v) and v > 0,
+                                                          "a whole number of days > 0")]],
                                 check(lambda v: isinstance(v, dict) or v is None, "a table of parameter = days",
                                       lambda v: v or {})] = Field(default_factory=dict)
     """The utility's own calibration interval per parameter, e.g. ``{ ph = 14, flow = 365 }`` [days]; the
@@ -734,8 +735,7 @@ class Config(Table):
                 s = replace(s, interval_s=devices[s.device].interval_s)
             sensors.append(s)
         object.__setattr__(self, "sensors", tuple(sensors))
-        _unique(self.sensors, "sensors", lambda s: s.key, "sensor")
-        keys = {s.key: s for s in self.sensors}
+        keys = _unique(self.sensors, "sensors", lambda s: s.key, "sensor")
         for i, ins in enumerate(self.instruments):
             _ref(ins.sensor, keys, "sensor", "sensors", ("instruments", i, "sensor"))
             if ins.range_low is not None and ins.range_high is not None and ins.range_high <= ins.range_low:
@@ -747,9 +747,7 @@ class Config(Table):
         mqtt_keys = {s.key for s in self.sensors if s.source == "mqtt"}
         for i, inp in enumerate(self.mqtt.inputs):
             for j, m in enumerate(inp.metrics):
-                if m.sensor not in mqtt_keys:
-                    raise fail(("mqtt", "inputs", i, "metrics", j, "sensor"), f"unknown MQTT sensor {m.sensor!r} "
-                               f"(MQTT sensors: {', '.join(sorted(mqtt_keys)) or 'none'})")
+                _ref(m.sensor, mqtt_keys, "MQTT sensor", "MQTT sensors", ("mqtt", "inputs", i, "metrics", j, "sensor"))
         return self
 
     # the config as the packages read it
@@ -784,7 +782,7 @@ def _unique(items, where: str, key, what: str) -> dict:
     return {key(item): item for item in items}
 
 
-def _ref(value, known: dict, what: str, plural: str, at: tuple) -> None:
+def _ref(value, known, what: str, plural: str, at: tuple) -> None:
     if value not in known:
         raise fail(at, f"unknown {what} {value!r} ({plural}: {', '.join(sorted(known)) or 'none'})")
 
