@@ -54,7 +54,7 @@ TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 #: three years (longer during litigation or when the Approval Authority asks).
 RECORDS_YEARS_MIN = 3
 
-__all__ = ["Config", "Site", "Device", "Sensor", "Contact", "Alerts", "AlertOptions", "Retention",
+__all__ = ["Config", "Site", "Device", "Sensor", "Contact", "Alerts", "Retention",
            "IngestOptions", "WebOptions", "Services", "MqttInput", "RunOptions", "FieldOptions", "Instrument",
            "ChecklistItem", "load", "from_dict", "find_pack", "pack_dirs"]
 
@@ -304,10 +304,6 @@ class Alerts(Table):
     clock_skew_s: Positive = 60.0
     """A device whose stamps run steadily further ahead of or behind the collector's clock than this raises a
     "clock-skew" sensor-health alert [s]; a late reading this much older than its sensor's newest is "late"."""
-
-
-#: The ``[alerts]`` keys beyond contacts, hold-off and escalation.
-AlertOptions = Alerts
 
 
 @table

@@ -77,9 +77,6 @@ COMPARISONS: dict[str, str] = {
     "or less": ">",
 }
 
-#: Operators the core understands.
-OPERATORS = ("<", "<=", ">", ">=")
-
 #: Units a ``definition`` may carry (they are not readings, so not in :mod:`foundation.units`).
 DEFINITION_UNITS = ("gal", "percent", "fraction", "usd", "days", "years")
 
