@@ -22,7 +22,7 @@ from pydantic import Field, ValidationInfo, model_validator
 
 from foundation import tomlfile
 from foundation.errors import InputError
-from foundation.schema import Internal, OneOf, Table, Tables, check, duplicates, fail, is_text, table, validate
+from foundation.schema import Internal, OneOf, Table, Tables, check, duplicates, fail, is_int, is_text, table, validate
 
 #: The kinds of finding a notice can be drafted from (see :mod:`enforcement.findings`).
 FINDING_KINDS = ("violation", "lab-violation", "failure-to-monitor", "late-report", "unreported-noncompliance",
@@ -32,13 +32,9 @@ FINDING_KINDS = ("violation", "lab-violation", "failure-to-monitor", "late-repor
 EDITABLE_PARTS = ("corrective_action", "report_demanded", "remarks")
 
 
-def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 #: the guide's own words (shown to the people who write it)
 Words = Annotated[str, check(is_text, "text", got=repr)]
-Days = Annotated[int, check(lambda v: _whole(v) and 1 <= v <= 365, "a whole number of days from 1 to 365", got=repr)]
+Days = Annotated[int, check(lambda v: is_int(v) and 1 <= v <= 365, "a whole number of days from 1 to 365", got=repr)]
 #: an action's id (``[actions.<id>]``); the loaded guide holds the :class:`Action` itself
 ActionRef = Annotated[Any, check(is_text, "text", got=repr)]
 
@@ -66,7 +62,7 @@ class Response(Table):
     ``recurrence``-th time (or more); ``where`` is the row (``responses[3]``)."""
 
     finding: OneOf(*FINDING_KINDS, what="kind of finding")
-    recurrence: Annotated[int, check(lambda v: _whole(v) and v >= 1, "a whole number >= 1", got=repr)]
+    recurrence: Annotated[int, check(lambda v: is_int(v) and v >= 1, "a whole number >= 1", got=repr)]
     action: ActionRef
     respond_within_days: Days
     corrective_action: Words
@@ -91,7 +87,7 @@ class Guide(Table):
     """An enforcement response guide (see the shipped file for its keys)."""
 
     name: Words
-    recurrence_window_days: Annotated[int, check(lambda v: _whole(v) and v >= 1, "a whole number of days",
+    recurrence_window_days: Annotated[int, check(lambda v: is_int(v) and v >= 1, "a whole number of days",
                                                  got=repr)] = 365
     actions: Annotated[dict[str, Action], check(lambda v: isinstance(v, dict) and bool(v),
                                                 "a table of actions ([actions.<id>])")]

@@ -39,7 +39,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ValidationInfo, model_validator
 
 from foundation.errors import ConfigError
-from foundation.schema import Internal, OneOf, Table, beside, check, dotted, fail, is_number, table, validate
+from foundation.schema import Internal, OneOf, Table, beside, check, dotted, fail, is_int, is_number, table, validate
 from limits.readings import Readings, readings
 
 #: Where the shipped enforcement response guide is.
@@ -95,8 +95,7 @@ class Program(Table):
     local_limits_adopted: Day | None = None
     """When they were adopted."""
     local_limits_pollutants: Annotated[tuple[int, ...], check(
-        lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) and
-                                                       0 <= x < 10 ** 10 for x in v),
+        lambda v: isinstance(v, (list, tuple)) and all(is_int(x) and 0 <= x < 10 ** 10 for x in v),
         "a list of ICIS pollutant codes (whole numbers)", tuple, repr)] = ()
     """ICIS pollutant codes of the local limits."""
 

@@ -41,7 +41,7 @@ from pydantic import Discriminator, Tag, ValidationInfo, model_validator
 from foundation import tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (UNION_TAGS, Bool, Date, IntRange, Number, OneOf, Positive, Strings, Table, Tables, Text,
-                               check, duplicates, fail, is_text, known_unit, table, validate)
+                               check, duplicates, fail, is_int, is_text, known_unit, table, validate)
 from limits import analytes
 from limits.packs import READINGS, Pack, Rule, load_pack
 
@@ -324,8 +324,7 @@ def renewal(permit: Permit, today: date) -> RenewalStatus:
 # --- reading a permit ------------------------------------------------------------------------------
 
 #: a condition's number: text, or a whole number
-Cond = Annotated[str, check(lambda v: isinstance(v, int) and not isinstance(v, bool) or is_text(v),
-                            "a non-empty string", str)]
+Cond = Annotated[str, check(lambda v: is_int(v) or is_text(v), "a non-empty string", str)]
 CONTINUOUS = [p for p in units.SENSOR_PARAMETERS if p != "concentration"]
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import model_validator
 
 from foundation.errors import ConfigError
-from foundation.schema import Table, check, dotted, fail, is_number, table, validate
+from foundation.schema import Table, check, dotted, fail, is_int, is_number, table, validate
 from ingest.modbus.plan import DEFAULT_MAX_FILL
 
 __all__ = ["Options"]
@@ -32,8 +32,8 @@ class Options(Table):
     failed attempt and has ±20 % jitter."""
     backoff_max_s: Seconds = 30.0
     """Largest wait before reconnecting [s]."""
-    max_fill: Annotated[int, check(lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 124,
-                                   "an integer from 0 to 124", got=repr)] = DEFAULT_MAX_FILL
+    max_fill: Annotated[int, check(lambda v: is_int(v) and 0 <= v <= 124, "an integer from 0 to 124",
+                                   got=repr)] = DEFAULT_MAX_FILL
     """Largest hole between two fields still read in one request [registers]."""
     flush_s: Seconds = 1.0
     """Period of batch decoding and of handing readings to the sink [s]."""
