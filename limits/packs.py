@@ -965,8 +965,8 @@ def _rule(e, seed: str, code: str, table_: dict) -> Rule:
     if e.kind == "definition":
         return Rule(**f, limit=e.value)
     limit, param = getattr(e, "limit", None), getattr(e, "parameter", None) or f["quantity"]
-    return Rule(**f, op=COMPARISONS.get(getattr(e, "comparison", None)), limit_canonical=limit
-                if limit is None or e.kind == "loading-limit" else float(units.to_canonical(param, e.unit, limit)))
+    canonical = limit if limit is None or e.kind == "loading-limit" else float(units.to_canonical(param, e.unit, limit))
+    return Rule(**f, op=COMPARISONS.get(getattr(e, "comparison", None)), limit_canonical=canonical)
 
 
 def _model_pack(path, where: str, model_id: str, own_id: str) -> "Pack":

@@ -584,9 +584,9 @@ def parse_permit(data: dict, path: str = "<permit>", site_pack: Pack | None = No
                  context={"analytes": pack.analytes if pack else ()})
     return Permit(number=f.number, site=f.site, pack=pack.id if pack else None, issued=f.issued, effective=f.effective,
                   expires=f.expires, renewal=_renewal(f.renewal, pack), average_daily_gpd=f.flow.average_daily_gpd,
-                  maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=f.limits,
-                  monitoring=f.monitoring, conditions=f.conditions, calibration=f.calibration,
-                  issued_by=f.issued_by, note=f.note, path=str(path), document=dict(data))
+                  maximum_daily_gpd=f.flow.maximum_daily_gpd, limits=f.limits, monitoring=f.monitoring,
+                  conditions=f.conditions, calibration=f.calibration, issued_by=f.issued_by, note=f.note,
+                  path=str(path), document=dict(data))
 
 
 def load_permit(path, site_pack: Pack | None = None) -> Permit:
