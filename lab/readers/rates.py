@@ -63,7 +63,7 @@ def read_rates(path: str | Path, required: bool = True) -> dict[str, float]:
     for key, value in table.items():
         analyte = RATE_KEYS.get(key.lower())
         if key == "non_detect" or analyte is None and isinstance(value, dict):
-            continue  # the billing non-detect policy (read_non_detect_policy); other tables (a description) are no rates
+            continue  # the billing non-detect policy (read_non_detect_policy); other tables (a description)
         if analyte is None:
             raise InputError(f"{path}: {where}{key}: unknown rate (expected bod, tss, tkn, tp in $/lb)")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
