@@ -47,13 +47,17 @@ class Action(Table):
     :data:`EDITABLE_PARTS`; none where the guide names none)."""
 
     title: Words
+    """What its documents are called (``Notice of violation``)."""
     prefix: Words
+    """The prefix of their numbers (``NOV``)."""
     words: Words
-    editable: Annotated[tuple[str, ...], check(lambda v: isinstance(v, (list, tuple)) and
-                                               all(x in EDITABLE_PARTS for x in v),
+    """The words that open them (``{municipality}`` stands for the kind the pack names: City, Village, ...)."""
+    editable: Annotated[tuple[str, ...], check(lambda v: isinstance(v, list) and all(x in EDITABLE_PARTS for x in v),
                                                f"a list of {', '.join(EDITABLE_PARTS)}",
                                                lambda v: tuple(dict.fromkeys(v)), repr)] = ()
+    """The parts of a draft people may edit before it is issued."""
     id: Internal = ""
+    """Its id, the key of its table (set by the guide)."""
 
 
 @table(kw_only=True)
@@ -62,12 +66,19 @@ class Response(Table):
     ``recurrence``-th time (or more); ``where`` is the row (``responses[3]``)."""
 
     finding: OneOf(*FINDING_KINDS, what="kind of finding")
+    """The kind of finding (:data:`FINDING_KINDS`)."""
     recurrence: Annotated[int, check(lambda v: is_int(v) and v >= 1, "a whole number >= 1", got=repr)]
+    """The recurrence the row applies from (a finding takes the row with the largest one not above its own)."""
     action: ActionRef
+    """The action taken."""
     respond_within_days: Days
+    """The days the user has to respond."""
     corrective_action: Words
+    """What the user must do."""
     report: Words
+    """The report demanded of the user."""
     note: Any = None
+    """A free note."""
     where: Internal = ""
 
 
@@ -77,8 +88,11 @@ class Escalation(Table):
     deadline -> action ``to``."""
 
     source: ActionRef = Field(alias="from")
+    """The action whose notice went unanswered."""
     to: ActionRef
+    """The action that follows."""
     respond_within_days: Days
+    """The days the user has to respond to it."""
     where: Internal = ""
 
 
@@ -87,13 +101,19 @@ class Guide(Table):
     """An enforcement response guide (see the shipped file for its keys)."""
 
     name: Words
+    """The guide's name, as notices cite it."""
     recurrence_window_days: Annotated[int, check(lambda v: is_int(v) and v >= 1, "a whole number of days",
                                                  got=repr)] = 365
+    """A finding's recurrence is 1 + the notices of its kind the user was issued this many days before it [days]."""
     actions: Annotated[dict[str, Action], check(lambda v: isinstance(v, dict) and bool(v),
                                                 "a table of actions ([actions.<id>])")]
+    """The enforcement actions by id."""
     responses: Tables(Response)
+    """What to do about each kind of finding and recurrence."""
     escalations: Tables(Escalation)
+    """The ladder of an unanswered notice."""
     path: Internal = ""
+    """The file it was read from."""
 
     @model_validator(mode="after")
     def _references(self, info: ValidationInfo):
