@@ -19,11 +19,13 @@ binary COPY; 10 users in an open violation episode with its alert, 10 with a no-
 ``ratio`` = the peer's p95 / the page's p95 (1.0: the page costs nothing beyond its queries;
 the issue asks at least 0.5).
 
-What the page does that the peer does not: it reads its sensors' last values (the costliest
-query) on a second pooled connection while it reads and arranges the rest
-(``web.office.Office.read_meanwhile``); the peer runs every query one after the other on one
-connection. So the page's time is the longer of its two reads, plus its Python (the rows,
-the template, the session, routing), not their sum.
+What the page does that the peer does not: it reads its users, their episodes, alerts and
+devices on a second pooled connection (``web.office.Office.read_meanwhile``) while it streams
+its sensors' last values (the costliest query) in chunks and makes each user's row or card as
+its sensors arrive (``web.queries.today.read``); the peer runs every query one after the other
+on one connection and fetches each whole. So much of the page's Python runs while the database
+still reads; what is left beyond the query is the session, routing, the order of the users
+and the template.
 """
 
 from __future__ import annotations

@@ -403,9 +403,9 @@ def test_the_database_down_is_a_banner_on_the_live_part(db, tmp_path):
     assert r.status_code == 503 and "The database cannot be reached" in r.text
 
 
-def test_the_today_page_reads_its_sensors_meanwhile_and_the_database_down_is_its_banner(db, tmp_path):
-    """The Today page reads its sensors' last values on a second connection while it reads the
-    rest (web.office.Office.read_meanwhile): the same page as one connection gives; and when the
+def test_the_today_page_reads_its_users_meanwhile_and_the_database_down_is_its_banner(db, tmp_path):
+    """The Today page reads its users, episodes and alerts on a second connection while it
+    streams its sensors (web.office.Office.read_meanwhile): the same page as one connection gives; and when the
     database goes down between the sign-in and the page, the page is a banner, never an error."""
     from web.pages import today
     from web.queries import today as today_q
@@ -415,8 +415,10 @@ def test_the_today_page_reads_its_sensors_meanwhile_and_the_database_down_is_its
         sign_in(c, "viewer")
         both = today.gather(c.office)["today"]
         one = c.office.read(lambda conn: today_q.read(conn, base=c.office.prefix))
-        assert [(s.key, s.state, [(x.name, x.value_text) for x in s.sensors]) for s in both["sites"]] == \
-            [(s.key, s.state, [(x.name, x.value_text) for x in s.sensors]) for s in one["sites"]]
+        def seen(page):
+            return [(s.key, s.state, s.row_html, [(x.name, x.value_text, x.limits_text, x.margin_text, x.episode)
+                                                  for x in s.sensors]) for s in page["sites"]]
+        assert seen(both) == seen(one)
         assert both["sites"] and any(s.sensors for s in both["sites"])
         c.office.pool.close()
         from psycopg_pool import ConnectionPool
@@ -509,6 +511,7 @@ def test_above_twelve_users_those_in_compliance_are_one_escaped_row_each(db, tmp
             ph = add_site_and_sensors(db.url, k, {"ph": ("ph", "pH")})["ph"]
             conn.execute("INSERT INTO readings (time, sensor_id, value) VALUES (now() - interval '5 s', %s, 7.25)", (ph,))
         conn.execute("UPDATE sites SET name = 'Bob''s <b>Bakery</b> & Sons' WHERE key = 'iu03'")
+    add_site_and_sensors(db.url, "empty", {})            # no sensors: judged all the same (a card)
     with office_client(db, tmp_path, public_url="https://sewer.example.org/sw", base_url="https://127.0.0.1") as c:
         sign_in(c, "super")
         body = c.get("/").text
@@ -518,6 +521,7 @@ def test_above_twelve_users_those_in_compliance_are_one_escaped_row_each(db, tmp
     assert dict((k, name) for k, _, name, _ in rows)["iu03"] == "Bob&#39;s &lt;b&gt;Bakery&lt;/b&gt; &amp; Sons"
     assert all(cell.startswith("ph 7.25 pH · ") and cell.endswith(" ago") for _, _, _, cell in rows), rows
     assert 'id="site-plater"' in body and '<article class="card site' in body   # the one needing attention
+    assert re.search(r'<article class="card site state-no-data" id="site-empty".*?No sensors configured', body, re.S)
 
 
 def test_local_times_name_the_offset_in_the_repeated_hour():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -122,12 +122,12 @@ class Office:
             log.warning("office: the database is unreachable: %s", text)
             raise DatabaseDown(text) from None
 
-    def read_meanwhile(self, work: Callable) -> Callable:
-        """Start ``work(conn)`` (:meth:`read`, on a connection of its own) and return at once a
-        ``() -> result`` that waits for it (raising what it raised: :class:`DatabaseDown`).
-        The Today page reads its sensors' last values so while it reads and arranges the rest."""
-        future = self._meanwhile.submit(self.read, work)
-        return future.result
+    def read_meanwhile(self, work: Callable) -> Future:
+        """Start ``work(conn)`` (:meth:`read`, on a connection of its own) and return at once
+        its future (``result()`` waits for it, raising what it raised: :class:`DatabaseDown`).
+        The Today page reads its users, their episodes and alerts so while it streams and
+        arranges its sensors' last values."""
+        return self._meanwhile.submit(self.read, work)
 
     def act(self, account, fn: Callable, *args, **kwargs):
         """Call the package function ``fn(conn, *args, actor=..., **kwargs)`` as ``account``."""

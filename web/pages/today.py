@@ -69,13 +69,15 @@ def gather(office: Office) -> dict:
             extra.append({"tone": "warn", "title": "What is due could not be listed",
                           "text": f"{type(exc).__name__}: {exc}. 'sewerwatch due' shows it on the command line."})
             due = []
-        sensors = office.read_meanwhile(today_q.sensor_views)     # its costliest query, under way meanwhile
+        # the users, their episodes, alerts and devices on a second connection, while the
+        # first streams the sensors' last values (the costliest query) and arranges them
+        known = office.read_meanwhile(lambda conn: today_q.program(conn, permits))
         try:
             data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix,
-                                                         sensors=sensors))
+                                                         known=known))
         finally:
             with contextlib.suppress(Exception):
-                sensors()       # waited for, never left running (its error was read's, if read asked)
+                known.result()  # waited for, never left running (its error was read's, if read asked)
         data["alerts"] = [alerts_q.view(a, office.tz) for a in data["alerts"]]
     except DatabaseDown as exc:
         db_error = str(exc)

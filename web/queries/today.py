@@ -10,6 +10,7 @@ page's peer (:data:`SQL`).
 from __future__ import annotations
 
 import math
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -275,39 +276,26 @@ def gauge(limits: list[Limit], value: float | None) -> Gauge | None:
 
 
 #: The sensors' rows come from the database in chunks of this many, each made into its view
-#: while the database reads the next (:func:`sensor_views`).
+#: (and each user, once its last sensor came, judged and made into its row or card) while the
+#: database reads the next (:func:`read`).
 STREAM_ROWS = 20
 
 
-def sensor_views(conn, now: datetime | None = None) -> tuple[datetime, list[tuple[int, SensorView]]]:
-    """The clock (``now``, default: the database's) and every sensor with its last reading at
-    it, as ``(site id, view)``
-    (:data:`SQL` ``sensors``, the page's costliest query, which :func:`read` may be given
-    already under way on a connection of its own). The rows are streamed (psycopg's chunked
-    rows), so the views are made while the database still reads the last values of the rest."""
-    now = now or conn.execute("SELECT now()").fetchone()[0]
-    rows = conn.cursor().stream(SQL["sensors"], size=STREAM_ROWS)
-    return now, [(row[1], SensorView.of(row, now)) for row in rows]
+@dataclass
+class Program:
+    """What the page knows of every industrial user before its sensors (:func:`program`)."""
+
+    sites: dict[int, SiteView]           # by id
+    episodes: dict[int, list[dict]]      # the open episodes, by sensor id
+    rules: dict[int, tuple]              # the continuous rules, by site id
+    alerts: list[dict]
+    devices: list[dict]
 
 
-def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "", sensors=None) -> dict:
-    """Everything the Today page shows, at ``now`` (default: the database's clock, read with
-    the sensors).
-
-    Parameters
-    ----------
-    base : str
-        The office's path behind the proxy (links).
-    permits : dict, optional
-        ``{site key: Permit}`` (:func:`limits.permit_store.current_permits`; the page keeps
-        them a minute).
-    due : list, optional
-        :class:`enforcement.due.Item` s (the page keeps them a minute).
-    sensors : callable, optional
-        ``() -> (now, views)`` of :func:`sensor_views`, read elsewhere meanwhile (the page
-        reads them on a second connection while this one reads the rest); default: read on
-        ``conn`` after the rest.
-    """
+def program(conn, permits: dict | None = None) -> Program:
+    """The users, their open episodes, violations in 30 days, open alerts and devices
+    (:data:`SQL` but ``sensors``); the page may read them on a connection of its own while
+    :func:`read` reads the sensors."""
     permits = permits or {}
     sites = {r[0]: SiteView(*r) for r in conn.execute(SQL["sites"]).fetchall()}
     episodes_by_sensor = {}
@@ -317,7 +305,7 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         episodes_by_sensor.setdefault(ep["sensor_id"], []).append(ep)
         if ep["site_id"] in sites:
             sites[ep["site_id"]].episodes.append(ep)
-    site_rules_of = {s.id: site_continuous_rules(s.pack, permits.get(s.key)) for s in sites.values()}
+    rules = {s.id: site_continuous_rules(s.pack, permits.get(s.key)) for s in sites.values()}
     for site_id, n in conn.execute(SQL["recent"]).fetchall():
         if site_id in sites:
             sites[site_id].violations_30d = n
@@ -331,28 +319,94 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
     for d in devices:
         if d["site"] in by_key:
             by_key[d["site"]].devices.append(d)
-    now, views = sensors() if sensors is not None else sensor_views(conn, now)
-    for site_id, view in views:
-        site = sites.get(site_id)
-        if site is not None:
-            eps = episodes_by_sensor.get(view.id)
-            if eps:
-                view.episode = eps[-1]
-            site.sensors.append(view)
-    compact = len(sites) > CARDS_MAX
-    for s in sites.values():
-        s.state = s.judge()
-        if not compact or s.state != "ok":          # a card: each sensor with its limits
-            for sensor in s.sensors:
-                sensor.detail(site_rules_of[s.id])
+    return Program(sites, episodes_by_sensor, rules, alerts, devices)
+
+
+def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "",
+         known: Future | None = None) -> dict:
+    """Everything the Today page shows, at ``now`` (default: the database's clock).
+
+    The sensors' last values (:data:`SQL` ``sensors``, the page's costliest query) are
+    streamed: each sensor is made into its view as its row arrives, and each user, once its
+    last sensor came (the rows are in site order), is judged and made into its card or its
+    row, while the database still reads the rest.
+
+    Parameters
+    ----------
+    base : str
+        The office's path behind the proxy (links).
+    permits : dict, optional
+        ``{site key: Permit}`` (:func:`limits.permit_store.current_permits`; the page keeps
+        them a minute).
+    due : list, optional
+        :class:`enforcement.due.Item` s (the page keeps them a minute).
+    known : concurrent.futures.Future, optional
+        Of :func:`program`'s ``Program``, read elsewhere meanwhile (the page reads it on a
+        second connection while this one reads the sensors; views made before it is there
+        wait for it); default: read on ``conn`` first.
+    """
+    permits = permits or {}
+    if known is None:
+        known = Future()
+        known.set_result(program(conn, permits))
+    now = now or conn.execute("SELECT now()").fetchone()[0]
+    pg, compact = None, False
+
+    def finish(site: SiteView) -> None:
+        site.state = site.judge()
+        if not compact or site.state != "ok":          # a card: each sensor with its limits
+            for sensor in site.sensors:
+                sensor.detail(pg.rules[site.id])
         else:
-            s.row(base)
-    ordered = sorted(sites.values(), key=lambda s: ({"violation": 0, "attention": 1, "no-data": 2, "ok": 3}[s.state],
-                                                    s.name.lower()))
+            site.row(base)
+
+    current, waiting = None, []
+
+    def place(site_id: int, view: SensorView) -> None:
+        nonlocal current
+        site = pg.sites.get(site_id)
+        if site is None:
+            return
+        if site is not current:
+            if current is not None:
+                finish(current)
+            current = site
+        eps = pg.episodes.get(view.id)
+        if eps:
+            view.episode = eps[-1]
+        site.sensors.append(view)
+
+    for row in conn.cursor().stream(SQL["sensors"], size=STREAM_ROWS):
+        view = SensorView.of(row, now)
+        if pg is None:
+            waiting.append((row[1], view))
+            if not known.done():
+                continue
+            pg = known.result()
+            compact = len(pg.sites) > CARDS_MAX
+            for site_id, v in waiting:
+                place(site_id, v)
+        else:
+            place(row[1], view)
+    if pg is None:
+        pg = known.result()
+        compact = len(pg.sites) > CARDS_MAX
+        for site_id, v in waiting:
+            place(site_id, v)
+    if current is not None:
+        finish(current)
+    for site in pg.sites.values():
+        if not site.state:                             # no sensors
+            finish(site)
+    ordered = sorted(pg.sites.values(), key=lambda s: (STATE_ORDER[s.state], s.name.lower()))
     # the rows of those in compliance, in their order, as one block of the page
     rows = Markup("\n".join(s.row_html for s in ordered if s.row_html))
-    return {"now": now, "sites": ordered, "alerts": alerts, "devices": devices, "compact": compact, "rows_html": rows,
-            "due": this_week(due or [], now, permits, {s.key: s.name for s in sites.values()})}
+    return {"now": now, "sites": ordered, "alerts": pg.alerts, "devices": pg.devices, "compact": compact,
+            "rows_html": rows, "due": this_week(due or [], now, permits, {s.key: s.name for s in ordered})}
+
+
+#: The order of the users on the page, by state.
+STATE_ORDER = {"violation": 0, "attention": 1, "no-data": 2, "ok": 3}
 
 
 def this_week(items, now: datetime, permits: dict, names: dict | None = None) -> list[dict]:
