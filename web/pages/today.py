@@ -20,7 +20,6 @@ from litestar.response import Template
 
 from web import authz
 from web.office import DatabaseDown, Office
-from web.queries import alerts as alerts_q
 from web.queries import health
 from web.queries import today as today_q
 
@@ -71,14 +70,13 @@ def gather(office: Office) -> dict:
             due = []
         # the users, their episodes, alerts and devices on a second connection, while the
         # first streams the sensors' last values (the costliest query) and arranges them
-        known = office.read_meanwhile(lambda conn: today_q.program(conn, permits))
+        known = office.read_meanwhile(lambda conn: today_q.program(conn, permits, office.tz))
         try:
             data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix,
                                                          known=known))
         finally:
             with contextlib.suppress(Exception):
                 known.result()  # waited for, never left running (its error was read's, if read asked)
-        data["alerts"] = [alerts_q.view(a, office.tz) for a in data["alerts"]]
     except DatabaseDown as exc:
         db_error = str(exc)
     banners = health.banners(db_error=db_error, run=office.run_status(), today=data) + extra

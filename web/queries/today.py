@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 
 from foundation.units import CANONICAL
 from web import formats
+from web.queries import alerts as alerts_q
 from limits.packs import load_pack
 from limits.permits import continuous, renewal, site_rules
 
@@ -35,7 +36,7 @@ SQL = {
     "sites": "SELECT id, key, name, pack, sic, permit FROM sites ORDER BY name, key",
     "sensors": """
         SELECT s.id, s.site_id, s.name, s.parameter, s.unit, s.source, s.interval_s,
-               last.time, last.value, last.quality
+               last.time, last.value, last.quality, now()
         FROM sensors s
         LEFT JOIN LATERAL (SELECT r.time, r.value, r.quality FROM readings r
                            WHERE r.sensor_id = s.id ORDER BY r.time DESC LIMIT 1) last ON true
@@ -100,7 +101,7 @@ class SensorView:
     @classmethod
     def of(cls, row, now: datetime) -> "SensorView":
         """The sensor of a :data:`SQL` ``sensors`` row at ``now``, its value and age in words."""
-        sid, _, name, parameter, unit, source, interval_s, t, v, q = row
+        sid, _, name, parameter, unit, source, interval_s, t, v, q, _ = row
         unit = CANONICAL.get(parameter, unit)
         if t is None:
             age, stale, age_text = None, True, "no reading yet"
@@ -292,10 +293,11 @@ class Program:
     devices: list[dict]
 
 
-def program(conn, permits: dict | None = None) -> Program:
+def program(conn, permits: dict | None = None, tz: str | None = None) -> Program:
     """The users, their open episodes, violations in 30 days, open alerts and devices
     (:data:`SQL` but ``sensors``); the page may read them on a connection of its own while
-    :func:`read` reads the sensors."""
+    :func:`read` reads the sensors. With ``tz`` (the village's), the alerts are as the pages
+    show them (:func:`web.queries.alerts.view`)."""
     permits = permits or {}
     sites = {r[0]: SiteView(*r) for r in conn.execute(SQL["sites"]).fetchall()}
     episodes_by_sensor = {}
@@ -319,12 +321,15 @@ def program(conn, permits: dict | None = None) -> Program:
     for d in devices:
         if d["site"] in by_key:
             by_key[d["site"]].devices.append(d)
+    if tz is not None:
+        alerts = [alerts_q.view(a, tz) for a in alerts]
     return Program(sites, episodes_by_sensor, rules, alerts, devices)
 
 
 def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "",
-         known: Future | None = None) -> dict:
-    """Everything the Today page shows, at ``now`` (default: the database's clock).
+         known: Future | None = None, tz: str | None = None) -> dict:
+    """Everything the Today page shows, at ``now`` (default: the database's clock, as the
+    sensors' query reads it).
 
     The sensors' last values (:data:`SQL` ``sensors``, the page's costliest query) are
     streamed: each sensor is made into its view as its row arrives, and each user, once its
@@ -344,12 +349,13 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         Of :func:`program`'s ``Program``, read elsewhere meanwhile (the page reads it on a
         second connection while this one reads the sensors; views made before it is there
         wait for it); default: read on ``conn`` first.
+    tz : str, optional
+        For ``known``'s default: the alerts as the pages show them (:func:`program`).
     """
     permits = permits or {}
     if known is None:
         known = Future()
-        known.set_result(program(conn, permits))
-    now = now or conn.execute("SELECT now()").fetchone()[0]
+        known.set_result(program(conn, permits, tz))
     pg, compact = None, False
 
     def finish(site: SiteView) -> None:
@@ -377,6 +383,7 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         site.sensors.append(view)
 
     for row in conn.cursor().stream(SQL["sensors"], size=STREAM_ROWS):
+        now = now or row[-1]
         view = SensorView.of(row, now)
         if pg is None:
             waiting.append((row[1], view))
@@ -388,6 +395,7 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
                 place(site_id, v)
         else:
             place(row[1], view)
+    now = now or conn.execute("SELECT now()").fetchone()[0]          # no sensors
     if pg is None:
         pg = known.result()
         compact = len(pg.sites) > CARDS_MAX
