@@ -524,6 +524,28 @@ def test_above_twelve_users_those_in_compliance_are_one_escaped_row_each(db, tmp
     assert re.search(r'<article class="card site state-no-data" id="site-empty".*?No sensors configured', body, re.S)
 
 
+def test_the_cards_made_as_the_users_are_judged_are_the_templates_own(db, tmp_path):
+    """Today makes each user's card as its last sensor arrives (web.queries.today.read with the
+    template's macro): the page is the same as the template making the cards itself."""
+    from web.app import templates
+    from web.queries import today as today_q
+    village(db)
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        office = c.office
+        env = templates(office)
+        card = env.get_template("_site_card.html").module.site_card
+        now = office.read(lambda conn: conn.execute("SELECT now()").fetchone()[0])
+        made = office.read(lambda conn: today_q.read(conn, now=now, tz=office.tz, card=card))
+        plain = office.read(lambda conn: today_q.read(conn, now=now, tz=office.tz))
+    assert made["sites"] and all(s.card_html for s in made["sites"]) and not any(s.card_html for s in plain["sites"])
+    tpl = env.get_template("today_live.html")
+    ctx = {"banners": [], "generated": 0, "alerts_full_max": 6, "account": None, "csrf_input": ""}
+    html = tpl.render(today=made, **ctx)
+    assert html == tpl.render(today=plain, **ctx)
+    assert 'class="card site state-' in html and "Violation if" in html
+
+
 def test_local_times_name_the_offset_in_the_repeated_hour():
     from web import formats
     # 2026-11-01: US daylight saving time ends at 02:00 CDT; 01:00-02:00 happens twice

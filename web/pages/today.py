@@ -54,8 +54,10 @@ def _due(office: Office):
     return office.cached("due", DUE_TTL_S, make)
 
 
-def gather(office: Office) -> dict:
-    """The page's data and its banners; the database down is a banner, not an error page."""
+def gather(office: Office, card=None) -> dict:
+    """The page's data and its banners; the database down is a banner, not an error page.
+    ``card``: the template's card of a user, made as each user is judged
+    (:func:`web.queries.today.read`)."""
     db_error, data, extra = None, None, []
     try:
         permits = _permits(office)
@@ -73,7 +75,7 @@ def gather(office: Office) -> dict:
         known = office.read_meanwhile(lambda conn: today_q.program(conn, permits, office.tz))
         try:
             data = office.read(lambda conn: today_q.read(conn, permits=permits, due=due, base=office.prefix,
-                                                         known=known))
+                                                         known=known, card=card))
         finally:
             with contextlib.suppress(Exception):
                 known.result()  # waited for, never left running (its error was read's, if read asked)
@@ -87,7 +89,7 @@ def gather(office: Office) -> dict:
 @get("/", opt=VIEW, sync_to_thread=True, name="today")
 def today_page(request: Request, done: FromQuery[str | None] = None) -> Template:
     office = request.app.state.office
-    ctx = gather(office)
+    ctx = gather(office, _card(request))
     ctx.update(account=request.state.account, nav="today", flash=_flash(done))
     return Template("today.html", context=ctx, status_code=200 if ctx["today"] is not None else 503)
 
@@ -96,9 +98,15 @@ def today_page(request: Request, done: FromQuery[str | None] = None) -> Template
 def today_live(request: Request) -> Template:
     """The live part of the page alone (the refresh; not a click for the idle timer)."""
     office = request.app.state.office
-    ctx = gather(office)
+    ctx = gather(office, _card(request))
     ctx.update(account=request.state.account)
     return Template("today_live.html", context=ctx, status_code=200 if ctx["today"] is not None else 503)
+
+
+def _card(request: Request):
+    """The template's card of a user (``_site_card.html``), for :func:`gather` to make each as
+    its user is judged, while the database still reads the rest."""
+    return request.app.template_engine.engine.get_template("_site_card.html").module.site_card
 
 
 def _flash(done: str | None) -> str | None:

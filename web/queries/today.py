@@ -143,6 +143,7 @@ class SiteView:
 
     state: str = ""
     row_html: str = ""
+    card_html: str = ""       # its card, when :func:`read` was given the page's ``card``
 
     def row(self, base: str) -> None:
         """The site as one row of the table of those in compliance, made here (escaped by
@@ -327,7 +328,7 @@ def program(conn, permits: dict | None = None, tz: str | None = None) -> Program
 
 
 def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str = "",
-         known: Future | None = None, tz: str | None = None) -> dict:
+         known: Future | None = None, tz: str | None = None, card=None) -> dict:
     """Everything the Today page shows, at ``now`` (default: the database's clock, as the
     sensors' query reads it).
 
@@ -351,6 +352,9 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         wait for it); default: read on ``conn`` first.
     tz : str, optional
         For ``known``'s default: the alerts as the pages show them (:func:`program`).
+    card : callable, optional
+        ``(SiteView) -> Markup``: the page's card of a user (its template's macro), made as
+        soon as the user is judged (``SiteView.card_html``); default: the template makes it.
     """
     permits = permits or {}
     if known is None:
@@ -363,6 +367,8 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
         if not compact or site.state != "ok":          # a card: each sensor with its limits
             for sensor in site.sensors:
                 sensor.detail(pg.rules[site.id])
+            if card is not None:
+                site.card_html = card(site)
         else:
             site.row(base)
 
