@@ -32,6 +32,9 @@ CARDS_MAX = 12
 #: "This week": due within this many days, or overdue.
 WEEK_DAYS = 7
 
+#: The order of the users on the page, by state.
+STATE_ORDER = {"violation": 0, "attention": 1, "no-data": 2, "ok": 3}
+
 SQL = {
     "sites": "SELECT id, key, name, pack, sic, permit FROM sites ORDER BY name, key",
     "sensors": """
@@ -388,25 +391,27 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
             view.episode = eps[-1]
         site.sensors.append(view)
 
-    for row in conn.cursor().stream(SQL["sensors"], size=STREAM_ROWS):
-        now = now or row[-1]
-        view = SensorView.of(row, now)
-        if pg is None:
-            waiting.append((row[1], view))
-            if not known.done():
-                continue
-            pg = known.result()
-            compact = len(pg.sites) > CARDS_MAX
-            for site_id, v in waiting:
-                place(site_id, v)
-        else:
-            place(row[1], view)
-    now = now or conn.execute("SELECT now()").fetchone()[0]          # no sensors
-    if pg is None:
+    def take_known() -> None:
+        """The users are known: the views that waited for them take their places."""
+        nonlocal pg, compact
         pg = known.result()
         compact = len(pg.sites) > CARDS_MAX
         for site_id, v in waiting:
             place(site_id, v)
+        waiting.clear()
+
+    for row in conn.cursor().stream(SQL["sensors"], size=STREAM_ROWS):
+        now = now or row[-1]
+        view = SensorView.of(row, now)
+        if pg is not None:
+            place(row[1], view)
+            continue
+        waiting.append((row[1], view))
+        if known.done():
+            take_known()
+    now = now or conn.execute("SELECT now()").fetchone()[0]          # no sensors
+    if pg is None:
+        take_known()
     if current is not None:
         finish(current)
     for site in pg.sites.values():
@@ -417,10 +422,6 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
     rows = Markup("\n".join(s.row_html for s in ordered if s.row_html))
     return {"now": now, "sites": ordered, "alerts": pg.alerts, "devices": pg.devices, "compact": compact,
             "rows_html": rows, "due": this_week(due or [], now, permits, {s.key: s.name for s in ordered})}
-
-
-#: The order of the users on the page, by state.
-STATE_ORDER = {"violation": 0, "attention": 1, "no-data": 2, "ok": 3}
 
 
 def this_week(items, now: datetime, permits: dict, names: dict | None = None) -> list[dict]:
