@@ -200,23 +200,29 @@ class Supervisor:
         self.events: list[tuple[float, str, str, str]] = []     # (epoch s, event, component, detail), last 100
         self._logged_kinds: set = set()
         self._lock = threading.Lock()
+        self._adding = threading.Lock()      # add() and start() one at a time
         self._watchdog: threading.Thread | None = None
 
     def add(self, name: str, target: Callable[[Component], None] | None = None, *,
             stall_after: float | None = None, check: Callable[[], str | None] | None = None) -> Component:
-        """Register a thread (``target``) or a task (no target); a thread starts with :meth:`start`."""
+        """Register a thread (``target``) or a task (no target); a thread starts with :meth:`start`,
+        or at once when the supervisor runs already. The watchdog sees a thread only once it
+        runs: registered first, it looked dead until its thread started ("returned while not
+        asked to stop"), and was started a second time."""
         comp = Component(self, name, target, stall_after=stall_after, check=check)
-        self.components[name] = comp
-        if target is not None and self._watchdog is not None:
-            comp._start_thread()
+        with self._adding:
+            if target is not None and self._watchdog is not None:
+                comp._start_thread()
+            self.components[name] = comp
         return comp
 
     def start(self) -> "Supervisor":
-        for comp in self.components.values():
-            if comp.kind == "thread" and comp.thread is None:
-                comp._start_thread()
-        self._watchdog = threading.Thread(target=self._watch, name="sewerwatch-watchdog", daemon=True)
-        self._watchdog.start()
+        with self._adding:
+            for comp in self.components.values():
+                if comp.kind == "thread" and comp.thread is None:
+                    comp._start_thread()
+            self._watchdog = threading.Thread(target=self._watch, name="sewerwatch-watchdog", daemon=True)
+            self._watchdog.start()
         return self
 
     def stop(self) -> None:

@@ -105,3 +105,33 @@ def test_a_dead_task_is_restarted():
         assert comp.finished and not comp.alive
 
     asyncio.run(main())
+
+
+def test_a_thread_added_to_a_running_supervisor_is_never_seen_dead_before_it_starts(monkeypatch):
+    """A component added once the watchdog runs (``run``'s maintenance windows) was seen by it
+    between its registration and its thread's start: a death "returned while not asked to
+    stop", a restart, two threads of one body, and ``status`` degraded (seen once in CI).
+    Here its thread starts slowly while the watchdog looks every 10 ms."""
+    from ingest.supervise import Component
+    events, bodies = [], []
+    real = Component._start_thread
+
+    def slow_start(self):
+        time.sleep(0.3)                       # the watchdog looks some 30 times meanwhile
+        real(self)
+
+    def body(comp):
+        bodies.append(time.monotonic())
+        while not comp.sleep(0.05):
+            pass
+
+    sup = Supervisor(on_event=lambda e, c, d: events.append((e, c.name, d)), poll_s=0.01).start()
+    monkeypatch.setattr(Component, "_start_thread", slow_start)
+    try:
+        comp = sup.add("late", body)
+        assert wait_until(lambda: comp.alive, 5)
+        time.sleep(0.3)
+        assert events == [] and comp.restarts == 0 and comp.last_error is None and len(bodies) == 1
+        assert sup.problems() == {}
+    finally:
+        sup.stop()
