@@ -293,7 +293,7 @@ class Program:
     sites: dict[int, SiteView]           # by id
     episodes: dict[int, list[dict]]      # the open episodes, by sensor id
     rules: dict[int, tuple]              # the continuous rules, by site id
-    alerts: list[dict]
+    alerts: list                         # their rows, or with a time zone their views
     devices: list[dict]
 
 
@@ -412,10 +412,8 @@ def read(conn, *, now: datetime | None = None, permits=None, due=None, base: str
     now = now or conn.execute("SELECT now()").fetchone()[0]          # no sensors
     if pg is None:
         take_known()
-    if current is not None:
-        finish(current)
     for site in pg.sites.values():
-        if not site.state:                             # no sensors
+        if not site.state:                             # the last one streamed, and those without sensors
             finish(site)
     ordered = sorted(pg.sites.values(), key=lambda s: (STATE_ORDER[s.state], s.name.lower()))
     # the rows of those in compliance, in their order, as one block of the page
