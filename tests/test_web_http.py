@@ -556,6 +556,19 @@ def test_local_times_name_the_offset_in_the_repeated_hour():
     assert formats.age(4) == "4 s" and formats.age(3 * 3600 + 300) == "3 h 5 min"
 
 
+def test_a_date_typed_into_a_form_is_read_or_refused_naming_the_field():
+    from datetime import date
+
+    from foundation.errors import InputError
+    from web import formats
+    assert formats.form_date(" 2026-04-30 ", "paid on") == date(2026, 4, 30)
+    assert formats.form_date("", "paid on", date(2026, 5, 1)) == date(2026, 5, 1)
+    with pytest.raises(InputError, match=r"^issue date: a date is needed \(such as 2026-04-30\)$"):
+        formats.form_date("  ", "issue date")
+    with pytest.raises(InputError, match=r"^received on: expected a date such as 2026-04-30, got '30/04/2026'$"):
+        formats.form_date("30/04/2026", "received on", date(2026, 5, 1))
+
+
 def test_the_permission_table(db):
     assert roles.may("inspector", "alerts.acknowledge") and not roles.may("clerk", "alerts.acknowledge")
     assert not any(roles.may("viewer", p) for p in roles.PERMISSIONS if p != "view")

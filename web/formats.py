@@ -6,8 +6,10 @@ daylight saving time ends); every number with its unit.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
+
+from foundation.errors import InputError
 
 #: Units as people write them.
 UNIT_WORDS = {"degF": "°F", "degC": "°C", "pH": "pH", "gpm": "gpm", "mgd": "MGD", "ft": "ft", "mg/l": "mg/l"}
@@ -99,3 +101,22 @@ def day_before(d):
     """The last day of a period whose end is exclusive (``2026-03-01`` -> ``2026-02-28``)."""
     from datetime import date as _date
     return d - timedelta(days=1) if isinstance(d, _date) else d
+
+
+def form_date(text, what: str, default: date | None = None) -> date:
+    """A date typed into a form (``2026-04-30``), or ``default`` when the field is empty.
+
+    Raises
+    ------
+    InputError
+        One line naming the field (``what``) when it is empty without a default or not a date.
+    """
+    text = str(text or "").strip()
+    if not text:
+        if default is None:
+            raise InputError(f"{what}: a date is needed (such as 2026-04-30)")
+        return default
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{what}: expected a date such as 2026-04-30, got {text!r}") from None

@@ -13,10 +13,12 @@ import logging
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -87,6 +89,10 @@ class Office:
             if invite_key else None
         self.mailer = Mailer(opts.mail_url)
         self.imports = self.state_dir / "portal-imports"
+
+    def today(self) -> date:
+        """Today's date in the village's time zone (a form's default date, the period in view)."""
+        return datetime.now(ZoneInfo(self.tz)).date()
 
     @property
     def letterhead(self):

@@ -8,10 +8,9 @@ charge the ordinance adds. Each action is :mod:`lab.bill_runs`' function, the on
 from __future__ import annotations
 
 import tempfile
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 from litestar import Request, get, post
 from litestar.datastructures import UploadFile
@@ -21,7 +20,7 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Response, Template
 
 from foundation.errors import InputError
-from web import authz, forms
+from web import authz, formats, forms
 from web.documents import download
 
 VIEW = {authz.OPT: "view"}
@@ -30,22 +29,6 @@ Q = FromQuery[str | None]
 Form = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.URL_ENCODED)]
 #: Largest rates file taken [bytes].
 RATES_MAX = 256 * 1024
-
-
-def _today(office) -> date:
-    return datetime.now(ZoneInfo(office.tz)).date()
-
-
-def _date(text, what: str, default: date | None = None) -> date:
-    text = str(text or "").strip()
-    if not text:
-        if default is None:
-            raise InputError(f"{what}: a date is needed (such as 2026-04-30)")
-        return default
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{what}: expected a date such as 2026-04-30, got {text!r}") from None
 
 
 def _last_quarter(today: date) -> str:
@@ -61,7 +44,7 @@ def bills_page(request: Request) -> Template:
     runs, issued = office.read(lambda conn: (bill_runs.list_runs(conn), bill_runs.issued_bills(conn)))
     return Template("bills.html", context={
         "account": request.state.account, "nav": "bills", "runs": runs, "issued": list(reversed(issued))[:60],
-        "quarter": _last_quarter(_today(office)), "today": _today(office).isoformat(),
+        "quarter": _last_quarter(office.today()), "today": office.today().isoformat(),
         "last_rates": next((r for r in runs), None)})
 
 
@@ -73,7 +56,7 @@ def draft(request: Request, data: Annotated[dict[str, Any], Body(media_type=Requ
 
     office = request.app.state.office
     quarter = str(data.get("quarter", "")).strip().upper()
-    on = _date(data.get("on"), "planned issue date", _today(office))
+    on = formats.form_date(data.get("on"), "planned issue date", office.today())
     file = data.get("rates")
     if isinstance(file, UploadFile) and file.filename:
         name, text = Path(file.filename).name[-120:], file.file.read(RATES_MAX + 1)
@@ -116,7 +99,7 @@ def run_page(request: Request, run_id: FromPath[int]) -> Template:
     issued = {b["site"]: b for b in r["issued"]}
     return Template("bill_run.html", context={
         "account": request.state.account, "nav": "bills", "run": r, "issued": issued,
-        "today": _today(office).isoformat(), "done": request.query_params.get("done"),
+        "today": office.today().isoformat(), "done": request.query_params.get("done"),
         "again": request.query_params.get("again")})
 
 
@@ -150,7 +133,7 @@ def issue(request: Request, run_id: FromPath[int], data: Form) -> Redirect:
     from lab import bill_runs
 
     office = request.app.state.office
-    on = _date(data.get("on"), "issue date", _today(office))
+    on = formats.form_date(data.get("on"), "issue date", office.today())
 
     def work(conn, actor):
         r = bill_runs.issue_run(conn, run_id, on, actor=actor)
@@ -173,7 +156,7 @@ def bill_page(request: Request, bill_id: FromPath[int]) -> Template:
     office = request.app.state.office
     b = _bill(office, bill_id)
     return Template("bill.html", context={"account": request.state.account, "nav": "bills", "b": b, "bill": b["detail"],
-                                          "today": _today(office).isoformat(), "done": request.query_params.get("done"),
+                                          "today": office.today().isoformat(), "done": request.query_params.get("done"),
                                           "again": request.query_params.get("again")})
 
 
@@ -192,7 +175,7 @@ def payment(request: Request, bill_id: FromPath[int], data: Form) -> Redirect:
     from lab import bill_runs
 
     office = request.app.state.office
-    on = _date(data.get("on"), "paid on", _today(office))
+    on = formats.form_date(data.get("on"), "paid on", office.today())
     text = str(data.get("dollars", "")).replace("$", "").replace(",", "").strip()
     try:
         dollars = float(text) if text else None

@@ -24,7 +24,7 @@ from litestar.params import Body, FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response, Template
 
 from foundation.errors import Conflict, InputError
-from web import authz, forms
+from web import authz, formats, forms
 from web.documents import download
 
 VIEW = {authz.OPT: "view"}
@@ -33,22 +33,6 @@ Q = FromQuery[str | None]
 Form = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.URL_ENCODED)]
 #: Longest note [characters].
 NOTE_MAX = 2000
-
-
-def _today(office) -> date:
-    return datetime.now(ZoneInfo(office.tz)).date()
-
-
-def _date(text, what: str, default: date | None = None) -> date:
-    text = str(text or "").strip()
-    if not text:
-        if default is None:
-            raise InputError(f"{what}: a date is needed (such as 2026-07-01)")
-        return default
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{what}: expected a date such as 2026-07-01, got {text!r}") from None
 
 
 def _note(data: dict) -> str | None:
@@ -79,9 +63,9 @@ def findings_page(request: Request, site: Q = None, since: Q = None, until: Q = 
     from enforcement import notices
 
     office = request.app.state.office
-    today = _today(office)
-    first = _date(since, "from", date(today.year, 1, 1)) if since else date(today.year, 1, 1)
-    last = _date(until, "to", today) if until else today
+    today = office.today()
+    first = formats.form_date(since, "from", date(today.year, 1, 1)) if since else date(today.year, 1, 1)
+    last = formats.form_date(until, "to", today) if until else today
     tz = ZoneInfo(office.tz)
 
     def read(conn):
@@ -182,7 +166,7 @@ def draft(request: Request, data: Form) -> Redirect:
     guide, head = guide_and_head(office.cfg)
     ids = {k: str(data.get(k, "")).strip() for k in ("violation", "finding", "alert")}
     snc_site, period = str(data.get("snc", "")).strip(), str(data.get("period", "")).strip()
-    on = _today(office)
+    on = office.today()
 
     def number(k):
         if not ids[k]:
@@ -209,7 +193,7 @@ def notices_page(request: Request, status: Annotated[str | None, QueryParameter(
     from enforcement import notices
 
     office = request.app.state.office
-    today = _today(office)
+    today = office.today()
 
     def read(conn):
         from enforcement.service import guide_and_head
@@ -254,10 +238,10 @@ def _notice_context(request, n: dict, guide, events, **extra) -> dict:
     pages = office.documents.pages(_doc_name(n), _render(n))
     ed = notices.editable(n, guide)
     return {"account": request.state.account, "nav": "enforcement", "n": n, "doc": n["document"],
-            "events": events, "next": notices.next_step(n, guide, _today(office)), "pages": len(pages),
+            "events": events, "next": notices.next_step(n, guide, office.today()), "pages": len(pages),
             "editable": [(k, notices.EDITABLE[k], (extra.get("typed") or {}).get(k, n["document"].get(k) or ""))
                          for k in ed],
-            "escalation": guide.escalation(n["action"]), "today": _today(office).isoformat(),
+            "escalation": guide.escalation(n["action"]), "today": office.today().isoformat(),
             "done": request.query_params.get("done"), "again": request.query_params.get("again"), **extra}
 
 
@@ -333,7 +317,7 @@ def issue(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
     from enforcement import notices
 
     office = request.app.state.office
-    on = _date(data.get("on"), "issue date", _today(office))
+    on = formats.form_date(data.get("on"), "issue date", office.today())
     return _step(request, notice_id, data, "issued",
                  lambda conn, actor: notices.issue_rendered(conn, notice_id, on, actor=actor)[0])
 
@@ -343,7 +327,7 @@ def response(request: Request, notice_id: FromPath[int], data: Form) -> Redirect
     from enforcement import notices
 
     office = request.app.state.office
-    on = _date(data.get("on"), "received on", _today(office))
+    on = formats.form_date(data.get("on"), "received on", office.today())
     return _step(request, notice_id, data, "response",
                  lambda conn, actor: notices.respond(conn, notice_id, on, note=_note(data), actor=actor))
 
@@ -353,7 +337,7 @@ def close(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
     from enforcement import notices
 
     office = request.app.state.office
-    on = _date(data.get("on"), "closed on", _today(office))
+    on = formats.form_date(data.get("on"), "closed on", office.today())
     return _step(request, notice_id, data, "closed",
                  lambda conn, actor: notices.close(conn, notice_id, on, note=_note(data), actor=actor))
 
@@ -366,7 +350,7 @@ def escalate(request: Request, notice_id: FromPath[int], data: Form) -> Redirect
 
     office = request.app.state.office
     guide, head = guide_and_head(office.cfg)
-    on = _today(office)
+    on = office.today()
 
     def work(conn, actor):
         _old, new = notices.escalate(conn, notice_id, on, guide, head, note=_note(data), actor=actor)
@@ -380,7 +364,7 @@ def penalty(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
     from enforcement import notices
 
     office = request.app.state.office
-    on = _date(data.get("on"), "collected on", _today(office))
+    on = formats.form_date(data.get("on"), "collected on", office.today())
     text = str(data.get("dollars", "")).replace("$", "").replace(",", "").strip()
     try:
         dollars = float(text)
@@ -409,7 +393,7 @@ def snc_page(request: Request, period: Q = None) -> Template:
     from enforcement import snc
 
     office = request.app.state.office
-    p = _period_of(period, _today(office))
+    p = _period_of(period, office.today())
 
     st = _settings(office)
 
@@ -417,7 +401,7 @@ def snc_page(request: Request, period: Q = None) -> Template:
         return snc.evaluate(conn, p, st=st)
 
     results = office.read(read)
-    today = _today(office)
+    today = office.today()
     choices = [f"{y}H{h}" for y in (today.year - 1, today.year) for h in (1, 2)]
     return Template("snc.html", context={"account": request.state.account, "nav": "snc", "period": p,
                                          "results": results, "criteria": snc.CRITERIA, "choices": choices})
@@ -436,7 +420,7 @@ def reports_page(request: Request, year: Q = None) -> Template:
     from enforcement.annual import publication_text, snc_list
 
     office = request.app.state.office
-    y = _year_of(year, _today(office))
+    y = _year_of(year, office.today())
 
     st = _settings(office)
 
@@ -444,7 +428,7 @@ def reports_page(request: Request, year: Q = None) -> Template:
         return snc_list(conn, y, st.snc_periods, st)
 
     lst = office.read(read)
-    today = _today(office)
+    today = office.today()
     return Template("reports.html", context={
         "account": request.state.account, "nav": "reports", "year": y, "list": lst,
         "text": publication_text(lst, office.utility), "years": list(range(today.year - 3, today.year + 1)),
@@ -477,7 +461,7 @@ def report_file(request: Request, name: FromPath[str]) -> Response:
         raise NotFoundException(f"no report {name}")
     y = int(year)
     head = letterhead(office.cfg)
-    today = _today(office)
+    today = office.today()
     if kind == "icis":
         from enforcement import icis
 

@@ -13,9 +13,7 @@ of the same path, so a GET and a POST of one path, both synchronous, do not work
 from __future__ import annotations
 
 import copy
-from datetime import datetime
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 from litestar import Request, get, post
 from litestar.datastructures import UploadFile
@@ -40,10 +38,6 @@ STATE_WORDS = {"in-force": "in force", "renewal-due": "term ends soon: renews au
                "not-yet-effective": "not yet in effect"}
 
 
-def _today(office):
-    return datetime.now(ZoneInfo(office.tz)).date()
-
-
 def _versions(office, number: str) -> list[dict]:
     from limits.permit_store import versions
     vs = office.read(lambda conn: versions(conn, number))
@@ -63,7 +57,7 @@ def permits_page(request: Request) -> Template:
     from limits.permits import renewal
 
     office = request.app.state.office
-    today = _today(office)
+    today = office.today()
     rows, current, names = office.read(lambda conn: (list_permits(conn), current_permits(conn),
                                                      dict(conn.execute("SELECT key, name FROM sites").fetchall())))
     numbers = {p.number for p in current.values()}
@@ -90,7 +84,7 @@ def permit_page(request: Request, number: FromPath[str], a: Q = None, b: Q = Non
     cur = vs[-1]
     permit = _permit(office, cur["document"], number, cur["version"])
     pack = office.read(lambda conn: conn.execute("SELECT pack FROM sites WHERE key = %s", (cur["site"],)).fetchone()[0])
-    d = describe(permit, pack, _today(office))
+    d = describe(permit, pack, office.today())
     d["words"] = STATE_WORDS[d["standing"]["state"]]
     by_v = {v["version"]: v for v in vs}
     va = int(a) if a and a.isdigit() and int(a) in by_v else (cur["version"] - 1 if cur["version"] > 1 else None)
