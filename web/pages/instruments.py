@@ -96,7 +96,8 @@ def instrument_save(request: Request, site: FromPath[str], name: FromPath[str], 
     try:
         return forms.redirect(request, forms.once(request, data, "field.instrument", work))
     except InputError as exc:
-        ctx = office.read(lambda conn: _context(conn, site, name, account, dict(data), str(exc)))
+        problem = str(exc)
+        ctx = office.read(lambda conn: _context(conn, site, name, account, dict(data), problem))
         return Template("field_instrument.html", status_code=400, context=ctx)
 
 

@@ -13,8 +13,6 @@ import time
 from datetime import datetime, timezone
 
 from litestar import Request, get
-from typing import Annotated
-
 from litestar.params import FromQuery
 from litestar.response import Template
 
