@@ -29,8 +29,12 @@ def _setup(db, sensors):
     ids = add_site_and_sensors(db.url, site, sensors)
     with psycopg.connect(db.url) as conn:
         conn.execute("UPDATE sensors SET interval_s = 60 WHERE id = ANY(%s)", (list(ids.values()),))
+    # the slug test's flow meter reads one value for 25 h of readings before the slug: a true
+    # flatline by [alerts] flatline_after_s's default (1 h), raised or not by when the health
+    # check runs; these tests are about the ordinance's rules, so the flatline limit is 2 days
     cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
-                               "alerts": {"console": False, "mqtt": False, "digest_at": False}}, "<test>")
+                               "alerts": {"console": False, "mqtt": False, "digest_at": False,
+                                          "flatline_after_s": 2 * 86400.0}}, "<test>")
     return site, ids, cfg
 
 
