@@ -423,10 +423,12 @@ class Pack:
 
 # --- the file, checked: one table class per entry -------------------------------------------
 
-rule_id = refusing(lambda v: isinstance(v, str) and bool(RULE_ID.match(v)), "a lowercase id (letters, digits, -)")
+rule_id = refusing(lambda v: isinstance(v, str) and bool(RULE_ID.match(v)), "a lowercase rule id (letters, digits, -)")
+charge_id = refusing(lambda v: isinstance(v, str) and bool(RULE_ID.match(v)), "a lowercase charge id (letters, digits, -)")
 #: an analyte id (the pack's own analytes are known too: PackFile checks them)
 Analyte = Annotated[str, check(is_text, "an analyte id")]
 RuleId = Annotated[str, BeforeValidator(rule_id), Field(pattern=RULE_ID.pattern)]
+ChargeId = Annotated[str, BeforeValidator(charge_id), Field(pattern=RULE_ID.pattern)]
 Parameter = OneOf(*units.CONVERSIONS, what="parameter")
 Comparison = OneOf(*COMPARISONS, what="comparison")
 
@@ -680,7 +682,7 @@ class ModelEntry(Table):
 class ChargeFormula(FormulaEntry):
     """``[[charges]]``: what a bill charges, by a formula."""
 
-    id: RuleId
+    id: ChargeId
     """The charge's id."""
     name: Text
     """Its line on the bill."""
@@ -691,7 +693,7 @@ class ChargeFromRates(Table):
     """``[[charges]]`` where the ordinance provides for a charge but sets no formula: the rates file
     must state the one the village adopted (``[adopted.<id>]``), or the charge is refused."""
 
-    id: RuleId
+    id: ChargeId
     """The charge's id."""
     name: Text
     """Its line on the bill."""
@@ -709,7 +711,7 @@ class ChargeFromRates(Table):
 class ChargeModel(ModelEntry):
     """``[[charges]]`` applying another village's charge."""
 
-    id: RuleId
+    id: ChargeId
     """The charge's id (the model pack's charge of that id applies)."""
 
 
