@@ -24,7 +24,10 @@ in the guide's window before it (escalations do not count: they continue a notic
 Before it is issued, the free-text parts the guide's action allows (its ``editable`` list:
 the corrective action, the report demanded, remarks) may be edited (:func:`edit`); each edit
 names the revision it was made from, so two people editing one draft get
-:class:`foundation.errors.Conflict` instead of a silent overwrite.
+:class:`foundation.errors.Conflict` instead of a silent overwrite. Issuing may name the
+revision the issuer read (the office's form always does, ``notice issue --revision N`` on
+the command line): an edit saved meanwhile refuses the issue the same way, nothing issued,
+so a notice is issued only as its issuer saw it (:func:`changes_since` says what changed).
 
 Who acts: every step takes ``actor`` (:class:`foundation.actor.Actor`: the signed-in account
 of the office, the operating-system user of the command line); the audit trail names it and
@@ -573,10 +576,27 @@ def _move(n: dict, to: str) -> None:
         raise InputError(f"notice {n['number']} is {n['state']}: it can go to {allowed}, not {to}")
 
 
-def _issuable(n: dict) -> None:
+def _issuable(conn, n: dict, expected_revision: int | None) -> None:
+    """Refuse to issue notice ``n`` (its row locked) unless it is drafted and, when the
+    revision the person read is given, still at that revision."""
     if n["state"] != "drafted":
         raise InputError(f"notice {n['number']} is {n['state']}: only a drafted notice is issued"
                          + (f" (it was issued {n['issued_on']})" if n["issued_on"] else ""))
+    if expected_revision is not None:
+        _same_revision(conn, n, expected_revision, "issue")
+
+
+def _same_revision(conn, n: dict, expected: int, doing: str) -> None:
+    """Raise :class:`foundation.errors.Conflict` when notice ``n`` (its row locked) is no
+    longer at revision ``expected``, naming who saved its current revision and when (the
+    edit that made it, else its last event)."""
+    if n["revision"] == expected:
+        return
+    last = conn.execute("SELECT actor, at FROM notice_events WHERE notice_id = %s ORDER BY coalesce(event = 'edited' "
+                        "AND detail->>'revision' = %s, false) DESC, at DESC, id DESC LIMIT 1",
+                        (n["id"], str(n["revision"]))).fetchone()
+    raise Conflict(f"notice {n['number']}", expected, n["revision"], last[0] if last else "someone",
+                   f"{last[1]:%Y-%m-%d %H:%M %Z}" if last else "an unknown time", doing=doing)
 
 
 def _locked(conn, ref) -> dict:
@@ -588,36 +608,52 @@ def _locked(conn, ref) -> dict:
 
 
 def issue(conn, ref, issued_on: date, *, by: str | None = None, pdf: bytes | None = None,
-          actor: Actor | None = None) -> dict:
+          actor: Actor | None = None, expected_revision: int | None = None) -> dict:
     """Issue a drafted notice on ``issued_on``: its response is due ``respond_within_days`` later.
 
-    ``pdf``: the document as issued (its SHA-256 is kept, so ``notice pdf`` can show the same
-    bytes again); :func:`issue_rendered` renders it.
+    Parameters
+    ----------
+    pdf : bytes, optional
+        The document as issued (its SHA-256 is kept, so ``notice pdf`` can show the same
+        bytes again); :func:`issue_rendered` renders it.
+    expected_revision : int, optional
+        The revision the issuer read: another one saved meanwhile raises
+        :class:`foundation.errors.Conflict` and nothing is issued (an issued notice is the
+        text its issuer reviewed). None issues the current revision.
+
+    Returns
+    -------
+    dict
+        The notice, issued; its ``issued`` event names the revision issued.
     """
     by = who(by, actor)
     with conn.transaction():
         n = _locked(conn, ref)
-        _issuable(n)
+        _issuable(conn, n, expected_revision)
         due = issued_on + timedelta(days=n["respond_within_days"])
         sha = hashlib.sha256(pdf).hexdigest() if pdf else None
         conn.execute("UPDATE notices SET state = 'issued', issued_on = %s, response_due = %s, pdf_sha256 = %s "
                      "WHERE id = %s", (issued_on, due, sha, n["id"]))
         _event(conn, n["id"], "issued", n["state"], "issued", by,
-               detail={"issued_on": issued_on.isoformat(), "response_due": due.isoformat(), "pdf_sha256": sha})
+               detail={"issued_on": issued_on.isoformat(), "response_due": due.isoformat(), "pdf_sha256": sha,
+                       "revision": n["revision"]})
     return notice(conn, n["id"])
 
 
-def issue_rendered(conn, ref, issued_on: date, *, by: str | None = None,
-                   actor: Actor | None = None) -> tuple[dict, str, bytes]:
+def issue_rendered(conn, ref, issued_on: date, *, by: str | None = None, actor: Actor | None = None,
+                   expected_revision: int | None = None) -> tuple[dict, str, bytes]:
     """Issue a drafted notice with its document rendered for the issue date: the notice,
-    its HTML and its PDF (what ``sewerwatch notice issue`` writes and the office offers)."""
+    its HTML and its PDF (what ``sewerwatch notice issue`` writes and the office offers).
+    ``expected_revision`` as :func:`issue`: checked before the document is rendered, under
+    the same lock."""
     from enforcement.documents.notice_page import render   # WeasyPrint: only when a document is made
 
     with conn.transaction():
         n = _locked(conn, ref)
-        _issuable(n)
+        _issuable(conn, n, expected_revision)
         page, pdf = render(n["document"], issued_on)
-        return issue(conn, n["id"], issued_on, by=by, pdf=pdf, actor=actor), page, pdf
+        return issue(conn, n["id"], issued_on, by=by, pdf=pdf, actor=actor,
+                     expected_revision=expected_revision), page, pdf
 
 
 def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | None = None,
@@ -716,11 +752,7 @@ def edit(conn, ref, changes: dict[str, str | None], *, expected_revision: int, g
     by = who(by, actor)
     with conn.transaction():
         n = _locked(conn, ref)
-        if n["revision"] != expected_revision:
-            last = conn.execute("SELECT actor, at FROM notice_events WHERE notice_id = %s ORDER BY at DESC, id DESC "
-                                "LIMIT 1", (n["id"],)).fetchone()
-            raise Conflict(f"notice {n['number']}", expected_revision, n["revision"], last[0] if last else "someone",
-                           f"{last[1]:%Y-%m-%d %H:%M %Z}" if last else "an unknown time")
+        _same_revision(conn, n, expected_revision, "edit")
         allowed = editable(n, guide)
         if n["state"] != "drafted":
             raise InputError(f"notice {n['number']} is {n['state']}: only a draft is edited (its issued words stand)")
@@ -746,6 +778,17 @@ def edit(conn, ref, changes: dict[str, str | None], *, expected_revision: int, g
         _event(conn, n["id"], "edited", "drafted", "drafted", by,
                detail={"revision": n["revision"] + 1, "changes": changed})
     return notice(conn, n["id"])
+
+
+def changes_since(conn, notice_id: int, revision: int) -> list[dict]:
+    """The edits saved after revision ``revision`` of a notice, oldest first, one row per part
+    changed: ``revision`` (the one the edit made), ``by``, ``at``, ``part``, ``label``,
+    ``before``, ``after`` (what a person who read ``revision`` has not seen)."""
+    rows = conn.execute("SELECT actor, at, detail FROM notice_events WHERE notice_id = %s AND event = 'edited' "
+                        "AND (detail->>'revision')::int > %s ORDER BY at, id", (notice_id, revision)).fetchall()
+    return [{"revision": d["revision"], "by": who_, "at": at, "part": k, "label": EDITABLE.get(k, k),
+             "before": c["before"], "after": c["after"]}
+            for who_, at, d in rows for k, c in d["changes"].items()]
 
 
 def record_penalty(conn, ref, dollars: float, collected_on: date, *, by: str | None = None,

@@ -8,7 +8,7 @@ Every error a user can cause or meet is one of these; the CLI prints it as a sin
     SewerwatchError                 exit 1
     ├── InputError                  exit 2   bad file, row, unit, parameter or argument
     │   ├── ConfigError             exit 2   the utility's TOML config (names file and key)
-    │   ├── Conflict                exit 2   someone changed the object since the edit began
+    │   ├── Conflict                exit 2   someone changed the object since it was read to edit or issue
     │   └── SchemaMissing           exit 2   the database lacks the schema: run `db migrate`
     ├── ServiceError                exit 1   embedded or configured TimescaleDB/Mosquitto
     │   └── DatabaseError           exit 1   migrations, roles, connections
@@ -55,8 +55,9 @@ class ConfigError(InputError):
 
 
 class Conflict(InputError):
-    """The object was changed by someone else since the edit began (optimistic concurrency:
-    the edit names the version it was made from, and that is no longer the current one).
+    """The object was changed by someone else since the edit began, or since the person
+    read the document they issue (optimistic concurrency: the edit or the issue names the
+    version it was made from, and that is no longer the current one).
 
     Parameters
     ----------
@@ -68,12 +69,22 @@ class Conflict(InputError):
         The version stored now.
     by, at : str
         Who stored the current version, and when (as text).
+    doing : str
+        What was refused: ``"edit"`` (an edit made from an older version: nothing saved) or
+        ``"issue"`` (a document issued as the person read it: nothing issued).
     """
 
-    def __init__(self, what: str, expected: int, current: int, by: str, at: str):
-        self.what, self.expected, self.current, self.by, self.at = what, expected, current, by, at
-        super().__init__(f"{what}: the edit was made from version {expected}, but {by} saved version {current} "
-                         f"at {at} meanwhile: nothing was saved; start again from version {current}")
+    #: doing -> the message, from the attributes
+    WORDS = {"edit": "{what}: the edit was made from version {expected}, but {by} saved version {current} at {at} "
+                     "meanwhile: nothing was saved; start again from version {current}",
+             "issue": "{what}: it was to be issued as read at version {expected}, but {by} saved version {current} "
+                      "at {at} meanwhile: nothing was issued; read version {current}, then issue it"}
+
+    def __init__(self, what: str, expected: int, current: int, by: str, at: str, *, doing: str = "edit"):
+        if doing not in self.WORDS:
+            raise ValueError(f"Conflict: doing is one of {', '.join(self.WORDS)}, not {doing!r}")
+        self.what, self.expected, self.current, self.by, self.at, self.doing = what, expected, current, by, at, doing
+        super().__init__(self.WORDS[doing].format(what=what, expected=expected, current=current, by=by, at=at))
 
 
 class SchemaMissing(InputError):

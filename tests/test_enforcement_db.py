@@ -5,6 +5,8 @@ unanswered deadline with its alert."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -15,6 +17,7 @@ from enforcement import due, findings, milestones, notices, reports, snc
 from enforcement.guide import load_guide
 from enforcement.periods import snc_period
 from enforcement.settings import DEFAULT_GUIDE, Settings
+from foundation.errors import Conflict, InputError
 from lab.documents.pdf import Letterhead
 
 pytestmark = pytest.mark.services
@@ -249,6 +252,84 @@ def test_notice_lifecycle_to_closed_and_refused_moves(db):
             notices.escalate(conn, n["number"], date(2026, 7, 3), GUIDE, HEAD)
         assert [e["event"] for e in notices.events(conn, n["id"])] == ["drafted", "issued", "response-received", "closed"]
         assert conn.execute("SELECT count(*) FROM audit_log WHERE object = %s", (f"notice:{n['id']}",)).fetchone()[0] == 4
+
+
+def _issued_rows(conn, nid: int) -> tuple[int, int]:
+    """The notice's ``issued`` events and audit rows."""
+    return (conn.execute("SELECT count(*) FROM notice_events WHERE notice_id = %s AND event = 'issued'",
+                         (nid,)).fetchone()[0],
+            conn.execute("SELECT count(*) FROM audit_log WHERE object = %s AND action = 'notice.issued'",
+                         (f"notice:{nid}",)).fetchone()[0])
+
+
+def test_a_notice_is_issued_only_at_the_revision_its_issuer_read(db):
+    """An edit saved after the issuer read revision 1 refuses the issue (who saved which
+    revision when), nothing issued; revision 2 issues, its event naming it; once issued, a
+    stale revision is told the notice is issued, not that it changed."""
+    with db.connect() as conn:
+        add_sites(conn, "fisk")
+        fid = _late_report_finding(conn, "fisk")
+        n = notices.draft(conn, GUIDE, HEAD, date(2026, 6, 16), finding_id=fid, by="supt")
+        notices.edit(conn, n["id"], {"remarks": "Call J. Kowalski first."}, expected_revision=1, guide=GUIDE,
+                     by="coord")
+        for call in (notices.issue, notices.issue_rendered):
+            with pytest.raises(Conflict) as exc:
+                call(conn, n["id"], date(2026, 6, 17), by="supt", expected_revision=1)
+            assert (exc.value.expected, exc.value.current, exc.value.by, exc.value.doing) == (1, 2, "coord", "issue")
+            assert str(exc.value).startswith("notice NOV-2026-001: it was to be issued as read at version 1, but "
+                                             "coord saved version 2 at ")
+            assert str(exc.value).endswith(" meanwhile: nothing was issued; read version 2, then issue it")
+        n = notices.notice(conn, n["id"])
+        assert (n["state"], n["issued_on"], n["response_due"], n["pdf_sha256"]) == ("drafted", None, None, None)
+        assert _issued_rows(conn, n["id"]) == (0, 0)
+        # what the issuer of revision 1 has not seen
+        [ch] = notices.changes_since(conn, n["id"], 1)
+        assert (ch["revision"], ch["by"], ch["part"], ch["before"], ch["after"]) == \
+            (2, "coord", "remarks", None, "Call J. Kowalski first.")
+        assert notices.changes_since(conn, n["id"], 2) == []
+        n = notices.issue(conn, n["id"], date(2026, 6, 17), by="supt", expected_revision=2)
+        assert (n["state"], n["issued_on"], n["revision"]) == ("issued", date(2026, 6, 17), 2)
+        assert n["document"]["remarks"] == "Call J. Kowalski first."
+        [(detail,)] = conn.execute("SELECT detail FROM notice_events WHERE notice_id = %s AND event = 'issued'",
+                                   (n["id"],)).fetchall()
+        assert detail["revision"] == 2
+        for rev in (1, 2, None):             # issued once: a second issue is refused whatever it read
+            with pytest.raises(InputError, match="is issued: only a drafted notice is issued") as exc:
+                notices.issue(conn, n["id"], date(2026, 6, 18), by="supt", expected_revision=rev)
+            assert not isinstance(exc.value, Conflict)
+        assert _issued_rows(conn, n["id"]) == (1, 1)
+
+
+def test_an_edit_saved_while_an_issue_waits_for_the_lock_refuses_the_issue(db):
+    """The revision is checked under the notice's lock: an issue of revision 1 that waits for
+    an edit in progress sees the edit once it commits, and issues nothing."""
+    with db.connect() as conn:
+        add_sites(conn, "fisk")
+        nid = notices.draft(conn, GUIDE, HEAD, date(2026, 6, 16), finding_id=_late_report_finding(conn, "fisk"))["id"]
+        conn.commit()
+    outcome = {}
+
+    def issuer():
+        with db.connect() as conn:
+            try:
+                notices.issue(conn, nid, date(2026, 6, 17), by="supt", expected_revision=1)
+            except Conflict as exc:
+                outcome["conflict"] = exc
+
+    with db.connect() as editor, db.connect(autocommit=True) as watcher:
+        with editor.transaction():
+            notices.edit(editor, nid, {"remarks": "Sample again."}, expected_revision=1, guide=GUIDE, by="coord")
+            t = threading.Thread(target=issuer)
+            t.start()
+            deadline = time.monotonic() + 30
+            while not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                      "AND wait_event_type = 'Lock'").fetchone()[0]:
+                assert time.monotonic() < deadline and t.is_alive(), "the issue did not wait for the edit's lock"
+                time.sleep(0.05)
+        t.join(30)
+        assert not t.is_alive() and outcome["conflict"].current == 2
+        assert watcher.execute("SELECT state, revision FROM notices WHERE id = %s", (nid,)).fetchone() == ("drafted", 2)
+        assert _issued_rows(watcher, nid) == (0, 0)
 
 
 def test_recurrence_counts_the_notices_issued_in_the_guides_window(db):
