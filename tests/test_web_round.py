@@ -135,18 +135,46 @@ def test_one_notice_from_draft_to_escalation_and_the_state_report(office, db):
             notices.edit(conn, nid, {"corrective_action": "x"}, expected_revision=2, guide=guide)
         conn.rollback()                                          # the notice stays a notice of violation
 
-    # --- a double-submitted issue issues one notice, as the account; a stale form is refused
-    form = keyed(c.get(f"/notices/{nid}").text, "issue-form")
-    first = c.post(f"/notices/{nid}/issue", data={**form, "on": "2026-03-02"})
-    again = c.post(f"/notices/{nid}/issue", data={**form, "on": "2026-03-02"})
+    # --- an issue form drawn before a colleague's edit: 409, nothing issued; the notice as it stands now,
+    # what changed, and a form to issue that revision
+    stale = keyed(c.get(f"/notices/{nid}").text, "issue-form")
+    assert stale["_base_version"] == "2"
+    page = c.get(f"/notices/{nid}").text
+    r = c.post(f"/notices/{nid}/edit", data={**keyed(page, "edit-form"), "remarks": "Call J. Kowalski by the 10th."})
+    assert r.status_code == 200 and "Saved." in r.text
+    r = c.post(f"/notices/{nid}/issue", data={**stale, "on": "2026-03-02"})
+    text = html.unescape(re.sub(r"\s+", " ", r.text))
+    assert r.status_code == 409 and "coord saved version 3 of notice NOV-2026-001 at " in text, text[-3000:]
+    assert "after you opened version 2 to issue it. Nothing was issued." in text
+    assert "Remarks (version 3, coord, " in text
+    assert "Call J. Kowalski before the 15th. → Call J. Kowalski by the 10th." in re.sub(r"<[^>]+>", "", text)
+    assert 'src="/notices/%d/page/1?r=3"' % nid in r.text                     # the preview is the current draft
+    fresh = keyed(r.text, "issue-form")
+    assert fresh["_base_version"] == "3" and fresh["_form_key"] != stale["_form_key"]
+    assert re.search(r'id="issue-on" name="on" value="2026-03-02"', r.text)   # the date chosen is kept
+    assert events(db, nid, "issued") == []
+    with psycopg.connect(db.url) as conn:
+        row = conn.execute("SELECT state, issued_on FROM notices WHERE id = %s", (nid,)).fetchone()
+    assert row == ("drafted", None)
+    # a form that does not say which revision it issues is refused
+    r = c.post(f"/notices/{nid}/issue", data={k: v for k, v in fresh.items() if k != "_base_version"})
+    assert r.status_code == 400 and "does not say which version it was drawn from" in r.text
+    assert events(db, nid, "issued") == []
+
+    # --- a double-submitted issue issues one notice, as the account, at the revision read
+    other_tab = keyed(c.get(f"/notices/{nid}").text, "issue-form")
+    first = c.post(f"/notices/{nid}/issue", data={**fresh, "on": "2026-03-02"})
+    again = c.post(f"/notices/{nid}/issue", data={**fresh, "on": "2026-03-02"})
     assert first.status_code == again.status_code == 200
     assert "Issued." in first.text and "had been sent already" in again.text
     [(actor, detail)] = events(db, nid, "issued")
     assert actor == "coord" and detail["via"] == "web" and detail["response_due"] == "2026-04-01"
-    # a fresh form (the back button to an older page, another tab) is refused by the package: issued once
-    stale = keyed(c.get(f"/notices/{nid}").text, "penalty-form")
-    r = c.post(f"/notices/{nid}/issue", data={**stale, "on": "2026-03-03"})
-    assert r.status_code == 400 and "only a drafted notice is issued" in r.text
+    assert detail["revision"] == 3
+    # another form of the same revision (the back button to an older page, another tab) is refused by the
+    # package, and so is the stale one: issued once
+    for form in (other_tab, stale):
+        r = c.post(f"/notices/{nid}/issue", data={**form, "on": "2026-03-03"})
+        assert r.status_code == 400 and "only a drafted notice is issued" in r.text
     assert len(events(db, nid, "issued")) == 1
     pdf = c.get(f"/notices/{nid}/pdf")
     assert pdf.headers["content-disposition"] == 'attachment; filename="NOV-2026-001.pdf"'

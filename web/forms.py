@@ -36,7 +36,10 @@ object (a permit) carries the version it was drawn from (``{{ version_field(n) }
 :func:`base_version` reads it back); the package function takes it as ``expected_version``
 and raises :class:`foundation.errors.Conflict` when someone saved a newer version meanwhile.
 The handler answers :data:`CONFLICT` (409) with :func:`conflict_lines` and the form again,
-filled with what the person had typed, so nothing is lost and nothing is overwritten.
+filled with what the person had typed, so nothing is lost and nothing is overwritten. A form
+that issues a document the person reviewed (a notice) carries the version the same way: a
+newer one refuses the issue (``Conflict(..., doing="issue")``), and the page shows the
+current version instead, for the person to read before issuing it.
 """
 
 from __future__ import annotations
@@ -102,10 +105,11 @@ def version_field(version: int) -> Markup:
 
 
 def base_version(data: dict) -> int:
-    """The version the submitted edit was drawn from (400 without one)."""
+    """The version the submitted form (an edit, an issue) was drawn from (400 without one)."""
     text = str(data.get(VERSION_FIELD, "")).strip()
     if not text.isdigit():
-        raise ClientException("This form does not say which version it edits: reload the page and edit again.")
+        raise ClientException("This form does not say which version it was drawn from: reload the page and send "
+                              "it again.")
     return int(text)
 
 
@@ -173,7 +177,12 @@ def redirect(request: Request, done: Done) -> Redirect:
 
 
 def conflict_lines(exc: Conflict) -> list[str]:
-    """What a person reads when their edit met a newer version."""
+    """What a person reads when their edit, or the document they issue, met a newer version."""
+    if exc.doing == "issue":
+        return [f"{exc.by} saved version {exc.current} of {exc.what} at {exc.at}, after you opened version "
+                f"{exc.expected} to issue it. Nothing was issued.",
+                f"Below is version {exc.current} as it stands now (what changed is listed): read it, then issue it "
+                "if it is what you mean to send."]
     return [f"{exc.by} saved version {exc.current} of {exc.what} at {exc.at}, after you began editing version "
             f"{exc.expected}. Nothing was saved.",
             f"Your changes are kept in the form below. Compare them with version {exc.current} (its differences are "

@@ -297,10 +297,23 @@ def edit(request: Request, notice_id: FromPath[int], data: Form) -> Redirect | T
     try:
         return forms.redirect(request, forms.once(request, data, "notice.edit", work))
     except Conflict as exc:
-        n, events = office.read(lambda conn: (lambda n: (n, notices.events(conn, n["id"])))(
-            _notice(office, conn, notice_id)))
-        return Template("notice.html", status_code=forms.CONFLICT, context=_notice_context(
-            request, n, guide, events, typed=changes, conflict=forms.conflict_lines(exc)))
+        return _conflict_page(request, notice_id, guide, exc, typed=changes)
+
+
+def _conflict_page(request: Request, notice_id: int, guide, exc: Conflict, **extra) -> Template:
+    """409: the notice as it stands now, what was saved since the version the form was drawn
+    from (:func:`enforcement.notices.changes_since`) and :func:`web.forms.conflict_lines`."""
+    from enforcement import notices
+
+    office = request.app.state.office
+
+    def read(conn):
+        n = _notice(office, conn, notice_id)
+        return n, notices.events(conn, n["id"]), notices.changes_since(conn, n["id"], exc.expected)
+
+    n, events, changed = office.read(read)
+    return Template("notice.html", status_code=forms.CONFLICT, context=_notice_context(
+        request, n, guide, events, conflict=forms.conflict_lines(exc), changed=changed, **extra))
 
 
 def _step(request: Request, notice_id: int, data: dict, action: str, call) -> Redirect:
@@ -312,14 +325,22 @@ def _step(request: Request, notice_id: int, data: dict, action: str, call) -> Re
 
 
 @post("/notices/{notice_id:int}/issue", opt=ACT, sync_to_thread=True, status_code=303)
-def issue(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
-    """Issue the draft (:func:`enforcement.notices.issue_rendered`, as ``sewerwatch notice issue``)."""
+def issue(request: Request, notice_id: FromPath[int], data: Form) -> Redirect | Template:
+    """Issue the draft as the person read it (:func:`enforcement.notices.issue_rendered` with
+    the revision the form was drawn from, as ``sewerwatch notice issue --revision N``); an edit
+    saved meanwhile issues nothing and shows the notice as it stands now, and what changed."""
     from enforcement import notices
+    from enforcement.service import guide_and_head
 
     office = request.app.state.office
     on = formats.form_date(data.get("on"), "issue date", office.today())
-    return _step(request, notice_id, data, "issued",
-                 lambda conn, actor: notices.issue_rendered(conn, notice_id, on, actor=actor)[0])
+    base = forms.base_version(data)
+    try:
+        return _step(request, notice_id, data, "issued", lambda conn, actor: notices.issue_rendered(
+            conn, notice_id, on, actor=actor, expected_revision=base)[0])
+    except Conflict as exc:
+        guide, _head = guide_and_head(office.cfg)
+        return _conflict_page(request, notice_id, guide, exc, issue_on=on.isoformat())
 
 
 @post("/notices/{notice_id:int}/response", opt=ACT, sync_to_thread=True, status_code=303)
