@@ -8,6 +8,7 @@ matplotlib, WeasyPrint, the database) is imported inside each handler.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from datetime import date, datetime, timezone
@@ -146,8 +147,11 @@ def register(sub) -> None:
     q.add_argument("--by", default=None)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_notice_draft)
-    _step(ns, "issue", "issue a drafted notice (its response deadline counts from the issue date)", _notice_issue,
-          on="the issue date (default: today)", out=True)
+    q = _step(ns, "issue", "issue a drafted notice (its response deadline counts from the issue date)",
+              _notice_issue, on="the issue date (default: today)", out=True)
+    q.add_argument("--revision", type=int, default=None, metavar="N",
+                   help="the revision you read (notice show and notice edit print it): refused, nothing issued, "
+                        "when someone saved another revision since (default: the current one)")
     _step(ns, "response", "record the user's response", _notice_response, on="the day it was received",
           on_required=True, note=True)
     _step(ns, "close", "close a notice", _notice_close, on="default: today", note=True)
@@ -236,8 +240,9 @@ def register(sub) -> None:
 
 
 def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False, note: bool = False,
-          out: bool = False) -> None:
-    """A step of a notice's lifecycle: ``sewerwatch notice NAME NOTICE --on DATE [--note] [--out] [--by]``."""
+          out: bool = False) -> argparse.ArgumentParser:
+    """A step of a notice's lifecycle: ``sewerwatch notice NAME NOTICE --on DATE [--note] [--out] [--by]``
+    (its parser, for a step's own options)."""
     q = ns.add_parser(name, help=help_)
     q.add_argument("notice", help="id or number")
     q.add_argument("--on", required=on_required, default=None, help=on)
@@ -247,6 +252,7 @@ def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False
         q.add_argument("--out", default=".", metavar="DIR")
     q.add_argument("--by", default=None, help="who (default: $USER)")
     q.set_defaults(func=func)
+    return q
 
 
 # --- shared ------------------------------------------------------------------------------
@@ -532,7 +538,8 @@ def _notice_issue(args, ctx) -> int:
 
     on = _today(ctx, args.on)
     with ctx.connect("owner") as conn:
-        n, page, pdf = notices.issue_rendered(conn, args.notice, on, actor=_actor(args))
+        n, page, pdf = notices.issue_rendered(conn, args.notice, on, actor=_actor(args),
+                                              expected_revision=args.revision)
     html_path, pdf_path, _pdf = write_notice(n["document"], on, args.out, rendered=(page, pdf))
     print(f"{n['number']} issued {n['issued_on']}: response due {n['response_due']}; wrote {html_path} and {pdf_path}")
     return 0
@@ -629,7 +636,7 @@ def _notice_show(args, ctx) -> int:
         print(_json({**n, "events": ev}))
         return 0
     doc = n["document"]
-    print(f"{n['number']}: {doc['title']} to {doc['site']['name']} ({n['state']})")
+    print(f"{n['number']}: {doc['title']} to {doc['site']['name']} ({n['state']}, revision {n['revision']})")
     print(f"  finding: {doc['finding']['ref']}: {doc['finding']['summary']}")
     print(f"  requirement: {doc['requirement']['citation']}")
     print(f"  action: {doc['action']['title']}, respond within {n['respond_within_days']} days"

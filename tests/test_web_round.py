@@ -295,7 +295,7 @@ def test_a_quarter_is_drafted_reviewed_issued_and_paid_with_the_late_charge(offi
 
 
 def test_the_command_line_takes_the_same_steps(db, tmp_path):
-    from enforcement_support import run
+    from enforcement_support import run, sw
     cfg = tmp_path / "village.toml"
     cfg.write_text(web_round.CONFIG, encoding="utf-8")
     (tmp_path / "rates.toml").write_text(web_round.RATES, encoding="utf-8")
@@ -306,7 +306,23 @@ def test_the_command_line_takes_the_same_steps(db, tmp_path):
     assert r.returncode == 0 and f"{number}: revision 2 (remarks)" in r.stdout
     r = run(tmp_path, db, "notice", "edit", number, "--remarks", "late", "--revision", "1")
     assert r.returncode == 2 and "the edit was made from version 1" in r.stderr
-    assert run(tmp_path, db, "notice", "issue", number, "--on", "2026-03-02", "--out", "n").returncode == 0
+    # issued only as read: revision 1 is no longer the notice's, one line, nothing issued
+    r = run(tmp_path, db, "notice", "issue", number, "--revision", "1", "--on", "2026-03-02", "--out", "n")
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"sewerwatch: error: notice {number}: it was to be issued as read at version 1, but ")
+    assert r.stderr.rstrip().endswith("meanwhile: nothing was issued; read version 2, then issue it")
+    assert not (tmp_path / "n" / f"{number}.pdf").exists()
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT state FROM notices WHERE number = %s", (number,)).fetchone() == ("drafted",)
+    r = run(tmp_path, db, "notice", "show", number)
+    assert "(drafted, revision 2)" in r.stdout.splitlines()[0]
+    r = run(tmp_path, db, "notice", "issue", number, "--revision", "2", "--on", "2026-03-02", "--out", "n")
+    assert r.returncode == 0 and f"{number} issued 2026-03-02" in r.stdout, r.stderr
+    r = run(tmp_path, db, "notice", "issue", number, "--revision", "2", "--on", "2026-03-02", "--out", "n")
+    assert r.returncode == 2 and "is issued: only a drafted notice is issued" in r.stderr
+    r = sw(tmp_path, db, "notice", "issue", "--help")
+    assert r.returncode == 0 and "--revision N" in r.stdout and "nothing issued, when someone saved another " \
+        "revision since" in " ".join(r.stdout.split())
     r = run(tmp_path, db, "notice", "penalty", number, "--dollars", "300", "--on", "2026-04-01")
     assert r.returncode == 0 and "penalty $300.00 collected 2026-04-01" in r.stdout
     r = run(tmp_path, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--on", "2026-04-10")
