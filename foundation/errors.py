@@ -77,7 +77,7 @@ class Conflict(InputError):
     #: doing -> the message, from the attributes
     WORDS = {"edit": "{what}: the edit was made from version {expected}, but {by} saved version {current} at {at} "
                      "meanwhile: nothing was saved; start again from version {current}",
-             "issue": "{what}: it was to be issued as read at version {expected}, but {by} saved version {current} "
+             "issue": "{what}: version {expected} was read to be issued, but {by} saved version {current} "
                       "at {at} meanwhile: nothing was issued; read version {current}, then issue it"}
 
     def __init__(self, what: str, expected: int, current: int, by: str, at: str, *, doing: str = "edit"):

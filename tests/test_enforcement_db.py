@@ -276,7 +276,7 @@ def test_a_notice_is_issued_only_at_the_revision_its_issuer_read(db):
             with pytest.raises(Conflict) as exc:
                 call(conn, n["id"], date(2026, 6, 17), by="supt", expected_revision=1)
             assert (exc.value.expected, exc.value.current, exc.value.by, exc.value.doing) == (1, 2, "coord", "issue")
-            assert str(exc.value).startswith("notice NOV-2026-001: it was to be issued as read at version 1, but "
+            assert str(exc.value).startswith("notice NOV-2026-001: version 1 was read to be issued, but "
                                              "coord saved version 2 at ")
             assert str(exc.value).endswith(" meanwhile: nothing was issued; read version 2, then issue it")
         n = notices.notice(conn, n["id"])

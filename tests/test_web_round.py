@@ -309,7 +309,7 @@ def test_the_command_line_takes_the_same_steps(db, tmp_path):
     # issued only as read: revision 1 is no longer the notice's, one line, nothing issued
     r = run(tmp_path, db, "notice", "issue", number, "--revision", "1", "--on", "2026-03-02", "--out", "n")
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stderr
-    assert r.stderr.startswith(f"sewerwatch: error: notice {number}: it was to be issued as read at version 1, but ")
+    assert r.stderr.startswith(f"sewerwatch: error: notice {number}: version 1 was read to be issued, but ")
     assert r.stderr.rstrip().endswith("meanwhile: nothing was issued; read version 2, then issue it")
     assert not (tmp_path / "n" / f"{number}.pdf").exists()
     with psycopg.connect(db.url) as conn:
