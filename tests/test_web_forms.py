@@ -105,6 +105,47 @@ def test_a_double_submission_acts_once_a_failed_one_leaves_no_key(db, tmp_path):
             assert forms.purge(conn, days=0) == 2       # both keys: the 30 days' bound at 0
 
 
+class _Refused(Exception):
+    """A refusal that stays on record (as signing with a wrong password does)."""
+
+
+def test_a_refusal_named_in_keep_commits_what_it_recorded_and_releases_the_key(db, tmp_path):
+    """``forms.once(..., keep=(Refused,))``: the failure the work recorded before refusing is
+    committed (a signing attempt counted towards the lockout), the key is released, so the same
+    form sent again acts; any other exception still rolls everything back."""
+    add_people(db.url)
+    with office_client(db, tmp_path) as c:
+        office = c.office
+        req = _request(office, office.read(lambda conn: accounts.get(conn, "coord")))
+        key = forms.new_key()
+        tries = []
+
+        def work(conn, actor):
+            tries.append(1)
+            conn.execute("INSERT INTO audit_log (actor, action, object) VALUES (%s, 'test.refused', 'x')", (actor.name,))
+            if len(tries) == 1:
+                raise _Refused("the password is not right")
+            return {"location": "/signed/1"}
+
+        with pytest.raises(_Refused, match="not right"):
+            forms.once(req, {forms.FIELD: key}, "test.keep", work, keep=(_Refused,))
+        assert _audits(db.url, "test.refused") == 1               # the refusal is on record
+        with psycopg.connect(db.url) as conn:
+            assert conn.execute("SELECT count(*) FROM web_form_submissions WHERE key = %s", (key,)).fetchone()[0] == 0
+        done = forms.once(req, {forms.FIELD: key}, "test.keep", work, keep=(_Refused,))   # the same form again: acts
+        assert done.again is False and done.outcome == {"location": "/signed/1"} and len(tries) == 2
+        assert forms.once(req, {forms.FIELD: key}, "test.keep", work, keep=(_Refused,)).again and len(tries) == 2
+        assert _audits(db.url, "test.refused") == 2
+
+        def failing(conn, actor):
+            conn.execute("INSERT INTO audit_log (actor, action, object) VALUES (%s, 'test.kept-not', 'x')",
+                         (actor.name,))
+            raise InputError("not a refusal of keep")
+        with pytest.raises(InputError):
+            forms.once(req, {forms.FIELD: forms.new_key()}, "test.keep", failing, keep=(_Refused,))
+        assert _audits(db.url, "test.kept-not") == 0              # rolled back as before
+
+
 def test_an_edit_from_an_old_permit_version_is_a_conflict_naming_who_saved_what(db, tmp_path):
     from foundation.actor import Actor
     from limits.packs import load_pack

@@ -31,6 +31,11 @@ and returns what the page shows afterwards as JSON-ready data with its ``locatio
 :func:`redirect` sends the browser there, adding ``again=1`` for a repeated submission, so the
 page can say "this form had been sent already: here is what it did".
 
+A refusal that must stay on record although nothing was done (signing with a wrong password:
+the failure counts towards the lockout) names its exception in ``keep``: what ``work`` wrote
+before raising it is committed, the key is released (sending the form again acts) and the
+exception is raised to the handler.
+
 **Two editors, one clear conflict (optimistic concurrency).** A form that edits a versioned
 object (a permit) carries the version it was drawn from (``{{ version_field(n) }}``,
 :func:`base_version` reads it back); the package function takes it as ``expected_version``
@@ -121,20 +126,27 @@ def key_of(data: dict) -> str:
     return key
 
 
-def once(request: Request, data: dict, action: str, work: Callable) -> Done:
+def once(request: Request, data: dict, action: str, work: Callable,
+         keep: tuple[type[BaseException], ...] = ()) -> Done:
     """Run ``work(conn, actor) -> dict`` once for the form's key (see the module docstring).
+
+    Parameters
+    ----------
+    keep : tuple of exception classes
+        Refusals after which what ``work`` wrote is committed (the key released), not rolled back.
 
     Raises
     ------
     litestar.exceptions.ClientException
         400: the form has no key; 409: the key was used by another account or another form.
-    Whatever ``work`` raises (its transaction, the key's row included, is rolled back).
+    Whatever ``work`` raises (its transaction, the key's row included, is rolled back; for an
+    exception of ``keep``, committed without the key's row).
     """
     office = request.app.state.office
     account = request.state.account
     key = key_of(data)
     for _ in range(2):       # the first submission may fail meanwhile: then this one acts
-        done = office.read(lambda conn: _run(conn, key, account, action, work))
+        done = office.read(lambda conn: _run(conn, key, account, action, work, keep))
         if done is not None:
             return done
         prev = office.read(lambda conn: conn.execute(
@@ -150,7 +162,7 @@ def once(request: Request, data: dict, action: str, work: Callable) -> Done:
     raise HTTPException(status_code=409, detail="This form could not be sent: reload the page and send it again.")
 
 
-def _run(conn, key: str, account, action: str, work: Callable) -> Done | None:
+def _run(conn, key: str, account, action: str, work: Callable, keep: tuple = ()) -> Done | None:
     with conn.transaction():
         # Waits for a submission of the same key still running; returns nothing once it committed.
         claimed = conn.execute(
@@ -158,12 +170,18 @@ def _run(conn, key: str, account, action: str, work: Callable) -> Done | None:
             "ON CONFLICT (key) DO NOTHING RETURNING done_at", (key, account.id, action)).fetchone()
         if claimed is None:
             return None
-        outcome = work(conn, account.actor)
-        if not isinstance(outcome, dict) or "location" not in outcome:
-            raise TypeError(f"{action}: the work of a form returns a dict with its 'location'")
-        conn.execute("UPDATE web_form_submissions SET outcome = %s WHERE key = %s",
-                     (json.dumps(outcome, default=str), key))
-        return Done(json.loads(json.dumps(outcome, default=str)), False, claimed[0])
+        try:
+            outcome = work(conn, account.actor)
+        except keep as exc:      # a refusal on record: what work wrote is committed, the key released
+            conn.execute("DELETE FROM web_form_submissions WHERE key = %s", (key,))
+            refused = exc
+        else:
+            if not isinstance(outcome, dict) or "location" not in outcome:
+                raise TypeError(f"{action}: the work of a form returns a dict with its 'location'")
+            conn.execute("UPDATE web_form_submissions SET outcome = %s WHERE key = %s",
+                         (json.dumps(outcome, default=str), key))
+            return Done(json.loads(json.dumps(outcome, default=str)), False, claimed[0])
+    raise refused
 
 
 def redirect(request: Request, done: Done) -> Redirect:
