@@ -17,7 +17,8 @@ def register(sub) -> None:
     p = sub.add_parser("portal", help="the industrial users' portal: invite, people, revoke, submissions, show, "
                                       "accept, reject, permit")
     s = p.add_subparsers(dest="portal_command", metavar="ACTION")
-    q = s.add_parser("invite", help="invite a person of an industrial user by e-mail (the link is mailed)")
+    q = s.add_parser("invite", help="invite a person of an industrial user by e-mail (the link is mailed; an "
+                                    "open invitation to the same address for the site stops working)")
     q.add_argument("site")
     q.add_argument("--email", required=True)
     q.add_argument("--name", required=True, help="the person's name")
@@ -81,9 +82,13 @@ def _invite(args, ctx) -> int:
     key = secrets.load_or_create(cfg.services.state_dir)["keys"]["portal_invites"]
     links = InviteLinks(key, opts.link_base, opts.invitation_days * 86400.0)
     with ctx.connect("owner") as conn:
-        inv, url = invite(conn, args.site, args.email, args.name, signatory=args.signatory, title=args.title,
-                          subscriber_agreement_on=args.agreement_on, actor=_actor(), links=links,
-                          mailer=Mailer(opts.mail_url), utility=cfg.name)
+        made = invite(conn, args.site, args.email, args.name, signatory=args.signatory, title=args.title,
+                      subscriber_agreement_on=args.agreement_on, actor=_actor(), links=links,
+                      mailer=Mailer(opts.mail_url), utility=cfg.name)
+    inv, url = made.invitation, made.url
+    for old in made.superseded:
+        print(f"invitation {old.id} of {_when(ctx, old.invited_at)} to {old.email} no longer works: "
+              f"invitation {inv.id} replaces it")
     if inv.mailed:
         print(f"invitation {inv.id} mailed to {inv.email} (works once, until {_when(ctx, inv.expires_at)})")
     else:

@@ -1,7 +1,9 @@
 """The portal's people, for the coordinator (issue 27 item 1): every industrial user's portal
 accounts and invitations; inviting a person by e-mail (a signatory with the day the
 subscriber agreement was received); revoking an account or an invitation. Each calls
-:mod:`web.portal.invitations` as the signed-in account (``accounts.manage``)."""
+:mod:`web.portal.invitations` as the signed-in account (``accounts.manage``); the invitation
+once per form (:func:`web.forms.once`: a double click or a reload mails once and shows what the
+first submission did)."""
 
 from __future__ import annotations
 
@@ -14,25 +16,30 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
 from foundation.errors import InputError
-from web import authz
+from web import authz, forms
 from web.portal import invitations
 
 MANAGE = {authz.OPT: "accounts.manage"}
 FORM = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]
 
 
-def _page(request: Request, *, status: int = 200, error: str | None = None, made=None, link: str | None = None,
+def _page(request: Request, *, status: int = 200, error: str | None = None, done: forms.Done | None = None,
           form: dict | None = None) -> Template:
+    """The page; after an invitation (``done``) the invitation made, the earlier ones it
+    superseded and, when it was not mailed and is still open, its link."""
     office = request.app.state.office
 
     def read(conn):
         sites = conn.execute("SELECT key, name FROM sites ORDER BY name").fetchall()
-        return sites, invitations.people(conn)
-    sites, people = office.read(read)
+        made = invitations.get(conn, int(done.outcome["invitation"])) if done else None
+        gone = [invitations.get(conn, int(i)) for i in done.outcome.get("superseded", [])] if done else []
+        return sites, invitations.people(conn), made, [g for g in gone if g is not None]
+    sites, people, made, superseded = office.read(read)
+    link = invitations.link(made, office.invite_links) if made and not made.mailed and office.invite_links else None
     return Template("portal_people.html", status_code=status, context={
         "account": request.state.account, "nav": "people", "sites": sites, "people": people, "error": error,
-        "made": made, "link": link, "form": form or {}, "mail_configured": office.mailer.configured,
-        "done": request.query_params.get("done")})
+        "made": made, "link": link, "superseded": superseded, "again": bool(done and done.again),
+        "form": form or {}, "mail_configured": office.mailer.configured, "done": request.query_params.get("done")})
 
 
 @get("/portal-people", opt=MANAGE, sync_to_thread=True, name="portal-people")
@@ -42,7 +49,7 @@ def people_page(request: Request) -> Template:
 
 @post("/portal-people/invite", opt=MANAGE, sync_to_thread=True, status_code=200)
 def invite(request: Request, data: FORM) -> Template:
-    office, account = request.app.state.office, request.state.account
+    office = request.app.state.office
     form = {k: str(data.get(k, "") or "")[:300] for k in ("site", "email", "full_name", "title", "signatory",
                                                            "agreement_on")}
     if office.invite_links is None:
@@ -51,14 +58,19 @@ def invite(request: Request, data: FORM) -> Template:
         agreed = date.fromisoformat(form["agreement_on"]) if form["agreement_on"] else None
     except ValueError:
         return _page(request, status=400, error="The subscriber agreement's day: a date (YYYY-MM-DD).", form=form)
+
+    def work(conn, actor):
+        made = invitations.invite(conn, form["site"], form["email"], form["full_name"],
+                                  signatory=form["signatory"] == "yes", title=form["title"] or None,
+                                  subscriber_agreement_on=agreed, actor=actor, links=office.invite_links,
+                                  mailer=office.mailer, utility=office.utility)
+        return {"location": "/portal-people", "invitation": made.invitation.id,
+                "superseded": [i.id for i in made.superseded]}
     try:
-        inv, url = office.act(account, invitations.invite, form["site"], form["email"], form["full_name"],
-                              signatory=form["signatory"] == "yes", title=form["title"] or None,
-                              subscriber_agreement_on=agreed, links=office.invite_links, mailer=office.mailer,
-                              utility=office.utility)
+        done = forms.once(request, data, "portal.invite", work)
     except InputError as exc:
         return _page(request, status=400, error=str(exc), form=form)
-    return _page(request, made=inv, link=None if inv.mailed else url)
+    return _page(request, done=done)
 
 
 @post("/portal-people/{username:str}/revoke", opt=MANAGE, sync_to_thread=True, status_code=303)

@@ -10,6 +10,12 @@ once, for ``[web] invitation_days``, and never after the invitation is revoked. 
 set up a TOTP second factor before the account exists; the coordinator states the day the
 person's signed subscriber agreement was received (40 CFR 3.2000(b)(5)(v)): without it no
 signatory is invited.
+
+One person, one working link: a new invitation to the same address for the same industrial user
+while an earlier one is still open supersedes it (the earlier is revoked in the same
+transaction, the reason ``superseded by invitation N`` in the audit trail, and its link then
+says it was replaced); inviting is serialised per site and address (an advisory lock), so two
+coordinators at once still leave one open invitation.
 """
 
 from __future__ import annotations
@@ -122,6 +128,26 @@ _COLS = ("i.id", "i.site_id", "s.key", "s.name", "i.email", "i.full_name", "i.ti
          "i.accepted_at", "i.account_id", "i.revoked_at", "i.mailed", "i.mail_error")
 
 
+@dataclass(frozen=True)
+class Invited:
+    """What :func:`invite` did.
+
+    Attributes
+    ----------
+    invitation : Invitation
+        The new invitation (``mailed`` False and ``mail_error`` the reason when the mail could not be sent).
+    url : str
+        Its link (shown to the coordinator only when it was not mailed).
+    superseded : tuple of Invitation
+        The earlier invitations to the same address for the same site that were still open and
+        no longer work (revoked by this one), oldest first.
+    """
+
+    invitation: Invitation
+    url: str
+    superseded: tuple[Invitation, ...] = ()
+
+
 def _invitations(conn, where: str, params=()) -> list[Invitation]:
     rows = conn.execute(f"SELECT {', '.join(_COLS)} FROM portal_invitations i JOIN sites s ON s.id = i.site_id "
                         f"WHERE {where} ORDER BY i.id", params).fetchall()
@@ -146,11 +172,24 @@ def _audit(conn, actor: Actor, action: str, obj: str, detail: dict) -> None:
 
 def invite(conn, site_key: str, email: str, full_name: str, *, signatory: bool, title: str | None,
            subscriber_agreement_on: date | None, actor: Actor, links: InviteLinks, mailer: Mailer,
-           utility: str) -> tuple[Invitation, str]:
+           utility: str) -> Invited:
     """Invite a person of industrial user ``site_key`` to the portal and mail the link.
 
-    Returns the invitation (``mailed`` False and ``mail_error`` the reason when the mail could
-    not be sent) and the link (shown to the coordinator only when it was not mailed).
+    An invitation to the same address (compared without regard to case) for the same site that
+    is still open (neither used, revoked nor expired) is revoked by this one, with the reason
+    in the audit trail (``portal-invitation-revoked``, ``superseded_by``): one working link per
+    person. One mail is sent, for the new invitation.
+
+    Returns
+    -------
+    Invited
+        The invitation, its link and the invitations it superseded.
+
+    Raises
+    ------
+    foundation.errors.InputError
+        An unknown site, an address that is not one bare address, a name or position missing or
+        too long, a signatory without the subscriber agreement's day or with one in the future.
     """
     site = conn.execute("SELECT id, name FROM sites WHERE key = %s", (site_key,)).fetchone()
     if site is None:
@@ -166,13 +205,23 @@ def invite(conn, site_key: str, email: str, full_name: str, *, signatory: bool, 
     token_id = _random.token_urlsafe(16)
     expires = datetime.now(timezone.utc) + timedelta(seconds=links.lifetime_s)
     with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('sewerwatch-portal-invite'), hashtext(%s))",
+                     (f"{site[0]}:{address.lower()}",))
+        earlier = _invitations(conn, "i.site_id = %s AND lower(i.email) = lower(%s) AND i.revoked_at IS NULL AND "
+                               "i.accepted_at IS NULL AND i.expires_at > now()", (site[0], address))
         iid = conn.execute(
             "INSERT INTO portal_invitations (site_id, email, full_name, title, signatory, subscriber_agreement_on, "
             "token_id, invited_by, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (site[0], address, name, position, bool(signatory), subscriber_agreement_on, token_id, actor.audit_name,
              expires)).fetchone()[0]
         _audit(conn, actor, "portal-invited", f"site:{site_key}", {"invitation": iid, "email": address, "name": name,
-                                                                    "signatory": bool(signatory)})
+                                                                    "signatory": bool(signatory),
+                                                                    "supersedes": [e.id for e in earlier]})
+        for e in earlier:
+            conn.execute("UPDATE portal_invitations SET revoked_at = now() WHERE id = %s", (e.id,))
+            _audit(conn, actor, "portal-invitation-revoked", f"site:{site_key}",
+                   {"invitation": e.id, "superseded_by": iid,
+                    "reason": f"superseded by invitation {iid} to the same address"})
     url = links.url(iid, token_id)
     body = invitation_body(utility, site[1], name, bool(signatory), url, expires)
     try:
@@ -182,7 +231,28 @@ def invite(conn, site_key: str, email: str, full_name: str, *, signatory: bool, 
         conn.execute("UPDATE portal_invitations SET mail_error = %s WHERE id = %s", (str(exc)[:500], iid))
     if not conn.autocommit:
         conn.commit()
-    return _invitations(conn, "i.id = %s", (iid,))[0], url
+    gone = tuple(get(conn, e.id) for e in earlier)
+    return Invited(get(conn, iid), url, gone)
+
+
+def get(conn, invitation_id: int) -> Invitation | None:
+    """Invitation ``invitation_id``, or None."""
+    found = _invitations(conn, "i.id = %s", (invitation_id,))
+    return found[0] if found else None
+
+
+def link(inv: Invitation, links: InviteLinks) -> str | None:
+    """A working link of an invitation still open (the page shows it again when it was not
+    mailed: a link signed now, for the same invitation and token id), else None."""
+    return links.url(inv.id, inv.token_id) if inv.state == "open" else None
+
+
+def superseded_by(conn, inv: Invitation) -> int | None:
+    """The invitation that superseded ``inv`` (from the audit trail), or None."""
+    row = conn.execute("SELECT detail->>'superseded_by' FROM audit_log WHERE object = %s AND action = "
+                       "'portal-invitation-revoked' AND detail->>'invitation' = %s AND detail->>'superseded_by' "
+                       "IS NOT NULL ORDER BY id DESC LIMIT 1", (f"site:{inv.site_key}", str(inv.id))).fetchone()
+    return int(row[0]) if row and row[0] else None
 
 
 def invitation_body(utility: str, site_name: str, name: str, signatory: bool, url: str, expires: datetime) -> str:
@@ -204,6 +274,9 @@ def open_invitation(conn, token: str, links: InviteLinks) -> Invitation:
         raise InvitationError("This is not a valid invitation link.")
     inv = found[0]
     if inv.revoked_at is not None:
+        if superseded_by(conn, inv) is not None:
+            raise InvitationError("This invitation was replaced by a newer one sent to the same address: open the "
+                                  "link in the latest e-mail from the utility.")
         raise InvitationError("This invitation was withdrawn by the utility.")
     if inv.accepted_at is not None:
         raise InvitationError("This invitation has been used already. Sign in with the user name chosen then.")
