@@ -7,7 +7,8 @@ again when another joins it, and a ``sync_to_thread`` handler registered twice i
 (its page becomes a coroutine, a 500). Every route names :data:`web.roles.PORTAL` (accounts of kind ``industrial-user`` only) and
 every object is checked against the account's site (:func:`web.authz.own`: another user's
 draft, upload, submission, notice or report is "not found"). The handlers call the package
-functions of :mod:`web.portal`; no rule lives here.
+functions of :mod:`web.portal`; no rule lives here. Signing is once per form
+(:func:`web.forms.once`): a double click on "Sign and submit" gets the first one's receipt.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from litestar.response import Redirect, Template
 from markupsafe import Markup
 
 from foundation.errors import InputError
-from web import authz, roles
+from web import authz, forms, roles
 from web.portal import certification, drafts, invitations, owed, record, uploads
 
 PORTAL = {authz.OPT: roles.PORTAL}
@@ -225,19 +226,23 @@ def routes(office) -> list:
         opts = office.opts
         client = request.scope["state"].get("client", "")
 
-        def act(conn):
+        def act(conn, actor):
             _own_draft(conn, account, draft_id)
-            return record.sign(conn, draft_id, account, str(data.get("password", ""))[:300],
-                               str(data.get("code", ""))[:12], reviewed=str(data.get("reviewed", "")),
-                               confirmed=data.get("certify") == "yes", client=client,
-                               lockout_after=opts.lockout_after, lockout_min=opts.lockout_min,
-                               utility=office.utility, letterhead=office.letterhead, tz=office.tz)
-        try:
-            sub = office.read(act)
+            sub = record.sign(conn, draft_id, account, str(data.get("password", ""))[:300],
+                              str(data.get("code", ""))[:12], reviewed=str(data.get("reviewed", "")),
+                              confirmed=data.get("certify") == "yes", client=client,
+                              lockout_after=opts.lockout_after, lockout_min=opts.lockout_min,
+                              utility=office.utility, letterhead=office.letterhead, tz=office.tz)
+            return {"location": f"/portal/submissions/{sub.id}?done=signed", "submission": sub.id}
+        office.read(lambda conn: _own_draft(conn, account, draft_id))      # another's draft: 404 before the key
+        try:        # once per form: a double click gets the first one's receipt; a refusal's failure is counted
+            done = forms.once(request, data, "portal.sign", act, keep=(record.SigningRefused,))
         except record.SigningRefused as exc:
             return _sign_page(request, draft_id, status=exc.status, error=str(exc))
-        office.read(lambda conn: record.mail_receipt(conn, sub, office.mailer, office.utility, office.tz))
-        return Redirect(office.url(f"/portal/submissions/{sub.id}?done=signed"), status_code=303)
+        if not done.again:
+            office.read(lambda conn: record.mail_receipt(conn, record.get(conn, done.outcome["submission"]),
+                                                         office.mailer, office.utility, office.tz))
+        return forms.redirect(request, done)
 
     @get("/portal/submissions/{submission_id:int}", opt=PORTAL, sync_to_thread=True)
     def submission(request: Request, submission_id: FromPath[int]) -> Template:
@@ -249,7 +254,8 @@ def routes(office) -> list:
         s, doc, files, events, verified = office.read(read)
         return Template("portal_submission.html", context=_ctx(request, sub=s, doc=doc, files=files, events=events,
                                                                  verified=verified, staff=False,
-                                                                 done=request.query_params.get("done")))
+                                                                 done=request.query_params.get("done"),
+                                                                 again=request.query_params.get("again") == "1"))
 
     @get("/portal/submissions/{submission_id:int}/pdf", opt=PORTAL, sync_to_thread=True)
     def submission_pdf(request: Request, submission_id: FromPath[int]) -> Response:

@@ -285,7 +285,9 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
         answered = _record_receipt(conn, draft, number, sha, signer, signed_at, site)
         _event(conn, sid, signer.username, "submitted", None, {"via": "web", "client": client, "answered": answered,
                                                                "supersedes": supersedes})
-        conn.execute("UPDATE portal_drafts SET submitted_as = %s, updated_at = now() WHERE id = %s", (sid, draft.id))
+        if conn.execute("UPDATE portal_drafts SET submitted_as = %s, updated_at = now() WHERE id = %s AND "
+                        "submitted_as IS NULL", (sid, draft.id)).rowcount != 1:     # signed meanwhile, by another
+            raise SigningRefused("This draft was signed and submitted already.", 409)
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'portal-submitted', %s, %s)",
                      (signer.username, f"submission:{number}", json.dumps({"via": "web", "sha256": sha,
                                                                            "site": site["key"], "kind": draft.kind})))
