@@ -75,14 +75,26 @@ def _upload(c, draft: int, role: str, name: str, content: bytes):
                   files={"file": (name, content, "application/octet-stream")})
 
 
-def _sign(c, db_url, user, secret, draft: int, password: str = PASSWORD, certify: bool = True, reviewed=None):
+def _key(html: str) -> str:
+    """The form's submission key (``web.forms``: one submission, one action)."""
+    return re.search(r'name="_form_key" value="([^"]+)"', html).group(1)
+
+
+def _sign_form(c, db_url, user, secret, draft: int, password: str = PASSWORD, certify: bool = True,
+               reviewed=None) -> dict:
     page = c.get(f"/portal/drafts/{draft}/sign")
     assert page.status_code == 200, page.text[:500]
     digest = re.search(r'name="reviewed" value="([0-9a-f]+)"', page.text)
-    data = {"_csrf_token": csrf_of(page.text), "reviewed": reviewed or (digest.group(1) if digest else ""),
-            "password": password, "code": code(db_url, user, secret)}
+    data = {"_csrf_token": csrf_of(page.text), "_form_key": _key(page.text),
+            "reviewed": reviewed or (digest.group(1) if digest else ""), "password": password,
+            "code": code(db_url, user, secret)}
     if certify:
         data["certify"] = "yes"
+    return data
+
+
+def _sign(c, db_url, user, secret, draft: int, password: str = PASSWORD, certify: bool = True, reviewed=None):
+    data = _sign_form(c, db_url, user, secret, draft, password, certify, reviewed)
     return c.post(f"/portal/drafts/{draft}/signature", data=data, follow_redirects=False)
 
 
@@ -99,11 +111,13 @@ def test_invitation_mailed_signed_single_use_and_revocable(db, tmp_path, mail):
         _signin(c, "coord")
         page = c.get("/portal-people")
         r = c.post("/portal-people/invite", data={
-            "_csrf_token": csrf_of(page.text), "site": "plater", "email": "r.alvarez@acme.example",
+            "_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "site": "plater",
+            "email": "r.alvarez@acme.example",
             "full_name": "Rosa Alvarez", "signatory": "yes", "title": "Plant manager", "agreement_on": ""})
         assert r.status_code == 400 and "subscriber agreement" in r.text         # a signatory needs it
         r = c.post("/portal-people/invite", data={
-            "_csrf_token": csrf_of(page.text), "site": "plater", "email": "r.alvarez@acme.example",
+            "_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "site": "plater",
+            "email": "r.alvarez@acme.example",
             "full_name": "Rosa Alvarez", "signatory": "yes", "title": "Plant manager",
             "agreement_on": datetime.now(timezone.utc).date().isoformat()})
         assert r.status_code == 200 and "The invitation was mailed to r.alvarez@acme.example" in r.text
@@ -161,9 +175,10 @@ def test_an_expired_or_withdrawn_invitation_is_refused(db, tmp_path):
     old = InviteLinks("k" * 32, "http://x", 3600.0, clock=lambda: _time.time() - 7200)
     links = InviteLinks("k" * 32, "http://x", 3600.0)
     with psycopg.connect(db.url, autocommit=True) as conn:
-        inv, url = invitations.invite(conn, "candy", "pat@sweet.example", "Pat Doe", signatory=False, title=None,
-                                      subscriber_agreement_on=None, actor=Actor("coord", "web"), links=links,
-                                      mailer=Mailer(None), utility="Village of Palmyra")
+        made = invitations.invite(conn, "candy", "pat@sweet.example", "Pat Doe", signatory=False, title=None,
+                                  subscriber_agreement_on=None, actor=Actor("coord", "web"), links=links,
+                                  mailer=Mailer(None), utility="Village of Palmyra")
+        inv, url = made.invitation, made.url
         assert not inv.mailed and "mail_url" in inv.mail_error                  # said, and the link shown
         token = url.rsplit("/", 1)[1]
         with pytest.raises(invitations.InvitationError, match="expired"):
@@ -181,17 +196,140 @@ def test_header_injection_is_refused_and_names_are_cleaned(db, tmp_path, mail):
         page = c.get("/portal-people")
         for bad in ("r@acme.example\r\nBcc: evil@attacker.example", "r@acme.example, evil@attacker.example",
                     "Rosa <r@acme.example>", "r@acme.example%0d%0abcc:evil@attacker.example"):
-            r = c.post("/portal-people/invite", data={"_csrf_token": csrf_of(page.text), "site": "plater",
-                                                      "email": bad, "full_name": "Rosa", "agreement_on": ""})
+            r = c.post("/portal-people/invite", data={"_csrf_token": csrf_of(page.text), "_form_key": _key(page.text),
+                                                      "site": "plater", "email": bad, "full_name": "Rosa",
+                                                      "agreement_on": ""})
             assert r.status_code == 400 and "E-mail address" in r.text.replace("e-mail", "E-mail"), bad
-        r = c.post("/portal-people/invite", data={"_csrf_token": csrf_of(page.text), "site": "plater",
-                                                  "email": "r@acme.example", "full_name": "Rosa\r\nBcc: evil@x.example",
-                                                  "agreement_on": ""})
+        r = c.post("/portal-people/invite", data={"_csrf_token": csrf_of(page.text), "_form_key": _key(page.text),
+                                                  "site": "plater", "email": "r@acme.example",
+                                                  "full_name": "Rosa\r\nBcc: evil@x.example", "agreement_on": ""})
         assert r.status_code == 200
         msg = _wait_mail(mail, "r@acme.example")[0]
     assert all(m["to"] == ["r@acme.example"] for m in mail.messages) and len(mail.messages) == 1
     assert "\n" not in msg["subject"] and "\r" not in msg["subject"]
     assert not mail.to("evil@attacker.example") and not mail.to("evil@x.example")
+
+
+def _no_more_mail(mail, to: str, n: int, wait: float = 1.5) -> bool:
+    """True when, after ``wait`` seconds, ``to`` has had exactly ``n`` mails."""
+    from support import wait_until
+    return not wait_until(lambda: len(mail.to(to)) > n, wait) and len(mail.to(to)) == n
+
+
+def _open_invitations(db_url, email: str) -> list[int]:
+    with psycopg.connect(db_url) as conn:
+        return [i for (i,) in conn.execute("SELECT id FROM portal_invitations WHERE email = %s AND revoked_at IS NULL "
+                                           "AND accepted_at IS NULL AND expires_at > now() ORDER BY id", (email,))]
+
+
+def test_an_invitation_sent_twice_mails_once_and_a_new_one_replaces_the_open_one(db, tmp_path, mail):
+    """One form, one invitation (``forms.once``): the same submission again (a double click, a
+    reload) mails nothing and shows the first one's outcome. A new invitation to the same
+    address for the same user (the person lost the mail) revokes the one still open, with the
+    reason in the audit trail: its link is refused, one new mail goes out, the page says so."""
+    two_users(db.url)
+    to = "r.alvarez@acme.example"
+    with office_client(db, tmp_path, mail_url=mail.url("x@example.com", "sewer@palmyra.example"),
+                       public_url="http://127.0.0.1") as c:
+        _signin(c, "coord")
+        page = c.get("/portal-people")
+        form = {"_csrf_token": csrf_of(page.text), "_form_key": _key(page.text), "site": "plater", "email": to,
+                "full_name": "Rosa Alvarez", "agreement_on": ""}
+        first = c.post("/portal-people/invite", data=form)
+        assert first.status_code == 200 and f"The invitation was mailed to {to}" in first.text
+        assert 'id="again"' not in first.text and 'id="superseded-' not in first.text
+        again = c.post("/portal-people/invite", data=form)                 # the double click
+        assert again.status_code == 200 and 'id="again"' in again.text and "had been sent already" in again.text
+        assert f"The invitation was mailed to {to}" in again.text           # what the first one did
+        assert _no_more_mail(mail, to, 1)                                  # one mail
+        opened = _open_invitations(db.url, to)
+        assert len(opened) == 1                                            # one open invitation
+        old_link = re.search(r"http://127\.0\.0\.1(/portal/invite/\S+)", mail.to(to)[0]["body"]).group(1)
+        assert c.get(old_link).status_code == 200
+        # the person lost the mail: the coordinator invites again (a new form, a new key)
+        page = c.get("/portal-people")
+        form2 = {**form, "_csrf_token": csrf_of(page.text), "_form_key": _key(page.text)}
+        assert form2["_form_key"] != form["_form_key"]
+        r = c.post("/portal-people/invite", data=form2)
+        assert r.status_code == 200 and f"The invitation was mailed to {to}" in r.text and 'id="again"' not in r.text
+        gone = re.search(rf'id="superseded-{opened[0]}">The invitation of ([^<]+) to {re.escape(to)} no longer '
+                         r"works: this one replaces it\.", r.text)
+        assert gone and re.search(r"\d{4}-\d{2}-\d{2}", gone.group(1)), r.text[:2000]
+        assert len(_wait_mail(mail, to, 2)) == 2
+        assert c.post("/portal-people/invite", data=form2).status_code == 200   # and that form again: no mail
+        assert _no_more_mail(mail, to, 2)                                  # two mails in all
+        new_link = re.search(r"http://127\.0\.0\.1(/portal/invite/\S+)", mail.to(to)[1]["body"]).group(1)
+        assert new_link != old_link
+        now_open = _open_invitations(db.url, to)
+        assert len(now_open) == 1 and now_open[0] != opened[0]
+        # the first link is refused: 410, the page says a newer one replaced it, and it makes no account
+        c.cookies.clear()
+        r = c.get(old_link)
+        assert r.status_code == 410 and "replaced by a newer one sent to the same address" in r.text
+        assert 'name="password"' not in r.text
+        r = c.post(old_link + "/accept", data={"_csrf_token": csrf_of(c.get(new_link).text), "username": "rosa",
+                                                "password": "a new long password",
+                                                "password_again": "a new long password", "code": ""})
+        assert r.status_code == 410 and "replaced by a newer one" in r.text
+        assert c.get(new_link).status_code == 200
+        # the same address for another industrial user is another invitation: nothing superseded
+        _signin(c, "coord")
+        page = c.get("/portal-people")
+        r = c.post("/portal-people/invite", data={**form, "site": "candy", "_csrf_token": csrf_of(page.text),
+                                                  "_form_key": _key(page.text)})
+        assert r.status_code == 200 and 'id="superseded-' not in r.text
+        assert len(_open_invitations(db.url, to)) == 2
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT revoked_at IS NOT NULL, accepted_at FROM portal_invitations WHERE id = %s",
+                            (opened[0],)).fetchone() == (True, None)
+        assert conn.execute("SELECT count(*) FROM web_accounts WHERE username = 'rosa'").fetchone()[0] == 0
+        audit = conn.execute("SELECT actor, detail FROM audit_log WHERE action = 'portal-invitation-revoked'"
+                             ).fetchall()
+        assert audit == [("coord", {"via": "web", "invitation": opened[0], "superseded_by": now_open[0],
+                                    "reason": f"superseded by invitation {now_open[0]} to the same address"})]
+        keys = conn.execute("SELECT count(*) FROM web_form_submissions WHERE action = 'portal.invite'").fetchone()[0]
+        assert keys == 3                                                  # three forms acted, each once
+
+
+def test_sign_and_submit_sent_twice_signs_once_and_the_repeat_gets_the_receipt(db, tmp_path, mail):
+    """A double click on "Sign and submit" (the same form twice) makes one submission and one
+    receipt; the second answer is the first one's receipt page, saying the form had been sent
+    already. A refused signature (a wrong password) is counted and leaves the form usable."""
+    two_users(db.url)
+    secret = person(db.url, "plater", "rosa", "Rosa Alvarez", signatory=True, email="rosa@acme.example")
+    with office_client(db, tmp_path, mail_url=mail.url("x@example.com")) as c:
+        _signin(c, "rosa", secret, db.url)
+        d = _draft(c, "self-monitoring")
+        _upload(c, d, "lab-csv", "results.csv", lab_csv(spoiled=False, copper=0.3))
+        data = _sign_form(c, db.url, "rosa", secret, d)
+        wrong = c.post(f"/portal/drafts/{d}/signature", data={**data, "password": "not the password"},
+                       follow_redirects=False)
+        assert wrong.status_code == 401 and "Nothing was signed" in wrong.text
+        r1 = c.post(f"/portal/drafts/{d}/signature", data=data, follow_redirects=False)   # the same key: it acts
+        assert r1.status_code == 303, r1.text[:600]
+        assert r1.headers["location"].endswith("?done=signed")
+        r2 = c.post(f"/portal/drafts/{d}/signature", data=data, follow_redirects=False)   # the double click
+        assert r2.status_code == 303 and r2.headers["location"] == r1.headers["location"] + "&again=1"
+        page = c.get(r2.headers["location"])
+        sub_id = int(r1.headers["location"].split("/")[-1].split("?")[0])
+        with psycopg.connect(db.url) as conn:
+            number, sha = conn.execute("SELECT number, sha256 FROM portal_submissions WHERE id = %s",
+                                       (sub_id,)).fetchone()
+        assert page.status_code == 200 and 'id="again"' in page.text and "had been sent already" in page.text
+        assert number in page.text and sha in page.text and 'id="verified"' in page.text     # the receipt
+        assert len(_wait_mail(mail, "rosa@acme.example")) == 1 and _no_more_mail(mail, "rosa@acme.example", 1)
+        # another form of the same draft (a second tab): refused, nothing signed twice
+        r3 = _sign(c, db.url, "rosa", secret, d)
+        assert r3.status_code == 409 and "signed and submitted already" in r3.text
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT count(*) FROM portal_submissions").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM portal_events WHERE event = 'submitted'").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM portal_events WHERE event = 'receipt-mailed'").fetchone()[0] == 1
+        assert conn.execute("SELECT submitted_as FROM portal_drafts WHERE id = %s", (d,)).fetchone()[0] == sub_id
+        failures = conn.execute("SELECT detail->>'reason' FROM audit_log WHERE action = 'login-failed' "
+                                "AND actor = 'rosa' ORDER BY id").fetchall()
+        assert failures == [("signing: wrong password",)]                  # the refusal counted, the repeat not
+        assert conn.execute("SELECT count(*) FROM web_form_submissions WHERE action = 'portal.sign'").fetchone()[0] == 1
 
 
 def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accepted(db, tmp_path, mail):
@@ -219,7 +357,8 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
         page = c.get(f"/portal/drafts/{d}")
         assert 'id="ready"' in page.text and "3 results can be used" in page.text and 'id="review-sign"' not in page.text
         r = c.post(f"/portal/drafts/{d}/signature", data={"_csrf_token": csrf_of(page.text), "password": PASSWORD,
-                                                     "code": "123456", "certify": "yes", "reviewed": "x"})
+                                                     "_form_key": "k" * 32, "code": "123456", "certify": "yes",
+                                                     "reviewed": "x"})
         assert r.status_code == 403 and "Only an authorised signatory" in r.text  # the preparer cannot sign
         # the signatory signs: the wrong password first (counted), then right
         _signin(c, "rosa", secret, db.url)
@@ -544,7 +683,12 @@ def test_the_command_line_invites_lists_shows_and_reviews_through_the_same_funct
     assert rc == 2 and "subscriber agreement" in out and "40 CFR 3.2000(b)(5)(v)" in out
     rc, out = sw("invite", "candy", "--email", "pat@sweet.example", "--name", "Pat Doe")
     assert rc == 0 and "mailed to pat@sweet.example" in out and _wait_mail(mail, "pat@sweet.example")
+    lost = int(re.search(r"invitation (\d+) mailed", out).group(1))
+    rc, out = sw("invite", "candy", "--email", "pat@sweet.example", "--name", "Pat Doe")   # the mail was lost
     invitation = int(re.search(r"invitation (\d+) mailed", out).group(1))
+    assert rc == 0 and invitation != lost and re.search(rf"invitation {lost} of .* to pat@sweet.example no "
+                                                         rf"longer works: invitation {invitation} replaces it", out)
+    assert len(_wait_mail(mail, "pat@sweet.example", 2)) == 2
     rc, out = sw("people")
     assert rc == 0 and "Pat Doe" in out and "open" in out
     rc, out = sw("people", "--site", "nosuch")
@@ -554,7 +698,7 @@ def test_the_command_line_invites_lists_shows_and_reviews_through_the_same_funct
     rc, out = sw("revoke", "--invitation", str(invitation))
     assert rc == 2 and "revoked already" in out
     rc, out = sw("people", "--json")
-    assert rc == 0 and [i["state"] for i in json.loads(out)["invitations"]] == ["revoked"]
+    assert rc == 0 and [i["state"] for i in json.loads(out)["invitations"]] == ["revoked", "revoked"]
     rc, out = sw("revoke")
     assert rc == 2 and "one of them" in out
 
@@ -621,6 +765,9 @@ def test_the_command_line_invites_lists_shows_and_reviews_through_the_same_funct
     with psycopg.connect(db.url) as conn:
         me = getpass.getuser()
         assert conn.execute("SELECT actor FROM portal_events WHERE event = 'rejected'").fetchone()[0] == me
+        assert conn.execute("SELECT detail->>'superseded_by' FROM audit_log WHERE action = "
+                            "'portal-invitation-revoked' AND (detail->>'invitation')::int = %s", (lost,)
+                            ).fetchone()[0] == str(invitation)
         assert {a for (a,) in conn.execute("SELECT actor FROM audit_log WHERE action IN ('portal-invited', "
                                            "'portal-invitation-revoked', 'portal-accepted', 'portal-rejected', "
                                            "'portal-account-revoked')")} == {me}
