@@ -144,7 +144,7 @@ def main() -> None:
         p = Pipeline(cfg, owner_url=pg.url("owner"), ingest_url=pg.url("ingest"), mqtt_url=mq.url("collector"),
                      notifier_url=None, spool_dir=state / "spool", client_id="bench-run", routes=routes)
         bg = Background(p)
-        p.ingest.mqtt.wait_connected(10)
+        p.ingest.mqtt.wait_subscribed(10)
         time.sleep(0.5)
 
         # the peer: poll the database every second, like dashboard alerting

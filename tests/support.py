@@ -203,13 +203,15 @@ def mqtt_client(url: str, client_id: str, clean_session: bool = True):
 def topic_watcher(url: str, topic: str = "sewerwatch/#", client_id: str = "watcher"):
     """A subscriber to ``topic`` (QoS 1) and the list of the topics it receives, once its
     subscription stands: what the broker let through."""
-    import time
+    import threading
 
     got: list[str] = []
+    answered = threading.Event()
     watcher = mqtt_client(url, client_id)
     watcher.on_message = lambda c, u, m: got.append(m.topic)
+    watcher.on_subscribe = lambda c, u, mid, codes, props: answered.set()
     watcher.subscribe(topic, qos=1)
-    time.sleep(0.3)     # the subscription
+    assert answered.wait(10), f"the broker did not answer {client_id}'s subscription to {topic}"
     return watcher, got
 
 

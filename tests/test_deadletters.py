@@ -54,7 +54,7 @@ def test_wrong_topics_are_dead_letters_that_replay_once_after_the_config_is_fixe
     pub = None
     now = int(time.time() * 1000) - 60_000
     try:
-        assert ing.mqtt.wait_connected()
+        assert ing.mqtt.wait_subscribed()
         pub = mqtt_client(services.mqtt_urls["device"], f"p-{site}")
         publish_all(pub, [
             (f"sewerwatch/{site}/ph", json.dumps({"t": now, "v": 7.1, "u": "pH"})),            # good

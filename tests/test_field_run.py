@@ -97,7 +97,7 @@ def live(module_db, tmp_path_factory):
     bg = Background(p)
     clients = {}
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         for site in ("calw", "calx"):
             clients[site] = _client(ep.site_urls[site], f"dev-{site}")
         assert wait_until(lambda: all(c.is_connected() for c, _ in clients.values()), 10)

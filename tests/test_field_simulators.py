@@ -46,7 +46,7 @@ def live(module_db, services, tmp_path_factory):
                  client_id=f"field-sim-{u}", tick_s=0.05)
     bg = Background(p)
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         yield {"p": p, "db": module_db, "sites": sites, "url": services.mqtt_urls["device"]}
     finally:
         bg.stop()

@@ -123,7 +123,7 @@ def test_telegraf_json_and_bare_numbers_published_with_paho_arrive_as_readings(d
     try:
         ing = service.start(cfg, ingest_url=db.urls["ingest"], mqtt_url=ep.mqtt("collector"),
                             spool_dir=tmp_path / "spool", client_id=f"c-{site}", max_delay=0.05)
-        assert ing.mqtt.wait_connected()
+        assert ing.mqtt.wait_subscribed()
         assert sorted(ing.mqtt.topics.subscriptions()) == ["plc/#", "sewerwatch/#", "telegraf/#"]
         pub = mqtt_client(ep.site_urls[site], f"p-{site}")            # the site's own account may publish
         node_red = {"fields": {"ph": 7.2, "flow": 130.5}, "name": "manhole", "tags": {"host": "mh1"},

@@ -72,7 +72,7 @@ def test_a_locked_database_is_slow_not_down_in_status_and_in_the_degraded_alert(
     seen: dict[str, set] = {}
     databases = set()
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         streamer.start()
         time.sleep(2)
         locker.execute("LOCK TABLE readings, violations IN ACCESS EXCLUSIVE MODE")     # held until rollback

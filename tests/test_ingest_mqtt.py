@@ -61,7 +61,8 @@ def test_single_and_batched_payloads_arrive_exactly_once(db, services, tmp_path)
         conn.commit()
     cid = f"c-{site}"
     ing = _ingest(db.urls["ingest"], services.mqtt_urls["collector"], tmp_path / "spool", cid)
-    assert ing.mqtt.wait_connected()
+    assert ing.mqtt.wait_subscribed()           # answered: from now on nothing published is missed
+    assert ing.mqtt.subscriptions and all(v.startswith("granted") for v in ing.mqtt.subscriptions.values())
     pub = mqtt_client(services.mqtt_urls["device"], f"p-{site}")
     publish_all(pub, _messages(site, 300) + _messages(site, 3000, batch=100, start_ms=MS0 + 10**7))
     # QoS 0 messages carry no packet id: nothing to acknowledge, and no reason to drop them.
@@ -85,7 +86,7 @@ def test_database_stopped_for_30_seconds_mid_stream_loses_and_doubles_nothing(se
         owner = pg.url("owner")
         add_site_and_sensors(owner, site, {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
         ing = _ingest(pg.url("ingest"), services.mqtt_urls["collector"], tmp_path / "spool", f"c-{site}")
-        assert ing.mqtt.wait_connected()
+        assert ing.mqtt.wait_subscribed()
         pub = mqtt_client(services.mqtt_urls["device"], f"p-{site}")
         msgs = _messages(site, 2000, batch=5)           # 800 messages, 4000 readings
         sender = Sender(pub, msgs, rate=20)                                   # about 40 s of traffic
@@ -111,7 +112,7 @@ def test_mosquitto_restarted_mid_stream_every_qos1_reading_arrives(db, tmp_path)
     add_site_and_sensors(db.url, site, {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
     with own_mosquitto() as mq:
         ing = _ingest(db.urls["ingest"], mq.url("collector"), tmp_path / "spool", f"c-{site}")
-        assert ing.mqtt.wait_connected()
+        assert ing.mqtt.wait_subscribed()
         pub = mqtt_client(mq.url("device"), f"p-{site}", clean_session=False)
         msgs = _messages(site, 1500, batch=5)             # 600 messages, 3000 readings
         sender = Sender(pub, msgs, rate=60)
@@ -190,7 +191,7 @@ def test_a_thousand_malformed_payloads_all_dead_lettered_while_good_readings_flo
     site = _site()
     add_site_and_sensors(db.url, site, {"ph": ("ph", "pH")})
     ing = _ingest(db.urls["ingest"], services.mqtt_urls["collector"], tmp_path / "spool", f"c-{site}")
-    assert ing.mqtt.wait_connected()
+    assert ing.mqtt.wait_subscribed()
     pub = mqtt_client(services.mqtt_urls["device"], f"p-{site}")
     sent_bad: list[bytes] = []
     sent_good = [0]

@@ -24,7 +24,7 @@ def _trial(db, mq, tmp_path, site: str, ids: dict, batch: int, wait_s: float, n:
     cfg = config.from_dict({"ingest": HISTORIC})
     ing = service.start(cfg, ingest_url=db.urls["ingest"], mqtt_url=mq.url("collector"), spool_dir=tmp_path / cid,
                         client_id=cid, max_delay=0.05)
-    assert ing.mqtt.wait_connected()
+    assert ing.mqtt.wait_subscribed()
     time.sleep(0.3)
     ing.stop()                                             # the collector goes offline; its session stays
     t0 = int(time.time() * 1000) - 86_400_000 + batch * 10_000_000

@@ -86,7 +86,7 @@ def test_single_messages_batches_and_modbus_polls_give_the_episodes_check_gives(
                  "WHERE t.key = %s")
     normal, dump = src.start + 9 * 3600, src.start + 10.75 * 3600     # acid-dump: pH 3.5 from 10:30 to 11:00
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         time.sleep(0.3)
         publish_all(pub, [(f"sewerwatch/{single}/ph", json.dumps({"t": t, "v": v, "u": "pH"}))
                           for t, v in zip(times, values)])

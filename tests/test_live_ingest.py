@@ -150,8 +150,7 @@ def _pipeline(db, services, tmp_path, site: str, sensors: list[dict], hook: Webh
     p = Pipeline(cfg, owner_url=db.url, ingest_url=db.urls["ingest"], mqtt_url=services.mqtt_urls["collector"],
                  notifier_url=None, spool_dir=tmp_path / "spool", client_id=f"test-{site}", tick_s=0.05)
     bg = Background(p)
-    assert p.ingest.mqtt.wait_connected(10)
-    time.sleep(0.3)  # the subscription
+    assert p.ingest.mqtt.wait_subscribed(10)
     return p, bg
 
 

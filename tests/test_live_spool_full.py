@@ -48,7 +48,7 @@ def test_a_full_spool_disk_is_loud_and_loses_nothing(services, tmp_path):
             return [x["body"]["title"] for x in hook.received("/hook") if word in x["body"].get("title", "")]
 
         try:
-            assert p.ingest.mqtt.wait_connected(10)
+            assert p.ingest.mqtt.wait_subscribed(10)
             time.sleep(0.3)
             pg.stop()
             publish_all(pub, msgs[:2])

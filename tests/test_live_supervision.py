@@ -55,7 +55,7 @@ def test_every_component_killed_from_inside_is_restarted_reported_and_alerted(db
                 if x["body"].get("title", "").startswith("[sewerwatch] DEGRADED") and f": {name}: " in x["body"]["title"]]
 
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         time.sleep(0.3)
         publish()
         assert wait_until(lambda: count(db.url, ph) == sent[0] and count(db.url, flow) > 0, 15)

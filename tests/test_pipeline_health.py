@@ -38,7 +38,7 @@ def test_no_data_flatline_and_device_unreachable(db, services, tmp_path):
     bg = Background(p)
     pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         time.sleep(0.3)
         # pH: 20 minutes of exactly 7.0 (a flat line longer than 600 s of readings)
         t0 = 1_780_290_000_000

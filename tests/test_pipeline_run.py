@@ -114,7 +114,7 @@ def test_stop_writes_every_batch_the_writer_still_held(db, services, tmp_path):
     bg = Background(p)
     pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
     try:
-        assert p.ingest.mqtt.wait_connected(10)
+        assert p.ingest.mqtt.wait_subscribed(10)
         wait_until(lambda: False, 0.3)
         t0 = 1_780_290_000_000
         publish_all(pub, [(f"sewerwatch/{site}/ph", json.dumps(

@@ -152,7 +152,7 @@ def test_sparkplug_births_and_data_published_with_paho_arrive_and_a_gap_asks_for
     try:
         ing = service.start(cfg, ingest_url=db.urls["ingest"], mqtt_url=ep.mqtt("collector"),
                             spool_dir=tmp_path / "spool", client_id=f"c-{site}", max_delay=0.05)
-        assert ing.mqtt.wait_connected()
+        assert ing.mqtt.wait_subscribed()
         edge = mqtt_client(ep.mqtt("device"), f"edge-{site}")           # the gateway's account
         edge.on_message = lambda c, u, m: commands.append((m.topic, Payload.FromString(m.payload)))
         edge.subscribe(f"{base}/NCMD/mh1", qos=0)

@@ -131,6 +131,7 @@ class MqttCollector:
         self._parked_mids: list[tuple[int, int]] = []   # (mid, generation) of held Sparkplug births
         self._generation = 0
         self._connected = threading.Event()
+        self._subscribed = threading.Event()            # the broker answered this connection's subscriptions
         self._stop = threading.Event()
         self._flush_now = threading.Event()
         self._need_connect = True
@@ -173,7 +174,16 @@ class MqttCollector:
         return self
 
     def wait_connected(self, timeout: float = 10.0) -> bool:
+        """Wait until the broker accepted the connection [s]; its subscriptions may still be on
+        their way (:meth:`wait_subscribed`)."""
         return self._connected.wait(timeout)
+
+    def wait_subscribed(self, timeout: float = 10.0) -> bool:
+        """Wait until connected and the broker has answered every subscription of this
+        connection, granted or refused (``subscriptions`` says which) [s]: from then on a
+        message published to a granted one arrives. True if so within ``timeout``."""
+        end = time.monotonic() + timeout
+        return self._connected.wait(timeout) and self._subscribed.wait(max(0.0, end - time.monotonic()))
 
     @property
     def connected(self) -> bool:
@@ -298,6 +308,7 @@ class MqttCollector:
         self._reconnect_backoff = RECONNECT_MIN_S
         self.disconnected_since = None
         subs = [s if s in SESSION_TREES else shared(s, self.share_group) for s in self.topics.subscriptions()]
+        self._subscribed.clear()
         _, mid = client.subscribe([(s, self.qos) for s in subs])
         self._sub_mids[mid] = subs
         self.subscriptions = {s: "requested" for s in subs}
@@ -319,11 +330,14 @@ class MqttCollector:
                 log.error("the broker refused the subscription to %r (%s): nothing published there will arrive", f, rc)
             else:
                 self.subscriptions[f] = f"granted QoS {value}"
+        if "requested" not in self.subscriptions.values():
+            self._subscribed.set()
         if self.host_id:
             self._publish_state(True)
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties):
         self._connected.clear()
+        self._subscribed.clear()
         self.disconnected_since = self.disconnected_since or time.time()
         if not self._stop.is_set():
             log.warning("disconnected from the broker (%s); reconnecting", reason_code)
