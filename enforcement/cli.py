@@ -39,7 +39,7 @@ def register(sub) -> None:
     q.add_argument("--until", default=None, metavar="WHEN",
                    help="up to this date or time, exclusive (default: tomorrow)")
     q.add_argument("--site", default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_findings_list)
     q = fs.add_parser("record", help="record a finding the superintendent makes")
     q.add_argument("--site", required=True)
@@ -59,7 +59,7 @@ def register(sub) -> None:
     p.add_argument("--site", default=None)
     p.add_argument("--year", default=None, help="the periods of this year, its local days (default: this year, to now)")
     p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_schedule)
 
     p = sub.add_parser("user-reports", help="reports owed by industrial users: require, receive, list",
@@ -91,7 +91,7 @@ def register(sub) -> None:
     q.add_argument("--site", default=None)
     q.add_argument("--open", action="store_true", help="only those not received")
     q.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_reports_list)
 
     p = sub.add_parser("milestones", help="compliance schedule milestones: add, met, list",
@@ -112,7 +112,7 @@ def register(sub) -> None:
     q.set_defaults(func=_milestones_met)
     q = ms.add_parser("list")
     q.add_argument("--site", default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_milestones_list)
 
     p = sub.add_parser("snc", help="significant noncompliance of each user, criterion by criterion",
@@ -125,7 +125,7 @@ def register(sub) -> None:
                    "local calendar days of the village")
     p.add_argument("--site", default=None)
     p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_snc)
 
     p = sub.add_parser("notice", help="notices of violation: draft, edit, issue, response, close, escalate, penalty, "
@@ -145,7 +145,7 @@ def register(sub) -> None:
     q.add_argument("--on", default=None, help="the local day of drafting (default: today)")
     q.add_argument("--out", default=".", metavar="DIR", help="where the HTML and PDF go (default .)")
     q.add_argument("--by", default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_notice_draft)
     q = _step(ns, "issue", "issue a drafted notice (its response deadline counts from the issue date)",
               _notice_issue, on="the issue date (default: today)", out=True)
@@ -181,11 +181,11 @@ def register(sub) -> None:
     q = ns.add_parser("list")
     q.add_argument("--site", default=None)
     q.add_argument("--state", action="append", default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_notice_list)
     q = ns.add_parser("show", help="a notice and its audit trail")
     q.add_argument("notice")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_notice_show)
     q = ns.add_parser("pdf", help="render a notice again from the database")
     q.add_argument("notice")
@@ -202,7 +202,7 @@ def register(sub) -> None:
     p.add_argument("--alert", action="store_true", help="open an enforcement alert for each overdue item (once); "
                    "records the findings of the present")
     p.add_argument("--notify", action="store_true", help="with --alert: send the new alerts to the contacts")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_due)
 
     p = sub.add_parser("calendar", help="the compliance calendar: samples, reports, notice deadlines, renewals, SNC",
@@ -214,20 +214,20 @@ def register(sub) -> None:
     p.add_argument("--to", dest="end", default=None, help="ISO date, exclusive (default: three months on)")
     p.add_argument("--site", default=None, help="one industrial user's dates")
     p.add_argument("--ics", metavar="FILE.ics", default=None, help="write the entries as an iCalendar file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_calendar)
 
     p = sub.add_parser("report", help="the annual SNC publication list and the annual pretreatment report")
     rp = p.add_subparsers(dest="report_command", metavar="KIND", required=True)
     q = rp.add_parser("snc", help="users in significant noncompliance during a year, for the newspaper")
     q.add_argument("--year", required=True, help="e.g. 2026: the SNC periods ending in it (local days)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_report_snc)
     q = rp.add_parser("annual", help="the pretreatment program's annual report (HTML, PDF, JSON)")
     q.add_argument("--year", required=True, help="e.g. 2026: its local calendar days of the village")
     q.add_argument("--out", default=".", metavar="DIR")
     q.add_argument("--on", default=None, help="the report's local date (default: today)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_report_annual)
     q = rp.add_parser("icis", help="the year as EPA's ICIS-NPDES pretreatment performance summary (XML, schema 5.8)",
                       description="The annual report's figures as an ICIS-NPDES PretreatmentPerformanceSummary "

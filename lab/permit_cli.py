@@ -43,18 +43,18 @@ def register(sub) -> None:
     q.add_argument("--expect-version", type=int, metavar="N",
                    help="store only if the permit's current version is N (an edit made from version N; 0: a new "
                    "permit): otherwise refuse, naming who stored which version")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_import)
     q = s.add_parser("list", help="each site's current permit and where it stands")
     q.add_argument("--today", metavar="DATE", help="judge the terms as of this local date (default: today in "
                    "the village)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_list)
     q = s.add_parser("show", help="one permit (a number in the database, or a file): limits, monitoring, history")
     q.add_argument("permit", metavar="NUMBER|FILE.toml")
     q.add_argument("--today", metavar="DATE", help="judge the terms as of this local date (default: today in "
                    "the village)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_show)
     q = s.add_parser("check", help="judge a period against each site's permit, or validate permit files")
     q.add_argument("files", nargs="*", metavar="FILE.toml", help="validate these files (no database)")
@@ -64,7 +64,7 @@ def register(sub) -> None:
     q.add_argument("--today", metavar="DATE", help="judge the terms as of this local date (default: today in "
                    "the village)")
     q.add_argument("--store", action="store_true", help="store the findings in violations")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_check)
 
 

@@ -29,7 +29,7 @@ def register(sub) -> None:
     q.set_defaults(func=_invite)
     q = s.add_parser("people", help="the portal's accounts and invitations")
     q.add_argument("--site")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_people)
     q = s.add_parser("revoke", help="revoke a portal account (its sessions end at their next request), "
                                     "or an invitation not yet used (--invitation ID)")
@@ -38,7 +38,7 @@ def register(sub) -> None:
     q.set_defaults(func=_revoke)
     q = s.add_parser("submissions", help="what users submitted (default: awaiting review)")
     q.add_argument("--state", choices=("submitted", "accepted", "rejected", "superseded", "all"), default="submitted")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_submissions)
     q = s.add_parser("show", help="a copy of record, its SHA-256 checked against the stored bytes")
     q.add_argument("number")

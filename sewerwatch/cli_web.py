@@ -33,7 +33,7 @@ def register(sub) -> None:
     q.add_argument("--password-stdin", action="store_true", help="read the password as one line from standard input")
     q.set_defaults(func=_add)
     q = s.add_parser("list", help="every account with its role and state")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_list)
     for name, helptext in (("disable", "disable an account: it cannot sign in; its sessions end at their next request"),
                            ("enable", "enable an account again (also unlocks it)")):
