@@ -644,16 +644,15 @@ def issue_rendered(conn, ref, issued_on: date, *, by: str | None = None, actor: 
                    expected_revision: int | None = None) -> tuple[dict, str, bytes]:
     """Issue a drafted notice with its document rendered for the issue date: the notice,
     its HTML and its PDF (what ``sewerwatch notice issue`` writes and the office offers).
-    ``expected_revision`` as :func:`issue`: checked before the document is rendered, under
-    the same lock."""
+    ``expected_revision`` as :func:`issue`: checked once, before the document is rendered,
+    under the row's lock, which :func:`issue` takes again in the same transaction."""
     from enforcement.documents.notice_page import render   # WeasyPrint: only when a document is made
 
     with conn.transaction():
         n = _locked(conn, ref)
         _issuable(conn, n, expected_revision)
         page, pdf = render(n["document"], issued_on)
-        return issue(conn, n["id"], issued_on, by=by, pdf=pdf, actor=actor,
-                     expected_revision=expected_revision), page, pdf
+        return issue(conn, n["id"], issued_on, by=by, pdf=pdf, actor=actor), page, pdf
 
 
 def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | None = None,
