@@ -596,7 +596,7 @@ def _same_revision(conn, n: dict, expected: int, doing: str) -> None:
                         "AND detail->>'revision' = %s, false) DESC, at DESC, id DESC LIMIT 1",
                         (n["id"], str(n["revision"]))).fetchone()
     raise Conflict(f"notice {n['number']}", expected, n["revision"], last[0] if last else "someone",
-                   f"{last[1]:%Y-%m-%d %H:%M %Z}" if last else "an unknown time", doing=doing)
+                   last[1] if last else "an unknown time", doing=doing)
 
 
 def _locked(conn, ref) -> dict:

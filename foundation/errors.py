@@ -18,6 +18,7 @@ Every error a user can cause or meet is one of these; the CLI prints it as a sin
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 
 
 class SewerwatchError(Exception):
@@ -67,8 +68,11 @@ class Conflict(InputError):
         The version the edit was made from.
     current : int
         The version stored now.
-    by, at : str
-        Who stored the current version, and when (as text).
+    by : str
+        Who stored the current version.
+    at : datetime or str
+        When: an aware datetime (the message writes it in UTC, a page of the office in the
+        village's time: :func:`web.forms.conflict_lines`), or text where it is not known.
     doing : str
         What was refused: ``"edit"`` (an edit made from an older version: nothing saved) or
         ``"issue"`` (a document issued as the person read it: nothing issued).
@@ -80,11 +84,12 @@ class Conflict(InputError):
              "issue": "{what}: version {expected} was read to be issued, but {by} saved version {current} "
                       "at {at} meanwhile: nothing was issued; read version {current}, then issue it"}
 
-    def __init__(self, what: str, expected: int, current: int, by: str, at: str, *, doing: str = "edit"):
+    def __init__(self, what: str, expected: int, current: int, by: str, at, *, doing: str = "edit"):
         if doing not in self.WORDS:
             raise ValueError(f"Conflict: doing is one of {', '.join(self.WORDS)}, not {doing!r}")
         self.what, self.expected, self.current, self.by, self.at, self.doing = what, expected, current, by, at, doing
-        super().__init__(self.WORDS[doing].format(what=what, expected=expected, current=current, by=by, at=at))
+        when = at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if isinstance(at, datetime) else at
+        super().__init__(self.WORDS[doing].format(what=what, expected=expected, current=current, by=by, at=when))
 
 
 class SchemaMissing(InputError):

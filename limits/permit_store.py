@@ -116,7 +116,7 @@ def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, rea
             by, at = conn.execute("SELECT entered_by, entered_at FROM permits WHERE number = %s AND version = %s",
                                   (permit.number, cur[0])).fetchone() if cur is not None else ("nobody", "")
             raise Conflict(f"permit {permit.number}", expected_version, cur[0] if cur is not None else 0, by,
-                           at.isoformat(timespec="seconds") if hasattr(at, "isoformat") else str(at))
+                           at if hasattr(at, "astimezone") else str(at))
         diff = changes(cur[1], doc) if cur is not None else []
         if cur is not None and not diff:
             return {"number": permit.number, "site": permit.site, "version": cur[0], "status": "unchanged",

@@ -9,6 +9,7 @@ saved which version when, on the web and on the command line.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -170,7 +171,10 @@ def test_an_edit_from_an_old_permit_version_is_a_conflict_naming_who_saved_what(
         assert (e.value.expected, e.value.current, e.value.by) == (1, 2, "coord")
         assert "nothing was saved" in str(e.value)
         assert [v["version"] for v in versions(conn, "PAL-IU-2026-02")] == [1, 2]      # not overwritten
-        assert forms.conflict_lines(e.value)[0].startswith("coord saved version 2 of permit PAL-IU-2026-02")
+        first = forms.conflict_lines(e.value, "America/Chicago")[0]
+        assert first.startswith("coord saved version 2 of permit PAL-IU-2026-02")
+        assert re.search(r" at \d{4}-\d\d-\d\d \d\d:\d\d C[SD]T, after you began editing version 1", first), first
+        assert re.search(r" at \d{4}-\d\d-\d\d \d\d:\d\d UTC meanwhile", str(e.value)), str(e.value)
         audit = conn.execute("SELECT actor, detail->>'via' FROM audit_log WHERE action = 'permit.change'").fetchall()
         assert audit == [("coord", "web")]
     # the command line: permit import --expect-version

@@ -146,6 +146,9 @@ def test_one_notice_from_draft_to_escalation_and_the_state_report(office, db):
     text = html.unescape(re.sub(r"\s+", " ", r.text))
     assert r.status_code == 409 and "coord saved version 3 of notice NOV-2026-001 at " in text, text[-3000:]
     assert "after you opened version 2 to issue it. Nothing was issued." in text
+    # the time in the village's zone, as the list of changes and every time of the office
+    saved_at = re.search(r"of notice NOV-2026-001 at (\d{4}-\d\d-\d\d \d\d:\d\d \w+), after", text)
+    assert saved_at and saved_at[1].endswith((" CST", " CDT")), text[-3000:]
     assert "Remarks (version 3, coord, " in text
     assert "Call J. Kowalski before the 15th. → Call J. Kowalski by the 10th." in re.sub(r"<[^>]+>", "", text)
     assert 'src="/notices/%d/page/1?r=3"' % nid in r.text                     # the preview is the current draft

@@ -62,6 +62,7 @@ from litestar.response import Redirect
 from markupsafe import Markup
 
 from foundation.errors import Conflict
+from web.formats import local
 
 #: The form field holding the key.
 FIELD = "_form_key"
@@ -194,14 +195,16 @@ def redirect(request: Request, done: Done) -> Redirect:
     return Redirect(office.url(loc), status_code=303)
 
 
-def conflict_lines(exc: Conflict) -> list[str]:
-    """What a person reads when their edit, or the document they issue, met a newer version."""
+def conflict_lines(exc: Conflict, tz: str) -> list[str]:
+    """What a person reads when their edit, or the document they issue, met a newer version
+    (the time in the village's time zone ``tz``, as every time of the office)."""
+    at = local(exc.at, tz, seconds=False) if isinstance(exc.at, datetime) else exc.at
     if exc.doing == "issue":
-        return [f"{exc.by} saved version {exc.current} of {exc.what} at {exc.at}, after you opened version "
+        return [f"{exc.by} saved version {exc.current} of {exc.what} at {at}, after you opened version "
                 f"{exc.expected} to issue it. Nothing was issued.",
                 f"Below is version {exc.current} as it stands now (what changed is listed): read it, then issue it "
                 "if it is what you mean to send."]
-    return [f"{exc.by} saved version {exc.current} of {exc.what} at {exc.at}, after you began editing version "
+    return [f"{exc.by} saved version {exc.current} of {exc.what} at {at}, after you began editing version "
             f"{exc.expected}. Nothing was saved.",
             f"Your changes are kept in the form below. Compare them with version {exc.current} (its differences are "
             "shown), then save again."]

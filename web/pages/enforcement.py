@@ -313,7 +313,7 @@ def _conflict_page(request: Request, notice_id: int, guide, exc: Conflict, **ext
 
     n, events, changed = office.read(read)
     return Template("notice.html", status_code=forms.CONFLICT, context=_notice_context(
-        request, n, guide, events, conflict=forms.conflict_lines(exc), changed=changed, **extra))
+        request, n, guide, events, conflict=forms.conflict_lines(exc, office.tz), changed=changed, **extra))
 
 
 def _step(request: Request, notice_id: int, data: dict, action: str, call) -> Redirect:

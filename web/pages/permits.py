@@ -200,8 +200,8 @@ def save_edit(request: Request, number: FromPath[str],
     except Conflict as exc:
         diff = [{**c, "what": readable(c["key"])} for c in changes(by_v[base]["document"], vs[-1]["document"])]
         return Template("permit_edit.html", status_code=forms.CONFLICT, context=_edit_context(
-            request, number, base, typed=data, conflict=forms.conflict_lines(exc), conflict_diff=diff,
-            current_version=vs[-1]["version"]))
+            request, number, base, typed=data, conflict=forms.conflict_lines(exc, request.app.state.office.tz),
+            conflict_diff=diff, current_version=vs[-1]["version"]))
     except InputError as exc:
         return Template("permit_edit.html", status_code=400, context=_edit_context(
             request, number, base, typed=data, problem=str(exc)))
@@ -223,8 +223,8 @@ def upload(request: Request,
     try:
         return _save(request, data, doc, name, base, "permit.upload")
     except Conflict as exc:
-        raise InputError(" ".join(forms.conflict_lines(exc)[:1]) + " Open the permit again and send the file "
-                         "from its page.") from None
+        first = forms.conflict_lines(exc, request.app.state.office.tz)[0]
+        raise InputError(first + " Open the permit again and send the file from its page.") from None
 
 
 ROUTES = [permits_page, permit_page, edit_page, save_edit, upload]
