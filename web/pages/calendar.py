@@ -8,7 +8,6 @@ from __future__ import annotations
 import calendar as cal_mod
 from datetime import date, datetime, timedelta, timezone
 from typing import Annotated
-from zoneinfo import ZoneInfo
 
 from litestar import Request, get, post
 from litestar.enums import RequestEncodingType
@@ -56,7 +55,7 @@ def calendar_page(request: Request, month: Q = None, site: Q = None, view: Q = N
 
     office = request.app.state.office
     account = request.state.account
-    today = datetime.now(ZoneInfo(office.tz)).date()
+    today = office.today()
     first = _month(month, today)
     view = "list" if view == "list" else "month"
     if view == "month":
@@ -114,7 +113,7 @@ def feed(request: Request, token: FromPath[str]) -> Response:
     account = office.read(lambda conn: feeds.account_of(conn, token, office.feed_key))
     if account is None or account.kind != "staff":
         raise NotFoundException("no such calendar")
-    today = datetime.now(ZoneInfo(office.tz)).date()
+    today = office.today()
     items = _entries(office, today - timedelta(days=FEED_BEFORE_DAYS), today + timedelta(days=FEED_AFTER_DAYS), None)
     body = ical(items, office.utility, now=datetime.now(timezone.utc))
     return Response(body, media_type="text/calendar; charset=utf-8",
