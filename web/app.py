@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Template as Template_
 from litestar import Litestar, Request, Response
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException, NotAuthorizedException
@@ -117,6 +118,22 @@ class Edge:
                            withheld(path), status[0], took * 1000.0)
 
 
+class _Page(Template_):
+    """A template that refuses a page's context naming one of the layout's own helpers: a
+    page's ``base`` (a version number) once replaced the link prefix, so the permit form
+    posted to a path that does not exist and its style sheet did not load."""
+
+    def new_context(self, vars=None, shared=False, locals=None):
+        clash = [] if shared else sorted(set(vars or ()) & set(OWN_GLOBALS))   # shared: an include's own
+        if clash:
+            raise RuntimeError(f"template {self.name}: its context names the layout's own {', '.join(clash)}")
+        return super().new_context(vars, shared, locals)
+
+
+#: The helpers every template has; a page's context may not name them.
+OWN_GLOBALS = ("utility", "tz", "may", "roles", "base", "grafana_url", "form_key", "version_field", "is_portal")
+
+
 def templates(office: Office) -> Environment:
     """The office's Jinja2 environment (autoescaped) with its helpers."""
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "svg"]),
@@ -125,6 +142,8 @@ def templates(office: Office) -> Environment:
     env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles, base=office.prefix,
                        grafana_url=office.opts.grafana_url, form_key=forms.key_field, version_field=forms.version_field,
                        is_portal=lambda a: a is not None and a.kind == "industrial-user")
+    assert set(OWN_GLOBALS) <= set(env.globals)
+    env.template_class = _Page
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration,
                        day_before=formats.day_before)

@@ -29,7 +29,7 @@ def _page(request: Request, *, status: int = 200, problem: str | None = None, va
     office = request.app.state.office
     staff = [a for a in office.read(accounts.list_accounts) if a.kind == "staff"]
     return Template("accounts.html", status_code=status, context={
-        "account": request.state.account, "nav": "accounts", "staff": staff, "roles": roles.ROLES,
+        "account": request.state.account, "nav": "accounts", "staff": staff, "role_names": roles.ROLES,
         "role_words": roles.ROLE_WORDS, "problem": problem, "values": values or {}, "done": done, "again": again,
         "totp": totp})
 

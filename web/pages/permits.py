@@ -159,7 +159,7 @@ def _edit_context(request, number, base, typed: dict | None = None, **more) -> d
     src = by_v.get(base, vs[-1])
     doc = src["document"]
     values = typed if typed is not None else {}
-    return {"account": request.state.account, "nav": "permits", "number": number, "base": src["version"],
+    return {"account": request.state.account, "nav": "permits", "number": number, "from_version": src["version"],
             "doc": doc, "values": values, "site": src["site"], "lab_keys": LAB_KEYS, "range_keys": RANGE_KEYS, **more}
 
 
