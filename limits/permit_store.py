@@ -9,6 +9,8 @@ value). Importing the same content again changes nothing.
 
 from __future__ import annotations
 
+import re
+
 import getpass
 import json
 from datetime import date
@@ -70,6 +72,15 @@ def readable(key: str) -> str:
         section, tag = key[:-1].split("[", 1)
         return f"{_SECTION.get(section, section)} {tag}"
     return KEY_WORDS.get(key, key.replace("_", " ").replace(".", ": "))
+
+
+_KEY_PATH = re.compile(r"\b[a-z_]+(?:\[[^\]]+\])?(?:\.[a-z_]+)+\b")
+
+
+def in_words(message: str) -> str:
+    """A refusal of a permit's check with each dotted key in it said in words
+    (``flow.maximum_daily_gpd`` is "maximum daily flow"), for the office's form."""
+    return _KEY_PATH.sub(lambda m: readable(m.group(0)), message)
 
 
 def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, reason: str | None = None,

@@ -124,7 +124,7 @@ def register(sub) -> None:
     q.add_argument("sensor", metavar="SITE/SENSOR")
     q.add_argument("--buffer", action="append", default=[], metavar="VALUE:AS_FOUND:AS_LEFT",
                    help="a pH buffer, e.g. 4.00:4.12:4.01 (repeatable)")
-    q.add_argument("--slope", type=float, help="electrode slope [% of Nernstian]")
+    q.add_argument("--slope", type=float, help="electrode slope [%% of Nernstian]")
     q.add_argument("--offset", type=float, help="electrode offset [mV]")
     q.add_argument("--temperature", type=float, help="buffer temperature [--temperature-unit]")
     q.add_argument("--temperature-unit", default="degF", choices=("degF", "degC"))

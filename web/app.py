@@ -34,6 +34,7 @@ from alerts.links import PATH as ACK_PATH
 from alerts.links import redact
 from foundation.clients import client_address, networks
 from foundation.errors import InputError
+from limits import words
 from web import authz, formats, forms, roles, sessions
 from web.office import DatabaseDown, Office
 from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_people, review, sensors,
@@ -146,7 +147,9 @@ def templates(office: Office) -> Environment:
     env.template_class = _Page
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration,
-                       day_before=formats.day_before)
+                       day_before=formats.day_before, rule_name=words.rule_name, analyte=words.analyte_name,
+                       term=words.term, file_name=formats.file_name,
+                       by_name=lambda codes: sorted(((words.analyte_name(c), c) for c in codes), key=lambda x: x[0].lower()))
     return env
 
 

@@ -120,3 +120,11 @@ def form_date(text, what: str, default: date | None = None) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise InputError(f"{what}: expected a date such as 2026-04-30, got {text!r}") from None
+
+
+def file_name(text: str | None) -> str:
+    """A file's name without the folders it was read from (``/srv/in/lab.csv:11`` is
+    ``lab.csv:11``): the folders of the machine that read it mean nothing to a person."""
+    if not text:
+        return ""
+    return str(text).replace("\\", "/").rsplit("/", 1)[-1]

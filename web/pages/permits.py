@@ -185,7 +185,7 @@ def _save(request, data, permit_doc: dict, name: str, base: int | None, action: 
 @post("/permits/{number:str}/versions", opt=EDIT, sync_to_thread=True, status_code=303)
 def save_edit(request: Request, number: FromPath[str],
               data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect | Template:
-    from limits.permit_store import changes, readable
+    from limits.permit_store import changes, in_words, readable
 
     office = request.app.state.office
     base = forms.base_version(data)
@@ -204,7 +204,7 @@ def save_edit(request: Request, number: FromPath[str],
             conflict_diff=diff, current_version=vs[-1]["version"]))
     except InputError as exc:
         return Template("permit_edit.html", status_code=400, context=_edit_context(
-            request, number, base, typed=data, problem=str(exc)))
+            request, number, base, typed=data, problem=in_words(str(exc))))
 
 
 @post("/permits/upload", opt=EDIT, sync_to_thread=True, status_code=303, request_max_body_size=PERMIT_MAX)

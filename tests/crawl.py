@@ -1,0 +1,397 @@
+"""A crawler of the office as a person clicks it, in the session's headless Chromium: it follows
+every link of the navigation and of each page it reaches (bounded: a few pages of each shape of
+address), loads each page's style sheets and scripts, downloads each document a link offers,
+and submits every form it finds as the browser does: the page's own form, its action and
+method, its hidden fields and CSRF token, each field filled with a sample value chosen by the
+field's type and name (:data:`SAMPLES`), then the form's own submit button clicked.
+
+What it found is kept (:class:`Crawl`): each page's address, HTTP status and text as a person
+sees it, each form's answer, each document's text (``pdftotext`` for PDFs), and the problems: a
+404 or 500, a style sheet or script that did not load, a page that came back as the error page.
+The plain-words check reads the texts afterwards (``tests/plain_words.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.common.by import By
+
+from support import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Links to documents: fetched with the browser's cookies, not shown as a page.
+DOCUMENT = re.compile(r"(/pdf$|\.pdf$|\.csv$|\.ics$|\.xml$|\.png$|\.svg$|/files/\d+$|/drafts/\d+/uploads/\d+$|/photos/\d+$|"
+                      r"/page/\d+$|/calendar/feed/|\.json$)")
+#: Never followed or submitted: signing out ends the crawl's session.
+NEVER = re.compile(r"/logout$")
+#: Statuses that mean the page or form is broken, whatever the input.
+BROKEN = (404, 405) + tuple(range(500, 600))
+
+
+def shape(url: str) -> str:
+    """The address with each number and each query value replaced: pages of one shape are
+    visited a few times, not once per row of a table."""
+    parts = urlsplit(url)
+    path = re.sub(r"\d+", "N", parts.path)
+    query = "&".join(sorted(q.split("=")[0] for q in parts.query.split("&") if q)) if parts.query else ""
+    return path + ("?" + query if query else "")
+
+
+@dataclass
+class Visit:
+    url: str
+    status: int
+    title: str
+    text: str
+    via: str                     # "link on ..." or "form ... on ..."
+
+
+@dataclass
+class Crawl:
+    """What one account's crawl saw."""
+
+    account: str
+    pages: list[Visit] = field(default_factory=list)
+    forms: list[dict] = field(default_factory=list)
+    documents: dict[str, str] = field(default_factory=dict)     # url -> text
+    problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Shared:
+    """What the crawls of several accounts share: a form of one shape is submitted once (by
+    the first account that may), a document of one shape downloaded once; addresses that
+    answered once, so one that is gone since (a draft the crawl discarded) is told apart
+    from one that never was."""
+
+    forms_done: set[str] = field(default_factory=set)
+    documents: dict[str, str] = field(default_factory=dict)
+    alive: set[str] = field(default_factory=set)
+
+
+#: Buttons that remove or end what they act on: pressed after the page's other forms.
+LAST = re.compile(r"discard|remove|delete|revoke|withdraw|disable|reject|close|end it|sign out", re.I)
+
+
+def quiet(fn):
+    """``fn`` as a wait's predicate: False while the page is between documents."""
+    def predicate():
+        try:
+            return fn()
+        except WebDriverException:
+            return False
+    return predicate
+
+
+#: One call that describes every field of the form ``arguments[0]``.
+FIELDS_JS = """
+const f = arguments[0];
+return Array.from(f.elements).map((e, i) => {
+  e.setAttribute('data-crawl', i);
+  return {i: i, tag: e.tagName.toLowerCase(), type: (e.type || '').toLowerCase(), name: e.name || '',
+          value: e.value || '', required: e.required, disabled: e.disabled, checked: !!e.checked,
+          accept: e.accept || '', options: e.tagName === 'SELECT' ? Array.from(e.options).map(o => o.value) : []};
+});"""
+#: One call that sets the chosen values (``arguments[1]``: index -> value or true to check).
+SET_JS = """
+const f = arguments[0], values = arguments[1];
+for (const [i, v] of Object.entries(values)) {
+  const e = f.querySelector('[data-crawl="' + i + '"]');
+  if (!e) continue;
+  if (v === true) { if (!e.checked) e.click(); continue; }
+  e.value = v;
+  e.dispatchEvent(new Event('input', {bubbles: true}));
+  e.dispatchEvent(new Event('change', {bubbles: true}));
+}
+window.__crawlMark = 1;
+const bad = f.querySelector(':invalid');
+return bad ? (bad.name || bad.id || bad.tagName) : '';"""
+
+
+class Crawler:
+    """Crawl the office at ``base`` as the account signed in by ``sign_in`` (a callable that
+    signs the browser in again when a form ended the session)."""
+
+    def __init__(self, browser, base: str, account: str, sign_in, *, today: str, samples: dict[str, Path],
+                 shared: Shared | None = None, max_pages: int = 60, per_shape: int = 1,
+                 skip_actions: tuple[str, ...] = ()):
+        self.b = browser
+        self.d = browser.driver
+        self.base = base.rstrip("/")
+        self.sign_in = sign_in
+        self.today = today
+        self.files = samples
+        self.shared = shared or Shared()
+        self.max_pages = max_pages
+        self.per_shape = per_shape
+        self.skip_actions = skip_actions
+        self.crawl = Crawl(account)
+        self._shapes: dict[str, int] = {}
+        self._seen: set[str] = set()
+        self._assets: dict[str, int] = {}
+        self._n = 0
+
+    # -- pages -------------------------------------------------------------------------------
+    def status(self) -> int:
+        return int(self.d.execute_script(
+            "const e = performance.getEntriesByType('navigation'); return e.length ? e[0].responseStatus : 0;") or 0)
+
+    def _load(self, url: str) -> None:
+        self.d.get(url)
+        if "/login" in self.d.current_url and "/login" not in url:
+            self.sign_in()
+            self.d.get(url)
+
+    def _record(self, via: str) -> Visit:
+        url = self.d.current_url
+        st = self.status()
+        v = Visit(url, st, self.d.title, self.b.text(), via)
+        key = urlsplit(url).path
+        if st == 404 and key in self.shared.alive:
+            self.crawl.skipped.append(f"{url}: gone since an earlier form ({via})")
+            return v
+        self.crawl.pages.append(v)
+        if st in BROKEN:
+            self.crawl.problems.append(f"{url} answered {st} ({via}): {v.text[:160]!r}")
+        elif st == 200:
+            self.shared.alive.add(key)
+        self._check_assets(url)
+        return v
+
+    def _check_assets(self, url: str) -> None:
+        sheets, scripts = self.d.execute_script(
+            "return [Array.from(document.querySelectorAll('link[rel=stylesheet]')).map(l => "
+            "[l.href, (() => { try { return !!(l.sheet && l.sheet.cssRules.length); } catch (e) { return false; } })()]), "
+            "Array.from(document.scripts).filter(s => s.src).map(s => s.src)];")
+        for href, loaded in sheets:
+            if not loaded:
+                self.crawl.problems.append(f"{url}: its style sheet {href} did not load")
+        for src in scripts:
+            if src not in self._assets:
+                self._assets[src] = self._fetch(src)[0]
+            if self._assets[src] != 200:
+                self.crawl.problems.append(f"{url}: its script {src} answered {self._assets[src]}")
+
+    def _fetch(self, url: str) -> tuple[int, bytes, str]:
+        import httpx
+        cookies = {c["name"]: c["value"] for c in self.d.get_cookies()}
+        r = httpx.get(url, cookies=cookies, timeout=120, follow_redirects=True)
+        return r.status_code, r.content, r.headers.get("content-type", "")
+
+    def _document(self, url: str, via: str) -> None:
+        s = shape(url)
+        if s in self.shared.documents:
+            self.crawl.documents[url] = self.shared.documents[s]
+            return
+        st, body, ctype = self._fetch(url)
+        path = urlsplit(url).path
+        if st == 404 and path in self.shared.alive:
+            self.crawl.skipped.append(f"document {url}: gone since an earlier form ({via})")
+            return
+        if st in BROKEN:
+            self.crawl.problems.append(f"document {url} answered {st} ({via})")
+            return
+        self.shared.alive.add(path)
+        text = ""
+        if body.startswith(b"%PDF"):
+            with tempfile.NamedTemporaryFile(suffix=".pdf") as f:
+                f.write(body)
+                f.flush()
+                text = subprocess.run(["pdftotext", "-layout", f.name, "-"], capture_output=True, text=True,
+                                      timeout=60).stdout
+        elif ctype.startswith(("text/", "application/xml")) or url.endswith((".csv", ".ics", ".xml")):
+            text = body.decode("utf-8", "replace")
+        self.crawl.documents[url] = self.shared.documents[s] = text
+
+    def _links(self) -> list[str]:
+        hrefs = self.d.execute_script(
+            "return Array.from(document.querySelectorAll('a[href]')).filter(a => !a.getAttribute('href')"
+            ".startsWith('#')).map(a => a.href);")
+        return [h.split("#")[0] for h in hrefs if h.startswith(self.base + "/") or h == self.base]
+
+    def _want(self, url: str) -> bool:
+        if url in self._seen or NEVER.search(urlsplit(url).path):
+            return False
+        return self._shapes.get(shape(url), 0) < self.per_shape
+
+    def _take(self, url: str) -> None:
+        self._seen.add(url)
+        s = shape(url)
+        self._shapes[s] = self._shapes.get(s, 0) + 1
+
+    def run(self, start: str = "/") -> Crawl:
+        queue: list[tuple[str, str]] = [(self.base + start, "start")]
+        while queue and len(self.crawl.pages) < self.max_pages:
+            url, via = queue.pop(0)
+            if not self._want(url):
+                continue
+            self._take(url)
+            if DOCUMENT.search(urlsplit(url).path):
+                self._document(url, via)
+                continue
+            self._load(url)
+            self._record(via)
+            page = self.d.current_url
+            queue.extend((link, f"link on {page}") for link in self._links())
+            keys = sorted(self._form_keys(), key=lambda k: bool(LAST.search(k.split(" ", 2)[2])))
+            for key in keys:
+                method, action, button = key.split(" ", 2)
+                done = f"{method} {shape(action)} {button}"
+                if done in self.shared.forms_done:
+                    continue
+                self.shared.forms_done.add(done)
+                queue.extend((link, f"after a form on {page}") for link in self._submit(page, key))
+        return self.crawl
+
+    # -- forms -------------------------------------------------------------------------------
+    def _form_keys(self) -> list[str]:
+        """Each submission a page offers: a form and one of its submit buttons, by the form's
+        action, method and the button's name and value."""
+        return self.d.execute_script("""
+            const out = [];
+            Array.from(document.forms).forEach(f => {
+              const buttons = Array.from(f.querySelectorAll('button:not([type=button]):not([type=reset]), input[type=submit]'));
+              const key = (b) => [(f.getAttribute('method') || 'get').toLowerCase(), f.action,
+                                  b ? (b.name || '') + '=' + (b.value || b.textContent.trim()) : ''].join(' ');
+              if (!buttons.length) out.push(key(null)); else buttons.forEach(b => out.push(key(b)));
+            });
+            return out;""")
+
+    def _find(self, method: str, action: str, button: str):
+        """The form and its button of a submission key on the page as it is now."""
+        return self.d.execute_script("""
+            const [method, action, button] = arguments;
+            for (const f of document.forms) {
+              if ((f.getAttribute('method') || 'get').toLowerCase() !== method || f.action !== action) continue;
+              const buttons = Array.from(f.querySelectorAll('button:not([type=button]):not([type=reset]), input[type=submit]'));
+              if (!buttons.length && button === '') return [f, null];
+              for (const b of buttons) if ((b.name || '') + '=' + (b.value || b.textContent.trim()) === button) return [f, b];
+            }
+            return null;""", method, action, button)
+
+    def _submit(self, page: str, key: str) -> list[str]:
+        method, action, button = key.split(" ", 2)
+        path = urlsplit(action).path
+        if NEVER.search(path) or any(s in path for s in self.skip_actions):
+            self.crawl.skipped.append(f"{key} on {page}")
+            return []
+        self._load(page)
+        found = self._find(method, action, button)
+        if not found:
+            self.crawl.skipped.append(f"{key} on {page}: not on the page when reloaded")
+            return []
+        form, btn = found
+        marker, invalid = self.fill(form)
+        if invalid:
+            self.crawl.skipped.append(f"{key} on {page}: held back by the browser (field {invalid!r})")
+            return []
+        try:
+            if btn is None:
+                self.d.execute_script("arguments[0].requestSubmit()", form)
+            else:
+                # a button folded away (in a <details>) is opened first, as a person does
+                self.d.execute_script("for (let p = arguments[0]; p; p = p.parentElement) if (p.tagName === "
+                                      "'DETAILS') p.open = true; arguments[0].scrollIntoView({block: 'center'});", btn)
+                btn.click()
+        except WebDriverException as exc:
+            self.crawl.problems.append(f"form {key} on {page}: its button could not be pressed ({exc.msg[:120]})")
+            return []
+        try:
+            self.d.switch_to.alert.accept()       # a confirm() before a harmful action
+        except WebDriverException:
+            pass
+        if not wait_until(quiet(lambda: self.d.execute_script("return window.__crawlMark === undefined && "
+                                                              "document.readyState === 'complete'")), 30):
+            self.crawl.problems.append(f"form {key} on {page}: no answer in 30 s")
+            return []
+        st = self.status()
+        v = self._record(f"form {method.upper()} {path} {button} on {page}")
+        self.crawl.forms.append({"key": key, "page": page, "status": st, "url": v.url, "marker": marker,
+                                 "text": v.text})
+        if "/login" in self.d.current_url:
+            self.sign_in()
+        return self._links() if st not in BROKEN else []
+
+    def fill(self, form) -> tuple[str, str]:
+        """Fill ``form``'s empty fields with sample values in two calls; the free text typed
+        (a marker to read back) and the first field the browser still finds invalid."""
+        self._n += 1
+        marker = f"Checked in the round {self._n}"
+        values: dict[str, object] = {}
+        radios: set[str] = set()
+        for e in self.d.execute_script(FIELDS_JS, form):
+            kind, name = e["type"], e["name"]
+            if e["disabled"] or not name or kind in ("hidden", "submit", "button", "reset", "image"):
+                continue
+            if e["tag"] == "select":
+                if not e["value"]:
+                    first = next((o for o in e["options"] if o), None)
+                    if first is not None:
+                        values[str(e["i"])] = first
+            elif kind == "checkbox":
+                if e["required"] and not e["checked"]:
+                    values[str(e["i"])] = True
+            elif kind == "radio":
+                if name not in radios and not e["checked"]:
+                    radios.add(name)
+                    values[str(e["i"])] = True
+                radios.add(name)
+            elif kind == "file":
+                path = sample_file(name, e["accept"], self.files)
+                if path is not None:
+                    self.d.find_element(By.CSS_SELECTOR, f'[data-crawl="{e["i"]}"]').send_keys(str(path))
+            elif not e["value"].strip() or kind == "password":
+                v = sample_value(name, kind, marker, self.today)
+                if v is not None:
+                    values[str(e["i"])] = v
+        invalid = self.d.execute_script(SET_JS, form, values)
+        return marker, invalid
+def sample_value(name: str, kind: str, marker: str, today: str) -> str | None:
+    """A value a person might type in the field ``name`` of type ``kind``."""
+    n = name.lower()
+    day = datetime.fromisoformat(today)
+    if kind == "password":
+        from web_support import PASSWORD
+        return PASSWORD
+    if kind == "date" or n in ("on", "date", "since", "until", "from", "to") or n.endswith(("_on", "_date")):
+        if n in ("until", "to", "end", "ends") or n.endswith(("_until", "_to", "_end")):
+            return today
+        if n in ("since", "from", "start") or n.endswith(("_since", "_from", "_start")):
+            return (day - timedelta(days=180)).date().isoformat()
+        return today
+    if kind == "datetime-local":
+        return (day.replace(hour=9, minute=30)).strftime("%Y-%m-%dT%H:%M")
+    if kind == "time":
+        return "09:30"
+    if kind == "email" or "email" in n:
+        return "round@example.com"
+    if "code" in n:
+        return None                                   # a second factor's code: none to give
+    if n in ("quarter", "period"):
+        return "2026Q2"
+    if n in ("username", "user", "login"):
+        return f"round{abs(hash(marker)) % 10000}"
+    if n in ("name", "full_name", "display_name"):
+        return "Robin Round"
+    if kind in ("number", "range") or re.search(r"(value|amount|volume|flow|gpd|limit|maximum|minimum|average|result|"
+                                               r"reading|reference|days|count|\d_|ph|temp|cost|rate|gal)", n):
+        return "7.5"
+    return marker
+
+
+def sample_file(name: str, accept: str, files: dict[str, Path]) -> Path | None:
+    """The file a person would choose for the upload field ``name``."""
+    n = name.lower()
+    for key, path in files.items():
+        if key in n or key in accept:
+            return path
+    return files.get("default")
