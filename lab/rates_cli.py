@@ -68,7 +68,7 @@ def _import(args: argparse.Namespace, ctx) -> int:
         raise InputError(f"{args.file}: not UTF-8 text: a rates file is TOML") from None
     with ctx.connect("owner") as conn:
         v = rates.save_version(conn, text, effective, source=path.name, actor=Actor.os_user(), note=args.note)
-    print(f"saved {rates.label(v)} from {path.name}")
+    print(f"saved {rates.label(v)} (from {path.name})")
     return 0
 
 

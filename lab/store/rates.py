@@ -44,8 +44,8 @@ def _audit(conn, actor: Actor, action: str, obj: str, detail: dict) -> None:
 
 
 def label(v: dict) -> str:
-    """How a version is named on bills and pages: ``rates version 3 (in effect from 2026-01-01)``."""
-    return f"rates version {v['version']} (in effect from {_day(v['effective'])})"
+    """How a version is named on bills and pages: ``rates version 3, in effect from 2026-01-01``."""
+    return f"rates version {v['version']}, in effect from {_day(v['effective'])}"
 
 
 def _day(d) -> str:
