@@ -241,7 +241,7 @@ class Field:
 
 
 #: What each rate a formula takes is, and its unit (lab.charges.FORMULAS' ``rates``).
-RATE_WORDS = {"per_1000_gal": ("charge per 1,000 gallons", "$ per 1,000 gallons"),
+RATE_WORDS = {"per_1000_gal": ("unit cost", "$ per 1,000 gallons"),
               "unit_rent": ("rent per unit", "$ per unit a year"),
               "re": ("residential equivalents of {site}", "RE"),
               "annual_debt_budget": ("annual debt service", "$ a year"),
@@ -274,18 +274,19 @@ def form_fields(conn) -> list[Field]:
     for pack in packs:
         pk = load_pack(pack)
         for p in pk.charges:
-            head = f"{p.name} ({p.citation})"
+            name = (p.name or p.id or "")[:1].upper() + (p.name or p.id or "")[1:]
+            head = f"{name} ({p.citation})"
             if p.formula_from:
-                out.append(Field(f"adopted.{p.id}.formula", f"{p.name}: the formula the village adopted", kind="choice",
+                out.append(Field(f"adopted.{p.id}.formula", f"{name}: the formula the village adopted", kind="choice",
                                  choices=(("", "—"),) + adoptable, section=head))
-                out.append(Field(f"adopted.{p.id}.by", f"{p.name}: adopted by (the resolution)", kind="text",
+                out.append(Field(f"adopted.{p.id}.by", f"{name}: adopted by (the resolution)", kind="text",
                                  section=head))
             for rate, rk in p.rates.items():
                 words, unit = RATE_WORDS.get(rate, (rate.replace("_", " "), ""))
                 keys = ([(rk.key.replace("{site}", k), names[k]) for k, _, sp in sites if sp == pack]
                         if "{site}" in rk.key else [(rk.key, "")])
                 for key, site_name in keys:
-                    out.append(Field(key, f"{p.name}: {words.format(site=site_name)}", unit, section=head))
+                    out.append(Field(key, f"{name}: {words.format(site=site_name)}", unit, section=head))
     for k, n, _ in sites:
         out.append(Field(f"bill.volume_mg.{k}", f"Volume of {n} where its meter does not give the quarter's",
                          "million gallons", section="Volumes"))
