@@ -86,7 +86,7 @@ def test_the_clerk_saves_rates_and_the_draft_names_them(office, chromium):
     assert "from rates version 2, in effect from 2026-01-01" in b.text()
     href = d.find_element(By.CSS_SELECTOR, "#bill-plating a[href$='/plating/pdf']").get_attribute("href")
     pdf = " ".join(pdf_text(fetch(b, href)).split())
-    assert "Rates: Rates version 2, in effect from 2026-01-01." in pdf and "DRAFT" in pdf
+    assert "Rates version 2, in effect from 2026-01-01." in pdf and "DRAFT" in pdf
     with psycopg.connect(db.url) as conn:
         assert conn.execute("SELECT version, saved_by, note FROM rate_versions ORDER BY version").fetchall() == [
             (1, "clerk", "2026 rates"), (2, "clerk", "corrected by the Board")]

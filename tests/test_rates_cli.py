@@ -96,7 +96,7 @@ def test_the_bills_use_the_version_in_effect_for_their_quarter(db, village):
     r = run(village, db, "bills", "issue", str(q1["id"]), "--on", "2026-04-10", "--out", "out")
     assert r.returncode == 0, r.stderr
     pdf = next((village / "out").glob("bill-2026Q1-plating*.pdf"))
-    assert "Rates: Rates version 1, in effect from 2026-01-01." in " ".join(pdf_text(pdf.read_bytes()).split())
+    assert "Rates version 1, in effect from 2026-01-01." in " ".join(pdf_text(pdf.read_bytes()).split())
     with psycopg.connect(db.url) as conn:
         details = [d for (d,) in conn.execute("SELECT detail FROM bills WHERE run_id = %s", (q1["id"],))]
         runs = conn.execute("SELECT rates_name FROM bill_runs ORDER BY id").fetchall()

@@ -69,17 +69,17 @@ def rates_page(request: Request, saved: Q = None, again: Q = None) -> Template:
     return Template("rates.html", context=_context(request, saved=saved, again=bool(again)))
 
 
-@get("/rates/{n:int}", opt=VIEW, sync_to_thread=True)
-def version_page(request: Request, n: FromPath[int], saved: Q = None, again: Q = None) -> Template:
+@get("/rates/{version:int}", opt=VIEW, sync_to_thread=True)
+def version_page(request: Request, version: FromPath[int], saved: Q = None, again: Q = None) -> Template:
     from lab.store import rates
 
     office = request.app.state.office
 
     def read(conn):
         try:
-            v = rates.version(conn, n)
+            v = rates.version(conn, version)
         except InputError:
-            raise NotFoundException(f"no rates version {n}") from None
+            raise NotFoundException(f"no rates version {version}") from None
         return v, rates.form_fields(conn), rates.in_effect(conn, office.today())
 
     v, fields, now = office.read(read)
