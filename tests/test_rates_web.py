@@ -83,3 +83,23 @@ def test_who_may_save_and_what_is_saved(office, db):
         audit = conn.execute("SELECT actor, detail->>'via' FROM audit_log WHERE action = 'rates.saved'").fetchall()
     assert v1["tp"] == 2.5 and v2["tp"] == 2.75 and v2["bill"] == v1["bill"]     # everything else as it was
     assert audit == [("clerk", "web"), ("clerk", "web")]
+
+
+def test_a_rates_file_sent_with_the_draft_is_stored_and_the_bill_names_it(office, db):
+    c = office
+    as_(c, "clerk")
+    page = c.get("/bills").text
+    assert "the quarter's first day" in page and "(today:" not in page          # no rates stored yet
+    r = c.post("/bills/draft", data={**keyed(page, "bills-draft-form"), "quarter": "2026Q1", "on": "2026-04-10"},
+               files={"rates": ("village-rates.toml", web_round.RATES.encode(), "text/plain")})
+    assert r.status_code == 200 and "from rates version 1, in effect from 2026-01-01" in html.unescape(r.text)
+    assert _versions(db) == [(1, "2026-01-01", "village-rates.toml", "clerk")]
+    run = int(re.search(r"/bills/runs/(\d+)/issue", r.text).group(1))
+    r = c.post(f"/bills/runs/{run}/issue", data={**keyed(r.text, "bills-issue-form"), "on": "2026-04-10"})
+    assert r.status_code == 200 and "Issued." in r.text
+    bill = int(re.search(r'href="/bills/(\d+)/pdf" id="pdf-plating"', r.text).group(1))
+    page = c.get(f"/bills/{bill}").text
+    assert re.search(r'id="bill-rates">Rates version 1, in effect from 2026-01-01<', page)
+    # the next draft of the quarter, no file: the same stored version
+    page = c.get("/bills").text
+    assert "(today: rates version 1, in effect from 2026-01-01)" in page
