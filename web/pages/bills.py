@@ -39,10 +39,9 @@ def _last_quarter(today: date) -> str:
 @get("/bills", opt=VIEW, sync_to_thread=True, name="bills")
 def bills_page(request: Request) -> Template:
     from lab import bill_runs
-
-    office = request.app.state.office
     from lab.store import rates
 
+    office = request.app.state.office
     runs, issued, now = office.read(lambda conn: (bill_runs.list_runs(conn), bill_runs.issued_bills(conn),
                                                   rates.in_effect(conn, office.today())))
     return Template("bills.html", context={
