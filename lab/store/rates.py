@@ -242,7 +242,7 @@ class Field:
 
 #: What each rate a formula takes is, and its unit (lab.charges.FORMULAS' ``rates``).
 RATE_WORDS = {"per_1000_gal": ("unit cost", "$ per 1,000 gallons"),
-              "unit_rent": ("rent per unit", "$ per unit a year"),
+              "unit_rent": ("rent per unit", "$ per unit"),
               "re": ("residential equivalents of {site}", "RE"),
               "annual_debt_budget": ("annual debt service", "$ a year"),
               "total_re": ("residential equivalents of the whole system", "RE")}
@@ -254,7 +254,7 @@ NON_DETECT_WORDS = (("zero", "zero"), ("half", "half its detection limit"), ("dl
 def form_fields(conn) -> list[Field]:
     """The fields of the rates form for this utility's sites and their packs' charges."""
     from lab.billing import surcharged
-    from lab.charges import FORMULAS
+    from lab.charges import FORMULA_NAMES, FORMULAS
     from limits import analytes
     from limits.packs import load_pack
 
@@ -269,7 +269,7 @@ def form_fields(conn) -> list[Field]:
                              "$ per pound above normal strength", section="Surcharge"))
     out.append(Field("non_detect", "A result below detection counts on the bill as", kind="choice",
                      choices=NON_DETECT_WORDS, section="Surcharge"))
-    adoptable = tuple((k, k) for k, f in FORMULAS.items() if f.section == "charges" and not any(
+    adoptable = tuple((k, FORMULA_NAMES.get(k, k)) for k, f in FORMULAS.items() if f.section == "charges" and not any(
         not v.optional for v in f.params.values())) + (("none", "none adopted"),)
     for pack in packs:
         pk = load_pack(pack)
