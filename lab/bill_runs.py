@@ -47,14 +47,22 @@ def _audit(conn, actor: Actor, action: str, obj: str, detail: dict) -> None:
                  (actor.audit_name, action, obj, json.dumps({**detail, "via": actor.via}, default=str)))
 
 
-def draft_quarter(conn, quarter: str, rates_path: str | Path, *, non_detect: str | None = None,
+def draft_quarter(conn, quarter: str, rates_path: str | Path | None = None, *, non_detect: str | None = None,
                   on: date | None = None, actor: Actor, name: str | None = None) -> dict:
-    """Draft every user's bill for ``quarter`` from the rates file ``rates_path``; store the
-    run (the earlier draft of the quarter superseded); return it with its bills. ``name``:
-    the rates file's name as the bills cite it (an upload's file name; default the path)."""
-    name = name or str(rates_path)
+    """Draft every user's bill for ``quarter`` from the stored rates in effect on its first
+    day (:func:`lab.store.rates.quarter_file`; a rates file ``rates_path`` given is saved as
+    that version first, ``name`` its name as sent); store the run (the earlier draft of the
+    quarter superseded); return it with its bills, which name the rates version."""
+    from lab.store.rates import quarter_file
+
     quarter = quarter.strip().upper()
     quarter_bounds(quarter, timezone.utc)            # one-line error for a bad quarter
+    with quarter_file(conn, quarter, rates_path, name=name, actor=actor) as (path, label):
+        return _draft(conn, quarter, path, non_detect=non_detect, on=on, actor=actor, name=label)
+
+
+def _draft(conn, quarter: str, rates_path: Path, *, non_detect: str | None, on: date | None, actor: Actor,
+           name: str) -> dict:
     read_rates(rates_path)                           # and for a bad rates file
     text = Path(rates_path).read_text(encoding="utf-8-sig")
     nd = non_detect or read_non_detect_policy(rates_path) or "zero"

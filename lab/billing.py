@@ -31,6 +31,7 @@ from lab.formulas.volumes import loading_lb
 from lab.ordinance import loading_limits, pack_timezone
 from lab.readers.rates import read_rates, read_rates_file
 from lab.store.flow import period_volume, stored_violations
+from lab.store.rates import stated
 from lab.store.results import load_results
 from limits.days import by_site_and_rule
 from limits.packs import ANALYTES as CONCENTRATION
@@ -246,6 +247,8 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     permits = current_permits(conn)
     bills = [bill_site(conn, s, quarter, per_lb, rates_doc, source, issued, non_detect, permits.get(s["key"]))
              for s in sites]
+    for b in bills:                       # the stored rates version the bill used (lab/store/rates.py)
+        b["rates_version"] = stated(rates_doc)
     if draft:
         for b in bills:
             b["draft"] = True

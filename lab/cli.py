@@ -21,7 +21,7 @@ from foundation.errors import InputError
 #: ``lab import``'s exit status when some rows became dead letters (0: every row imported;
 #: 2: the file could not be read at all), so that a script importing nightly notices.
 DEAD_LETTERS_EXIT = 4
-from lab import permit_cli
+from lab import permit_cli, rates_cli
 from lab.permit_cli import village_tz
 
 
@@ -113,7 +113,9 @@ def register(sub) -> None:
     bs = p.add_subparsers(dest="bills_command", metavar="ACTION", required=True)
     q = bs.add_parser("draft", help="draft the quarter's bills")
     q.add_argument("--quarter", required=True, help="e.g. 2026Q1")
-    q.add_argument("--rates", required=True, metavar="FILE.toml")
+    q.add_argument("--rates", default=None, metavar="FILE.toml",
+                   help="save this rates file as the rates in effect from the quarter's first day first (default: the "
+                   "stored rates in effect on that day, sewerwatch rates list)")
     q.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"))
     q.add_argument("--on", default=None, help="the planned issue date (default: today)")
     q.add_argument("--out", default=None, metavar="DIR", help="also write the drafts' JSON, HTML and PDF here")
@@ -139,6 +141,7 @@ def register(sub) -> None:
     q.add_argument("--dollars", type=float, default=None, help="the amount paid (default: the bill's total)")
     q.set_defaults(func=_bills_pay)
 
+    rates_cli.register(sub)
     permit_cli.register(sub)
 
 

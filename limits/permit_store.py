@@ -84,7 +84,7 @@ def in_words(message: str) -> str:
 
 
 def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, reason: str | None = None,
-                  expected_version: int | None = None) -> dict:
+                  expected_version: int | None = None, new: bool = False) -> dict:
     """Store ``permit`` as a new version if it differs from the stored one (one transaction).
 
     ``actor``: who enters it (an :class:`foundation.actor.Actor`, or a name; default the
@@ -93,6 +93,7 @@ def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, rea
     office's permit form); when another version was stored meanwhile nothing is stored and
     :class:`foundation.errors.Conflict` says who stored which version when. Saves of one
     permit are serialised (an advisory lock on its number), so two at once cannot both win.
+    ``new``: a new permit (the office's New permit form): refused when its number is stored.
 
     Returns
     -------
@@ -123,6 +124,10 @@ def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, rea
         if cur is not None and cur[2] != site_id:
             raise InputError(f"{permit.path}: number: permit {permit.number} is another site's "
                              "(§13.54(5): a permit is not transferred)")
+        if new and cur is not None:
+            raise InputError(f"Permit number: permit {permit.number} exists already (version {cur[0]}, "
+                             f"{'this' if cur[2] == site_id else 'another'} user's): give the new permit a number "
+                             "of its own, or edit that one on its page")
         if expected_version is not None and (cur[0] if cur is not None else 0) != expected_version:
             by, at = conn.execute("SELECT entered_by, entered_at FROM permits WHERE number = %s AND version = %s",
                                   (permit.number, cur[0])).fetchone() if cur is not None else ("nobody", "")

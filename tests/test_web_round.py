@@ -253,7 +253,7 @@ def test_a_quarter_is_drafted_reviewed_issued_and_paid_with_the_late_charge(offi
     assert r.status_code == 200 and "Drafted: review each bill" in r.text
     run = int(re.search(r"/bills/runs/(\d+)/issue", r.text).group(1))
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", r.text))
-    assert "Lakeside Plating" in text and "0.1200 MG (rates.toml: bill.volume_mg.plating)" in text
+    assert "Lakeside Plating" in text and "0.1200 MG (rates version 1, in effect from 2026-01-01: bill.volume_mg.plating)" in text
     assert "§13.45(4)" in text or "§13.46" in text                          # the charges with their citations
     # a lab result corrected after the draft: the reviewed bills would change, nothing is issued
     with psycopg.connect(db.url) as conn:

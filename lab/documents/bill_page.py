@@ -126,7 +126,7 @@ def body_html(bill: dict) -> str:
     return f"""<h1>{kind}, {e(bill['quarter'])}: {e(bill['name'])}</h1>
 <p><b>{e(bill['name'])}</b> ({e(bill['site'])}){', permit ' + e(bill['permit']) if bill.get('permit') else ''}<br>
 {('Draft of ' + e(bill['issued']) + ', not issued') if bill.get('draft') else 'Issued ' + e(bill['issued'])}. Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive).<br>
-Volume: {vol}.</p>
+Volume: {vol}.{('<br>' + e(bill['rates_version'][:1].upper() + bill['rates_version'][1:]) + '.') if bill.get('rates_version') else ''}</p>
 <h2>Charges</h2>{charges}
 {pay_html}{notes}
 {surcharge}

@@ -39,19 +39,21 @@ def _last_quarter(today: date) -> str:
 @get("/bills", opt=VIEW, sync_to_thread=True, name="bills")
 def bills_page(request: Request) -> Template:
     from lab import bill_runs
+    from lab.store import rates
 
     office = request.app.state.office
-    runs, issued = office.read(lambda conn: (bill_runs.list_runs(conn), bill_runs.issued_bills(conn)))
+    runs, issued, now = office.read(lambda conn: (bill_runs.list_runs(conn), bill_runs.issued_bills(conn),
+                                                  rates.in_effect(conn, office.today())))
     return Template("bills.html", context={
         "account": request.state.account, "nav": "bills", "runs": runs, "issued": list(reversed(issued))[:60],
         "quarter": _last_quarter(office.today()), "today": office.today().isoformat(),
-        "last_rates": next((r for r in runs), None)})
+        "rates_now": rates.label(now) if now else None})
 
 
 @post("/bills/draft", opt=BILL, sync_to_thread=True, status_code=303, request_max_body_size=RATES_MAX + 65536)
 def draft(request: Request, data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]) -> Redirect:
-    """Draft the quarter (:func:`lab.bill_runs.draft_quarter`) from an uploaded rates file or
-    the rates of an earlier run."""
+    """Draft the quarter (:func:`lab.bill_runs.draft_quarter`) from the stored rates in effect
+    on its first day; an uploaded rates file is saved as that version first."""
     from lab import bill_runs
 
     office = request.app.state.office
@@ -67,17 +69,16 @@ def draft(request: Request, data: Annotated[dict[str, Any], Body(media_type=Requ
         except UnicodeDecodeError:
             raise InputError(f"{name}: not UTF-8 text: a rates file is TOML") from None
     else:
-        prev = str(data.get("reuse", "")).strip()
-        if not prev.isdigit():
-            raise InputError("rates: choose the rates file (TOML) or the rates of an earlier run")
-        r = office.read(lambda conn: bill_runs.run(conn, int(prev)))
-        name, text = r["rates_name"], r["rates_text"]
+        name = text = None
 
     def work(conn, actor):
-        with tempfile.TemporaryDirectory(prefix="sewerwatch-rates-") as tmp:
-            path = Path(tmp) / (Path(name).name or "rates.toml")
-            path.write_text(text, encoding="utf-8")
-            r = bill_runs.draft_quarter(conn, quarter, path, on=on, actor=actor, name=name)
+        if text is None:
+            r = bill_runs.draft_quarter(conn, quarter, None, on=on, actor=actor)
+        else:
+            with tempfile.TemporaryDirectory(prefix="sewerwatch-rates-") as tmp:
+                path = Path(tmp) / (Path(name).name or "rates.toml")
+                path.write_text(text, encoding="utf-8")
+                r = bill_runs.draft_quarter(conn, quarter, path, on=on, actor=actor, name=name)
         return {"location": f"/bills/runs/{r['id']}?done=drafted", "run": r["id"]}
 
     return forms.redirect(request, forms.once(request, data, "bills.draft", work))

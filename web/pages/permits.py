@@ -70,7 +70,9 @@ def permits_page(request: Request) -> Template:
             r.update(state=st.state, words=STATE_WORDS[st.state], term_end=st.term_end, days_left=st.days_left)
     without = sorted(set(names) - set(current))
     return Template("permits.html", context={"account": request.state.account, "nav": "permits", "rows": rows,
-                                             "without": [(k, names[k]) for k in without], "today": today})
+                                             "without": [(k, names[k]) for k in without], "today": today,
+                                             "with_permit": sorted(((k, names[k]) for k in current if k in names),
+                                                                   key=lambda x: x[1])})
 
 
 @get("/permits/{number:str}", opt=VIEW, sync_to_thread=True)
@@ -93,9 +95,15 @@ def permit_page(request: Request, number: FromPath[str], a: Q = None, b: Q = Non
     if va is not None:
         diff = [{**c, "what": readable(c["key"])} for c in changes(by_v[va]["document"], by_v[vb]["document"])]
     trail = office.read(lambda conn: history(conn, number))
+    from limits.packs import load_pack
+    from limits.permit_template import PARAMETER_WORDS, SAMPLE_WORDS, template
+    t = template(load_pack(pack), cur["site"])
+    names = {**{k: t.name(k) for k in {r["parameter"] for r in d["rules"]} |
+                {p for m in d["monitoring"] for p in m["parameters"]}}, **PARAMETER_WORDS}
     return Template("permit.html", context={
         "account": request.state.account, "nav": "permits", "d": d, "versions": vs, "current": cur, "va": va,
-        "vb": vb, "diff": diff, "trail": trail, "saved": saved, "again": bool(again)})
+        "vb": vb, "diff": diff, "trail": trail, "saved": saved, "again": bool(again), "names": names,
+        "sample_words": SAMPLE_WORDS})
 
 
 def _number(text: str | None, what: str) -> float | None:
@@ -227,4 +235,59 @@ def upload(request: Request,
         raise InputError(first + " Open the permit again and send the file from its page.") from None
 
 
-ROUTES = [permits_page, permit_page, edit_page, save_edit, upload]
+# --- a new permit from the form (the site's pack's template, limits.permit_template) ---------
+
+def _new_context(request: Request, site: str | None, typed: dict | None = None, **more) -> dict:
+    from limits.packs import load_pack
+    from limits.permit_template import LAB_NUMBERS, LIMIT_ROWS, SAMPLE_WORDS, UNITS, template
+
+    office = request.app.state.office
+    sites = office.read(lambda conn: conn.execute("SELECT key, name, pack FROM sites ORDER BY name").fetchall())
+    row = next((r for r in sites if r[0] == site), None)
+    if row is None:
+        raise InputError(f"user: choose the industrial user the permit is for (got {site!r})" if site else
+                         "user: choose the industrial user the permit is for")
+    t = template(load_pack(row[2]), row[0])
+    today = office.today()
+    return {"account": request.state.account, "nav": "permits", "t": t, "site": row[0], "site_name": row[1],
+            "values": typed or {}, "rows": range(LIMIT_ROWS), "lab_numbers": LAB_NUMBERS, "units": UNITS,
+            "samples": [(k, w) for k, w in SAMPLE_WORDS.items() if k != "continuous"],
+            "periods": ("day", "week", "month", "quarter", "year"), "today": today.isoformat(),
+            "expires": t.expires(today).isoformat(), "issued_by": office.cfg.utility.name or "", **more}
+
+
+@get("/permits/new", opt=EDIT, sync_to_thread=True)
+def new_page(request: Request, site: Q = None) -> Template:
+    """The New permit form for ``site``, made from its pack (:func:`limits.permit_template.template`)."""
+    return Template("permit_new.html", context=_new_context(request, site))
+
+
+@post("/permits/create", opt=EDIT, sync_to_thread=True, status_code=303)
+def create(request: Request,
+           data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect | Template:
+    """Store the new permit (:func:`limits.permit_store.import_permit`, as ``permit import``;
+    refused when its number is stored already)."""
+    from limits.packs import load_pack
+    from limits.permit_store import import_permit, permit_of_site
+    from limits.permit_template import document, template
+
+    office = request.app.state.office
+    site = str(data.get("site", "")).strip()
+    reason = str(data.get("reason", "")).strip()[:500] or None
+    ctx = _new_context(request, site)          # an unknown user: the one-line refusal
+    try:
+        t = template(load_pack(ctx["t"].pack), site)
+        doc = document(t, data, office.today())
+
+        def work(conn, actor):
+            permit = permit_of_site(conn, doc, "New permit form")
+            done = import_permit(conn, permit, actor=actor, reason=reason, new=True)
+            return {"location": f"/permits/{done['number']}?saved={done['status']}", **done}
+
+        return forms.redirect(request, forms.once(request, data, "permit.new", work))
+    except InputError as exc:
+        return Template("permit_new.html", status_code=400,
+                        context=_new_context(request, site, typed=data, problem=str(exc)))
+
+
+ROUTES = [permits_page, new_page, create, permit_page, edit_page, save_edit, upload]
