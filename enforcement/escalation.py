@@ -16,7 +16,8 @@ prints it. A notice is escalated once: a second escalation is refused naming the
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from foundation.actor import Actor
 from foundation.errors import InputError
@@ -132,6 +133,9 @@ def escalate(conn, ref, on: date, guide: Guide, head: Letterhead, *, by: str | N
     by = nt.who(by, actor)
     with conn.transaction():
         n = nt._locked(conn, ref)
+        today = datetime.now(ZoneInfo(n["document"].get("timezone") or "UTC")).date()
+        if on > today:        # a day ahead would pass the deadline before it has passed
+            raise InputError(f"escalated on: {on} is in the future (today is {today} in the village)")
         p = plan(conn, n, guide, on)      # the lifecycle's move checked there too
         if p["needs_note"] and not (note or "").strip():
             raise InputError(f"notice {n['number']} has a response recorded ({n['response_received_on']}): "

@@ -12,6 +12,8 @@ plater's copper result 1.6 mg/l of 2026-02-04 over its permit's 1.0 mg/l daily m
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -71,6 +73,10 @@ def test_escalation_waits_for_the_deadline_then_drafts_the_order_once(db, villag
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-04-01", "--out", "n")
     _one_line_refusal(r, "NOV-2026-001: its response is due 2026-04-01", "once that day has passed")
     assert _notices(db) == [("NOV-2026-001", "issued")]
+    # nor dated ahead to pass it: the day of an escalation is today or before
+    tomorrow = datetime.now(ZoneInfo("America/Chicago")).date() + timedelta(days=1)
+    r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", tomorrow.isoformat(), "--out", "n")
+    _one_line_refusal(r, f"escalated on: {tomorrow} is in the future")
     # the day after: the guide's next action, with its reason
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-04-02", "--out", "n")
     assert r.returncode == 0, r.stderr
