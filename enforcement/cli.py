@@ -155,7 +155,8 @@ def register(sub) -> None:
     _step(ns, "response", "record the user's response", _notice_response, on="the day it was received",
           on_required=True, note=True)
     _step(ns, "close", "close a notice", _notice_close, on="default: today", note=True)
-    _step(ns, "escalate", "escalate a notice to the guide's next action (drafts it)", _notice_escalate,
+    _step(ns, "escalate", "escalate an issued notice to the guide's next action (drafts it): once its deadline "
+          "passed without a response, or with --note saying why its response is inadequate", _notice_escalate,
           on="default: today", note=True, out=True)
     q = ns.add_parser("edit", help="edit the free-text parts of a draft the guide allows (corrective action, report, "
                       "remarks)", description="Edit a drafted notice's free-text parts that its enforcement response "
@@ -573,7 +574,11 @@ def _notice_escalate(args, ctx) -> int:
     with ctx.connect("owner") as conn:
         old, new = notices.escalate(conn, args.notice, _today(ctx, args.on), guide, head, note=args.note,
                                     actor=_actor(args))
+        reason = next((e["detail"].get("reason") for e in reversed(notices.events(conn, old["id"]))
+                       if e["event"] == "escalated"), None)
     html_path, pdf_path, _pdf = write_notice(new["document"], None, args.out)
+    if reason:
+        print(reason)
     print(f"{old['number']} escalated: {new['number']} drafted ({new['document']['title']}, respond within "
           f"{new['respond_within_days']} days of issue); wrote {html_path} and {pdf_path}")
     return 0

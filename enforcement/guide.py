@@ -85,7 +85,7 @@ class Response(Table):
 @table(kw_only=True)
 class Escalation(Table):
     """``[[escalations]]``: a notice of action ``source`` (the key ``from``) unanswered by its
-    deadline -> action ``to``."""
+    deadline, or answered inadequately -> action ``to``; ``reason`` says why in the guide's words."""
 
     source: ActionRef = Field(alias="from")
     """The action whose notice went unanswered."""
@@ -93,6 +93,8 @@ class Escalation(Table):
     """The action that follows."""
     respond_within_days: Days
     """The days the user has to respond to it."""
+    reason: Words | None = None
+    """Why the guide takes this step, in its own words (shown before a person confirms it)."""
     where: Internal = ""
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -523,6 +524,15 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
                            if escalated_from else None),
     }
     with conn.transaction():
+        if escalated_from is None:      # one notice per subject: the next is drafted by escalating it
+            from enforcement.escalation import refuse_if_covered
+
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('notice-draft'), %s)", (s.id,))
+            if subject["finding_id"] is not None:
+                refuse_if_covered(conn, f"finding {subject['finding_id']}", finding_id=subject["finding_id"])
+            else:
+                refuse_if_covered(conn, f"alert {alert_id}" if alert_id else f"violation {subject['violation_id']}",
+                                  violation_ids=subject["violation_ids"], alert_id=alert_id)
         nid = conn.execute(
             "INSERT INTO notices (number, site_id, violation_id, finding_id, action, finding_kind, recurrence, "
             "respond_within_days, drafted_on, escalated_from, document) "
@@ -663,8 +673,12 @@ def respond(conn, ref, received_on: date, *, by: str | None = None, note: str | 
         n = _locked(conn, ref)
         _move(n, "response-received")
         if n["issued_on"] is not None and received_on < n["issued_on"]:
-            raise InputError(f"notice {n['number']} was issued {n['issued_on']}: a response received "
-                             f"{received_on} would be before it")
+            raise InputError(f"received on: {received_on} is before notice {n['number']} was issued "
+                             f"({n['issued_on']}): a response comes after the notice")
+        today = datetime.now(ZoneInfo(n["document"].get("timezone") or "UTC")).date()
+        if received_on > today:
+            raise InputError(f"received on: {received_on} is in the future (today is {today} in the village): "
+                             "a response is recorded once it is received")
         conn.execute("UPDATE notices SET state = 'response-received', response_received_on = %s WHERE id = %s",
                      (received_on, n["id"]))
         late = n["response_due"] is not None and received_on > n["response_due"]
@@ -689,19 +703,11 @@ def close(conn, ref, closed_on: date, *, by: str | None = None, note: str | None
 
 def escalate(conn, ref, on: date, guide: Guide, head: Letterhead, *, by: str | None = None,
              note: str | None = None, actor: Actor | None = None) -> tuple[dict, dict]:
-    """Escalate a notice: mark it ``escalated`` and draft the guide's next action; return both."""
-    by = who(by, actor)
-    with conn.transaction():
-        n = _locked(conn, ref)
-        _move(n, "escalated")
-        new = draft(conn, guide, head, on, violation_id=n["violation_id"], finding_id=n["finding_id"],
-                    escalated_from=n, actor=by)
-        conn.execute("UPDATE notices SET state = 'escalated', escalated_to = %s WHERE id = %s", (new["id"], n["id"]))
-        unanswered = n["state"] == "issued" and n["response_due"] is not None and on > n["response_due"]
-        _event(conn, n["id"], "escalated", n["state"], "escalated", by,
-               note or ("unanswered by its deadline" if unanswered else None),
-               detail={"to": new["number"], "action": new["action"], "unanswered": unanswered})
-    return notice(conn, n["id"]), new
+    """Escalate a notice: mark it ``escalated`` and draft the guide's next action; return both
+    (:func:`enforcement.escalation.escalate`: only when the guide's condition holds, once)."""
+    from enforcement import escalation
+
+    return escalation.escalate(conn, ref, on, guide, head, by=by, note=note, actor=actor)
 
 
 #: The free-text parts of a notice an action may allow to be edited (the guide's ``editable``).

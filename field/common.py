@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from foundation.actor import Actor
 from foundation.errors import InputError
@@ -99,3 +99,24 @@ def audit(conn, actor: Actor, action: str, obj: str, detail: dict) -> None:
 
 def iso(t: datetime | None) -> str | None:
     return None if t is None else t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+#: How far ahead of the database's clock a time typed may be (a phone's clock a little fast) [s].
+CLOCK_SLACK = timedelta(minutes=5)
+
+
+def not_in_future(at: datetime, now: datetime, tz, what: str, why: str) -> None:
+    """Refuse a time ``at`` later than ``now`` (beyond :data:`CLOCK_SLACK`): one line naming
+    the field ``what``, both times in the village's zone ``tz``, and ``why`` it must not be."""
+    if at > now + CLOCK_SLACK:
+        f = "%Y-%m-%d %H:%M %Z"
+        raise InputError(f"{what}: {at.astimezone(tz).strftime(f)} is in the future (it is now "
+                         f"{now.astimezone(tz).strftime(f)} in the village): {why}")
+
+
+def village_zone(pack: str):
+    """The time zone of the village whose ordinance is ``pack`` (its rule pack's)."""
+    from zoneinfo import ZoneInfo
+
+    from limits.packs import load_pack
+    return ZoneInfo(load_pack(pack).timezone)

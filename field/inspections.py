@@ -15,13 +15,13 @@ cleaning records). Each deficient item is a finding for enforcement
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from foundation.actor import Actor
 from foundation.errors import InputError
 
 from field import drift, photos
-from field.common import audit, db_now, iso, site as site_row
+from field.common import audit, db_now, iso, not_in_future, site as site_row, village_zone
 
 KINDS = ("routine", "demand", "follow-up", "complaint")
 ANSWERS = ("ok", "deficient", "n/a")
@@ -86,8 +86,7 @@ def record(conn, site: str, *, actor: Actor, cfg, answers: list[dict], visited_a
                 return {**inspection(conn, seen[0]), "again": True}
         now = db_now(conn)
         at = visited_at or now
-        if at > now + timedelta(minutes=5):
-            raise InputError(f"--at: {at.isoformat()} is in the future")
+        not_in_future(at, now, village_zone(srow[3]), "date of the visit", "a visit is recorded once it took place")
         iid = conn.execute(
             "INSERT INTO inspections (site_id, visited_at, inspector, representative, kind, sampled, checklist, "
             "findings, recorded_by, key) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",

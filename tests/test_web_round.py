@@ -196,7 +196,9 @@ def test_one_notice_from_draft_to_escalation_and_the_state_report(office, db):
     r = c.post(f"/notices/{nid}/penalty", data={**keyed(r.text, "penalty-form"), "dollars": "1,250.40",
                                                 "on": "2026-05-01"})
     assert "Penalty recorded." in r.text
-    r = c.post(f"/notices/{nid}/escalate", data={**keyed(r.text, "escalate-form"), "note": "report inadequate"})
+    page = c.get(f"/notices/{nid}/escalation", params={"note": "report inadequate"}).text     # what and why, first
+    assert "the response is found inadequate" in html.unescape(page) and "Confirm: draft the administrative order" in page
+    r = c.post(f"/notices/{nid}/escalate", data={**keyed(page, "escalate-confirm-form"), "note": "report inadequate"})
     assert r.status_code == 200 and "AO-2026-001" in r.text and "Escalated" in r.text
     with psycopg.connect(db.url) as conn:
         states = conn.execute("SELECT number, state, respond_within_days FROM notices ORDER BY id").fetchall()

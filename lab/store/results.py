@@ -103,6 +103,26 @@ def _sample_kind(row: LabRow, tz) -> tuple[str, datetime | None, datetime | None
     return kind, start, end
 
 
+#: How far ahead of now a collection time may be (a laboratory's clock a little fast) [s].
+CLOCK_SLACK = timedelta(minutes=5)
+
+
+def _dates(row: LabRow, kind: tuple, now: datetime, tz) -> None:
+    """Refuse a row whose dates cannot be: collected after now (in the village's time zone
+    ``tz``), or a composite whose window ends after the sample was collected (a composite is
+    collected when its window closes, or later). A ``ValueError`` naming the column."""
+    f = "%Y-%m-%d %H:%M %Z"
+    if row.collected > now + CLOCK_SLACK:
+        raise ValueError(f"collected: {row.collected.astimezone(tz).strftime(f)} is in the future (it is now "
+                         f"{now.astimezone(tz).strftime(f)} in the village): a result is recorded once its sample "
+                         "is taken")
+    _type, _start, end = kind
+    if end is not None and end > row.collected:
+        raise ValueError(f"window_end: {end.astimezone(tz).strftime(f)} is after the sample was collected "
+                         f"({row.collected.astimezone(tz).strftime(f)}): a composite is collected when its window "
+                         "ends, or later")
+
+
 def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None, correct: bool = False,
                     tz=None, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS, data: bytes | None = None,
                     dry_run: bool = False, check: bool = False, keep_rows: int = 0,
@@ -170,7 +190,7 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
     reader = LabReader(path, sites=set(sites), tz=tz, now=now, site_tz=site_tz, cross_checks=False, analytes=own,
                        data=data)
     report = ImportReport(file=path, actor=actor, dry_run=dry_run)
-    job = _Import(conn, path, actor, correct, tz, site_tz, sites, report, keep_rows)
+    job = _Import(conn, path, actor, correct, tz, site_tz, sites, report, keep_rows, now=now)
     with conn.transaction() as tx:
         conn.execute(EARLIER_TABLES)
         chunk: list = []
@@ -216,8 +236,9 @@ def _check_months(conn, job: "_Import", tz, site_tz) -> dict:
 class _Import:
     """One import, a chunk of rows at a time (see :func:`import_lab_file`)."""
 
-    def __init__(self, conn, path, actor, correct, tz, site_tz, sites, report, keep_rows=0):
+    def __init__(self, conn, path, actor, correct, tz, site_tz, sites, report, keep_rows=0, now=None):
         self.conn, self.path, self.actor, self.correct = conn, path, actor, correct
+        self.now = now
         self.tz, self.site_tz, self.sites, self.report = tz, site_tz, sites, report
         self.composites: set[int] = set()
         self.keep_rows = keep_rows
@@ -243,9 +264,13 @@ class _Import:
         bad = [i for i in items if isinstance(i, BadRow)]
         rows = self._against_earlier([i for i in items if isinstance(i, LabRow)], bad)
         kinds = []
+        now = self.now or datetime.now(timezone.utc)
         for row in rows:
             try:
-                kinds.append((row, *_sample_kind(row, self.tz or (self.site_tz or {}).get(row.site))))
+                tz = self.tz or (self.site_tz or {}).get(row.site) or timezone.utc
+                kind = _sample_kind(row, tz)
+                _dates(row, kind, now, tz)
+                kinds.append((row, *kind))
             except ValueError as exc:
                 bad.append(BadRow(row.line, str(exc), row.raw))
         if kinds:

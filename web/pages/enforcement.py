@@ -95,8 +95,11 @@ def findings_page(request: Request, site: Q = None, since: Q = None, until: Q = 
 
 
 def _subject_page(request, kind: str, ident: int) -> Template:
+    """A violation's or finding's page: its evidence, and the notices that answer it
+    (:func:`enforcement.escalation.covering`, the rule that refuses a second draft); "Draft a
+    notice" only where none does."""
+    from enforcement import escalation
     from enforcement import findings as fnd
-    from enforcement import notices
 
     office = request.app.state.office
 
@@ -106,16 +109,16 @@ def _subject_page(request, kind: str, ident: int) -> Template:
             rec = fnd.violation(conn, ident) if kind == "violation" else fnd.finding(conn, ident)
         except InputError:
             return None, []
-        ns = [n for n in notices.list_notices(conn, rec["site"])
-              if (kind == "violation" and ident in (n["document"]["finding"].get("violation_ids") or []))
-              or (kind == "finding" and n["finding_id"] == ident)]
-        return rec, ns
+        ns = (escalation.covering(conn, violation_ids=[ident]) if kind == "violation"
+              else escalation.covering(conn, finding_id=ident))
+        return rec, [dict(n, standing=escalation.standing(n)) for n in ns]
 
     rec, ns = office.read(read)
     if rec is None:
         raise NotFoundException(f"no {kind} {ident}")
     return Template("finding.html", context={
         "account": request.state.account, "nav": "enforcement", "kind": kind, "rec": rec, "notices": ns,
+        "current": ns[-1] if ns else None,
         "kind_words": fnd.KINDS, "violation_kind": fnd.violation_kind, "evidence": _evidence_rows(rec, kind),
         "pretty": lambda x: json.dumps(x, indent=1, default=str)})
 
@@ -242,6 +245,7 @@ def _notice_context(request, n: dict, guide, events, **extra) -> dict:
             "editable": [(k, notices.EDITABLE[k], (extra.get("typed") or {}).get(k, n["document"].get(k) or ""))
                          for k in ed],
             "escalation": guide.escalation(n["action"]), "today": office.today().isoformat(),
+            "escalable": extra.pop("escalable", (None, None)),
             "done": request.query_params.get("done"), "again": request.query_params.get("again"), **extra}
 
 
@@ -252,8 +256,25 @@ def notice_page(request: Request, notice_id: FromPath[int]) -> Template:
 
     office = request.app.state.office
     guide, _head = guide_and_head(office.cfg)
-    n, events = office.read(lambda conn: (lambda n: (n, notices.events(conn, n["id"])))(_notice(office, conn, notice_id)))
-    return Template("notice.html", context=_notice_context(request, n, guide, events))
+    def read(conn):
+        n = _notice(office, conn, notice_id)
+        return n, notices.events(conn, n["id"]), _escalable(conn, n, guide, office.today())
+
+    n, events, escalable = office.read(read)
+    return Template("notice.html", context=_notice_context(request, n, guide, events, escalable=escalable))
+
+
+def _escalable(conn, n: dict, guide, today: date) -> tuple[dict | None, str | None]:
+    """Whether notice ``n`` can be escalated today: (the plan, None) or (None, why not) for
+    an issued notice (:func:`enforcement.escalation.plan`); (None, None) otherwise."""
+    from enforcement import escalation
+
+    if n["state"] not in ("issued", "response-received"):
+        return None, None
+    try:
+        return escalation.plan(conn, n, guide, today), None
+    except InputError as exc:
+        return None, str(exc)
 
 
 @get("/notices/{notice_id:int}/page/{page:int}", opt=VIEW, sync_to_thread=True)
@@ -363,9 +384,34 @@ def close(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
                  lambda conn, actor: notices.close(conn, notice_id, on, note=_note(data), actor=actor))
 
 
+# (a path of its own: a GET and a POST both run in threads on one path, Litestar 2.25 answers
+# the GET with a 500, a coroutine returned unawaited)
+@get("/notices/{notice_id:int}/escalation", opt=ACT, sync_to_thread=True)
+def escalate_page(request: Request, notice_id: FromPath[int], note: Q = None) -> Template:
+    """What escalating the notice drafts and why (:func:`enforcement.escalation.plan`), before a
+    person confirms it; a notice the guide's condition does not allow escalating (its
+    deadline not passed, escalated already) is refused here in the package's words."""
+    from enforcement import escalation
+    from enforcement.service import guide_and_head
+
+    office = request.app.state.office
+    guide, _head = guide_and_head(office.cfg)
+
+    def read(conn):
+        n = _notice(office, conn, notice_id)
+        return n, escalation.plan(conn, n, guide, office.today())
+
+    n, plan = office.read(read)
+    return Template("notice_escalate.html", context={
+        "account": request.state.account, "nav": "enforcement", "n": n, "doc": n["document"], "plan": plan,
+        "note": (note or "").strip()[:NOTE_MAX], "today": office.today().isoformat()})
+
+
 @post("/notices/{notice_id:int}/escalate", opt=ACT, sync_to_thread=True, status_code=303)
 def escalate(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
-    """Escalate as the guide says: the next action drafted (:func:`enforcement.notices.escalate`)."""
+    """Escalate as the guide says, confirmed on the escalation page: the next action drafted
+    (:func:`enforcement.notices.escalate`; refused when the guide's condition does not hold,
+    and a second time naming the order drafted the first)."""
     from enforcement import notices
     from enforcement.service import guide_and_head
 
@@ -522,4 +568,4 @@ def report_file(request: Request, name: FromPath[str]) -> Response:
 
 
 ROUTES = [findings_page, violation_page, finding_page, draft, notices_page, notice_page, notice_page_png, notice_pdf,
-          edit, issue, response, close, escalate, penalty, snc_page, reports_page, report_file]
+          edit, issue, response, close, escalate_page, escalate, penalty, snc_page, reports_page, report_file]

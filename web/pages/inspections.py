@@ -14,7 +14,9 @@ database, and served only at ``/inspections/photos/<id>`` to the utility's staff
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 from litestar import Request, get, post
 from litestar.datastructures import UploadFile
@@ -64,7 +66,8 @@ def _form_context(request: Request, site: str, values: dict, problem: str | None
     items = office.read(lambda conn: inspections.checklist(conn, site, office.cfg))
     return {"account": request.state.account, "nav": "inspections", "site": site, "site_name": dict(sites)[site],
             "items": items, "values": values, "problem": problem, "kinds": inspections.KINDS,
-            "answers": inspections.ANSWERS, "max_mb": office.cfg.field.photo_max_bytes / 1048576}
+            "answers": inspections.ANSWERS, "max_mb": office.cfg.field.photo_max_bytes / 1048576,
+            "now_local": datetime.now(ZoneInfo(office.tz)).strftime("%Y-%m-%dT%H:%M")}
 
 
 @get("/inspections/new", opt=RECORD, sync_to_thread=True)
@@ -78,6 +81,20 @@ def _files(value) -> list[UploadFile]:
         return []
     items = value if isinstance(value, list) else [value]
     return [f for f in items if isinstance(f, UploadFile) and f.filename]
+
+
+def _visited(text: str | None, tz: str) -> datetime | None:
+    """The form's date and time of the visit (``2026-12-04T10:30``, the village's local time),
+    or None (now) when left empty; whether it may be is the package's to say."""
+    text = str(text or "").strip()
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace(" ", "T"))
+    except ValueError:
+        raise InputError(f"date of the visit: expected a date and time such as 2026-12-04 10:30, got {text[:40]!r}") \
+            from None
+    return t if t.tzinfo else t.replace(tzinfo=ZoneInfo(tz))
 
 
 def _number(data: dict, key: str, what: str) -> float | None:
@@ -115,9 +132,12 @@ def record_inspection(request: Request,
         readings = {k: v for k, v in (("ph", _number(data, "ph", "grab pH")),
                                       ("temperature", _number(data, "temperature", "grab temperature"))) if v is not None}
 
+        visited = _visited(data.get("visited"), office.tz)
+
         def work(conn, actor):
             ins = fieldwork.record_inspection(
                 conn, site, actor=actor, cfg=office.cfg, answers=answers, kind=str(data.get("kind") or "routine"),
+                visited_at=visited,
                 sampled=str(data.get("sampled") or "") == "1",
                 representative=str(data.get("representative") or "") or None,
                 findings=str(data.get("findings") or "") or None, readings=readings, photo_files=files)

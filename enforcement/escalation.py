@@ -1,0 +1,150 @@
+"""Escalation only on purpose: which notice already answers a finding, and what escalating a
+notice drafts and why.
+
+A violation, a violation alert or a finding answered by a notice is answered once: drafting
+a second notice from it is refused (:func:`refuse_if_covered`, called by
+:func:`enforcement.notices.draft`), naming the notice that exists. Without this a second draft
+counted the first notice as a recurrence and the guide's row for a second finding of the kind
+picked the next action (an administrative order for the same copper result). The guide's
+next step after a notice is drafted only by escalating that notice (:func:`escalate`), and
+only when the guide's condition for it holds (:func:`plan`): the notice went unanswered by its
+deadline, or its response was recorded and is found inadequate (a note says why). The plan
+states the reason and the guide's own words (``reason`` of its ``[[escalations]]`` row) before
+anything is drafted: the office shows it on a confirmation page, ``sewerwatch notice escalate``
+prints it. A notice is escalated once: a second escalation is refused naming the order it led to.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
+from foundation.actor import Actor
+from foundation.errors import InputError
+from enforcement import notices as nt
+from enforcement.guide import Guide
+from lab.documents.pdf import Letterhead
+
+#: the kinds of finding a notice drafted from a violation (or a violation alert) has
+VIOLATION_KINDS = ("violation", "lab-violation")
+
+
+def covering(conn, *, violation_ids=(), finding_id: int | None = None, alert_id: int | None = None) -> list[dict]:
+    """The notices drafted from these violations, this alert or this finding, with those
+    their escalations drafted, oldest first (:func:`enforcement.notices.notice` rows).
+
+    A notice from a violation alert covers every episode the alert covered (its document's
+    ``violation_ids``); a notice drafted from a recorded finding (e.g. interference) linked to
+    a violation covers that finding, not the violation's own limit.
+    """
+    ids = [int(i) for i in violation_ids if i is not None]
+    where = ("(n.finding_kind = ANY(%(kinds)s) AND (n.violation_id = ANY(%(v)s) OR EXISTS (SELECT 1 FROM "
+             "jsonb_array_elements_text(CASE jsonb_typeof(n.document->'finding'->'violation_ids') WHEN 'array' "
+             "THEN n.document->'finding'->'violation_ids' ELSE '[]'::jsonb END) x WHERE x::int = ANY(%(v)s)) "
+             "OR (jsonb_typeof(n.document->'finding'->'alert_id') = 'number' "
+             "AND (n.document->'finding'->>'alert_id')::int = %(a)s))) "
+             "OR (%(f)s::int IS NOT NULL AND n.finding_id = %(f)s)")
+    return nt._notice_rows(conn, where, {"kinds": list(VIOLATION_KINDS), "v": ids, "a": alert_id, "f": finding_id})
+
+
+def standing(n: dict) -> str:
+    """Where notice ``n`` stands, in words: ``issued 2026-03-02, response due 2026-04-01``."""
+    s = n["state"]
+    if s == "drafted":
+        return f"drafted {n['drafted_on']}, not issued"
+    if s == "issued":
+        return f"issued {n['issued_on']}, response due {n['response_due']}"
+    if s == "response-received":
+        return f"issued {n['issued_on']}, response received {n['response_received_on']}"
+    if s == "closed":
+        return f"closed {n['closed_on']}"
+    return "escalated"
+
+
+def refuse_if_covered(conn, ref: str, **which) -> None:
+    """Raise :class:`foundation.errors.InputError` when a notice covers the subject ``ref``
+    (``violation 12``, ``alert 3``, ``finding 5``; ``which`` as :func:`covering`), naming the
+    latest notice of its chain: a second notice is drafted only by escalating that one."""
+    ns = covering(conn, **which)
+    if ns:
+        n = ns[-1]
+        raise InputError(f"{ref} has a notice already: {n['document']['title'].lower()} {n['number']} "
+                         f"({standing(n)}); the next notice for it is drafted only by escalating {n['number']}")
+
+
+def _refuse_twice(conn, n: dict) -> None:
+    later = nt.notice(conn, n["escalated_to"]) if n["escalated_to"] else None
+    if later is None:
+        raise InputError(f"notice {n['number']} is escalated already")
+    raise InputError(f"notice {n['number']} was escalated already: {later['document']['title'].lower()} "
+                     f"{later['number']} ({standing(later)}) carries it on")
+
+
+def plan(conn, n: dict, guide: Guide, on: date) -> dict:
+    """What escalating notice ``n`` on local day ``on`` drafts, and why; refused (an
+    :class:`foundation.errors.InputError`, one line) when the guide's condition does not hold.
+
+    The guide's ladder (``[[escalations]]``, enforcement/guides/epa-erp.toml after EPA's
+    Enforcement Response Plan guidance, 1989; 40 CFR 403.8(f)(5)) follows a notice with the
+    next action when it went unanswered by its deadline, or was answered inadequately.
+
+    Returns
+    -------
+    dict
+        ``to`` (the guide's :class:`enforcement.guide.Action`), ``respond_within_days``
+        [days], ``reason`` (why, from the notice's dates), ``guide_reason`` (the guide's words,
+        or None), ``row`` (the guide's row), ``unanswered`` (bool), ``needs_note`` (a response
+        was recorded: escalating says why it is inadequate).
+    """
+    state = n["state"]
+    if state == "escalated":
+        _refuse_twice(conn, n)
+    nt._move(n, "escalated")         # a draft or a closed notice: the lifecycle's own refusal
+    esc = guide.escalation(n["action"])
+    if esc is None:
+        raise InputError(f"notice {n['number']} is a {n['document']['title'].lower()}: the enforcement response guide "
+                         "has no step after it (refer it to the village's attorney)")
+    if state == "issued":
+        due = n["response_due"]
+        if due is not None and on <= due:
+            raise InputError(f"notice {n['number']}: its response is due {due}; it is escalated once that day has "
+                             "passed without a response, or after a response is recorded and found inadequate")
+        reason = (f"{n['number']}, issued {n['issued_on']}, had no response recorded by its deadline, {due}."
+                  if due is not None else f"{n['number']}, issued {n['issued_on']}, has no response recorded.")
+        unanswered = True
+    else:
+        reason = (f"{n['number']}, issued {n['issued_on']}, was answered on {n['response_received_on']}, "
+                  "and the response is found inadequate.")
+        unanswered = False
+    from enforcement.findings import site
+    from limits.packs import load_pack
+
+    said = nt._as_the_municipality(load_pack(site(conn, n["site"]).pack))
+    return {"to": esc.to, "respond_within_days": esc.respond_within_days, "reason": reason,
+            "guide_reason": said(esc.reason), "row": esc.where, "guide": guide.name, "unanswered": unanswered,
+            "needs_note": not unanswered}
+
+
+def escalate(conn, ref, on: date, guide: Guide, head: Letterhead, *, by: str | None = None,
+             note: str | None = None, actor: Actor | None = None) -> tuple[dict, dict]:
+    """Escalate a notice as :func:`plan` allows: mark it ``escalated`` and draft the guide's
+    next action (:func:`enforcement.notices.draft`); return both. Under the notice's row
+    lock, so two confirmations draft one order and the second is refused naming it."""
+    by = nt.who(by, actor)
+    with conn.transaction():
+        n = nt._locked(conn, ref)
+        today = datetime.now(ZoneInfo(n["document"].get("timezone") or "UTC")).date()
+        if on > today:        # a day ahead would pass the deadline before it has passed
+            raise InputError(f"escalated on: {on} is in the future (today is {today} in the village)")
+        p = plan(conn, n, guide, on)      # the lifecycle's move checked there too
+        if p["needs_note"] and not (note or "").strip():
+            raise InputError(f"notice {n['number']} has a response recorded ({n['response_received_on']}): "
+                             "escalating it needs a note saying why the response is inadequate")
+        new = nt.draft(conn, guide, head, on, violation_id=n["violation_id"], finding_id=n["finding_id"],
+                       escalated_from=n, actor=by)
+        conn.execute("UPDATE notices SET state = 'escalated', escalated_to = %s WHERE id = %s", (new["id"], n["id"]))
+        nt._event(conn, n["id"], "escalated", n["state"], "escalated", by,
+                  note or ("unanswered by its deadline" if p["unanswered"] else None),
+                  detail={"to": new["number"], "action": new["action"], "unanswered": p["unanswered"],
+                          "reason": p["reason"]})
+    return nt.notice(conn, n["id"]), new
