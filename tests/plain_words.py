@@ -19,7 +19,7 @@ ENGLISH = {
     "end-of-pipe", "pre-treatment", "so-called", "re-sampling", "re-sample", "re-inspection", "re-issued",
     "hand-off", "hand-offs", "set-up", "built-in", "read-only", "high-strength", "low-strength", "24-hour",
     "30-day", "four-month", "six-month", "12-month", "two-factor", "second-factor", "per-pound",
-    "cross-connection", "sub-meter", "non-residential", "x-axis", "y-axis", "drop-down", "semi-annual",
+    "cross-connection", "sub-meter", "non-residential", "non-renewal", "non-compliant", "x-axis", "y-axis", "drop-down", "semi-annual",
     "semi-annually", "bi-monthly", "bi-weekly", "multi-day", "same-day", "next-day", "first-hour",
     "tetrachloroethane", "oil-water", "fats-oils-grease", "de-chlorinated", "de-minimis",
 }

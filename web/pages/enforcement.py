@@ -24,6 +24,7 @@ from litestar.params import Body, FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect, Response, Template
 
 from foundation.errors import Conflict, InputError
+from limits import words
 from web import authz, formats, forms
 from web.documents import download
 
@@ -90,7 +91,7 @@ def findings_page(request: Request, site: Q = None, since: Q = None, until: Q = 
     return Template("enforcement.html", context={
         "account": request.state.account, "nav": "enforcement", "violations": vs, "findings": fs,
         "by_violation": by_violation, "by_finding": by_finding, "open_notices": open_ns, "sites": sites,
-        "kind_words": fnd.KINDS, "violation_kind": fnd.violation_kind,
+        "kind_words": fnd.KINDS, "violation_kind": _kind_words,
         "filters": {"site": site or "", "since": first.isoformat(), "until": last.isoformat()}})
 
 
@@ -119,19 +120,30 @@ def _subject_page(request, kind: str, ident: int) -> Template:
     return Template("finding.html", context={
         "account": request.state.account, "nav": "enforcement", "kind": kind, "rec": rec, "notices": ns,
         "current": ns[-1] if ns else None,
-        "kind_words": fnd.KINDS, "violation_kind": fnd.violation_kind, "evidence": _evidence_rows(rec, kind),
+        "kind_words": fnd.KINDS, "violation_kind": _kind_words, "evidence": _evidence_rows(rec, kind),
         "pretty": lambda x: json.dumps(x, indent=1, default=str)})
 
 
+def _kind_words(v: dict) -> str:
+    return words.term(fnd.violation_kind(v))
+
+
+#: The evidence's keys as the page labels them.
+EVIDENCE_LABELS = {"average_mg_l": "Average [mg/l]", "provenance": "Where the limit comes from",
+                   "applies": "Limit set by", "statistic": "Statistic", "results": "Results",
+                   "found_by": "Found by", "analyte": "Analyte", "period": "Period", "days": "Days",
+                   "sample": "Sample", "samples_due": "Samples due", "samples_taken": "Samples taken"}
+
+
 def _evidence_rows(rec: dict, kind: str) -> list[tuple[str, str]]:
-    """A finding's or violation's evidence as (label, text)."""
+    """A finding's or violation's evidence as (label, text), in words."""
     ev = rec.get("evidence") or {}
     rows = []
     if kind == "violation":
-        rows += [("Rule", rec["rule"]), ("Parameter", rec["parameter"]),
+        rows += [("Rule", words.rule_name(rec["rule"])), ("Parameter", words.analyte_name(rec["parameter"])),
                  ("Most extreme", f"{rec['peak']:g} {rec['unit'] or ''}".strip()),
                  ("Limit", f"{ev.get('comparison') or ''} {rec['limit']:g} {rec['unit'] or ''}".strip()),
-                 ("Citation", rec.get("citation") or ""), ("Found by", rec.get("source") or "")]
+                 ("Citation", rec.get("citation") or ""), ("Found by", words.term(rec.get("source") or ""))]
         if ev.get("samples"):
             rows.append(("Samples", ", ".join(str(s) for s in ev["samples"])))
         if ev.get("readings"):
@@ -140,7 +152,8 @@ def _evidence_rows(rec: dict, kind: str) -> list[tuple[str, str]]:
         if kind == "violation" and k in ("comparison", "samples", "readings", "peak_time", "last"):
             continue
         if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-            rows.append((k.replace("_", " "), str(v)))
+            label = EVIDENCE_LABELS.get(k, k.replace("_", " ").capitalize())
+            rows.append((label, words.term(v) if isinstance(v, str) else str(v)))
     return rows
 
 

@@ -96,12 +96,12 @@ class Mailer:
         import apprise
 
         if not self.url:
-            raise MailError("no mail server: set [web] mail_url (an apprise mailto:// URL) in the config")
+            raise MailError("no mail server is set up for the office (the mail address in the configuration)")
         address = check_address(to)
         title = clean_header_text(subject)
         ap = apprise.Apprise()
         if not ap.add(self._url_for(address)):
-            raise MailError("[web] mail_url is not a mailto:// URL apprise can use")
+            raise MailError("the mail server in the configuration is not one the office can use (a mailto:// address)")
         for plugin in ap:
             plugin.request_rate_per_sec = 0
         if not ap.notify(title=title, body=body, body_format=apprise.NotifyFormat.TEXT):
