@@ -64,6 +64,10 @@ def _money(x: float) -> str:
     return f"${x:,.2f}"
 
 
+class AlreadyBilled(InputError):
+    """A second bill of a quarter billed already (:func:`already_billed` says which)."""
+
+
 def in_force(conn, quarter: str) -> list[dict]:
     """The bills of ``quarter`` in force: one per site at most (migration 0181), a corrected
     bill in place of the one it replaced."""
@@ -82,16 +86,19 @@ def already_billed(quarter: str, bills: list[dict]) -> str:
 
 def _corrections(quarter: str, bills: list[dict], standing: list[dict], reason: str) -> None:
     """Mark each of ``bills`` that differs from the bill in force (``standing``) as its
-    correction: both amounts and the difference (negative: a credit) [$]."""
+    correction: both amounts and the difference (negative: a credit) [$]; a user without a
+    bill of the quarter yet (added since) gets its first (``first_bill``)."""
     old = {b["site"]: b for b in standing}
     for b in bills:
         o = old.get(b["site"])
-        if o is not None and _reviewed(o["detail"]) != _reviewed(b):
+        if o is None:
+            b["first_bill"] = True
+        elif _reviewed(o["detail"]) != _reviewed(b):
             b["correction"] = {"bill": o["id"], "run": o["run_id"], "issued": o["detail"]["issued"],
                                "total_dollars": o["total_dollars"],
                                "difference": cents(b["total_dollars"] - o["total_dollars"]),
                                "paid_on": str(o["paid_on"]) if o["paid_on"] else None, "reason": reason}
-    if not any(b.get("correction") for b in bills):
+    if not any(b.get("correction") or b.get("first_bill") for b in bills):
         raise InputError(f"{quarter}: nothing to correct: the bills computed now are the ones issued (bills "
                          f"{', '.join(str(b['id']) for b in standing)})")
 
@@ -114,7 +121,7 @@ def draft_quarter(conn, quarter: str, rates_path: str | Path, *, non_detect: str
     reason = _reason(correction)
     standing = in_force(conn, quarter)
     if standing and reason is None:
-        raise InputError(already_billed(quarter, standing))
+        raise AlreadyBilled(already_billed(quarter, standing))
     if reason is not None and not standing:
         raise InputError(f"correction: {quarter} has not been billed yet, so there is no bill to correct: "
                          "draft the quarter without a correction")
@@ -217,8 +224,9 @@ def issue_run(conn, run_id: int, issued_on: date, *, actor: Actor) -> dict:
                                  + ": give bill.volume_mg.<site> [MG] in the rates file and draft the quarter again")
             standing = in_force(conn, quarter)
             if r["correction"] is None and standing:
-                raise InputError(f"bill run {run_id}: not issued: " + already_billed(quarter, standing))
-            replaced = {b["site"]: b["correction"]["bill"] for b in r["bills"] if b.get("correction")}
+                raise AlreadyBilled(f"bill run {run_id}: not issued: " + already_billed(quarter, standing))
+            replaced = {b["site"]: (b.get("correction") or {}).get("bill") for b in r["bills"]
+                        if b.get("correction") or b.get("first_bill")}
             now = {b["site"]: b["id"] for b in standing}
             if r["correction"] is not None and any(now.get(k) != v for k, v in replaced.items()):
                 raise InputError(f"bill run {run_id} ({quarter}): not issued: the bills in force changed since this "
@@ -236,13 +244,13 @@ def issue_run(conn, run_id: int, issued_on: date, *, actor: Actor) -> dict:
                                  "volumes changed since): draft the quarter again and review it")
             if r["correction"] is not None:
                 by_site = {b["site"]: b for b in r["bills"]}
-                fresh = [{**b, "correction": by_site[b["site"]]["correction"]} for b in fresh
-                         if b["site"] in replaced]
+                fresh = [{**b, **{k: by_site[b["site"]][k] for k in ("correction", "first_bill")
+                                   if by_site[b["site"]].get(k)}} for b in fresh if b["site"] in replaced]
             _issue(conn, run_id, quarter, fresh, issued_on, actor)
     except UniqueViolation:
         # another path issued the quarter between our check and our insert: the index refused it
-        raise InputError(f"bill run {run_id}: not issued: "
-                         + already_billed(quarter, in_force(conn, quarter))) from None
+        raise AlreadyBilled(f"bill run {run_id}: not issued: "
+                            + already_billed(quarter, in_force(conn, quarter))) from None
     return run(conn, run_id)
 
 
@@ -285,7 +293,7 @@ def bill_quarter(conn, quarter: str, rates_path: str | Path, issued_on: date, *,
     quarter_bounds(quarter, timezone.utc)
     standing = in_force(conn, quarter)
     if standing:
-        raise InputError(already_billed(quarter, standing))
+        raise AlreadyBilled(already_billed(quarter, standing))
     text = Path(rates_path).read_text(encoding="utf-8-sig")
     nd = non_detect or read_non_detect_policy(rates_path) or "zero"
     # raises, naming each site, when a volume is unknown
@@ -295,12 +303,12 @@ def bill_quarter(conn, quarter: str, rates_path: str | Path, issued_on: date, *,
             _lock_quarter(conn, quarter)
             standing = in_force(conn, quarter)
             if standing:
-                raise InputError(already_billed(quarter, standing))
+                raise AlreadyBilled(already_billed(quarter, standing))
             rid = _store_run(conn, quarter, str(rates_path), text, nd, [{**b, "draft": True} for b in bills], actor,
                              None)
             _issue(conn, rid, quarter, bills, issued_on, actor)
     except UniqueViolation:
-        raise InputError(already_billed(quarter, in_force(conn, quarter))) from None
+        raise AlreadyBilled(already_billed(quarter, in_force(conn, quarter))) from None
     return run(conn, rid)
 
 

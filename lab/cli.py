@@ -10,6 +10,7 @@ imported lazily inside each handler.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -359,6 +360,17 @@ def _bill_day(text: str | None, what: str = "--on"):
         raise InputError(f"{what}: expected a date such as 2026-04-10, got {text!r}") from None
 
 
+@contextlib.contextmanager
+def _how_to_correct():
+    """A quarter billed already: the refusal says how the command line corrects it."""
+    from lab.bill_runs import AlreadyBilled
+
+    try:
+        yield
+    except AlreadyBilled as e:
+        raise InputError(f"{e} (sewerwatch bills draft --quarter Q --rates FILE --correct REASON)") from None
+
+
 def _village_today(ctx):
     from datetime import datetime
 
@@ -376,7 +388,7 @@ def _bills_draft(args: argparse.Namespace, ctx) -> int:
     from lab.documents.bill_page import summary, write_bills
     from lab.documents.pdf import letterhead
 
-    with ctx.connect("owner") as conn:
+    with ctx.connect("owner") as conn, _how_to_correct():
         r = bill_runs.draft_quarter(conn, args.quarter, args.rates, non_detect=args.non_detect,
                                     on=_bill_day(args.on) or _village_today(ctx), actor=_os_actor(),
                                     correction=args.correct)
@@ -401,6 +413,8 @@ def _correction_words(b: dict, r: dict) -> str:
     if not r.get("correction"):
         return ""
     c = b.get("correction")
+    if b.get("first_bill"):
+        return "  (its first bill of the quarter)"
     if not c:
         return "  (unchanged: the bill issued stands)"
     words = "a credit of " + _bill_money(-c["difference"]) if c["difference"] < 0 else _bill_money(c["difference"]) + " more"
@@ -433,7 +447,7 @@ def _bills_issue(args: argparse.Namespace, ctx) -> int:
 
     head = letterhead(ctx.config)
     on = _bill_day(args.on) or _village_today(ctx)
-    with ctx.connect("owner") as conn:
+    with ctx.connect("owner") as conn, _how_to_correct():
         r = bill_runs.issue_run(conn, args.run, on, actor=_os_actor())
     paths = write_bills([{**b["detail"], "village": head.village} for b in r["issued"]], args.out, head)
     total = sum(b["total_dollars"] for b in r["issued"])
@@ -497,7 +511,7 @@ def _bill(args: argparse.Namespace, ctx) -> int:
     head = letterhead(ctx.config)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
     on = _bill_day(args.on) or _village_today(ctx)
-    with ctx.connect("owner") as conn:
+    with ctx.connect("owner") as conn, _how_to_correct():
         if args.draft:   # a preview: nothing stored
             bills = build_bills(conn, args.quarter.upper(), args.rates, issued=on, non_detect=non_detect, draft=True)
         else:            # the bill run of bills draft + bills issue, in one step
