@@ -1,7 +1,8 @@
 """One bill per user and period, one way to issue it; no payment dated in the future.
 
 On the command line (``sewerwatch bills ...`` and ``sewerwatch bill`` as the clerk types them,
-in subprocesses, against the test database): a quarter issued once is refused the second time
+in subprocesses, against the test database; the other steps through the same ``main`` in
+process): a quarter issued once is refused the second time
 (exit 2, naming the first run and its bills), by either command; a corrected bill replaces
 the one issued, shows both amounts and the difference, and only it counts in the user's
 account; a payment dated after the village's today, or before the bill's date, is refused
@@ -21,7 +22,7 @@ import psycopg
 import pytest
 
 import web_round
-from enforcement_support import sw
+from enforcement_support import run, sw
 
 #: The use charge of the corrected rates [$/1,000 gal] (the bills issued used 6.37).
 CORRECTED_USE = 6.00
@@ -43,15 +44,16 @@ def village(db, tmp_path):
 
 
 def issued(tmp_path, db) -> dict[int, str]:
-    """``bills list --issued``: each bill's id and its line."""
-    r = sw(tmp_path, db, "bills", "list", "--issued")
+    """``bills list --issued`` (in process): each bill's id and its line."""
+    r = run(tmp_path, db, "bills", "list", "--issued")
     assert r.returncode == 0, r.stderr
     return {int(m.group(1)): line for line in r.stdout.splitlines() if (m := re.match(r"bill (\d+)", line))}
 
 
+@pytest.mark.timeout(900)     # a dozen commands, some as the clerk types them (a subprocess each)
 def test_a_quarter_is_billed_once_corrected_once_and_paid_in_the_past(db, village):
     t = village
-    r = sw(t, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--on", "2026-04-10")
+    r = run(t, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--on", "2026-04-10")
     assert r.returncode == 0, r.stderr
     run1 = int(re.match(r"bill run (\d+): 2026Q1 drafted", r.stdout).group(1))
     r = sw(t, db, "bills", "issue", str(run1), "--on", "2026-04-10", "--out", "bills")
@@ -80,12 +82,12 @@ def test_a_quarter_is_billed_once_corrected_once_and_paid_in_the_past(db, villag
     assert issued(t, db) == first
 
     # a correction needs its reason, and something to correct
-    r = sw(t, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--correct", "  ")
+    r = run(t, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--correct", "  ")
     assert r.returncode == 2 and "correction: give the reason of the corrected bill" in r.stderr
-    r = sw(t, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--on", "2026-04-20",
+    r = run(t, db, "bills", "draft", "--quarter", "2026Q1", "--rates", "rates.toml", "--on", "2026-04-20",
            "--correct", "checked again")
     assert r.returncode == 2 and "2026Q1: nothing to correct: the bills computed now are the ones issued" in r.stderr
-    r = sw(t, db, "bills", "draft", "--quarter", "2026Q2", "--rates", "rates.toml", "--correct", "typo")
+    r = run(t, db, "bills", "draft", "--quarter", "2026Q2", "--rates", "rates.toml", "--correct", "typo")
     assert r.returncode == 2 and "correction: 2026Q2 has not been billed yet" in r.stderr
 
     # the corrected bills: the use charge was billed at the wrong rate
@@ -133,20 +135,20 @@ def test_a_quarter_is_billed_once_corrected_once_and_paid_in_the_past(db, villag
     assert f"${totals['plating'][1]:,.2f}" in text and f"${lower['plating']:,.2f}" in text
     assert f"a credit of ${totals['plating'][1] - lower['plating']:,.2f}" in text
     # the account counts the corrected bill only: the annual report's billed total
-    r = sw(t, db, "report", "annual", "--year", "2026", "--on", "2027-01-15", "--out", "rep", "--json")
+    r = run(t, db, "report", "annual", "--year", "2026", "--on", "2027-01-15", "--out", "rep", "--json")
     assert r.returncode == 0, r.stderr
     rep = json.dumps(json.loads(r.stdout))
     assert f'"total_dollars": {lower["plating"]}' in rep and f'"total_dollars": {totals["plating"][1]}' not in rep
 
     # payments: the replaced bill takes none; a day after the village's today, or before the bill, refused
-    r = sw(t, db, "bills", "pay", str(totals["plating"][0]), "--on", "2026-04-30")
+    r = run(t, db, "bills", "pay", str(totals["plating"][0]), "--on", "2026-04-30")
     assert r.returncode == 2 and f"was replaced by the corrected bill {new['plating']}" in r.stderr
     today = datetime.now(ZoneInfo("America/Chicago")).date()
     later = today + timedelta(days=3)
     r = sw(t, db, "bills", "pay", str(new["plating"]), "--on", later.isoformat())
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
     assert r.stderr.startswith(f"sewerwatch: error: paid on: {later} is after today ({today})"), r.stderr
-    r = sw(t, db, "bills", "pay", str(new["plating"]), "--on", "2026-04-19")
+    r = run(t, db, "bills", "pay", str(new["plating"]), "--on", "2026-04-19")
     assert r.returncode == 2 and "paid on: 2026-04-19 is before the bill's date (2026-04-20)" in r.stderr
     assert "not paid" in issued(t, db)[new["plating"]]
     r = sw(t, db, "bills", "pay", str(new["plating"]), "--on", "2026-04-30")
