@@ -79,8 +79,8 @@ def already_billed(quarter: str, bills: list[dict]) -> str:
     runs = sorted({b["run_id"] for b in bills if b["run_id"] is not None})
     said = ", ".join(f"{b['id']} ({b['site_name']}, {_money(b['total_dollars'])})" for b in bills)
     issued = sorted({b["detail"]["issued"] for b in bills})
-    where = (f"by bill run {', '.join(map(str, runs))} " if runs else "") + f"issued {', '.join(issued)}"
-    return (f"{quarter} is billed already {where}: bill{'s' if len(bills) > 1 else ''} {said}; a second bill "
+    where = (f" by bill run {', '.join(map(str, runs))}" if runs else ",") + f" issued {', '.join(issued)}"
+    return (f"{quarter} is billed already{where}: bill{'s' if len(bills) > 1 else ''} {said}; a second bill "
             "of the quarter is refused: issue a corrected bill, with its reason, to replace them")
 
 
