@@ -198,3 +198,34 @@ def test_one_bill_in_force_per_site_and_period_in_the_database(db, village):
         # the office's and the portal's account of the site: the bill in force only
         ids = [b["id"] for b in bill_runs.issued_bills(conn, "2026Q1", "plating", replaced=False)]
         assert ids == [new]
+
+
+def test_a_database_billed_twice_before_the_rule_keeps_the_latest_bill_in_force(db, village):
+    """Migration 0181's repair of a database that two paths billed twice: run again here over
+    two bills in force of one site and quarter (the index dropped to let them in, as before
+    0181), the latest stays in force and the earlier is marked replaced by it."""
+    from pathlib import Path
+
+    from foundation.actor import Actor
+    from lab import bill_runs
+
+    sql = (Path(__file__).resolve().parent.parent / "sewerwatch" / "db" / "migrations" / "0181_bills_once.sql").read_text()
+    repair = sql[sql.index("WITH chain AS"):sql.index("CREATE UNIQUE INDEX")]
+    index = sql[sql.index("CREATE UNIQUE INDEX"):]
+    with psycopg.connect(db.url, autocommit=True) as conn:
+        r = bill_runs.bill_quarter(conn, "2026Q1", village / "rates.toml", date(2026, 4, 10), actor=Actor.os_user())
+        first = next(b for b in r["issued"] if b["site"] == "candy")
+        conn.execute("DROP INDEX bills_one_in_force")
+        second = conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail, "
+                              "issued_at) SELECT site_id, period, period_start, period_end, total_dollars, detail, "
+                              "issued_at + interval '1 day' FROM bills WHERE id = %s RETURNING id",
+                              (first["id"],)).fetchone()[0]
+        with conn.transaction():
+            for statement in repair.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(index)
+        rows = {i: (by, of) for i, by, of in conn.execute(
+            "SELECT id, superseded_by, supersedes FROM bills WHERE id IN (%s, %s)", (first["id"], second)).fetchall()}
+        assert rows == {first["id"]: (second, None), second: (None, first["id"])}
+        assert [b["id"] for b in bill_runs.issued_bills(conn, "2026Q1", "candy", replaced=False)] == [second]
