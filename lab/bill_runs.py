@@ -3,8 +3,8 @@ clerk takes, the same functions for ``sewerwatch bills`` and the office.
 
 - :func:`draft_quarter` computes every user's bill for the quarter as a draft
   (:func:`lab.billing.build_bills` with ``draft=True``: the same computation as ``sewerwatch
-  bill --draft``, the preview that stores nothing) and stores it as a *bill run* (migration 0156) with the rates file's text as
-  it was, so the draft can be reviewed bill by bill: the metered volume and its coverage, the
+  bill --draft``, the preview that stores nothing) and stores it as a *bill run* (migration
+  0156) with the rates file's text as it was, so the draft can be reviewed bill by bill: the metered volume and its coverage, the
   lab results used, the charges with their citations. A new draft of the quarter supersedes
   the one before.
 - :func:`issue_run` issues the quarter: the bills computed again for the issue date from the
