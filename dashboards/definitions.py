@@ -357,7 +357,7 @@ SELECT b.period, t.key AS site, b.period_start AS "from", b.period_end AS "to",
         WHERE c ->> 'charge' = 'surcharge') AS "surcharge [USD]",
        b.total_dollars AS "bill total [USD]", b.issued_at AS issued
 FROM bills b JOIN sites t ON t.id = b.site_id
-WHERE t.key IN ($site)
+WHERE t.key IN ($site) AND b.superseded_by IS NULL
   AND b.period_end >= $__timeFrom()::timestamptz AND b.period_start <= $__timeTo()::timestamptz
 ORDER BY b.period_start DESC, t.key
 """, "table")], (0, 24, 24, 6), description="Bills issued by 'sewerwatch bill' for periods in the "

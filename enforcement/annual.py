@@ -110,7 +110,7 @@ def _violations(conn, site_key: str, start: datetime, end: datetime, tz) -> list
 def _bills(conn, site_key: str, year: int) -> dict:
     rows = conn.execute(
         "SELECT DISTINCT ON (b.period) b.period, b.total_dollars, b.detail FROM bills b JOIN sites s ON s.id = b.site_id "
-        "WHERE s.key = %s AND b.period LIKE %s ORDER BY b.period, b.issued_at DESC, b.id DESC",
+        "WHERE s.key = %s AND b.period LIKE %s AND b.superseded_by IS NULL ORDER BY b.period, b.issued_at DESC, b.id DESC",
         (site_key, f"{year}Q%")).fetchall()
     quarters = []
     for period, total, detail in rows:

@@ -14,7 +14,6 @@ date and the late terms.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import date, datetime, timedelta, timezone
 
@@ -222,18 +221,18 @@ def surcharged(pack: str) -> bool:
     return any(c.formula == "epa-model-2" or c.formula_from for c in load_pack(pack).charges)
 
 
-def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, store: bool = True,
-                non_detect: str = "zero", draft: bool = False, source: str | None = None,
-                run_id: int | None = None) -> list[dict]:
-    """Bills of every site in ``sites`` for ``quarter``; stored in ``bills`` when ``store``.
+def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, non_detect: str = "zero",
+                draft: bool = False, source: str | None = None) -> list[dict]:
+    """Bills of every site in ``sites`` for ``quarter``, computed, not stored: a bill is
+    stored only as issued by a bill run (:mod:`lab.bill_runs`, one bill in force per site and
+    period).
 
     A bill whose volume is unknown (flow readings under :data:`MIN_COVERAGE` of the quarter,
-    or no meter, and no ``bill.volume_mg`` in the rates file) is not issued: an
-    :class:`InputError` names each such site and what is missing, and nothing is stored.
-    With ``draft`` every bill is computed (on the partial metered volume where that is all
-    there is), marked ``draft`` and not stored. ``source``: the rates file's name as the bills
-    cite it (default ``rates_path``; a bill run reads its rates from a copy); ``run_id``: the
-    bill run (:mod:`lab.bill_runs`) the stored bills come from.
+    or no meter, and no ``bill.volume_mg`` in the rates file) cannot be issued: an
+    :class:`InputError` names each such site and what is missing. With ``draft`` every bill
+    is computed (on the partial metered volume where that is all there is) and marked
+    ``draft``. ``source``: the rates file's name as the bills cite it (default
+    ``rates_path``; a bill run reads its rates from a copy).
     """
     source = source or str(rates_path)
     rates_doc = read_rates_file(rates_path)
@@ -257,12 +256,4 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
     if missing:
         raise InputError(f"bill {quarter}: not issued, {missing}: give bill.volume_mg.<site> [MG] in "
                          f"{source}, or run with --draft to print drafts")
-    if store:
-        with conn.transaction():
-            for s, b in zip(sites, bills):
-                b["id"] = conn.execute(
-                    "INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail, run_id) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                    (s["id"], quarter, b["period_start"], b["period_end"], b["total_dollars"], json.dumps(b),
-                     run_id)).fetchone()[0]
     return bills

@@ -1,4 +1,5 @@
-"""CLI: ``sewerwatch surcharge``, ``sewerwatch lab import|check|list|composites``, ``sewerwatch bill``.
+"""CLI: ``sewerwatch surcharge``, ``sewerwatch lab import|check|list|composites``, ``sewerwatch bill``,
+``sewerwatch bills draft|show|issue|list|pay`` (both over :mod:`lab.bill_runs`).
 
 :func:`register` adds the parsers; each handler is ``func(args, ctx)`` (``ctx`` a
 :class:`foundation.context.Context`) and returns the exit code. The shell imports this module
@@ -9,6 +10,7 @@ imported lazily inside each handler.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -82,25 +84,28 @@ def register(sub) -> None:
     q.set_defaults(func=_lab_composites)
 
     p = sub.add_parser(
-        "bill", help="produce each industrial user's quarterly bill",
+        "bill", help="bill each industrial user for a quarter, in one step (or preview it)",
         description="Each industrial user's bill for a quarter, from the database: the metered volume "
         "from its flow readings and the quarter's lab results, priced by the charges its village's pack "
         "adopts (e.g. surcharges on high-strength waste, palmyra-wi §13.45(4); sewer rents, webster-ny "
         "§113-75; residential-equivalent charges, westfield-wi); written as JSON, HTML and PDF (letter size) "
-        "into --out and stored in the bills table. A bill whose volume is unknown (the flow readings cover less "
-        "than 95 %% of the quarter and the rates file gives no bill.volume_mg) is not issued (exit 2) unless "
-        "--draft.")
+        "into --out. The quarter is drafted and issued in one step, as 'sewerwatch bills draft' then "
+        "'sewerwatch bills issue' do: a quarter is billed once, so a quarter billed already is refused (exit 2, "
+        "naming its bills; a corrected bill is drafted with 'sewerwatch bills draft --correct'). A bill whose "
+        "volume is unknown (the flow readings cover less than 95 %% of the quarter and the rates file gives no "
+        "bill.volume_mg) is not issued (exit 2) unless --draft, which only previews.")
     p.add_argument("--quarter", required=True, help="e.g. 2026Q1: its local calendar days in the time zone of each "
                    "user's village (its rule pack)")
     p.add_argument("--rates", required=True, metavar="FILE.toml",
                    help="the rates of the charges in force: per pound where a surcharge is, and the keys the pack names")
     p.add_argument("--out", default=".", metavar="DIR", help="where the JSON, HTML and PDF bills go (default .)")
+    p.add_argument("--on", default=None, metavar="DATE", help="the date of the bills (default: today in the village)")
     p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
                    help="what a '<' result counts as for billing (default: the rates file's "
                    "non_detect, else zero)")
     p.add_argument("--draft", action="store_true",
-                   help="print drafts even where a volume is unknown (flow readings under 95 %% of the quarter and no "
-                   "bill.volume_mg in the rates file): every page says DRAFT, nothing is stored")
+                   help="a preview: print drafts even where a volume is unknown (flow readings under 95 %% of the "
+                   "quarter and no bill.volume_mg in the rates file); every page says DRAFT, nothing is stored")
     p.add_argument("--json", action="store_true", help="also print the bills as JSON")
     p.set_defaults(func=_bill)
 
@@ -119,6 +124,10 @@ def register(sub) -> None:
     q.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"))
     q.add_argument("--on", default=None, help="the planned issue date (default: today)")
     q.add_argument("--out", default=None, metavar="DIR", help="also write the drafts' JSON, HTML and PDF here")
+    q.add_argument("--correct", default=None, metavar="REASON",
+                   help="draft corrected bills of a quarter billed already, for this reason: each user's bill that "
+                   "differs from the one issued replaces it when issued (both kept; the corrected bill shows both "
+                   "amounts and the difference)")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_bills_draft)
     q = bs.add_parser("show", help="a bill run and its bills")
@@ -132,7 +141,8 @@ def register(sub) -> None:
     q.set_defaults(func=_bills_issue)
     q = bs.add_parser("list", help="the bill runs, or with --issued the bills issued")
     q.add_argument("--quarter", default=None)
-    q.add_argument("--issued", action="store_true")
+    q.add_argument("--issued", action="store_true", help="the bills issued, each replaced one marked with the "
+                   "corrected bill that replaced it")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_bills_list)
     q = bs.add_parser("pay", help="record a payment: the late charge the ordinance adds for its day")
@@ -353,6 +363,25 @@ def _bill_day(text: str | None, what: str = "--on"):
         raise InputError(f"{what}: expected a date such as 2026-04-10, got {text!r}") from None
 
 
+@contextlib.contextmanager
+def _how_to_correct():
+    """A quarter billed already: the refusal says how the command line corrects it."""
+    from lab.bill_runs import AlreadyBilled
+
+    try:
+        yield
+    except AlreadyBilled as e:
+        raise InputError(f"{e} (sewerwatch bills draft --quarter Q --rates FILE --correct REASON)") from None
+
+
+def _village_today(ctx):
+    from datetime import datetime
+
+    from foundation.moments import village_zone
+
+    return datetime.now(village_zone(ctx.config)).date()
+
+
 def _bill_money(x: float) -> str:
     return f"${x:,.2f}"
 
@@ -362,22 +391,37 @@ def _bills_draft(args: argparse.Namespace, ctx) -> int:
     from lab.documents.bill_page import summary, write_bills
     from lab.documents.pdf import letterhead
 
-    with ctx.connect("owner") as conn:
+    with ctx.connect("owner") as conn, _how_to_correct():
         r = bill_runs.draft_quarter(conn, args.quarter, args.rates, non_detect=args.non_detect,
-                                    on=_bill_day(args.on), actor=_os_actor())
+                                    on=_bill_day(args.on) or _village_today(ctx), actor=_os_actor(),
+                                    correction=args.correct)
     if args.out:
         head = letterhead(ctx.config)
         write_bills([{**b, "village": head.village} for b in r["bills"]], args.out, head)
     if args.json:
         print(json.dumps(r, indent=2, default=str))
         return 0
-    print(f"bill run {r['id']}: {r['quarter']} drafted, {len(r['bills'])} bills")
+    print(f"bill run {r['id']}: {r['quarter']} drafted, {len(r['bills'])} bills"
+          + (f", a correction ({r['correction']})" if r["correction"] else ""))
     for b in r["bills"]:
-        print("  " + summary(b))
+        print("  " + summary(b) + _correction_words(b, r))
     for x in r["blocking"]:
         print(f"  cannot be issued: {x}")
     print(f"review them (sewerwatch bills show {r['id']}), then: sewerwatch bills issue {r['id']}")
     return 0
+
+
+def _correction_words(b: dict, r: dict) -> str:
+    """How a bill of a correction run stands to the bill it replaces."""
+    if not r.get("correction"):
+        return ""
+    c = b.get("correction")
+    if b.get("first_bill"):
+        return "  (its first bill of the quarter)"
+    if not c:
+        return "  (unchanged: the bill issued stands)"
+    words = "a credit of " + _bill_money(-c["difference"]) if c["difference"] < 0 else _bill_money(c["difference"]) + " more"
+    return f"  (replaces bill {c['bill']} of {_bill_money(c['total_dollars'])}: {words})"
 
 
 def _bills_show(args: argparse.Namespace, ctx) -> int:
@@ -393,27 +437,28 @@ def _bills_show(args: argparse.Namespace, ctx) -> int:
           f"{r['drafted_by']} from {r['rates_name']}" + (f", issued {r['issued_on']} by {r['issued_by']}"
                                                           if r["issued_on"] else ""))
     for b in r["bills"]:
-        print("  " + summary(b))
+        print("  " + summary(b) + _correction_words(b, r))
         for c in b["charges"]:
             print(f"      {c['charge']:<40} {_bill_money(c['dollars']):>12}  {c['citation']}")
     return 0
 
 
 def _bills_issue(args: argparse.Namespace, ctx) -> int:
-    from datetime import datetime as _dt
-
     from lab import bill_runs   # lazy
     from lab.documents.bill_page import write_bills
     from lab.documents.pdf import letterhead
 
     head = letterhead(ctx.config)
-    on = _bill_day(args.on) or _dt.now(timezone.utc).date()
-    with ctx.connect("owner") as conn:
+    on = _bill_day(args.on) or _village_today(ctx)
+    with ctx.connect("owner") as conn, _how_to_correct():
         r = bill_runs.issue_run(conn, args.run, on, actor=_os_actor())
     paths = write_bills([{**b["detail"], "village": head.village} for b in r["issued"]], args.out, head)
     total = sum(b["total_dollars"] for b in r["issued"])
     print(f"bill run {r['id']}: {r['quarter']} issued {on}: {len(r['issued'])} bills, {_bill_money(total)}; "
           f"wrote {len(paths)} files to {args.out}")
+    for b in r["issued"]:
+        if b["detail"].get("correction"):
+            print(f"  bill {b['id']} ({b['site']}) {_correction_words(b['detail'], r).strip()[1:-1]}")
     return 0
 
 
@@ -431,8 +476,10 @@ def _bills_list(args: argparse.Namespace, ctx) -> int:
         if args.issued:
             paid = (f"paid {r['paid_on']}" + (f", late charge {_bill_money(r['late_dollars'])} ({r['late_days']} days)"
                                               if r["late_dollars"] else "")) if r["paid_on"] else "not paid"
+            fix = (f"  replaced by bill {r['superseded_by']}" if r["superseded_by"] else
+                   f"  corrects bill {r['supersedes']}" if r["supersedes"] else "")
             print(f"bill {r['id']:<5} {r['quarter']} {r['site']:<14} {_bill_money(r['total_dollars']):>12}  "
-                  f"issued {r['detail']['issued']}  {paid}")
+                  f"issued {r['detail']['issued']}  {paid}{fix}")
         else:
             print(f"run {r['id']:<5} {r['quarter']} {r['state']:<10} {r['count']} bills "
                   f"{_bill_money(r['total_dollars']):>12}  drafted {r['drafted_at']:%Y-%m-%d} by {r['drafted_by']}")
@@ -445,7 +492,8 @@ def _bills_pay(args: argparse.Namespace, ctx) -> int:
     from lab import bill_runs   # lazy
 
     with ctx.connect("owner") as conn:
-        b = bill_runs.record_payment(conn, args.bill, _bill_day(args.on), dollars=args.dollars, actor=_os_actor())
+        b = bill_runs.record_payment(conn, args.bill, _bill_day(args.on), today=_village_today(ctx),
+                                     dollars=args.dollars, actor=_os_actor())
     late = (f"late charge {_bill_money(b['late_dollars'])} ({b['late_days']} days past the grace period)"
             if b["late_dollars"] else "no late charge")
     print(f"bill {b['id']} ({b['site']}, {b['quarter']}, {_bill_money(b['total_dollars'])}): paid {b['paid_on']}; {late}")
@@ -454,20 +502,24 @@ def _bills_pay(args: argparse.Namespace, ctx) -> int:
 
 def _bill(args: argparse.Namespace, ctx) -> int:
     # lazy (see the module docstring): matplotlib alone takes about half a second to import
-    from lab.billing import build_bills, quarter_bounds
+    from lab import bill_runs
+    from lab.billing import build_bills, quarter_bounds, surcharged
     from lab.documents.bill_page import summary, write_bills
     from lab.documents.pdf import letterhead
     from lab.readers.rates import read_non_detect_policy, read_rates
-
-    from lab.billing import surcharged
 
     quarter_bounds(args.quarter, timezone.utc)  # validate before connecting
     # rates per pound only where a surcharge is in force (a city without one gives none)
     read_rates(args.rates, required=any(surcharged(p) for p in {ctx.config.pack, *(s.pack for s in ctx.config.sites)}))
     head = letterhead(ctx.config)
     non_detect = args.non_detect or read_non_detect_policy(args.rates) or "zero"
-    with ctx.connect("owner") as conn:
-        bills = build_bills(conn, args.quarter.upper(), args.rates, non_detect=non_detect, draft=args.draft)
+    on = _bill_day(args.on) or _village_today(ctx)
+    with ctx.connect("owner") as conn, _how_to_correct():
+        if args.draft:   # a preview: nothing stored
+            bills = build_bills(conn, args.quarter.upper(), args.rates, issued=on, non_detect=non_detect, draft=True)
+        else:            # the bill run of bills draft + bills issue, in one step
+            bills = [b["detail"] for b in bill_runs.bill_quarter(conn, args.quarter, args.rates, on,
+                                                                 non_detect=non_detect, actor=_os_actor())["issued"]]
     for b in bills:
         b["village"] = head.village
     paths = write_bills(bills, args.out, head)

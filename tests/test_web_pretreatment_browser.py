@@ -150,7 +150,7 @@ def test_the_coordinator_uploads_the_lab_file_sees_the_spoiled_row_imports_the_r
     bad = chromium.text("bad-rows")
     assert "6" in bad and "value '4z0' is not a number" in bad
     assert f"{ROWS - 1} rows can be used" in chromium.text("preview")
-    assert "cu-daily-max" in chromium.text() and "Permit PAL-IU-2026-02, condition 3(a)" in chromium.text()
+    assert "Copper, daily maximum" in chromium.text() and "Permit PAL-IU-2026-02, condition 3(a)" in chromium.text()
     assert office.count("SELECT count(*) FROM lab_results") == 0 and office.count("SELECT count(*) FROM dead_letters") == 0
     preview_path = d.current_url.removeprefix(office.base)
     shots: dict = {}
@@ -165,7 +165,7 @@ def test_the_coordinator_uploads_the_lab_file_sees_the_spoiled_row_imports_the_r
     WebDriverWait(d, 30).until(staleness_of(button))
     assert wait_until(lambda: "results stored" in chromium.text("result"), 15), chromium.text()[:600]
     assert f"{ROWS - 1} results stored" in chromium.text("result") and "1 row could not be used" in chromium.text("result")
-    assert "Violations found" in chromium.text() and "cu-daily-max" in chromium.text()
+    assert "Violations found" in chromium.text() and "Copper, daily maximum" in chromium.text()
     posts = lambda: (office.tmp / "web.err").read_text().count(f'"POST {preview_path}/import"')   # noqa: E731
     assert wait_until(lambda: posts() == 2, 15), posts()          # the browser did send it twice ...
     assert office.count("SELECT count(*) FROM audit_log WHERE action = 'lab.import'") == 1     # ... once imported

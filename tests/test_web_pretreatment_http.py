@@ -88,7 +88,7 @@ def test_upload_preview_import_once_the_results_table_and_results_typed_by_hand(
         assert r.status_code == 200 and "Preview: nothing is stored yet" in r.text
         assert "value &#39;4z0&#39; is not a number" in r.text and ">6</th>" in r.text
         assert f"Import {ROWS - 1} rows (leave 1 out)" in r.text
-        assert "Violations these results would bring" in r.text and "cu-daily-max" in r.text
+        assert "Violations these results would bring" in r.text and "Copper, daily maximum" in r.text
         assert _count(db.url, "SELECT count(*) FROM lab_results") == 0
         assert _count(db.url, "SELECT count(*) FROM dead_letters") == 0
         upload = int(re.search(r"Lab upload #(\d+)", r.text).group(1))

@@ -53,6 +53,22 @@ def _coverage_words(bill: dict) -> str:
             else "no flow meter")
 
 
+def correction_html(bill: dict) -> str:
+    """A corrected bill's statement: the bill it replaces, both amounts, the difference (a
+    credit when lower) and why; empty for a first bill."""
+    c = bill.get("correction")
+    if not c:
+        return ""
+    e = html.escape
+    diff = (f"a credit of {money(-c['difference'])}" if c["difference"] < 0 else
+            f"{money(c['difference'])} more" if c["difference"] > 0 else "no change in the amount")
+    paid = f", paid {e(c['paid_on'])}" if c.get("paid_on") else ""
+    return (f"<h2>Corrected bill</h2><p>This bill replaces bill {c['bill']} of {e(c['issued'])}{paid}: "
+            f"{e(c['reason'].rstrip('.'))}.</p><table><tr><td>bill {c['bill']} as issued</td><td class=n>"
+            f"{money(c['total_dollars'])}</td></tr><tr><td>this corrected bill</td><td class=n>"
+            f"{money(bill['total_dollars'])}</td></tr><tr><th>difference</th><th class=n>{diff}</th></tr></table>")
+
+
 def body_html(bill: dict) -> str:
     """The bill's body: everything under the letterhead."""
     e = html.escape
@@ -120,14 +136,15 @@ def body_html(bill: dict) -> str:
     surcharge = ("<h2>Surcharge</h2><table><tr><th>analyte</th><th class=n>average mg/l</th><th class=n>base mg/l</th>"
                  "<th class=n>pounds</th><th class=n>rate</th><th class=n>amount</th></tr>" + srows + "</table>"
                  if sur else "")
-    kind = "Draft sewer bill" if bill.get("draft") else "Sewer bill"
+    kind = ("Draft " if bill.get("draft") else "") + ("corrected sewer bill" if bill.get("correction") else "sewer bill")
+    kind = kind[:1].upper() + kind[1:]
     note = chart_series(bill)["note"]
     chart_note = f"<p class=note>{e(note[:1].upper() + note[1:])}.</p>" if note else ""
     return f"""<h1>{kind}, {e(bill['quarter'])}: {e(bill['name'])}</h1>
 <p><b>{e(bill['name'])}</b> ({e(bill['site'])}){', permit ' + e(bill['permit']) if bill.get('permit') else ''}<br>
 {('Draft of ' + e(bill['issued']) + ', not issued') if bill.get('draft') else 'Issued ' + e(bill['issued'])}. Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive).<br>
 Volume: {vol}.{('<br>' + e(bill['rates_version'][:1].upper() + bill['rates_version'][1:]) + '.') if bill.get('rates_version') else ''}</p>
-<h2>Charges</h2>{charges}
+{correction_html(bill)}<h2>Charges</h2>{charges}
 {pay_html}{notes}
 {surcharge}
 <h2>Loadings</h2><div class="chart">{loadings_svg(bill)}</div>{chart_note}

@@ -1,7 +1,8 @@
 """Bills in the office (issue 25 item 6): the clerk drafts a quarter's bills, reviews each
 user's bill (the metered volume and its coverage, the lab results used, the charges with
 their citations), issues the quarter, downloads the PDFs, and records payments with the late
-charge the ordinance adds. Each action is :mod:`lab.bill_runs`' function, the one
+charge the ordinance adds. A quarter is billed once: drafting it again is refused unless the
+clerk drafts corrected bills, with their reason, which replace the bills issued. Each action is :mod:`lab.bill_runs`' function, the one
 ``sewerwatch bills draft|issue|pay`` calls, as the signed-in account, once per form.
 """
 
@@ -53,12 +54,16 @@ def bills_page(request: Request) -> Template:
 @post("/bills/draft", opt=BILL, sync_to_thread=True, status_code=303, request_max_body_size=RATES_MAX + 65536)
 def draft(request: Request, data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]) -> Redirect:
     """Draft the quarter (:func:`lab.bill_runs.draft_quarter`) from the stored rates in effect
-    on its first day; an uploaded rates file is saved as that version first."""
+    on its first day (an uploaded rates file is saved as that version first); from the
+    correction's form, corrected bills of a quarter billed already, with their reason (a
+    quarter billed already is otherwise refused)."""
     from lab import bill_runs
 
     office = request.app.state.office
     quarter = str(data.get("quarter", "")).strip().upper()
     on = formats.form_date(data.get("on"), "planned issue date", office.today())
+    # the correction's form says so; its reason is required (the package function says so when empty)
+    correction = str(data.get("reason", "")) if data.get("correct") else None
     file = data.get("rates")
     if isinstance(file, UploadFile) and file.filename:
         name, text = Path(file.filename).name[-120:], file.file.read(RATES_MAX + 1)
@@ -73,12 +78,13 @@ def draft(request: Request, data: Annotated[dict[str, Any], Body(media_type=Requ
 
     def work(conn, actor):
         if text is None:
-            r = bill_runs.draft_quarter(conn, quarter, None, on=on, actor=actor)
+            r = bill_runs.draft_quarter(conn, quarter, None, on=on, actor=actor, correction=correction)
         else:
             with tempfile.TemporaryDirectory(prefix="sewerwatch-rates-") as tmp:
                 path = Path(tmp) / (Path(name).name or "rates.toml")
                 path.write_text(text, encoding="utf-8")
-                r = bill_runs.draft_quarter(conn, quarter, path, on=on, actor=actor, name=name)
+                r = bill_runs.draft_quarter(conn, quarter, path, on=on, actor=actor, name=name,
+                                            correction=correction)
         return {"location": f"/bills/runs/{r['id']}?done=drafted", "run": r["id"]}
 
     return forms.redirect(request, forms.once(request, data, "bills.draft", work))
@@ -172,7 +178,8 @@ def bill_pdf(request: Request, bill_id: FromPath[int]) -> Response:
 
 @post("/bills/{bill_id:int}/payment", opt=BILL, sync_to_thread=True, status_code=303)
 def payment(request: Request, bill_id: FromPath[int], data: Form) -> Redirect:
-    """Record a payment and its late charge (:func:`lab.bill_runs.record_payment`)."""
+    """Record a payment and its late charge (:func:`lab.bill_runs.record_payment`: a day after
+    the village's today or before the bill's date refused)."""
     from lab import bill_runs
 
     office = request.app.state.office
@@ -184,7 +191,7 @@ def payment(request: Request, bill_id: FromPath[int], data: Form) -> Redirect:
         raise InputError(f"amount paid: expected dollars such as 1234.56, got {text!r}") from None
 
     def work(conn, actor):
-        b = bill_runs.record_payment(conn, bill_id, on, dollars=dollars, actor=actor)
+        b = bill_runs.record_payment(conn, bill_id, on, today=office.today(), dollars=dollars, actor=actor)
         return {"location": f"/bills/{bill_id}?done=paid", "late_dollars": b["late_dollars"]}
 
     return forms.redirect(request, forms.once(request, data, "bills.pay", work))

@@ -125,7 +125,8 @@ def _subject_page(request, kind: str, ident: int) -> Template:
 
 
 def _kind_words(v: dict) -> str:
-    return words.term(fnd.violation_kind(v))
+    from enforcement import findings
+    return words.term(findings.violation_kind(v))
 
 
 #: The evidence's keys as the page labels them.

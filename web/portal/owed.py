@@ -76,7 +76,7 @@ def home(conn, site: dict, now: datetime) -> dict:
         "SELECT rule, parameter, start_time, end_time, peak, limit_value, unit, days_of_violation, citation, source "
         "FROM violations WHERE site_id = %s ORDER BY start_time DESC LIMIT 60", (site["id"],)).fetchall()]
     out["bills"] = [dict(zip(("id", "period", "issued_at", "total"), r)) for r in conn.execute(
-        "SELECT id, period, issued_at, total_dollars FROM bills WHERE site_id = %s ORDER BY period_start DESC LIMIT 12",
+        "SELECT id, period, issued_at, total_dollars FROM bills WHERE site_id = %s AND superseded_by IS NULL ORDER BY period_start DESC LIMIT 12",
         (site["id"],)).fetchall()]
     out["today"] = today
     out["now"] = now.astimezone(timezone.utc)
