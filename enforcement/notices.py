@@ -295,7 +295,7 @@ def _summary(v: dict, tz) -> str:
     value = quantity(v["peak"], v["unit"])
     if v["unit"] == "pH":            # "pH 3.5", not "pH pH 3.5"
         name, value = value, ""
-    limit = f"the limit: {of_violation(v)}, rule {v['rule']}"
+    limit = f"the limit: {of_violation(v)}"
     start_l, end_l = v["start"].astimezone(tz), v["end"].astimezone(tz)
     if st == "monthly-average":
         what = (f"{_nv(name, value)}, the average of {ev.get('results') or ev.get('days')} "

@@ -28,6 +28,7 @@ from enforcement.findings import actor, site, sites, store_finding
 from enforcement.periods import local_date
 from lab.ordinance import pack_timezone
 from limits.packs import load_pack
+from limits.words import rule_name
 
 #: 40 CFR 403.8(f)(2)(viii)(F): "within 45 days after the due date"; a report received (or
 #: still missing) on day 46 after its due date is late.
@@ -130,7 +131,7 @@ def owed_accidental(conn, hours: float, now: datetime | None = None) -> list[dic
             continue
         due_at = began + timedelta(hours=hours)
         tz = pack_timezone(pack)
-        title = f"Accidental-discharge report: {rule} from {began.astimezone(tz):%Y-%m-%d %H:%M %Z} (alert #{alert_id})"
+        title = f"Accidental-discharge report: {rule_name(rule)} from {began.astimezone(tz):%Y-%m-%d %H:%M %Z} (alert #{alert_id})"
         out.append({"id": None, "site": key, "site_id": site_id, "site_name": name, "pack": pack,
                     "kind": "accidental-discharge", "title": title, "period_start": None, "period_end": None,
                     "due_on": local_date(due_at, tz), "due_at": due_at, "received_on": None, "received_at": None,

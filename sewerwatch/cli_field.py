@@ -56,7 +56,7 @@ def _since(text: str | None, what: str):
 def register(sub) -> None:
     # --- maintenance windows ---
     p = sub.add_parser("maintenance", help="maintenance windows: readings of an instrument being calibrated or cleaned",
-                       description="Maintenance windows (issue 26): while an instrument is calibrated, cleaned or "
+                       description="Maintenance windows: while an instrument is calibrated, cleaned or "
                        "repaired its readings are stored with their own quality code (3) and never judged, summed "
                        "into a volume or a slug's baseline. A window has a reason and a person; one reaching back "
                        "over readings already judged waits for a second person's approval.")
@@ -115,7 +115,7 @@ def register(sub) -> None:
 
     # --- calibrations ---
     p = sub.add_parser("calibrations", help="calibration records: buffers, as-found and as-left, pass or fail",
-                       description="Calibrations and verifications (issue 26): a pH probe's buffers with as-found and "
+                       description="Calibrations and verifications: a pH probe's buffers with as-found and "
                        "as-left readings, slope and offset; a flow meter against a reference (percent difference); a "
                        "temperature probe against a reference thermometer. Judged pass or fail against [field]'s "
                        "tolerances; a failed or overdue one is a finding and an alert.")
@@ -148,7 +148,7 @@ def register(sub) -> None:
 
     # --- grab readings ---
     p = sub.add_parser("grab", help="an inspector's grab pH or temperature, compared with the live sensor",
-                       description="A grab pH or temperature taken at a control manhole (issue 26): compared with the "
+                       description="A grab pH or temperature taken at a control manhole: compared with the "
                        "live sensor at that time; beyond [field] drift_ph / drift_temperature_degf the sensor is "
                        "drifting (an alert with both numbers). Lab grab samples' pH are compared the same way.")
     gs = p.add_subparsers(dest="grab_command", metavar="ACTION", required=True)
@@ -169,7 +169,7 @@ def register(sub) -> None:
 
     # --- inspections ---
     p = sub.add_parser("inspections", help="inspections of industrial users: checklist, findings, photos",
-                       description="Visits to industrial users (issue 26; 40 CFR 403.8(f)(2)(v), counted in the annual "
+                       description="Visits to industrial users (40 CFR 403.8(f)(2)(v), counted in the annual "
                        "report under 403.12(i)): the checklist of the pack or [[field.checklist]], findings, the "
                        "representative, photos. A deficient item is a finding.")
     ns = p.add_subparsers(dest="inspections_command", metavar="ACTION", required=True)

@@ -128,3 +128,16 @@ def file_name(text: str | None) -> str:
     if not text:
         return ""
     return str(text).replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def term_days(days: int | None) -> str:
+    """A permit's days to the end of its term in words: "ends in 12 days", "ends today",
+    "ended 33 days ago" (never a negative count)."""
+    if days is None:
+        return ""
+    d = int(days)
+    if d > 0:
+        return f"ends in {d} day{'s' if d != 1 else ''}"
+    if d == 0:
+        return "ends today"
+    return f"ended {-d} day{'s' if d != -1 else ''} ago"

@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 
 from lab.documents.pdf import Letterhead, document, write_pdf
+from limits.words import analyte_name, rule_name, term
 
 e = html.escape
 
@@ -36,10 +37,11 @@ def body_html(rep: dict, issued_on: date) -> str:
         f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u['results']}</td></tr>"
         for u in rep["users"])
     viol = _table(("user", "rule", "parameter", "found by", "episodes", "days", "citation"), [
-        (u["name"], v["rule"], v["parameter"], v["source"], v["episodes"], v["days_of_violation"], v["citation"])
+        (u["name"], rule_name(v["rule"]), analyte_name(v["parameter"]), term(v["source"]), v["episodes"],
+         v["days_of_violation"], v["citation"])
         for u in rep["users"] for v in u["violations"]], "No violations.")
     notes = _table(("notice", "user", "finding", "issued", "state", "on"), [
-        (n["number"], u["name"], n["finding"], n["issued_on"] or "-", n["state"],
+        (n["number"], u["name"], term(n["finding"]), n["issued_on"] or "-", term(n["state"]),
          n["closed_on"] or n["response_received_on"] or "") for u in rep["users"] for n in u["notices"]],
         "No notices.")
     sampling = _table(("user", "requirement", "parameters", "frequency", "periods", "taken", "missing", "in progress"), [

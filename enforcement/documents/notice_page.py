@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from enforcement.documents.episode_chart import episode_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
 from limits.statements import quantity, stated
+from limits.words import analyte_name
 
 e = html.escape
 
@@ -65,7 +66,7 @@ def _lab_evidence(ev: dict, tz: str) -> str:
             "<th>record</th></tr>")
     rows = "".join(
         f"<tr><td class=n>{e(s['sample'])}</td><td>{e(_local(s['collected'], tz))}</td>"
-        f"<td>{e(s['analyte'])}</td><td class=n>{'&lt;' if s['non_detect'] else ''}{s['mg_l']:g}</td>"
+        f"<td>{e(analyte_name(s['analyte']))}</td><td class=n>{'&lt;' if s['non_detect'] else ''}{s['mg_l']:g}</td>"
         f"<td style='white-space:nowrap'>{e(s['method'] or '')}</td><td class=small>{e(_record(s['source']))}"
         f"{' (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
         for s in ev["samples"])
@@ -109,11 +110,11 @@ def _flow_evidence(ev: dict) -> str:
 
 
 def _record(source: str | None) -> str:
-    """``lab.csv:3``: the file (its name) and line a result was imported from."""
+    """``lab.csv, line 3``: the file (its name) and line a result was imported from."""
     if not source:
         return ""
     path, _, line = source.rpartition(":")
-    return f"{Path(path).name}:{line}" if path else source
+    return f"{Path(path).name}, line {line}" if path and line.isdigit() else Path(source).name
 
 
 _SKIP = {"kind", "snc_criterion"}

@@ -1,0 +1,44 @@
+"""Every command's ``--help``, as a person reads it, says the utility's words: no issue
+numbers, subscripts, Python exception names, negative durations or file paths of this
+checkout (``tests/plain_words.py``). Every help is also drawn, so a help text argparse
+cannot format (a bare ``%``) fails here, not at the user's terminal."""
+
+from __future__ import annotations
+
+import argparse
+
+import plain_words
+from sewerwatch import cli
+
+#: The shapes refused in help. Command names, option values and the configuration's keys a
+#: help names (``[alerts] hold_off_s``) are what a person types, so keys are not refused.
+REFUSED = ("subscript", "file path", "exception name", "negative duration", "issue number")
+
+
+def _parsers(p: argparse.ArgumentParser, path: list[str]):
+    yield path, p
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sub in a.choices.items():
+                yield from _parsers(sub, path + [name])
+
+
+def test_every_help_is_drawn_and_in_plain_words():
+    helps = [(" ".join(path), p.format_help()) for path, p in _parsers(cli.build_parser(), ["sewerwatch"])]
+    assert len(helps) > 60
+    found = [f"{where}: {hit}" for where, text in helps for hit in plain_words.internal(text)
+             if hit.split(" ", 1)[0] in REFUSED or hit.startswith(REFUSED)]
+    # the default config in the working folder is named as a person types it
+    found = [f for f in found if "'./sewerwatch.toml'" not in f]
+    assert not found, "\n".join(found)
+
+
+def test_the_refusal_finds_what_it_looks_for():
+    """The checker itself: each refused shape is found (so the test above can fail)."""
+    assert plain_words.internal("Maintenance windows (issue 26): while")
+    assert plain_words.internal("ENFORCEMENT RESPONSE responses[3], recurrence 1")
+    assert plain_words.internal("expired -33 days")
+    assert plain_words.internal("ConnectionException: Modbus Error")
+    assert plain_words.internal("from examples/permits/plating.toml")
+    assert plain_words.internal("state renewal-due") and plain_words.internal("rule cu-daily-max")
+    assert not plain_words.internal("a self-monitoring report, issued 2026-03-02, expired 33 days ago")
