@@ -97,3 +97,30 @@ def test_silence_times_out_and_a_closed_connection_fails():
         with pytest.raises(OSError):
             await ModbusLink.open("127.0.0.1", port, 0.3)   # nobody listens any more
     asyncio.run(go())
+
+
+def test_a_device_that_refuses_is_said_in_words():
+    """A refused connection to a real closed port, as the Today page and status show it."""
+    import asyncio
+
+    from ingest.modbus.faults import transport_words
+    from ingest.modbus.link import ModbusLink
+    from sewerwatch.services.scratch import free_port
+
+    port = free_port()                         # nothing listens there
+
+    async def attempt():
+        try:
+            await ModbusLink.open("127.0.0.1", port, 1.0)
+        except OSError as exc:
+            try:
+                raise ConnectionException(f"cannot connect to 127.0.0.1:{port}") from exc
+            except ConnectionException as wrapped:
+                return wrapped
+        raise AssertionError("the closed port accepted a connection")
+
+    exc = asyncio.run(attempt())
+    text = transport_words(exc, "127.0.0.1", port, 1.0)
+    assert text == f"no answer from the device at 127.0.0.1:{port} (connection refused)"
+    assert transport_words(asyncio.TimeoutError(), "10.0.4.12", 502, 1.5) == \
+        "no answer from the device at 10.0.4.12:502 within 1.5 s"

@@ -46,6 +46,7 @@ from foundation.errors import ConfigError, InputError, SewerwatchError, report
 from foundation.units import to_canonical
 from ingest import profiles as profiles_mod
 from ingest.batch import DEVICE_FAULT, MAINTENANCE, Readings
+from ingest.modbus.faults import transport_words
 from ingest.modbus.health import DeviceHealth
 from ingest.modbus.link import ModbusLink
 from ingest.modbus.options import Options
@@ -346,7 +347,7 @@ class ModbusCollector:
         except (ModbusException, OSError, asyncio.TimeoutError, _ShortReply) as exc:
             self._close(s)
             h.polls += 1
-            text = f"{type(exc).__name__}: {exc}".strip()
+            text = transport_words(exc, d.host, d.port, self.options.timeout_s)
             self._emit(h.transport_error(t_us, text[:500]))
             lo, hi = self.options.backoff_min_s, self.options.backoff_max_s
             s.backoff_s = lo if s.backoff_s == 0 else min(hi, s.backoff_s * 2)
@@ -366,6 +367,8 @@ class ModbusCollector:
         self._emit(h.good(t_us))
 
     async def _connect(self, s: _Device) -> None:
+        """Open the device's link (:class:`ingest.modbus.link.ModbusLink`); a failure is a
+        :class:`ConnectionException` whose cause is the socket's error."""
 
         self._close(s)
         # the link neither retries nor reconnects: the collector owns retrying and backoff
@@ -373,7 +376,7 @@ class ModbusCollector:
             s.client = await ModbusLink.open(s.device.host, s.device.port, self.options.timeout_s)
         except (OSError, asyncio.TimeoutError) as exc:
             raise ConnectionException(f"cannot connect to {s.device.host}:{s.device.port} "
-                                      f"({exc or type(exc).__name__})") from None
+                                      f"({exc or type(exc).__name__})") from exc
         if s.connected_once:
             s.health.reconnects += 1
         s.connected_once = True
