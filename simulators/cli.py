@@ -7,7 +7,7 @@ import asyncio
 
 from foundation.errors import InputError, SewerwatchError
 from ingest import profiles
-from simulators.options import add_mqtt_arguments, add_source_arguments
+from simulators.options import add_mqtt_arguments, add_source_arguments, check_live_speed
 
 
 def register(sub) -> None:
@@ -55,7 +55,8 @@ async def _serve(args) -> int:
             await pub.start()
         duration = run_duration(args, source)
         print(f"simulating {source.n_devices} device(s): {source.name}, speed {args.speed:g}x, "
-              + ("until interrupted" if duration is None else f"for {duration:g} s"), flush=True)
+              + ("until interrupted" if duration is None else f"for {duration:g} s")
+              + f", from {started(source, clock)}", flush=True)
         if sim:
             for line in describe(sim):
                 print(line, flush=True)
@@ -75,6 +76,14 @@ async def _serve(args) -> int:
     return 0
 
 
+def started(source, clock) -> str:
+    """Where the simulated clock begins, in the scenario's local time (UTC for a replay)."""
+    import datetime as dt
+    offset = getattr(getattr(source, "scenario", None), "utc_offset_s", 0.0)
+    tz = dt.timezone(dt.timedelta(seconds=offset))
+    return dt.datetime.fromtimestamp(clock.start + clock.offset_s, tz).isoformat(timespec="seconds")
+
+
 def run(args: argparse.Namespace, ctx) -> int:
     if args.list:
         from simulators import scenarios   # lazy: scipy (see _serve)
@@ -86,6 +95,8 @@ def run(args: argparse.Namespace, ctx) -> int:
         return 0
     if args.no_modbus and args.no_mqtt:
         raise InputError("--no-modbus and --no-mqtt together leave nothing to simulate")
+    if not args.replay:
+        check_live_speed(args.speed, args.start, mqtt=not args.no_mqtt)
     if not args.no_mqtt and not args.mqtt_url:
         args.mqtt_url = _embedded_mqtt_url(ctx)
     return asyncio.run(_serve(args))

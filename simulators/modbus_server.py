@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import datetime as dt
 import functools
 import logging
 import signal
@@ -57,7 +58,7 @@ from ingest.modbus.link import split_frames
 from ingest.profiles import Profile
 from simulators import scenarios
 from simulators.options import DEFAULT_MODBUS_PORT as DEFAULT_PORT
-from simulators.options import add_source_arguments, parse_offset
+from simulators.options import add_source_arguments, parse_offset, parse_start
 from simulators.sources import NAN_VARIANT, ReplaySource, ScenarioSource, SimClock
 
 #: highest unit id of a device (Modbus over Serial Line V1.02 §2.2: 1..247 individual addresses)
@@ -341,7 +342,12 @@ def build_source(args):
         raise InputError(f"--tick: expected a positive number of seconds, got {args.tick:g}")
     if args.replay and (args.sites or args.devices != 1):
         raise InputError("--replay takes its devices and sites from the CSV; drop --devices/--sites")
-    clock = SimClock(source.start, args.speed, parse_offset(args.offset, source.duration_s))
+    offset = parse_offset(args.offset, source.duration_s)
+    if not args.replay:
+        start = parse_start(getattr(args, "start", "scenario"), scn.start, offset)
+        if start != scn.start:
+            source = ScenarioSource(scn.with_start(start), args.devices, getattr(args, "first_device", 0))
+    clock = SimClock(source.start, args.speed, offset)
     return source, clock
 
 
@@ -412,9 +418,14 @@ def serve_processes(args, argv: list[str], out=sys.stdout) -> int:
     # SIGTERM ends this process through the finally below, which ends the children
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     children = []
+    # one start for every process (each resolving 'now' itself could differ by a second)
+    scn = scenarios.load(args.scenario)
+    start = dt.datetime.fromtimestamp(parse_start(args.start, scn.start, parse_offset(args.offset, scn.duration_s)),
+                                      dt.timezone.utc).isoformat()
     try:
         for first, n in process_slices(args.devices, args.processes):
             child_argv = list(argv) + ["--processes", "1", "--first-device", str(first), "--devices", str(n),
+                                       "--start", start,
                                        "--modbus-port", str(args.modbus_port + first // MAX_UNITS_PER_PORT)]
             children.append(subprocess.Popen([sys.executable, "-m", "simulators.modbus_server", *child_argv],
                                              stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent))

@@ -405,7 +405,10 @@ class MqttPublisher:
 
 
 async def serve(args) -> int:
+    from simulators.options import check_live_speed
 
+    if not args.replay:
+        check_live_speed(args.speed, args.start, mqtt=True)
     source, clock = build_source(args)
     pub = MqttPublisher(source, clock, args.mqtt_url, args.mqtt_mode, args.qos, args.interval, args.time_format,
                         units=args.mqtt_unit or {})

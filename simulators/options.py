@@ -6,7 +6,9 @@ Kept free of heavy imports: ``sewerwatch --help`` loads it.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import re
+import time
 
 from foundation.errors import InputError
 
@@ -22,6 +24,10 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=1.0,
                    help="simulated seconds per real second (1440: a day in a minute; 0: frozen clock)")
     p.add_argument("--offset", default="0", help="start this far into the scenario: seconds or HH:MM[:SS]")
+    p.add_argument("--start", default="now",
+                   help="when the scenario begins: 'now' (default: the point --offset into it is the present, "
+                   "so readings carry today's times), 'scenario' (the day the scenario file names), or a "
+                   "date-time with its UTC offset, e.g. 2026-06-01T00:00-05:00")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--sites", help="comma-separated site ids of the first devices (default: the scenario's, then site-NNN)")
     p.add_argument("--duration", type=float,
@@ -76,3 +82,45 @@ def parse_offset(text: str, span_s: float | None = None) -> float:
 def _clock(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}" + (f":{s % 60:02d}" if s % 60 else "")
+
+
+def parse_start(text: str, scenario_start: float, offset_s: float, now: float | None = None) -> float:
+    """``--start``: when the scenario begins [epoch s].
+
+    Parameters
+    ----------
+    text : str
+        ``now`` (the point ``offset_s`` into the scenario is the present, whole seconds),
+        ``scenario`` (``scenario_start``, the file's own), or an ISO-8601 date-time with its
+        UTC offset.
+    scenario_start : float
+        The scenario file's start [epoch s].
+    offset_s : float
+        ``--offset`` [s].
+    now : float, optional
+        The present [epoch s] (default: the clock).
+    """
+    word = (text or "").strip().lower()
+    if word == "now":
+        return float(int(time.time() if now is None else now)) - offset_s
+    if word == "scenario":
+        return scenario_start
+    try:
+        at = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise InputError(f"--start: expected 'now', 'scenario' or a date-time with its UTC offset "
+                         f"(e.g. 2026-06-01T00:00-05:00), got {text!r}")
+    return at.timestamp()
+
+
+def check_live_speed(speed: float, start: str, mqtt: bool) -> None:
+    """Refuse MQTT readings that would be stamped ahead of the present: a scenario placed at
+    the present (``--start now``) and played faster than real time runs its clock into the
+    future, and MQTT readings carry the simulated time (Modbus readings take the collector's
+    poll time, so any speed is fine there)."""
+    if mqtt and speed > 1 and (start or "").strip().lower() == "now":
+        raise InputError(f"--speed {speed:g} with --start now would stamp MQTT readings ahead of the present "
+                         "(the collectors refuse them); play at --speed 1 or less, give --start scenario "
+                         "(the scenario's own day) or a past date-time, or use --no-mqtt")

@@ -156,6 +156,11 @@ class Scenario:
                 raise InputError(f"--sites: expected short lowercase site ids, got {s!r}")
         return replace(self, sites=tuple(sites))
 
+    def with_start(self, start: float) -> "Scenario":
+        """The scenario beginning at ``start`` [epoch s] (its events keep their offsets from
+        the start; its UTC offset, the local time of its daily patterns, stays)."""
+        return replace(self, start=float(start))
+
     def with_seed(self, seed: int | None) -> "Scenario":
         if seed is None:
             return self

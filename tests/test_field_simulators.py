@@ -53,7 +53,7 @@ def live(module_db, services, tmp_path_factory):
 
 
 def _simulate(live, scenario, offset, sites, duration="2.5"):
-    r = subprocess.run([sys.executable, "-m", "sewerwatch", "simulate", "--no-modbus", "--scenario", scenario,
+    r = subprocess.run([sys.executable, "-m", "sewerwatch", "simulate", "--no-modbus", "--start", "scenario", "--scenario", scenario,
                         "--offset", offset, "--speed", "600", "--duration", duration, "--interval", "60", "--qos", "1",
                         "--devices", "2", "--sites", ",".join(sites), "--mqtt-url", live["url"]],
                        capture_output=True, text=True, timeout=120)

@@ -28,6 +28,10 @@ def sw(*args, timeout=60):
     (["--replay", "/nonexistent.csv", "--no-mqtt"], "/nonexistent.csv: no such replay file"),
     (["--sites", "Bad Site", "--no-mqtt"], "--sites: expected short lowercase site ids"),
     (["--tick", "0", "--no-mqtt"], "--tick: expected a positive number"),
+    (["--start", "2026-06-01T00:00", "--no-mqtt"], "--start: expected 'now', 'scenario' or a date-time with its UTC "
+                                                   "offset (e.g. 2026-06-01T00:00-05:00), got '2026-06-01T00:00'"),
+    (["--speed", "60", "--no-modbus", "--mqtt-url", "mqtt://127.0.0.1:1"],
+     "--speed 60 with --start now would stamp MQTT readings ahead of the present"),
     (["--no-modbus", "--mqtt-url", "mqtt://127.0.0.1:1", "--mqtt-unit", "ph=degF"], "--mqtt-unit: unknown unit 'degF' for ph"),
 ])
 def test_bad_input_is_one_line_exit_2(args, msg):
@@ -96,3 +100,24 @@ def test_offset_past_the_scenario_is_refused():
             parse_offset(bad, 86400)
     with pytest.raises(InputError, match="0 or more seconds"):
         parse_offset("-5")
+
+
+def test_a_scenario_plays_at_the_present_unless_given_its_start():
+    """``--start now`` (the default): the point ``--offset`` into the scenario is the present;
+    ``--start scenario``: the file's own day; a date-time: that."""
+    import time
+
+    from simulators import scenarios
+    from simulators.options import parse_start
+
+    scn = scenarios.load("acid-dump")
+    now = time.time()
+    assert parse_start("now", scn.start, 10 * 3600, now=now) == int(now) - 36000
+    assert parse_start("scenario", scn.start, 36000) == scn.start
+    assert parse_start("2026-12-04T08:00:00-06:00", scn.start, 0) == 1796392800.0
+    r = sw("--scenario", "acid-dump", "--offset", "10:25", "--no-mqtt", "--duration", "0", "--modbus-port",
+           str(free_ports()))
+    assert r.returncode == 0, r.stderr
+    shown = re.search(r"from (\S+)$", r.stdout.splitlines()[0]).group(1)
+    import datetime as dt
+    assert abs(dt.datetime.fromisoformat(shown).timestamp() - time.time()) < 30

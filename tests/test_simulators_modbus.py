@@ -243,7 +243,8 @@ def test_several_processes_serve_the_same_devices_and_latency_delays_each_answer
     n, port = 600, free_ports(3)
     scn = scenarios.load("normal-day")
     proc = subprocess.Popen([sys.executable, "-m", "simulators.modbus_server", "--devices", str(n), "--processes", "3",
-                             "--speed", "0", "--offset", "06:00", "--modbus-port", str(port), "--latency-ms", "150"],
+                             "--speed", "0", "--offset", "06:00", "--start", "scenario", "--modbus-port", str(port),
+                             "--latency-ms", "150"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "simulating 600 device(s) in 3 process(es)"

@@ -130,7 +130,7 @@ def expected(scenario, times, device, sensor):
 def test_single_readings_birth_and_retained_death(services, mqtt):
     site, = site_ids(1)
     sub = mqtt([site])
-    out = simulate("--scenario", "acid-dump", "--offset", "10:44:00", "--speed", "30", "--duration", "3",
+    out = simulate("--start", "scenario", "--scenario", "acid-dump", "--offset", "10:44:00", "--speed", "30", "--duration", "3",
                    "--sites", site, url=services.mqtt_urls["device"])
     assert "mqtt: mqtt://device:***@127.0.0.1:" in out and f"sites {site}" in out
     assert services.mqtt_urls["device"].split("@")[0].split(":")[-1] not in out   # password not printed
@@ -157,7 +157,7 @@ def test_single_readings_birth_and_retained_death(services, mqtt):
 def test_batches_qos1_iso_times(services, mqtt):
     sites = site_ids(2)
     sub = mqtt(sites)
-    simulate("--scenario", "slug", "--offset", "36:10:00", "--speed", "20", "--duration", "3", "--devices", "2",
+    simulate("--start", "scenario", "--scenario", "slug", "--offset", "36:10:00", "--speed", "20", "--duration", "3", "--devices", "2",
              "--sites", ",".join(sites), "--mqtt-mode", "batch", "--qos", "1", "--time-format", "iso",
              "--mqtt-unit", "temperature=degC", url=services.mqtt_urls["device"])
     sub.wait_for(lambda m: m[0] == f"sewerwatch/{sites[1]}/manhole/status" and b"offline" in m[2])
@@ -190,7 +190,7 @@ def test_comms_loss_drops_the_link_so_the_broker_sends_the_will(services, mqtt, 
     scn.write_text('name = "loss"\nstart = 2026-06-01T00:00:00-05:00\nduration_s = 60\n'
                    '[[events]]\nkind = "comms_loss"\nat = 4\nseconds = 4\n')
     sub = mqtt([site])
-    simulate("--scenario", str(scn), "--speed", "1", "--duration", "11", "--sites", site,
+    simulate("--start", "scenario", "--scenario", str(scn), "--speed", "1", "--duration", "11", "--sites", site,
              "--mqtt-mode", "batch", url=services.mqtt_urls["device"])
     sub.wait_for(lambda m: m[0].endswith("/status") and m[2] == b'{"state": "offline"}'
                  and sum(s == "offline" for s in sub.statuses(site)) >= 2)
@@ -222,7 +222,7 @@ def test_killed_simulator_leaves_its_last_will(services, mqtt):
 def test_bad_payloads(services, mqtt):
     site, = site_ids(1)
     sub = mqtt([site])
-    simulate("--scenario", "bad-payloads", "--offset", "07:58:00", "--speed", "1200", "--duration", "4",
+    simulate("--start", "scenario", "--scenario", "bad-payloads", "--offset", "07:58:00", "--speed", "1200", "--duration", "4",
              "--sites", site, url=services.mqtt_urls["device"])
     sub.wait_for(lambda m: m[0].endswith("/status") and b"offline" in m[2])
     start = scenarios.load("bad-payloads").start

@@ -1,5 +1,7 @@
 """The office's accounts: add, list, disable, enable, reset a password, change a role, the
-TOTP second factor, and signing in with lockout (issue 24 item 3).
+TOTP second factor, and signing in with lockout (issue 24 item 3): failures are counted per
+account and per client address, and until the password is right every refusal reads the same
+(:func:`authenticate`).
 
 ``sewerwatch users ...`` and the web application call these same functions; each takes the
 :class:`foundation.actor.Actor` who acts and writes an ``audit_log`` row (object
@@ -103,8 +105,9 @@ class SignIn:
     """The outcome of :func:`authenticate`.
 
     ``outcome``: ``ok``, ``second-factor`` (the password was right; a TOTP code is owed),
-    ``refused`` (unknown user or wrong password: the page does not say which), ``locked``,
-    ``disabled``.
+    ``refused`` (an unknown user, a wrong password, a disabled account, an account locked from
+    this address: the page does not say which), ``disabled`` (the right password of a disabled
+    account), ``locked`` (a wrong code of the second step locked the account from this address).
     """
 
     outcome: str
@@ -225,23 +228,25 @@ def disable(conn, username: str, *, actor: Actor) -> Account:
 
 
 def enable(conn, username: str, *, actor: Actor) -> Account:
-    """Enable an account again; this also unlocks it (failed sign-ins forgotten)."""
+    """Enable an account again; this also unlocks it from every address (failed sign-ins forgotten)."""
     with conn.transaction():
         acc = _require(conn, username, "enable")
         conn.execute("UPDATE web_accounts SET disabled_at = NULL, locked_until = NULL, failed_logins = 0 "
                      "WHERE id = %s", (acc.id,))
+        conn.execute("DELETE FROM web_signin_failures WHERE account_id = %s", (acc.id,))
         _audit(conn, actor, "account-enabled", username,
                {"was_disabled": acc.disabled_at is not None, "was_locked": acc.locked(_now())})
     return get(conn, username)
 
 
 def reset_password(conn, username: str, password: str, *, actor: Actor) -> Account:
-    """A new password; the account's sessions end, a lock is lifted."""
+    """A new password; the account's sessions end, its locks are lifted."""
     check_password(password, username)
     with conn.transaction():
         acc = _require(conn, username, "reset-password")
         conn.execute("UPDATE web_accounts SET password_hash = %s, session_epoch = session_epoch + 1, "
                      "failed_logins = 0, locked_until = NULL WHERE id = %s", (_hasher.hash(password), acc.id))
+        conn.execute("DELETE FROM web_signin_failures WHERE account_id = %s", (acc.id,))
         _audit(conn, actor, "account-password-reset", username)
     return get(conn, username)
 
@@ -287,14 +292,26 @@ def totp_disable(conn, username: str, *, actor: Actor) -> Account:
 
 # -- signing in ---------------------------------------------------------------------------------
 
+#: The one answer to a user name and password that do not sign in: an unknown name, a wrong
+#: password, a disabled account and an account locked from this address read the same, so the
+#: page tells nobody which accounts exist or what state they are in.
+REFUSED = "The user name or the password is not right."
+
+
 def authenticate(conn, username: str, password: str, *, client: str, lockout_after: int,
                  lockout_min: float) -> SignIn:
     """Check a user name and password (the first step of signing in).
 
-    A wrong password counts a failure; ``lockout_after`` failures in a row lock the account
-    for ``lockout_min`` minutes. Every failure and every lock is logged and audited
-    (``login-failed``, ``account-locked``) with the client's address. A locked or disabled
-    account is refused whatever the password.
+    Until the password is right every refusal is the same (``refused``, :data:`REFUSED`):
+    an unknown user, a wrong password, a disabled account, an account locked from this
+    client. Each costs one password verification, so the time does not tell them apart
+    either. A wrong password counts a failure of the account *from this client address*;
+    ``lockout_after`` of them in a row lock the account from that address for
+    ``lockout_min`` minutes (it still signs in from any other). A locked address is refused
+    whatever the password, without checking it (no oracle). The right password of a disabled
+    account is told so (``disabled``): only someone with the password learns it. Every
+    failure and every lock is logged and audited (``login-failed``, ``account-locked``) with
+    the client's address.
     """
     username = (username or "").strip().lower()
     now = _now()
@@ -307,21 +324,19 @@ def authenticate(conn, username: str, password: str, *, client: str, lockout_aft
             conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'login-failed', %s, %s)",
                          (username[:64] or "-", f"account:{username[:64]}",
                           json.dumps({"via": "web", "client": client, "reason": "unknown user"})))
-            return SignIn("refused", message="The user name or the password is not right.")
+            return SignIn("refused", message=REFUSED)
         acc = by_id(conn, row[0])
-        if acc.disabled_at is not None:
+        if locked_from(conn, acc.id, client, now) is not None:
             _verify(_DUMMY_HASH, password or "")
+            _failure(conn, acc, client, "locked from this address", count=False)
+            return SignIn("refused", message=REFUSED)
+        if not _verify(row[1], password or ""):
+            _failure(conn, acc, client, "wrong password" + (" (disabled)" if acc.disabled_at else ""),
+                     lockout_after=lockout_after, lockout_min=lockout_min)
+            return SignIn("refused", message=REFUSED)
+        if acc.disabled_at is not None:
             _failure(conn, acc, client, "disabled", count=False)
             return SignIn("disabled", acc, "This account is disabled. Ask the superintendent to enable it.")
-        if acc.locked(now):
-            _verify(_DUMMY_HASH, password or "")
-            _failure(conn, acc, client, "locked", count=False)
-            return SignIn("locked", acc, _locked_words(acc))
-        if not _verify(row[1], password or ""):
-            acc = _failure(conn, acc, client, "wrong password", lockout_after=lockout_after, lockout_min=lockout_min)
-            if acc.locked(now):
-                return SignIn("locked", acc, _locked_words(acc))
-            return SignIn("refused", message="The user name or the password is not right.")
         if _hasher.check_needs_rehash(row[1]):
             conn.execute("UPDATE web_accounts SET password_hash = %s WHERE id = %s", (_hasher.hash(password), acc.id))
         if acc.totp:
@@ -331,24 +346,26 @@ def authenticate(conn, username: str, password: str, *, client: str, lockout_aft
 
 def second_factor(conn, account_id: int, code: str, *, client: str, lockout_after: int,
                   lockout_min: float) -> SignIn:
-    """Check the TOTP code of an account whose password was right (the second step)."""
+    """Check the TOTP code of an account whose password was right (the second step). A wrong
+    code counts towards the lockout from this address as a wrong password does."""
     now = _now()
     with conn.transaction():
         conn.execute("SELECT 1 FROM web_accounts WHERE id = %s FOR UPDATE", (account_id,))
         acc = by_id(conn, account_id)
         if acc is None or acc.disabled_at is not None:
             return SignIn("disabled", acc, "This account is disabled. Ask the superintendent to enable it.")
-        if acc.locked(now):
-            return SignIn("locked", acc, _locked_words(acc))
+        until = locked_from(conn, acc.id, client, now)
+        if until is not None:
+            return SignIn("locked", acc, _locked_words(until))
         if not acc.totp:
             return SignIn("ok", _signed_in(conn, acc, client))
         step = _totp_step(acc.totp_secret, (code or "").strip().replace(" ", ""), now)
         last = conn.execute("SELECT totp_last_step FROM web_accounts WHERE id = %s", (acc.id,)).fetchone()[0]
         if step is None or (last is not None and step <= last):
-            acc = _failure(conn, acc, client, "wrong code" if step is None else "code used before",
-                           lockout_after=lockout_after, lockout_min=lockout_min)
-            if acc.locked(now):
-                return SignIn("locked", acc, _locked_words(acc))
+            until = _failure(conn, acc, client, "wrong code" if step is None else "code used before",
+                             lockout_after=lockout_after, lockout_min=lockout_min)
+            if until is not None:
+                return SignIn("locked", acc, _locked_words(until))
             return SignIn("refused", acc, "That code is not right (or was used already). Type the code your "
                                           "authenticator app shows now.")
         conn.execute("UPDATE web_accounts SET totp_last_step = %s WHERE id = %s", (step, acc.id))
@@ -359,16 +376,17 @@ def reauthenticate(conn, account_id: int, password: str, code: str, *, client: s
                    lockout_min: float, why: str = "signing") -> SignIn:
     """The password and the second factor of a signed-in account again (the portal's signing,
     40 CFR 3.2000(b)(5)(i)): ``ok`` with the TOTP step used (``message``), or ``refused`` /
-    ``locked`` / ``disabled`` with the words to show. Failures count towards the lockout as a
-    sign-in's do; a code works once (the step is kept, as at sign-in)."""
+    ``locked`` / ``disabled`` with the words to show. Failures count towards the lockout from
+    this address as a sign-in's do; a code works once (the step is kept, as at sign-in)."""
     now = _now()
     with conn.transaction():
         row = conn.execute("SELECT password_hash FROM web_accounts WHERE id = %s FOR UPDATE", (account_id,)).fetchone()
         acc = by_id(conn, account_id)
         if row is None or acc is None or acc.disabled_at is not None:
             return SignIn("disabled", acc, "This account is disabled.")
-        if acc.locked(now):
-            return SignIn("locked", acc, _locked_words(acc))
+        until = locked_from(conn, acc.id, client, now)
+        if until is not None:
+            return SignIn("locked", acc, _locked_words(until))
         if not acc.totp:
             return SignIn("refused", acc, "This account has no second factor, so it cannot sign.")
         ok_password = _verify(row[0], password or "")
@@ -376,13 +394,24 @@ def reauthenticate(conn, account_id: int, password: str, code: str, *, client: s
         last = conn.execute("SELECT totp_last_step FROM web_accounts WHERE id = %s", (acc.id,)).fetchone()[0]
         if not ok_password or step is None or (last is not None and step <= last):
             reason = "wrong password" if not ok_password else ("wrong code" if step is None else "code used before")
-            acc = _failure(conn, acc, client, f"{why}: {reason}", lockout_after=lockout_after, lockout_min=lockout_min)
-            if acc.locked(now):
-                return SignIn("locked", acc, _locked_words(acc))
+            until = _failure(conn, acc, client, f"{why}: {reason}", lockout_after=lockout_after,
+                             lockout_min=lockout_min)
+            if until is not None:
+                return SignIn("locked", by_id(conn, acc.id), _locked_words(until))
             return SignIn("refused", acc, "The password or the code is not right (a code works once: wait for "
                                           "the next one). Nothing was signed.")
         conn.execute("UPDATE web_accounts SET totp_last_step = %s, failed_logins = 0 WHERE id = %s", (step, acc.id))
+        conn.execute("DELETE FROM web_signin_failures WHERE account_id = %s AND client = %s", (acc.id, client))
         return SignIn("ok", by_id(conn, acc.id), str(step))
+
+
+def locked_from(conn, account_id: int, client: str, now: datetime | None = None) -> datetime | None:
+    """Until when the account is locked from ``client`` (an address), or None when it is not."""
+    row = conn.execute("SELECT locked_until FROM web_signin_failures WHERE account_id = %s AND client = %s",
+                       (account_id, client)).fetchone()
+    if row is None or row[0] is None or row[0] <= (now or _now()):
+        return None
+    return row[0]
 
 
 def session_account(conn, account_id: int, epoch: int) -> Account | None:
@@ -421,31 +450,48 @@ def _totp_step(secret: str, code: str, now: datetime) -> int | None:
 
 
 def _failure(conn, acc: Account, client: str, reason: str, *, count: bool = True, lockout_after: int = 0,
-             lockout_min: float = 0.0) -> Account:
-    """Count (and audit, and log) one failed sign-in; lock the account at ``lockout_after``."""
+             lockout_min: float = 0.0) -> datetime | None:
+    """Audit and log one failed sign-in; with ``count``, count it against the account from
+    ``client`` and lock the account from there at ``lockout_after`` failures in a row.
+
+    Returns
+    -------
+    datetime or None
+        Until when the account is now locked from ``client`` (UTC), or None.
+    """
     detail = {"via": "web", "client": client, "reason": reason}
     conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'login-failed', %s, %s)",
                  (acc.username, f"account:{acc.username}", json.dumps(detail)))
     log.warning("sign-in refused: %s (%s) from %s", acc.username, reason, client)
     if not count:
-        return acc
-    failed = acc.failed_logins + 1
-    if failed >= lockout_after:
-        until = _now() + timedelta(minutes=lockout_min)
-        conn.execute("UPDATE web_accounts SET failed_logins = 0, locked_until = %s WHERE id = %s", (until, acc.id))
-        conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'account-locked', %s, %s)",
-                     (acc.username, f"account:{acc.username}",
-                      json.dumps({"via": "web", "client": client, "failures": failed, "until": until.isoformat()})))
-        log.warning("account %s LOCKED until %s after %d failed sign-ins (the last from %s)", acc.username,
-                    until.isoformat(timespec="seconds"), failed, client)
-    else:
-        conn.execute("UPDATE web_accounts SET failed_logins = %s WHERE id = %s", (failed, acc.id))
-    return by_id(conn, acc.id)
+        return None
+    failed = conn.execute(
+        "INSERT INTO web_signin_failures AS f (account_id, client, failures) VALUES (%s, %s, 1) "
+        "ON CONFLICT (account_id, client) DO UPDATE SET failures = CASE WHEN f.locked_until IS NOT NULL "
+        "AND f.locked_until <= now() THEN 1 ELSE f.failures + 1 END, locked_until = CASE WHEN "
+        "f.locked_until <= now() THEN NULL ELSE f.locked_until END, last_at = now() RETURNING failures",
+        (acc.id, client)).fetchone()[0]
+    conn.execute("UPDATE web_accounts SET failed_logins = failed_logins + 1 WHERE id = %s", (acc.id,))
+    if failed < lockout_after:
+        return None
+    until = _now() + timedelta(minutes=lockout_min)
+    conn.execute("UPDATE web_signin_failures SET failures = 0, locked_until = %s WHERE account_id = %s AND "
+                 "client = %s", (until, acc.id, client))
+    conn.execute("UPDATE web_accounts SET locked_until = greatest(locked_until, %s) WHERE id = %s", (until, acc.id))
+    conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'account-locked', %s, %s)",
+                 (acc.username, f"account:{acc.username}",
+                  json.dumps({"via": "web", "client": client, "failures": failed, "until": until.isoformat()})))
+    log.warning("account %s LOCKED from %s until %s after %d failed sign-ins from there", acc.username, client,
+                until.isoformat(timespec="seconds"), failed)
+    return until
 
 
 def _signed_in(conn, acc: Account, client: str) -> Account:
-    conn.execute("UPDATE web_accounts SET failed_logins = 0, locked_until = NULL, last_login_at = now() "
-                 "WHERE id = %s", (acc.id,))
+    """Record a sign-in: the failures from this address forgotten (a lock from another stays)."""
+    conn.execute("DELETE FROM web_signin_failures WHERE account_id = %s AND client = %s", (acc.id, client))
+    conn.execute("UPDATE web_accounts SET failed_logins = 0, last_login_at = now(), locked_until = "
+                 "(SELECT max(locked_until) FROM web_signin_failures WHERE account_id = %s AND locked_until > now()) "
+                 "WHERE id = %s", (acc.id, acc.id))
     conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'login', %s, %s)",
                  (acc.username, f"account:{acc.username}", json.dumps({"via": "web", "client": client,
                                                                         "totp": acc.totp})))
@@ -453,7 +499,8 @@ def _signed_in(conn, acc: Account, client: str) -> Account:
     return by_id(conn, acc.id)
 
 
-def _locked_words(acc: Account) -> str:
-    return (f"This account is locked after repeated failed sign-ins, until "
-            f"{acc.locked_until.astimezone(timezone.utc):%H:%M} UTC. Ask the superintendent "
-            f"('sewerwatch users enable {acc.username}') if you need it sooner.")
+def _locked_words(until: datetime) -> str:
+    """What the second step says of a lock (only after the right password)."""
+    return (f"After repeated failed attempts from this computer, this account cannot sign in from it until "
+            f"{until.astimezone(timezone.utc):%H:%M} UTC. It still can from another, or ask the "
+            f"superintendent to enable it.")

@@ -19,6 +19,7 @@ from markupsafe import Markup
 from foundation.errors import InputError
 from web import authz, chart, forms
 from web.queries import site as site_q
+from web.queries import today as today_q
 
 VIEW = {authz.OPT: "view"}
 RECORD = {authz.OPT: "field.record"}
@@ -60,6 +61,7 @@ def _page(request: Request, key: str, span: str | None = None, since: str | None
     if permit is not None:
         from limits.permits import renewal as renewal_of
         renewal = renewal_of(permit, now.date())
+    permit_state = today_q.PERMIT_STATE_WORDS.get(renewal.state, "") if renewal is not None else ""
     grafana = None
     if office.opts.grafana_url:
         grafana = (f"{office.opts.grafana_url.rstrip('/')}/d/sewerwatch-site?var-site={key}"
@@ -67,7 +69,8 @@ def _page(request: Request, key: str, span: str | None = None, since: str | None
     devices_cfg = [d for d in office.cfg.devices if d.site == key]
     site["contacts"] = next((s.contacts for s in office.cfg.sites if s.id == key), None) or ()
     return Template("site.html", context={
-        "account": account, "nav": "today", "site": site, "permit": permit, "renewal": renewal, "charts": charts,
+        "account": account, "nav": "today", "site": site, "permit": permit, "renewal": renewal, "permit_state": permit_state,
+        "may_edit_permits": authz.may(account, "permits.edit"), "charts": charts,
         "range": chosen, "since": since or "", "until": until or "", "t0": t0, "t1": t1, "grafana": grafana,
         "devices_cfg": devices_cfg, "now": now, "reasons": windows.REASONS, "again": again, "done": done,
         "problem": problem, "may_record": authz.may(account, "field.record"),

@@ -27,10 +27,10 @@ BUCKETS_1M_SQL = """
 
 
 def profile(conn, key: str) -> dict | None:
-    row = conn.execute("SELECT id, key, name, pack, sic, permit FROM sites WHERE key = %s", (key,)).fetchone()
+    row = conn.execute("SELECT id, key, name, pack, sic FROM sites WHERE key = %s", (key,)).fetchone()
     if row is None:
         return None
-    site = dict(zip(("id", "key", "name", "pack", "sic", "permit"), row))
+    site = dict(zip(("id", "key", "name", "pack", "sic"), row))     # its permit: the stored one (permit_of)
     site["sensors"] = [dict(zip(("id", "name", "parameter", "unit", "source", "address", "interval_s", "last_time",
                                  "last_value", "last_quality"), r)) for r in conn.execute(
         """SELECT s.id, s.name, s.parameter, s.unit, s.source, s.address, s.interval_s, l.time, l.value, l.quality

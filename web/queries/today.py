@@ -36,7 +36,7 @@ WEEK_DAYS = 7
 STATE_ORDER = {"violation": 0, "attention": 1, "no-data": 2, "ok": 3}
 
 SQL = {
-    "sites": "SELECT id, key, name, pack, sic, permit FROM sites ORDER BY name, key",
+    "sites": "SELECT id, key, name, pack, sic FROM sites ORDER BY name, key",
     "sensors": """
         SELECT s.id, s.site_id, s.name, s.parameter, s.unit, s.source, s.interval_s,
                last.time, last.value, last.quality, now()
@@ -137,7 +137,9 @@ class SiteView:
     name: str
     pack: str
     sic: str | None
-    permit: str | None
+    #: the stored permit's number (never the config's), and the permit in words
+    permit: str | None = None
+    permit_text: str = ""
     sensors: list[SensorView] = field(default_factory=list)
     episodes: list[dict] = field(default_factory=list)
     devices: list[dict] = field(default_factory=list)
@@ -179,6 +181,37 @@ def _escaped(text: str) -> str:
 def _row_head(base: str, key: str, name: str) -> str:
     key = escape(key)
     return f'<tr id="site-{key}"><th scope="row"><a href="{escape(base)}/sites/{key}">{escape(name)}</a></th>'
+
+
+#: A stored permit's state (:func:`limits.permits.renewal`) in words; in force says nothing.
+PERMIT_STATE_WORDS = {"in-force": "", "renewal-due": "renewal due", "expires-soon": "ends soon",
+                      "expired": "expired", "not-yet-effective": "not yet in effect"}
+
+
+def permit_words(permit, today) -> str:
+    """A site's stored permit in words for Today's card: its number and, unless it is in force,
+    its state with the day (``permit PAL-IU-2025-01, expired 2026-10-31``); without a stored
+    permit ``no permit on file`` (the config's number is never shown as a permit).
+
+    Parameters
+    ----------
+    permit : limits.permits.Permit or None
+        The site's current stored permit (:func:`limits.permit_store.current_permits`).
+    today : datetime.date
+        The day the state is read on.
+    """
+    if permit is None:
+        return "no permit on file"
+    st = renewal(permit, today)
+    if st.state == "expired":
+        return f"permit {permit.number}, expired {st.ends.isoformat()}"
+    if st.state == "expires-soon":
+        return f"permit {permit.number}, ends {st.ends.isoformat()}"
+    if st.state == "renewal-due":
+        return f"permit {permit.number}, renewal due: term ends {st.term_end.isoformat()}"
+    if st.state == "not-yet-effective":
+        return f"permit {permit.number}, takes effect {permit.effective.isoformat()}"
+    return f"permit {permit.number}"
 
 
 _RULES: dict = {}
@@ -304,6 +337,11 @@ def program(conn, permits: dict | None = None, tz: str | None = None) -> Program
     show them (:func:`web.queries.alerts.view`)."""
     permits = permits or {}
     sites = {r[0]: SiteView(*r) for r in conn.execute(SQL["sites"]).fetchall()}
+    today = datetime.now(timezone.utc).date()
+    for s in sites.values():
+        stored = permits.get(s.key)
+        s.permit = stored.number if stored is not None else None
+        s.permit_text = permit_words(stored, today)
     episodes_by_sensor = {}
     for e in conn.execute(SQL["episodes"]).fetchall():
         ep = dict(zip(("id", "site_id", "sensor_id", "parameter", "rule", "start", "end", "peak", "limit", "unit",
