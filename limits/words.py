@@ -83,3 +83,17 @@ def term(value: str | None) -> str:
     if v in TERMS:
         return TERMS[v]
     return re.sub(r"[-_]", " ", v) if re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)+", v) else v
+
+
+@lru_cache(maxsize=64)
+def pack_name(pack_id: str | None) -> str:
+    """The ordinance a rule pack states, by its title ("Village of Palmyra Code, Ch. 13"
+    as the pack names it), or the id when no pack of that name is found."""
+    if not pack_id:
+        return ""
+    from foundation.errors import SewerwatchError
+    from limits.packs import load_pack
+    try:
+        return load_pack(pack_id).name or pack_id
+    except (SewerwatchError, OSError):
+        return pack_id

@@ -384,7 +384,7 @@ def test_today_shows_limits_closeness_episodes_and_banners(db, tmp_path):
     assert "0.40 pH inside the limit" in text and "Village of Palmyra Code §13.48(2)(g)" in text
     # §13.48(2)(a): temperature higher than 150 °F; 70 °F is 80 °F inside; 20 minutes old: stale
     assert "70.0 °F" in text and "80.0 °F inside the limit" in text and "20 min ago" in text
-    assert "Violation since 10:30:00 CDT (ph-min): peak 3.47 pH, limit 6.00 pH" in text
+    assert "Violation since 10:30:00 CDT (pH, minimum): peak 3.47 pH, limit 6.00 pH" in text
     assert "sewerwatch run is degraded: mqtt-network." in text and "broker disconnected for 12 s" in text
     assert "Open alerts 1" in text and "lower than 6.00 pH" in text
 

@@ -149,7 +149,7 @@ def templates(office: Office) -> Environment:
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration,
                        day_before=formats.day_before, rule_name=words.rule_name, analyte=words.analyte_name,
-                       term=words.term, file_name=formats.file_name, term_days=formats.term_days,
+                       term=words.term, pack_name=words.pack_name, file_name=formats.file_name, term_days=formats.term_days,
                        by_name=lambda codes: sorted(((words.analyte_name(c), c) for c in codes), key=lambda x: x[0].lower()))
     return env
 
