@@ -278,6 +278,12 @@ class MqttCollector:
         if self.host_id:        # this connection's death certificate (Sparkplug 3.0): a fresh timestamp
             self._state_ts = int(time.time() * 1000)
             self.client.will_set(state_topic(self.host_id), state_payload(False, self._state_ts), qos=1, retain=True)
+        with self._lock:
+            # from here on an acknowledgement belongs to the connection being made: one of a
+            # message received before (in the buffer or in the writer) is never sent on it,
+            # whatever packet identifier the broker gives there (it sends that message again)
+            self._generation += 1
+            self._mids = []
         try:
             self.client.reconnect()
             self._need_connect = False
@@ -302,8 +308,6 @@ class MqttCollector:
         if reason_code.is_failure:
             log.error("broker refused the connection: %s", reason_code)
             return
-        with self._lock:
-            self._generation += 1
         self.connects += 1
         self._reconnect_backoff = RECONNECT_MIN_S
         self.disconnected_since = None
@@ -591,10 +595,13 @@ class MqttCollector:
     def _ack(self, mids: list[int], generation: int) -> None:
         # An acknowledgement belongs to the connection that received the message; after a
         # reconnect the broker sends those messages again, and they are acknowledged then.
-        if generation != self._generation or not self._connected.is_set():
-            return
-        for mid in mids:
-            self.client.ack(mid, self.qos)
+        # Checked and queued under the lock the reconnect takes to change the generation, so
+        # none slips onto the next connection between the two.
+        with self._lock:
+            if generation != self._generation or not self._connected.is_set():
+                return
+            for mid in mids:
+                self.client.ack(mid, self.qos)
 
     def status(self) -> dict:
         """Counts and ages for ``sewerwatch status``."""
