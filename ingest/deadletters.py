@@ -44,7 +44,7 @@ from ingest.writer import store_readings
 #: Sources whose dead letters ``replay`` can decode again.
 REPLAYABLE = ("mqtt",)
 #: Why a lab-import dead letter is not replayed here.
-LAB_IMPORT_NOTE = ("lab-import dead letters are replayed by importing the corrected file "
+LAB_IMPORT_NOTE = ("the rows a lab import could not use are replayed by importing the corrected file "
                    "('sewerwatch lab import FILE'; rows stored already are left unchanged)")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)$")
 _UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
@@ -187,7 +187,8 @@ class Outcome:
     skipped: str | None = None  # not tried: why
 
     def line(self, dry_run: bool) -> str:
-        head = f"#{self.id} {self.topic or '-'}: "
+        where = (self.topic or "-").replace("\\", "/").rsplit("/", 1)[-1]     # a file by its name, not its folders
+        head = f"#{self.id} {where}: "
         if self.skipped:
             return head + "skipped: " + self.skipped
         if self.reason is not None and not self.stored:
