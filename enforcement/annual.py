@@ -148,7 +148,7 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
         ns = nts.list_notices(conn, site_key=key)
         ns = [n for n in ns if n["drafted_on"].year == year or (n["issued_on"] and n["issued_on"].year == year)]
         users.append({
-            "site": key, "name": s.name, "permit": permit.number if permit else s.permit, "sic": s.sic, "pack": s.pack,
+            "site": key, "name": s.name, "permit": permit.number if permit else None, "sic": s.sic, "pack": s.pack,
             "permit_effective": permit.effective.isoformat() if permit else None,
             "permit_expires": permit.expires.isoformat() if permit else None,
             "permit_in_force_at_year_end": _in_force_at(permit, yp.last_day),

@@ -503,7 +503,7 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
         "letterhead": {"village": head.village, "lines": list(head.lines), "signed_by": head.signed_by,
                        "signer_title": head.signer_title},
         "ordinance": ordinance_title(pack),
-        "site": {"key": s.key, "name": s.name, "permit": permit.number if permit else s.permit, "sic": s.sic},
+        "site": {"key": s.key, "name": s.name, "permit": permit.number if permit else None, "sic": s.sic},   # the stored permit, never the config's
         "finding": {k: subject.get(k) for k in ("ref", "kind", "rule", "summary", "occurred", "violation_ids",
                                                  "alert_id")},
         "finding_words": subject.get("finding_words") or KIND_WORDS[kind],

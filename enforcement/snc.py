@@ -143,7 +143,7 @@ def evaluate_site(conn, site, period: Period, findings: list[dict], permit=None,
         crit[c]["citation"] = f"{SNC_CITATION}({c})"
         crit[c]["words"] = WORDS[c]
     met = [c for c in CRITERIA if crit[c]["met"]]
-    return {"site": site.key, "name": site.name, "permit": permit.number if permit else site.permit, "pack": site.pack,
+    return {"site": site.key, "name": site.name, "permit": permit.number if permit else None, "pack": site.pack,
             "period": period.as_json(), "snc": bool(met), "criteria_met": met, "criteria": crit}
 
 

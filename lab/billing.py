@@ -184,7 +184,7 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
             found.append(held["finding"])
     found.sort(key=lambda v: (v["start"], v["rule"]))
     return {
-        "site": key, "name": site["name"], "pack": pack, "sic": site.get("sic"), "permit": site.get("permit"),
+        "site": key, "name": site["name"], "pack": pack, "sic": site.get("sic"), "permit": permit.number if permit is not None else None,
         "quarter": quarter, "period_start": start.isoformat(), "period_end": end.isoformat(),
         "issued": issued.isoformat(), "volume_mg": volume_mg, "volume_source": volume_source,
         # how the bill tells the customer where the volume comes from (no file or key of ours)

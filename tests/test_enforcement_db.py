@@ -166,7 +166,7 @@ def test_each_snc_criterion_with_its_evidence(db):
         assert res["cora"]["criteria"]["C"]["explanation"][0].endswith("nitrification upset at the plant")
         assert not res["iris"]["snc"] and all(not c["met"] for c in res["iris"]["criteria"].values())
         text = snc.explain(res["bolt"])
-        assert text.startswith("Bolt Inc. (bolt, permit PAL-IU-bolt): IN SIGNIFICANT NONCOMPLIANCE, criteria (B)")
+        assert text.startswith("Bolt Inc. (bolt): IN SIGNIFICANT NONCOMPLIANCE, criteria (B)")   # no permit stored
         assert "  (A) chronic violations: not met" in text and "  (B) technical review criteria (TRC) violations: MET" in text
         # rolling quarters: fisk's June 15 finding is in the six months ending with Q2 and Q3, not Q1
         for name, met in (("2026Q1", False), ("2026Q2", True), ("2026Q3", True), ("2026Q4", False)):

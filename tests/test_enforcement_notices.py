@@ -68,7 +68,7 @@ def test_acid_dump_notice_drafted_issued_and_rendered_again(db, tmp_path):
     assert "Readings beyond the limit 30" in text
     assert "1 day of violation" in text and "Range: $100 to $2,500 for each day: 1 day of violation, $100 to $2,500." in text
     assert "Respond in writing within 30 days of the date of issue." in text
-    assert "Wastewater discharge permit PAL-IU-2026-03" in text and "Pat Example Utility Superintendent" in text
+    assert "No discharge permit on file" in text           # the config names one; none is stored and "Pat Example Utility Superintendent" in text
     assert "Village of Palmyra (test) Department of Public Works, Wastewater Utility" in text   # the letterhead
 
     r = sw(tmp_path, db, "notice", "issue", "NOV-2026-001", "--on", "2026-06-15", "--out", "out", "--by", "Pat")
@@ -139,16 +139,17 @@ def test_snc_explained_and_the_annual_list_and_report(db, tmp_path):
     out = r.stdout
     # plating: cyanide <0.02, 0.62, 0.41 against 0.5 mg/l: 1 of 3 exceeds (33.3 %, not chronic); 0.62 >= 1.2 x 0.5
     # = 0.6: 1 of 3 = 33.3 % >= 33 %: TRC
-    assert "Lakeside Plating (plating, permit PAL-IU-2026-02): IN SIGNIFICANT NONCOMPLIANCE, criteria (B)" in out
+    # no permit is stored in this village (the config's numbers are not permits): none is named
+    assert "Lakeside Plating (plating): IN SIGNIFICANT NONCOMPLIANCE, criteria (B)" in out
     assert "cn: 1 of 3 measurements (33.3 %) exceed 0.5 mg/l (66 % makes it chronic): P-02 2026-02-04 0.62" in out
     assert "cn: 1 of 3 (33.3 %) equal or exceed 1.2 x 0.5 mg/l = 0.6 mg/l (33 % makes it a TRC violation): " \
            "P-02 2026-02-04 0.62" in out
-    assert "Sweet Creek Confections (candy, permit PAL-IU-2026-03): not in significant noncompliance" in out
+    assert "Sweet Creek Confections (candy): not in significant noncompliance" in out
     assert out.count("  (H) other violations designated: not met") == 2
 
     r = sw(tmp_path, db, "report", "snc", "--year", "2026")
     assert r.returncode == 0, r.stderr
-    assert "Lakeside Plating, permit PAL-IU-2026-02: 2026H1: (B) technical review criteria (TRC) violations" in r.stdout
+    assert "Lakeside Plating: 2026H1: (B) technical review criteria (TRC) violations" in r.stdout
     assert "Sweet Creek" not in r.stdout
 
     r = run(tmp_path, db, "notice", "draft", "--snc", "plating", "--period", "2026H1", "--on", "2026-07-02",
@@ -178,7 +179,7 @@ def test_snc_explained_and_the_annual_list_and_report(db, tmp_path):
     assert f"violation episodes {episodes}" in text and f"days of violation {days}" in text
     assert f"samples taken {samples}" in text and "surcharges billed $30.02" in text
     assert f"all charges billed ${float(billed):,.2f}" in text
-    assert "AO-2026-001 Lakeside Plating" in text and "Lakeside Plating PAL-IU-2026-02 2026H1 (B)" in text
+    assert "AO-2026-001 Lakeside Plating" in text and "Lakeside Plating 2026H1 (B)" in text
     assert page_size(pdf) == "612 x 792 pts (letter)"
 
 
