@@ -112,6 +112,8 @@ def _subject_page(request, kind: str, ident: int) -> Template:
             return None, []
         ns = (escalation.covering(conn, violation_ids=[ident]) if kind == "violation"
               else escalation.covering(conn, finding_id=ident))
+        name = conn.execute("SELECT name FROM sites WHERE key = %s", (rec["site"],)).fetchone()
+        rec = {**rec, "site_name": name[0] if name else rec["site"]}
         return rec, [dict(n, standing=escalation.standing(n)) for n in ns]
 
     rec, ns = office.read(read)
