@@ -66,7 +66,7 @@ def register(sub) -> None:
                        description="Reports owed by industrial users. A report received more than 45 days after its "
                        "due date, or still missing on day 46, is a finding (40 CFR 403.8(f)(2)(viii)(F)). "
                        "Accidental-discharge reports (e.g. palmyra-wi §13.49) are owed from the alerts that call for "
-                       "them, due [enforcement] accidental_report_hours after the discharge began; one not received "
+                       "them, due within the hours the configuration sets after the discharge began; one not received "
                        "by then is a noncompliance not reported ((G)).")
     rs = p.add_subparsers(dest="reports_command", metavar="ACTION", required=True)
     q = rs.add_parser("require", help="record a report a user owes")
@@ -233,7 +233,7 @@ def register(sub) -> None:
     q = rp.add_parser("icis", help="the year as EPA's ICIS-NPDES pretreatment performance summary (XML, schema 5.8)",
                       description="The annual report's figures as an ICIS-NPDES PretreatmentPerformanceSummary "
                       "submission (schema 5.8, 40 CFR Part 127), checked against EPA's schema before it is written. "
-                      "Needs [enforcement.program] npdes_permit in the config.")
+                      "Needs the POTW's own NPDES permit number in the configuration (the enforcement program's part).")
     q.add_argument("--year", required=True)
     q.add_argument("--out", default=".", metavar="DIR")
     q.add_argument("--replace", action="store_true", help="a replacement of a summary sent before (transaction R)")

@@ -19,7 +19,7 @@ def register(sub) -> None:
         "collect", help="run the Modbus and MQTT collectors and the database writer",
         description="Run the collectors alone, without evaluation or alerts: poll the config's Modbus "
         "devices and subscribe to the broker's sewerwatch/# topics, and write every reading to the "
-        "database (binary COPY, as the ingest role). Unusable payloads go to dead_letters with the "
+        "database (binary COPY, as the ingest role). Unusable payloads are kept as dead letters with the "
         "reason; during a database outage readings are spooled to disk and replayed. Runs until "
         "SIGTERM or Ctrl-C, printing counts. 'sewerwatch run' does the same and also checks and alerts.")
     p.add_argument("--client-id", default=DEFAULT_CLIENT_ID,
@@ -75,7 +75,7 @@ def add_sharing_arguments(p, group: bool = True) -> None:
     reading, never a share."""
     if group:
         p.add_argument("--group", metavar="NAME", help="share the MQTT readings with the other collectors of this "
-                       "group (shared subscription $share/NAME/...; default: the config's [mqtt] share_group)")
+                       "group (shared subscription $share/NAME/...; default: the shared group the configuration names)")
     p.add_argument("--shard", action="append", metavar="NAME",
                    help="poll only the Modbus devices of this [modbus] shard (repeat for several)")
     p.add_argument("--no-modbus", action="store_true", help="poll no Modbus device")

@@ -42,15 +42,15 @@ def register(sub) -> None:
     p.add_argument("--rates", required=True, metavar="FILE.toml", help="bod, tss, tkn, tp in dollars per pound")
     p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
                    help="what a '<' result counts as for billing (default: the rates file's "
-                   "non_detect, else zero)")
+                   "non-detect policy, else zero)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_surcharge)
 
     p = sub.add_parser("lab", help="import lab results, list them, check them")
     lsub = p.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
-    q = lsub.add_parser("import", help="import a lab CSV into the database (bad rows go to dead_letters)",
-                        description="Import a lab CSV into the database. A row that cannot be used is kept in "
-                        "dead_letters with its reason. Exit status: 0 when every row was imported; "
+    q = lsub.add_parser("import", help="import a lab CSV into the database (rows that cannot be used are kept as dead letters)",
+                        description="Import a lab CSV into the database. A row that cannot be used is kept as a "
+                        "dead letter with its reason. Exit status: 0 when every row was imported; "
                         f"{DEAD_LETTERS_EXIT} when some rows became dead letters (with --dry-run: would; a summary line on "
                         "standard error gives their count and first reasons); 2 when the file cannot be read at all.")
     q.add_argument("file", metavar="FILE.csv")
@@ -102,7 +102,7 @@ def register(sub) -> None:
     p.add_argument("--on", default=None, metavar="DATE", help="the date of the bills (default: today in the village)")
     p.add_argument("--non-detect", default=None, choices=("zero", "half", "dl"),
                    help="what a '<' result counts as for billing (default: the rates file's "
-                   "non_detect, else zero)")
+                   "non-detect policy, else zero)")
     p.add_argument("--draft", action="store_true",
                    help="a preview: print drafts even where a volume is unknown (flow readings under 95 %% of the "
                    "quarter and no bill.volume_mg in the rates file); every page says DRAFT, nothing is stored")
@@ -229,7 +229,7 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
     else:
         print(f"{report['file']}: {report['stored']} stored, {report['corrected']} corrected, "
               f"{report['unchanged']} unchanged, "
-              f"{report['bad']} bad (kept in dead_letters)")
+              f"{report['bad']} bad (kept as dead letters)")
         for b in report["bad_rows"]:
             print(f"  line {b['line']}: {b['reason']}")
     if not args.json and report.get("checked") is not None:

@@ -26,7 +26,7 @@ def register(sub) -> None:
         "read-only grafana login roles, TimescaleDB where the server has it.")
     r.add_argument("--sql", action="store_true", help="print the statements instead of the roles' state")
     r.add_argument("--owner", metavar="ROLE", help="--sql: an existing role owning the database "
-                   "(default: create sewerwatch_owner and the database)")
+                   "(default: create the owner role and the database)")
     r.add_argument("--database", metavar="NAME", help="--sql: the database (default: the configured one, "
                    "else sewerwatch)")
     r.add_argument("--db-url", help="database URL (default: the configured or embedded one)")

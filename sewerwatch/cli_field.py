@@ -92,7 +92,7 @@ def register(sub) -> None:
     p = sub.add_parser("instruments", help="the instrument register: make, model, serial, owner, calibration interval",
                        description="Each sensor's instrument (make, model, serial number, range, installed date, "
                        "owner: the utility or the industrial user), its calibration interval (the shortest of the "
-                       "permit's, the ordinance's, the instrument's and [field] calibration_days) and its history.")
+                       "permit's, the ordinance's, the instrument's and the configuration's interval) and its history.")
     ins = p.add_subparsers(dest="instruments_command", metavar="ACTION", required=True)
     q = ins.add_parser("list", help="every sensor with its instrument and calibration interval")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -149,7 +149,7 @@ def register(sub) -> None:
     # --- grab readings ---
     p = sub.add_parser("grab", help="an inspector's grab pH or temperature, compared with the live sensor",
                        description="A grab pH or temperature taken at a control manhole: compared with the "
-                       "live sensor at that time; beyond [field] drift_ph / drift_temperature_degf the sensor is "
+                       "live sensor at that time; beyond the drift the configuration allows for pH or temperature the sensor is "
                        "drifting (an alert with both numbers). Lab grab samples' pH are compared the same way.")
     gs = p.add_subparsers(dest="grab_command", metavar="ACTION", required=True)
     q = gs.add_parser("record", help="record a grab reading")

@@ -27,9 +27,9 @@ def register(sub) -> None:
     p.add_argument("--no-mqtt", action="store_true", help="do not subscribe to the broker")
     p.add_argument("--spool-dir", help="the writer's spool folder (default: <state dir>/spool)")
     p.add_argument("--quiet", action="store_true", help="no console alert channel output")
-    p.add_argument("--hold-off", type=float, metavar="S", help="override [alerts] hold_off_s (drills, demos)")
+    p.add_argument("--hold-off", type=float, metavar="S", help="override the configured wait before an alert is sent [s] (drills, demos)")
     p.add_argument("--escalate-after", type=float, metavar="MIN",
-                   help="override [alerts] escalate_after_min (drills, demos)")
+                   help="override the configured minutes before an unacknowledged alert is escalated (drills, demos)")
     p.add_argument("--standby", action="store_true",
                    help="take part in leader election: lead when no other run leads this database, else stand by "
                    "(collect, judge and alert nothing) and take over within seconds when the leader dies")

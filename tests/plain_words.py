@@ -25,7 +25,7 @@ ENGLISH = {
 }
 #: The columns of the file formats a person writes (the lab's CSV), named on the pages that
 #: say how to write them.
-FORMATS = {"sample_id", "sample_type", "entered_by", "detection_limit", "lab_id"}
+FORMATS = {"sample_id", "sample_type", "entered_by", "detection_limit", "lab_id", "volume_mg"}
 KEBAB = re.compile(r"(?<![\w/.@-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/@-]|\.\w)")
 SNAKE = re.compile(r"(?<![\w/.@])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/@])")
 SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\[\d+\]")
