@@ -43,6 +43,8 @@ from ingest.writer import store_readings
 
 #: Sources whose dead letters ``replay`` can decode again.
 REPLAYABLE = ("mqtt",)
+#: A dead letter's topic that is a file and line (a lab import's), not an MQTT topic.
+FILE_SOURCE = re.compile(r"\.[A-Za-z0-9]{1,5}(?::\d+)?$")
 #: Why a lab-import dead letter is not replayed here.
 LAB_IMPORT_NOTE = ("the rows a lab import could not use are replayed by importing the corrected file "
                    "('sewerwatch lab import FILE'; rows stored already are left unchanged)")
@@ -187,7 +189,9 @@ class Outcome:
     skipped: str | None = None  # not tried: why
 
     def line(self, dry_run: bool) -> str:
-        where = (self.topic or "-").replace("\\", "/").rsplit("/", 1)[-1]     # a file by its name, not its folders
+        where = self.topic or "-"
+        if FILE_SOURCE.search(where):                  # a file (a lab import's) by its name, not its folders
+            where = where.replace("\\", "/").rsplit("/", 1)[-1]
         head = f"#{self.id} {where}: "
         if self.skipped:
             return head + "skipped: " + self.skipped

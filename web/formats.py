@@ -6,6 +6,7 @@ daylight saving time ends); every number with its unit.
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -127,7 +128,10 @@ def file_name(text: str | None) -> str:
     ``lab.csv:11``): the folders of the machine that read it mean nothing to a person."""
     if not text:
         return ""
-    return str(text).replace("\\", "/").rsplit("/", 1)[-1]
+    t = str(text)
+    if not re.search(r"\.[A-Za-z0-9]{1,5}(?::\d+)?$", t):         # an MQTT topic, not a file
+        return t
+    return t.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def term_days(days: int | None) -> str:
