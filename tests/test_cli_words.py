@@ -37,7 +37,7 @@ def test_every_help_is_drawn_and_in_plain_words():
 
 def test_the_refusal_finds_what_it_looks_for():
     """The checker itself: each refused shape is found (so the test above can fail)."""
-    assert plain_words.internal("Maintenance windows (issue 26): while")
+    assert plain_words.internal("Maintenance windows (issue 7): while")
     assert plain_words.internal("ENFORCEMENT RESPONSE responses[3], recurrence 1")
     assert plain_words.internal("expired -33 days")
     assert plain_words.internal("ConnectionException: Modbus Error")

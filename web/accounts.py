@@ -1,5 +1,5 @@
 """The office's accounts: add, list, disable, enable, reset a password, change a role, the
-TOTP second factor, and signing in with lockout (issue 24 item 3): failures are counted per
+TOTP second factor, and signing in with lockout: failures are counted per
 account and per client address, and until the password is right every refusal reads the same
 (:func:`authenticate`).
 
