@@ -1,4 +1,4 @@
-"""The acknowledgement page ``sewerwatch run`` serves (issue 14 item 7).
+"""The acknowledgement page ``sewerwatch run`` serves.
 
 A superintendent opens the link of an alert message on a phone (:mod:`alerts.links`):
 
@@ -20,7 +20,7 @@ A superintendent opens the link of an alert message on a phone (:mod:`alerts.lin
   manager's own writes; an acknowledgement also has to be seen by ``sewerwatch alerts``, the
   digest and a restarted run, which read the database.)
 
-The page is served by the office's web application (``web/``, issue 24: one server, one
+The page is served by the office's web application (``web/``, one server, one
 port, one supervised component ``web`` of ``run``), which mounts :meth:`AckPage.get` and
 :meth:`AckPage.post` at ``/ack/<token>`` without a session (the token is the capability)
 and without the office's CSRF check (there is no session to ride on). This module knows no
@@ -390,7 +390,7 @@ class AckPage:
 
 
 def current_episode(details: dict, episode: dict | None) -> dict:
-    """An alert's details with its episode as it is now (issue 22 item 7): the peak, its
+    """An alert's details with its episode as it is now: the peak, its
     time, the readings beyond the limit and the end from the violations row ``run`` keeps
     current (:data:`alerts.store.PAGE_SQL`), over what they were when the alert opened."""
     if not episode:

@@ -1,5 +1,5 @@
 """Each reading's stamp against the receive clock: readings stamped ahead, late, reordered,
-and devices whose clocks run ahead or behind (issue 20, item 1).
+and devices whose clocks run ahead or behind.
 
 A device's stamp says when it measured; the collector's clock says when the reading
 arrived. :class:`Arrivals` is fed every live batch with both (numpy per batch; per-sensor

@@ -26,7 +26,7 @@ EVENT_WORDS = {"open": "VIOLATION", "escalate": "ESCALATED (unacknowledged)", "r
 HEALTH_WORDS = {"no-data": "no data", "flatline": "flatline", "device-unreachable": "device unreachable",
                 "sensor-fault": "sensor fault (readings outside the physically possible range or flagged)",
                 "clock-skew": "clock skew (its stamps run ahead of or behind the collector's clock)",
-                # issue 26: instruments and field work (field/conditions.py)
+                # instruments and field work (field/conditions.py)
                 "maintenance-open": "maintenance window left open",
                 "maintenance-pending": "maintenance window opened after the fact awaits approval",
                 "calibration-due": "calibration due",
@@ -79,7 +79,7 @@ def with_unit(x, unit: str | None, parameter: str | None = None) -> str:
 
 def reading_text(parameter: str, x, unit: str | None) -> str:
     """``pH 3.1`` or ``Temperature 160 degF``: a parameter's value as a person writes it (pH
-    is its own unit, named once, before the number; issue 22 item 7: not "pH 3.1 pH")."""
+    is its own unit, named once, before the number; not "pH 3.1 pH")."""
     if unit == "pH" or (parameter == "ph" and not unit):
         return f"pH {_num(x)}"
     return f"{PARAMETER_NAMES.get(parameter, parameter)} {with_unit(x, unit)}"
@@ -92,7 +92,7 @@ def limit_text(comparison: str | None, x, unit: str | None) -> str:
 
 def summary(v: dict, site_name: str, tz: str | None = None) -> str:
     """One line: site, parameter, value and limit with units, rule, start (in ``tz`` with its
-    zone, issue 20 item 10; UTC without)."""
+    zone; UTC without)."""
     start = local_time(v["start"], tz) if tz else v["start"]
     return (f"{site_name}: {reading_text(v['parameter'], v['peak'], v.get('unit'))} "
             f"({limit_text(v.get('comparison'), v['limit'], v.get('unit'))}, {v['rule']}) from {start}")
@@ -155,7 +155,7 @@ def violation_message(alert_id: int | None, event: str, v: dict, *, site_name: s
     if v.get("kind") == "slug" and v.get("average") is not None:
         # the baseline: the 24-hour average during normal operation, or before 24 hours of
         # readings the permitted average flow (palmyra-wi, 003_44f871d49a02d8f5.txt §13.43 SLUG,
-        # §13.54(2)(b)); a record from before issue 16 has no "baseline"
+        # §13.54(2)(b)); an older record has no "baseline"
         basis = v.get("baseline") or "24-hour average"
         lines.append(f"Slug:        more than {_num(v.get('multiple'))} x the {basis} "
                      f"({_num(v['average'])} {unit})")

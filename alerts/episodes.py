@@ -7,7 +7,7 @@ lasts, not after) and those that *closed* (returned by ``push``). An episode tha
 closes within one batch is reported in both lists. A slug episode opens only once it has
 lasted longer than the rule's minimum duration (the evaluator reports nothing shorter).
 
-Time cannot blind it (issue 20, item 1). Each live batch first goes through
+Time cannot blind it. Each live batch first goes through
 :class:`alerts.arrivals.Arrivals` (readings stamped too far ahead of the receive clock wait
 for it; offsets and clock skew per sensor). A reading older than the newest one judged for
 its sensor is never dropped: its sensor is judged again (:meth:`LiveEpisodes._rejudge`)
@@ -21,8 +21,7 @@ before: a row continues under its new start, merged rows are withdrawn, new epis
 manager. Without a store of readings (``source``: tests and tools) late readings are
 counted in ``dropped_late`` and not judged.
 
-A sensor without a nominal interval is held back until its interval is learned (issue 20,
-item 4): the time-weighted median spacing of its first readings (a start-up burst of
+A sensor without a nominal interval is held back until its interval is learned: the time-weighted median spacing of its first readings (a start-up burst of
 readings milliseconds apart covers milliseconds of time and cannot move it), once at least
 :data:`LEARN_AT_MEDIAN` spacings agree with it, bounded by :data:`LEARN_MIN_S` and
 :data:`LEARN_MAX_S`; it is then stored so ``check --from --to`` uses the same one.
@@ -130,7 +129,7 @@ class LiveEpisodes:
     skew_limit_s : float
         ``[alerts] clock_skew_s``: see :class:`alerts.arrivals.Arrivals`.
     windows : foundation.windows.WindowBook, optional
-        The live maintenance windows (issue 26): readings in one are not judged (the
+        The live maintenance windows: readings in one are not judged (the
         collectors' sink marks them already; stored ones read again are marked by it too).
     """
 
@@ -329,7 +328,7 @@ class LiveEpisodes:
 
     def judge_again(self, windows, now_s: float | None = None) -> int:
         """Judge again, from the stored readings, the sensors whose maintenance windows
-        appeared, changed or went (issue 26: a window opened from the office or the command
+        appeared, changed or went (a window opened from the office or the command
         line a moment after its first readings were judged, or one approved after the fact):
         their episodes inside are withdrawn, as for late readings. ``windows``:
         :class:`foundation.windows.Window` items. Returns the sensors queued."""

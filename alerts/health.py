@@ -8,9 +8,8 @@ a flat line on the readings' own times (the value has not changed for longer tha
 limit, whatever the speed of a replay). A sensor whose latest reading is implausible
 (outside the physically possible range or the sensor's full scale, quality 1) or flagged
 by its device (quality 2) has a *sensor fault* from the first reading of that run until a
-good reading arrives: one condition, so one alert, per episode (issue 12,
-"Plausibility"); such readings are stored but never judged as violations. A reading in a
-maintenance window (quality 3, issue 26) is neither good nor a fault: it shows the sensor is
+good reading arrives: one condition, so one alert, per episode (plausibility); such readings are stored but never judged as violations. A reading in a
+maintenance window (quality 3) is neither good nor a fault: it shows the sensor is
 alive (no "no data") and is left out of the flat line and the faults (a flow meter lifted out
 of the flume reads 0 for 20 minutes; a pH probe in a buffer reads 4.00).
 """

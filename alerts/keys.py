@@ -17,7 +17,7 @@ DEVICE_UNREACHABLE = "device-unreachable"
 
 def object_subject(subject) -> bool:
     """True for a condition about something other than one sensor: a Modbus device, or a
-    maintenance window (``window-12``, issue 26): a text that is not a number."""
+    maintenance window (``window-12``): a text that is not a number."""
     return isinstance(subject, str) and not subject.lstrip("-").isdigit()
 
 

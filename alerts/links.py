@@ -1,4 +1,4 @@
-"""Acknowledgement links: signed, expiring, single-use (issue 14 item 7).
+"""Acknowledgement links: signed, expiring, single-use.
 
 Each alert message of a violation, a sensor-health condition or an unreachable device
 (not the digest, not "sewerwatch degraded") carries a link to the acknowledgement page that

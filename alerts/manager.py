@@ -18,7 +18,7 @@ readings), to sensor-health conditions, and to sewerwatch's own degraded conditi
   ``alert_notifications``; a failed delivery is retried with exponential backoff up to
   ``retry_attempts`` times, the final failure logged at ERROR level and audited.
 
-Alerts never wait for the database (issue 12): the manager decides and notifies from
+Alerts never wait for the database: the manager decides and notifies from
 memory. Its database writes go through the outbox (:mod:`alerts.outbox`), journalled on
 local disk and applied in order, each once, when the database takes them; with the
 database up, an opening waits up to ``open_wait_s`` for its row so the message carries the

@@ -1,6 +1,6 @@
 """The alert manager's writes, in order, kept on local disk until the database has them.
 
-Alerts never wait for the database (issue 12): the manager decides and notifies from
+Alerts never wait for the database: the manager decides and notifies from
 memory, and every database write it would make (a violation row, an alert row, a state
 change, a delivery attempt, an audit row) becomes an *op* put here. :meth:`Outbox.run`
 applies the ops in order through :meth:`alerts.store.AlertStore.apply`; while the database

@@ -187,7 +187,7 @@ class AlertStore:
 # written again, and an op with a result reads it back.
 
 #: An episode's row, written as it opens, grows and closes. An open record (end NULL) never
-#: reopens a row that was closed (issue 20, item 5: a warm-up or a takeover judging a closed
+#: reopens a row that was closed (a warm-up or a takeover judging a closed
 #: episode again sees it open for a moment); only a judgement again of late readings
 #: (``violation-move``) sets an end explicitly.
 VIOLATION_UPSERT = """INSERT INTO violations (site_id, sensor_id, parameter, rule, pack, citation, words, start_time,
@@ -472,7 +472,7 @@ def acknowledge(conn, alert_id: int, by: str, note: str | None, via: str | None 
 
 PAGE_COLS = ("id", "kind", "state", "rule", "summary", "details", "opened_at", "acknowledged_at", "acknowledged_by",
              "ack_note", "resolved_at", "episodes", "site", "site_name", "episode")
-#: The alerts, each with its episode as it is now (issue 22 item 7): the violations row of its
+#: The alerts, each with its episode as it is now: the violations row of its
 #: latest episode (the first or one it continued), which ``run`` keeps current while it grows
 #: and closes when it ends, ``{start, end, peak, evidence}``; the alert's ``details`` are
 #: what it was when the alert opened.

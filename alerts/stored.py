@@ -1,4 +1,4 @@
-"""The stored readings and episodes a late reading is judged again against (issue 20, item 1).
+"""The stored readings and episodes a late reading is judged again against.
 
 :class:`StoredReadings` is what :class:`alerts.episodes.LiveEpisodes` reads when it judges
 a sensor again: the sensor's readings of a window (the binary ``COPY`` of
@@ -65,7 +65,7 @@ class StoredReadings:
     def read(self, sensor_id: int, start_us: int, end_us: int):
         """Readings of one sensor in ``[start_us, end_us)``: sensor, time [us UTC], value,
         quality arrays, in time order; a reading in a maintenance window in effect has the
-        maintenance code whatever is stored (issue 26: a window recorded after its readings)."""
+        maintenance code whatever is stored (a window recorded after its readings)."""
         def work(conn):
             s, t, v, q = read_readings(conn, [sensor_id], start_us, end_us)
             return s, t, v, load_windows(conn, [sensor_id], start_us, end_us).mark(s, t, q)

@@ -15,7 +15,7 @@ single
     database) draining the same queue.
 
 broker-durability
-    What the broker's prompt persistence costs (issue 12: the generated config saves the
+    What the broker's prompt persistence costs (the generated config saves the
     queued messages of offline sessions every second instead of every five): the batched
     messages queued for an offline session and drained by a bare paho subscriber, timed
     from the first publish to the last message received, on the generated config. Peer: the

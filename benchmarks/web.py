@@ -1,4 +1,4 @@
-"""Benchmark: the office at a real program's size (issue 24 item 9).
+"""Benchmark: the office at a real program's size.
 
 Setup: a TimescaleDB cluster of the benchmark's own (scratch state folder, removed
 afterwards) with 200 industrial users, 600 sensors (pH, temperature, flow each) and a day of

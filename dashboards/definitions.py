@@ -125,7 +125,7 @@ ORDER BY 1
 # --- Site ------------------------------------------------------------------------------
 
 
-#: A panel over a longer range than this reads the one-minute aggregates (issue 15: a month
+#: A panel over a longer range than this reads the one-minute aggregates (a month
 #: of 1-Hz readings is 2.6 M rows a sensor, its minutes 43,200; raw readings older than
 #: ``[retention] raw_days`` are gone, their minutes kept for the records period).
 RAW_RANGE_MAX = "2 days"

@@ -166,7 +166,7 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
                          "response_received_on": n["response_received_on"].isoformat() if n["response_received_on"] else None,
                          "closed_on": n["closed_on"].isoformat() if n["closed_on"] else None} for n in ns],
             "billed": _bills(conn, key, year),
-            # issue 26: every maintenance window of the year (what it kept from judging),
+            # every maintenance window of the year (what it kept from judging),
             # calibrations, grab checks and inspections (40 CFR 403.12(i))
             "field": field_annual.of_site(conn, key, start, end)})
     lst = snc_list(conn, year, mode, st)

@@ -1,4 +1,4 @@
-"""The compliance calendar: what the program owes and is owed, day by day (issue 25 item 3).
+"""The compliance calendar: what the program owes and is owed, day by day.
 
 One list of dated entries over a range of local dates of the village, from the records the
 rest of enforcement keeps (nothing here is stored):

@@ -1,4 +1,4 @@
-"""Findings from field work (issue 26): a failed calibration, a calibration overdue, a
+"""Findings from field work: a failed calibration, a calibration overdue, a
 deficiency an inspection found.
 
 Each is a computed finding with a key (finding it again stores nothing), from which a notice

@@ -32,7 +32,7 @@ KINDS: dict[str, tuple[str, str | None]] = {
     "endangerment": ("a discharge that caused imminent endangerment, or the exercise of emergency authority", "D"),
     "designated": ("a violation the superintendent designates as adversely affecting the pretreatment program", "H"),
     "snc": ("significant noncompliance", None),
-    # issue 26: instruments and inspections (field/)
+    # instruments and inspections (field/)
     "calibration-failed": ("an instrument of the control manhole failed its calibration", None),
     "calibration-overdue": ("an instrument of the control manhole not calibrated by its due date", None),
     "inspection-deficiency": ("a deficiency an inspection found", None),

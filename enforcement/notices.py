@@ -139,7 +139,7 @@ def _readings(conn, v: dict) -> dict:
 
 
 def _maintenance(conn, sensor_id: int, a: datetime, b: datetime) -> tuple[list[dict], list]:
-    """The maintenance windows in effect of the sensor overlapping ``[a, b]`` (issue 26: the
+    """The maintenance windows in effect of the sensor overlapping ``[a, b]`` (the
     chart shades them) and the readings stored in them (quality 3, never judged), thinned
     like the others."""
     from foundation.quality import MAINTENANCE
@@ -157,7 +157,7 @@ def _maintenance(conn, sensor_id: int, a: datetime, b: datetime) -> tuple[list[d
 
 
 def _drift(conn, sensor_id: int, a: datetime, b: datetime) -> list[dict]:
-    """The periods the sensor drifted overlapping ``[a, b]`` (issue 26: a grab sample beyond
+    """The periods the sensor drifted overlapping ``[a, b]`` (a grab sample beyond
     the tolerance, :func:`field.drift.periods`): the readings judged then are marked in the
     evidence."""
     from field import drift

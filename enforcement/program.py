@@ -52,7 +52,7 @@ def significant(rep: dict, program) -> list[str]:
 
 
 def _inspections(u: dict) -> list:
-    """A user's inspections of the year in the annual report (its field work, issue 26)."""
+    """A user's inspections of the year in the annual report (its field work)."""
     return (u.get("field") or {}).get("inspections") or u.get("inspections") or []
 
 

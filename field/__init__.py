@@ -1,4 +1,4 @@
-"""field: instruments and field work (issue 26).
+"""field: instruments and field work.
 
 The instrument register (:mod:`field.instruments`), maintenance windows and their approvals
 (:mod:`field.windows`), calibration records (:mod:`field.calibrations`), grab samples compared

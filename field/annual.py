@@ -1,4 +1,4 @@
-"""Field work of a year, for the annual pretreatment report (issue 26).
+"""Field work of a year, for the annual pretreatment report.
 
 Every maintenance window of the year (approved, pending, rejected: each with its reason,
 person, source and how many readings it kept from being judged), every calibration and

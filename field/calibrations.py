@@ -1,4 +1,4 @@
-"""Calibration records and what is due (issue 26, item 3).
+"""Calibration records and what is due.
 
 A pH probe is calibrated in buffers: each buffer's value (``nominal``), what the probe read
 before (``as_found``) and after (``as_left``) the calibration, the electrode's slope [% of

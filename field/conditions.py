@@ -1,4 +1,4 @@
-"""What ``sewerwatch run`` alerts about field work (issue 26): its periodic round.
+"""What ``sewerwatch run`` alerts about field work: its periodic round.
 
 :func:`conditions` lists the conditions that hold now, in the form the alert manager takes
 sensor-health conditions (``{(rule, subject): {"since", "detail", ...}}``): one alert each

@@ -1,4 +1,4 @@
-"""Drift against grab samples (issue 26, item 4).
+"""Drift against grab samples.
 
 When the laboratory reports a grab sample's pH (``sewerwatch lab import``: a grab sample with
 a ``ph`` result) or an inspector records a grab pH or temperature at a control manhole

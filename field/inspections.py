@@ -1,4 +1,4 @@
-"""Inspections of industrial users (issue 26, item 5; 40 CFR 403.8(f)(2)(v), counted in the
+"""Inspections of industrial users (40 CFR 403.8(f)(2)(v), counted in the
 annual report under 40 CFR 403.12(i)).
 
 A visit record: when, who inspected, the user's representative, what kind of visit, whether

@@ -1,4 +1,4 @@
-"""The instrument register (issue 26, item 1): each sensor's instrument, its calibration
+"""The instrument register: each sensor's instrument, its calibration
 interval and its history.
 
 An instrument is what measures at a sensor: make, model, serial number, range, installed

@@ -1,4 +1,4 @@
-"""Photos from a phone: checked, re-encoded, never trusted (issue 26, item 5).
+"""Photos from a phone: checked, re-encoded, never trusted.
 
 An upload is refused unless it is a JPEG, PNG or WebP image by its own bytes (never by its
 file name or the type the browser claims), at most ``[field] photo_max_bytes`` long and

@@ -1,4 +1,4 @@
-"""Maintenance windows: opened, closed, approved, listed (issue 26, item 2).
+"""Maintenance windows: opened, closed, approved, listed.
 
 A window says "this instrument (or every instrument of this site) is being calibrated,
 cleaned or repaired": its readings are stored with :data:`foundation.quality.MAINTENANCE`

@@ -1,5 +1,5 @@
 """Who acts, for the audit trail: an account of the web application, or the operating-system
-user of a command (issue 24 item 2).
+user of a command.
 
 Every action has one package function that both faces call: the web handler passes
 :meth:`Actor.account` of the signed-in account, the command-line handler

@@ -1,5 +1,5 @@
 """Who a request comes from: the peer, or behind a trusted reverse proxy the client it names
-(issue 24; used by the web application and the acknowledgement page).
+(used by the web application and the acknowledgement page).
 
 One function for every limit the office applies per client (sign-in attempts, the
 acknowledgement page's rate), so both believe the same ``X-Forwarded-For`` and only from the

@@ -332,7 +332,7 @@ class ChecklistItem(Table):
 
 @table
 class FieldOptions(Table):
-    """``[field]``: instruments and field work (issue 26): maintenance windows, calibrations, drift
+    """``[field]``: instruments and field work: maintenance windows, calibrations, drift
     against grab samples, inspections."""
 
     window_limit_h: Positive = 2.0
@@ -381,7 +381,7 @@ class FieldOptions(Table):
 
 @table(kw_only=True)
 class Instrument(Table):
-    """``[[instruments]]``: the instrument at a sensor (issue 26, item 1), written to the register by
+    """``[[instruments]]``: the instrument at a sensor, written to the register by
     ``sewerwatch db migrate``."""
 
     sensor: Text
@@ -473,19 +473,19 @@ class WebOptions(Table):
     trusted_proxies: Networks = ("127.0.0.1", "::1")
     """Peer addresses (or networks) whose ``X-Forwarded-For`` header names the client."""
     session_idle_min: Positive = 30.0
-    """The office (issue 24): a session without a click for this long ends [min]."""
+    """The office: a session without a click for this long ends [min]."""
     session_max_h: Positive = 12.0
     """A session of the office ends this long after its sign-in, whatever the clicks [h]."""
     login_per_min: IntRange(1, 10_000) = 10
     """Sign-in attempts one client address may make a minute."""
     lockout_after: IntRange(1, 1000) = 5
-    """Failed sign-ins in a row after which an account is locked."""
+    """Failed sign-ins in a row, from one client address, after which the account is locked from that address."""
     lockout_min: Positive = 15.0
-    """How long a locked account stays locked [min] (``sewerwatch users enable`` unlocks it)."""
+    """How long an account stays locked from that address [min] (``sewerwatch users enable`` unlocks it)."""
     grafana_url: Url("http", "https") | None = None
     """The Grafana server the dashboards were pushed to: an industrial user's page links its Site dashboard."""
     mail_url: Url("mailto", "mailtos") | None = None
-    """The portal (issue 27): the mail server invitations and receipts go through, as an apprise
+    """The portal: the mail server invitations and receipts go through, as an apprise
     ``mailto://`` URL without ``to`` (``mailtos://user:pass@smtp.village.example?from=sewer@...``)."""
     invitation_days: Positive = 7.0
     """How long an invitation to the portal can be used after it was sent [days]."""

@@ -1,4 +1,4 @@
-"""How times and numbers are shown to people (issue 20, item 10).
+"""How times and numbers are shown to people.
 
 Every time a person reads carries its zone, so the repeated hour of the autumn change is
 never ambiguous (``2026-11-01 01:30:00 CDT`` then ``2026-11-01 01:30:00 CST``); a reading

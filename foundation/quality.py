@@ -9,9 +9,9 @@ code      name               meaning
 ========  =================  ==================================================================
 0         ``GOOD``           a usable reading
 1         ``OUT_OF_RANGE``   outside the physically possible range or the sensor's full scale
-                             (issue 12): a broken or mis-wired probe, not a discharge
+                            : a broken or mis-wired probe, not a discharge
 2         ``DEVICE_FAULT``   the device flagged the value (a status bit) or sent no number
-3         ``MAINTENANCE``    taken while the instrument was in a maintenance window (issue 26):
+3         ``MAINTENANCE``    taken while the instrument was in a maintenance window:
                              a probe in a calibration buffer, a flow meter lifted out to be
                              cleaned. Whatever the value, it says nothing about the discharge.
 ========  =================  ==================================================================

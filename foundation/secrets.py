@@ -1,12 +1,12 @@
 """Passwords of the embedded services, generated once and kept in the state folder (0600).
 
 ``secrets.json`` holds ``db`` (database roles), ``mqtt`` (the broker's fixed accounts) and
-``mqtt_sites``: one broker account per site of the config (issue 12, "Device identity"),
+``mqtt_sites``: one broker account per site of the config ("Device identity"),
 created the first time the site is seen and kept (a site's devices keep their password).
 ``keys`` holds signing keys: ``ack_links`` signs the acknowledgement links of alerts
-(``alerts.links``; issue 14 item 7); ``web_csrf`` keys the web application's CSRF tokens
-(``web.app``; issue 24); ``calendar_feeds`` signs the calendar feeds' addresses (``web.feeds``;
-issue 25). Never in the config file, never logged.
+(``alerts.links``); ``web_csrf`` keys the web application's CSRF tokens
+(``web.app``); ``calendar_feeds`` signs the calendar feeds' addresses (``web.feeds``).
+Never in the config file, never logged.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The status files ``run`` and ``collect`` write and ``sewerwatch status`` reads.
 
 A status file is rewritten every two seconds; a reader tells a process that stopped
-answering by its age. Issue 20, item 7: on a full disk the file must still be written, or
+answering by its age. on a full disk the file must still be written, or
 the process would look "not responding" when its problem is the disk: each file keeps
 :data:`STATUS_RESERVE` bytes of room (trailing blanks JSON ignores), and when a new file
 cannot be made it is rewritten in place, over room it already has.
@@ -19,7 +19,7 @@ log = logging.getLogger("sewerwatch.status")
 
 
 #: A status file keeps at least this much room (trailing blanks), so that on a full disk it
-#: can still be rewritten in place [bytes] (issue 20, item 7: a full disk is a full disk in
+#: can still be rewritten in place [bytes] (a full disk is a full disk in
 #: ``status``, not a process "not responding").
 STATUS_RESERVE = 256 * 1024
 _status_warned: set = set()

@@ -57,8 +57,7 @@ PARAMETERS = tuple(CONVERSIONS)
 #: The parameters a sensor may measure (the others are lab analytes' only).
 SENSOR_PARAMETERS = ("ph", "temperature", "flow", "level", "concentration")
 
-#: parameter -> (lowest, highest) physically plausible value [canonical unit] (issue 12,
-#: "Plausibility"). A reading outside it is kept with quality 1 (out of range) and never
+#: parameter -> (lowest, highest) physically plausible value [canonical unit]. A reading outside it is kept with quality 1 (out of range) and never
 #: judged as a violation: a probe reading pH 15 is broken or mis-wired, not evidence of a
 #: caustic discharge. Flow and level have no upper bound of their own: a sensor's
 #: configured full scale (``[[sensors]] full_scale``) is theirs.

@@ -1,4 +1,4 @@
-"""Maintenance windows as intervals per sensor, and readings masked by them (issue 26, item 2).
+"""Maintenance windows as intervals per sensor, and readings masked by them.
 
 A maintenance window is an interval ``[start, end)`` of a sensor (a window of a whole site is
 one per sensor of it) during which the instrument is being calibrated, cleaned or repaired.

@@ -34,7 +34,7 @@ class Readings:
     def __post_init__(self):
         self.time_us = np.asarray(self.time_us, dtype=np.int64)
         self.sensor_id = np.asarray(self.sensor_id, dtype=np.int32)
-        self.value = np.asarray(self.value, dtype=np.float64) + 0.0      # -0.0 (a sign bit) is 0 (issue 20)
+        self.value = np.asarray(self.value, dtype=np.float64) + 0.0      # -0.0 (a sign bit) is 0
         self.quality = np.asarray(self.quality, dtype=np.int16)
         n = len(self.time_us)
         if not (len(self.sensor_id) == len(self.value) == len(self.quality) == n):

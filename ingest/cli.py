@@ -71,7 +71,7 @@ def _register_deadletters(sub) -> None:
 
 def add_sharing_arguments(p, group: bool = True) -> None:
     """``--group``, ``--shard`` and ``--no-modbus``: how several collectors share the load
-    (issue 15). ``run`` takes no ``--group``: it judges what it receives, so it takes every
+   . ``run`` takes no ``--group``: it judges what it receives, so it takes every
     reading, never a share."""
     if group:
         p.add_argument("--group", metavar="NAME", help="share the MQTT readings with the other collectors of this "

@@ -1,4 +1,4 @@
-"""Dead letters you can work with (issue 14 item 3): list, show, and replay after a config fix.
+"""Dead letters you can work with: list, show, and replay after a config fix.
 
 A dead letter (table ``dead_letters``) is a payload or row the collectors or an import could
 not use, kept with its raw bytes, its topic and the reason. ``sewerwatch deadletters``:

@@ -24,7 +24,7 @@ status register whose bits flag a faulted sensor::
     [status]
     register = "holding"
     address = 6              # one uint16 register
-    maintenance = 15         # optional: the bit the device sets while in maintenance (issue 26)
+    maintenance = 15         # optional: the bit the device sets while in maintenance
     [status.bits]            # bit number of each sensor's fault flag
     flow = 0
     ph = 1

@@ -33,7 +33,7 @@ from ingest.writer import Writer
 
 log = logging.getLogger("sewerwatch.ingest")
 
-#: How often the maintenance windows are read again from the database [s] (issue 26: a window
+#: How often the maintenance windows are read again from the database [s] (a window
 #: opened from the office or the command line marks the readings from then on).
 WINDOWS_POLL_S = 1.0
 
@@ -212,7 +212,7 @@ def _windows_loop(comp: Component, ing: Ingest, url: str, cfg: Config) -> None:
 def modbus_devices(cfg: Config, shards=None) -> list:
     """The Modbus devices this process polls: all of them, or where ``[modbus] shards``
     splits them among collectors, those of ``shards`` (each collector names its own, so
-    two collectors never poll one device; issue 15).
+    two collectors never poll one device).
 
     Raises
     ------

@@ -16,7 +16,7 @@ The sink also remembers, for ``sewerwatch status``, when readings were last put 
 dead letters of the last hour with their reasons (:meth:`recent_dead_letters`), in
 memory, so status is truthful while the database is down.
 
-Maintenance windows (issue 26): a sink given a :class:`foundation.windows.WindowBook` marks
+Maintenance windows: a sink given a :class:`foundation.windows.WindowBook` marks
 every batch put with :data:`foundation.quality.MAINTENANCE` where a window covers it, before
 the writer and the taps see it, so a reading in a window is stored with its code and never
 judged. A device's own window (an MQTT maintenance message, a Modbus status bit) is handed

@@ -14,7 +14,7 @@ Record layout (little-endian)::
 int32, value float64, quality int16. ``D`` (dead letter) and ``H`` (health record) hold
 JSON.
 
-A full or broken spool is loud, never fatal (issue 12): an append that would take the
+A full or broken spool is loud, never fatal: an append that would take the
 file over its cap (``[ingest] spool_max_bytes``), or that the disk refuses (full,
 read-only, gone), raises :class:`SpoolUnwritable` with the reason and leaves the file as
 it was (a partly written record is cut again). The bookkeeping cannot wedge it either:

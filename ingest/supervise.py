@@ -1,5 +1,5 @@
 """Supervision: every thread and task of ``collect`` and ``run`` is watched, restarted when
-it dies, and reported truthfully (issue 12, "Supervision and honest status").
+it dies, and reported truthfully ("Supervision and honest status").
 
 A :class:`Component` is one long-running piece of work: a thread (the MQTT network loop,
 the collector's flusher, the Modbus loop, the writer) or an asyncio task (the evaluator,

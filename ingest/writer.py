@@ -93,7 +93,7 @@ def store_readings(conn: psycopg.Connection, r: Readings, conflicts: list | None
     ----------
     conflicts : list, optional
         Extended with the readings not stored because another value (or quality) is stored
-        at their sensor and time (issue 20, item 6): ``(sensor id, time, stored, received,
+        at their sensor and time: ``(sensor id, time, stored, received,
         stored quality, received quality, site, sensor)``. An identical resend is no conflict.
 
     Returns
@@ -490,7 +490,7 @@ class Writer:
             self._health(conn, health)
 
     def _windows(self, conn: psycopg.Connection, records: list[dict]) -> list[DeadLetter]:
-        """Record the maintenance windows devices opened and ended (issue 26), in order, by
+        """Record the maintenance windows devices opened and ended, in order, by
         ``device_window()`` (migration 0160, the ingest role may call it); one that cannot be
         recorded (an unknown site, an end with no window open) is a dead letter with why."""
         letters = []

@@ -1,4 +1,4 @@
-"""A quarter's bills drafted, reviewed, issued, and paid (issue 25 item 6): the steps the
+"""A quarter's bills drafted, reviewed, issued, and paid: the steps the
 clerk takes, the same functions for ``sewerwatch bills`` and the office.
 
 - :func:`draft_quarter` computes every user's bill for the quarter as a draft

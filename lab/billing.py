@@ -39,7 +39,7 @@ from limits.permits import Permit
 
 
 #: A metered volume is the quarter's only when the flow readings cover at least this fraction
-#: of it (issue 14: a bill on a meter that was silent for part of the quarter under-bills and
+#: of it (a bill on a meter that was silent for part of the quarter under-bills and
 #: misleads; below it the volume is unknown unless the rates file gives it).
 MIN_COVERAGE = 0.95
 
@@ -241,7 +241,7 @@ def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None,
              conn.execute("SELECT id, key, name, pack, sic, permit FROM sites ORDER BY key").fetchall()]
     if not sites:
         raise InputError("no sites in the database (sync the config first: sewerwatch db migrate)")
-    # rates per pound are asked for only where a surcharge is in force (issue 23 item 7)
+    # rates per pound are asked for only where a surcharge is in force
     per_lb = read_rates(rates_path, required=any(surcharged(s["pack"]) for s in sites))
     permits = current_permits(conn)
     bills = [bill_site(conn, s, quarter, per_lb, rates_doc, source, issued, non_detect, permits.get(s["key"]))

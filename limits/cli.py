@@ -198,7 +198,7 @@ def check_file(pack_name: str, path: str, gap_multiple: float | None = None,
 
 def implausible_summary(tab) -> str:
     """``N readings outside the physically possible range were not judged (site/param: n, ...)``
-    ("" when there are none): issue 12, such readings are counted, never left out silently."""
+    ("" when there are none): such readings are counted, never left out silently."""
     if tab.implausible is None or not tab.implausible.any():
         return ""
     codes, counts = np.unique(tab.sensor[tab.implausible], return_counts=True)

@@ -621,7 +621,7 @@ def _assemble(where, layout, time, value, quality, site_i, param_i, unit_i, site
     if (scale != 1.0).any() or (offset != 0.0).any():   # all canonical already: nothing to do
         value = value * scale[cinv] + offset[cinv]
     del cinv, combo
-    # outside the physically possible range: kept, flagged (quality 1), never judged (issue 12)
+    # outside the physically possible range: kept, flagged (quality 1), never judged
     lo = np.array([units.PHYSICAL_RANGE.get(p, (-np.inf, np.inf))[0] for p in params] or [-np.inf])
     hi = np.array([units.PHYSICAL_RANGE.get(p, (-np.inf, np.inf))[1] for p in params] or [np.inf])
     with np.errstate(invalid="ignore"):

@@ -299,7 +299,7 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
     notes : list, optional
         Extended with what could not be judged: one note per sensor whose slug had no
         baseline for part of the range (:func:`slug_not_judged_in_range`), and every
-        maintenance window on record in the range (issue 26: readings in a window in effect
+        maintenance window on record in the range (readings in a window in effect
         are not judged; one awaiting approval or rejected excludes nothing), as
         ``{"window": ..., "line": ...}`` (:func:`foundation.windows.on_record`).
     tz : zoneinfo.ZoneInfo
@@ -327,7 +327,7 @@ def check_history(from_: str, to: str, conn, *, pack: str | None = None, sites=N
         "SELECT s.id, (SELECT r.time FROM readings r WHERE r.sensor_id = s.id ORDER BY r.time LIMIT 1) "
         "FROM unnest(%s::int[]) AS s(id)", (ids,)).fetchall())
     history = {sid: _us(t) for sid, t in first.items() if t is not None}
-    # issue 26: readings in a maintenance window are not judged, nor in a slug's baseline
+    # readings in a maintenance window are not judged, nor in a slug's baseline
     maintenance = load_windows(conn, ids, start_us - lead, end_us)
     if notes is not None:
         notes += slug_not_judged_in_range(conn, metas, packs, history, start_us, end_us)

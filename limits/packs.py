@@ -1024,7 +1024,7 @@ def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:
 
 
 def not_a_pack(data, path) -> None:
-    """Refuse a config file given as a pack (issue 23 item 5), in one line."""
+    """Refuse a config file given as a pack, in one line."""
     if isinstance(data, dict) and "rules" not in data and {"utility", "sites", "sensors", "services"} & set(data):
         raise InputError(f"{path}: a sewerwatch config, not a rule pack (a pack has id, name, code, timezone, seed "
                          "and [[rules]]; the config's [utility] pack names the utility's pack)")

@@ -89,7 +89,7 @@ def import_permit(conn, permit: Permit, *, actor: Actor | str | None = None, rea
 
     ``actor``: who enters it (an :class:`foundation.actor.Actor`, or a name; default the
     operating-system user). ``expected_version``: the version an edit was made from
-    (optimistic concurrency, issue 25 item 7: ``permit import --expect-version N``, the
+    (optimistic concurrency, ``permit import --expect-version N``, the
     office's permit form); when another version was stored meanwhile nothing is stored and
     :class:`foundation.errors.Conflict` says who stored which version when. Saves of one
     permit are serialised (an advisory lock on its number), so two at once cannot both win.

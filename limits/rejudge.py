@@ -1,4 +1,4 @@
-"""Judging a sensor again from its stored readings, and what that changes (issue 20, item 1).
+"""Judging a sensor again from its stored readings, and what that changes.
 
 A reading older than the newest one already judged for its sensor (a reordered batch, a
 device whose clock stepped back, a spool replayed late) cannot go through the streaming

@@ -28,7 +28,7 @@ read every second, 86,400.
 
 Readings must arrive in time order per sensor: a reading at or before the latest time
 already seen for its sensor is dropped and counted in ``dropped_late``. The live path never
-lets that happen silently (issue 20): :class:`alerts.episodes.LiveEpisodes` takes such
+lets that happen silently: :class:`alerts.episodes.LiveEpisodes` takes such
 readings aside, judges their sensor again from the stored readings with a fresh evaluator
 (:mod:`limits.rejudge`), and puts that evaluator's state in place of the sensor's own
 (:meth:`StreamingEvaluator.adopt`).

@@ -1,4 +1,4 @@
-"""Maintenance windows for ``sewerwatch check --readings`` (issue 26): a small CSV beside the
+"""Maintenance windows for ``sewerwatch check --readings``: a small CSV beside the
 readings, and the ``quality`` column's code 3.
 
 A check of a file needs no database, so its windows come with it, one of two ways:

@@ -57,7 +57,7 @@ def _check(args, ctx) -> int:
 
 def _print_mqtt_access(cfg) -> int:
     """The collector's subscriptions and, per site, the subscription each of its topics
-    reaches the collector by (issue 22 item 1); exit 2 naming what would vanish."""
+    reaches the collector by; exit 2 naming what would vanish."""
     from foundation.errors import InputError
     from sewerwatch import services
 

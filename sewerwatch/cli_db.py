@@ -122,7 +122,7 @@ def _roles(args, ctx) -> int:
     return 0
 
 
-# --- storage (issue 15): bytes per reading, compression, retention, `db maintain` ----------
+# --- storage: bytes per reading, compression, retention, `db maintain` ----------
 
 
 def storage_lines(conn, policy) -> list[str]:

@@ -1,4 +1,4 @@
-"""CLI of field work (issue 26): ``sewerwatch maintenance``, ``instruments``, ``calibrations``,
+"""CLI of field work: ``sewerwatch maintenance``, ``instruments``, ``calibrations``,
 ``grab`` and ``inspections``. In the shell because recording a calibration or an inspection
 stores its findings too (:mod:`enforcement.fieldwork`, the floor above :mod:`field`).
 

@@ -1,4 +1,4 @@
-"""CLI: ``sewerwatch portal ...``, the industrial users' portal from the command line (issue 27):
+"""CLI: ``sewerwatch portal ...``, the industrial users' portal from the command line:
 invite a person, list the portal's people, revoke an account or an invitation, the review
 queue, a copy of record with its hash checked again, accept and reject (the signatory told by
 mail), and an accepted permit application's permit version. Each calls the function the

@@ -92,7 +92,7 @@ def _run(args, ctx) -> int:
 
     def make() -> Pipeline:
         # a restart (or a takeover) mid-episode judges the recent readings again first, so it
-        # continues the open row rather than starting another (issue 20, item 5)
+        # continues the open row rather than starting another
         p = Pipeline(cfg, owner_url=ep.db("owner"), ingest_url=ep.db("ingest"),
                      mqtt_url=None if args.no_mqtt else ep.mqtt("collector"), notifier_url=ep.mqtt("notifier"),
                      spool_dir=spool, status_path=state / STATUS_FILE, client_id=args.client_id, state_dir=state,
@@ -181,7 +181,7 @@ def _read_status(path: Path) -> dict | None:
 
 def gather_status(ctx, show_secrets: bool = False) -> dict:
     """Services, the running pipeline (its status file), ``collect`` if it runs, device
-    health and open alerts. Passwords only with ``show_secrets`` (issue 20, item 8)."""
+    health and open alerts. Passwords only with ``show_secrets``."""
     cfg = ctx.config
     out: dict = {"services": services.status(cfg, show_secrets=show_secrets)}
     out["services"].pop("db_urls", None)
@@ -314,7 +314,7 @@ def _print_dead_letters(dl: dict, tz: str) -> None:
 
 
 def replay_hint(dl: dict) -> str:
-    """What can be done with the dead letters not replayed (issue 22 item 7): ``replay`` is
+    """What can be done with the dead letters not replayed: ``replay`` is
     offered only for those it can decode again (MQTT, not Sparkplug B); the others say what
     brings their data back."""
     out = []

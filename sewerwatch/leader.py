@@ -1,7 +1,7 @@
 """Who leads ``sewerwatch run``: one leader judges and alerts, a standby waits to take over.
 
-Several ``run`` instances may run against one database (issue 15, item 4). Leadership is a
-**lease** in the database (``run_lease``, migration 0101; issue 20, item 3): the leader
+Several ``run`` instances may run against one database. Leadership is a
+**lease** in the database (``run_lease``, migration 0101): the leader
 renews it every :data:`CHECK_S`, each renewal good for ``[run] lease_s`` (5 s) of the
 database's clock; a standby tries to take it every :data:`POLL_S` and succeeds once it has
 expired. A lock was not enough: a frozen leader (SIGSTOP, a hung disk, a paused VM) keeps
@@ -20,7 +20,7 @@ MQTT collector passes: closed when the lease is known lost, and *unsure* when th
 renewal is older than the lease without the database being down (the process stood still):
 then it waits for the next renewal, which either succeeds (nobody took over: go on) or
 finds another term (step down: nothing in hand is sent). While the database is unreachable
-the leader leads on from memory (alerts never wait for the database, issue 12); a standby
+the leader leads on from memory (alerts never wait for the database); a standby
 cannot take an expired lease meanwhile, and after the database returns it waits
 :data:`GRACE_S` so the leader of before the outage renews first.
 
@@ -395,5 +395,5 @@ class StepDown(Exception):
     """A plain ``run`` (not ``--standby``) found another leader and stopped."""
 
 
-#: The old name of the leader's right (it was an advisory lock until issue 20).
+#: The old name of the leader's right (it was an advisory lock before it was a lease).
 LeaderLock = LeaderLease

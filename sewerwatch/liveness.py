@@ -1,4 +1,4 @@
-"""Liveness others can watch (issue 20, item 3): systemd's notify protocol and watchdog, and
+"""Liveness others can watch: systemd's notify protocol and watchdog, and
 a dead man's switch URL.
 
 ``sewerwatch run`` under systemd (``Type=notify``, ``WatchdogSec=``; README "Running under

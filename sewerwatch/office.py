@@ -1,5 +1,5 @@
 """The office as the shell serves it: the same application from ``sewerwatch run`` (its
-supervised component ``web``) and from ``sewerwatch web`` alone (issue 24 item 1)."""
+supervised component ``web``) and from ``sewerwatch web`` alone."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ The evaluator sees each batch as the collector puts it, before the database writ
 alert does not wait for the writer; the alert manager notifies from memory and writes its
 rows behind (:mod:`alerts.outbox`), so an alert does not wait for the database either.
 
-Never blind, never lying (issue 12): every thread and task is a component of one
+Never blind, never lying: every thread and task is a component of one
 :class:`ingest.supervise.Supervisor`; a dead one is restarted with backoff, and any
 component that is dead, stalled or failing its check (broker disconnected, database
 unreachable, spool full, alert writes waiting) is a "sewerwatch degraded" alert to the
@@ -142,7 +142,7 @@ class Pipeline:
         self.liveness = liveness                    # sewerwatch.liveness.Liveness: shown in the status
         self.warmed_up = 0                          # readings judged again at the start of a term
         self._round_errors: dict[str, str] = {}     # periodic component -> its last round's error
-        #: the live maintenance windows (issue 26): the collectors' sink marks readings by them
+        #: the live maintenance windows: the collectors' sink marks readings by them
         self.windows = WindowBook()
         self.field_problems: dict = {}              # field work's conditions (field.conditions), alerted as health
         self.reminded_on = None                     # the village's day the permit reminders last ran
@@ -208,7 +208,7 @@ class Pipeline:
         return sensors, sites, refs
 
     def _ack_links(self) -> AckLinks | None:
-        """The acknowledgement links (issue 14 item 7), where ``[web]`` is configured: signed
+        """The acknowledgement links, where ``[web]`` is configured: signed
         with the key generated once into the state folder's ``secrets.json``."""
         web = self.cfg.web
         if web is None:
@@ -268,7 +268,7 @@ class Pipeline:
         stopping = asyncio.Event()
         evaluator = self.supervisor.add("evaluator", stall_after=60.0, check=self._evaluator_problem)
         ticker = self.supervisor.add("alerts", stall_after=60.0, check=self.manager.problem)
-        storage = self.supervisor.add("storage")      # issue 15: it sleeps between runs, so no stall check
+        storage = self.supervisor.add("storage")      # it sleeps between runs, so no stall check
         tasks = [loop.create_task(supervise_task(evaluator, self._evaluate, stopping), name="evaluator"),
                  loop.create_task(supervise_task(ticker, self._tick, stopping), name="alerts")]
         enforcement = self.supervisor.add("enforcement", check=lambda: self._round_problem("enforcement"))
@@ -521,7 +521,7 @@ class Pipeline:
                                  first_delay_s=self.enforcement_first_s, on_round=on_round)
 
     async def _field_work(self, comp: Component) -> None:
-        """Field work (issue 26) every ``[field] check_every_s``: grab samples compared with
+        """Field work every ``[field] check_every_s``: grab samples compared with
         the live sensors, the findings of calibrations failed or overdue and of inspections,
         and the conditions alerted as sensor health (windows left open or awaiting approval,
         calibrations due, overdue or failed, sensors drifting)."""
@@ -587,8 +587,7 @@ class Pipeline:
 
     def polled_devices(self) -> set:
         """The Modbus devices this run polls (none with ``--no-modbus``; a shard's with
-        ``--shard``): the only ones whose health rows may raise its device alerts (issue 22
-        item 7: rows another process, or an earlier run, left are not this run's to alert)."""
+        ``--shard``): the only ones whose health rows may raise its device alerts (rows another process, or an earlier run, left are not this run's to alert)."""
         if not self.modbus:
             return set()
         return {d.id for d in service.modbus_devices(self.cfg, self.shards)}
@@ -658,7 +657,7 @@ class Pipeline:
         }
 
     def arrivals_status(self) -> list[dict]:
-        """Per sensor with anything to say (issue 20, item 1): readings late, reordered,
+        """Per sensor with anything to say: readings late, reordered,
         duplicate and held for their stamp, the clock offset and skew, late readings waiting
         to be judged again."""
         if self.episodes is None:

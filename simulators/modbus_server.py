@@ -132,7 +132,7 @@ class ModbusSimulator:
             faults[f.name] = snap.faults[key]
         status = self.profile.fault_word(faults) if self.profile.status else None
         if status is not None and snap.maintenance is not None and snap.maintenance.any():
-            status = status | self.profile.maintenance_word(snap.maintenance)     # issue 26: the maintenance bit
+            status = status | self.profile.maintenance_word(snap.maintenance)     # the maintenance bit
         blocks = self.profile.encode_tables(values, status if status is not None and status.size else None, n=self.n)
         # Python lists the request path hands out; tolist() of the whole block is one C call
         for table, b in blocks.items():

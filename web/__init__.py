@@ -1,4 +1,4 @@
-"""web: the office, the utility's web application (issue 24). See README.md beside this file.
+"""web: the office, the utility's web application. See README.md beside this file.
 
 The face: :class:`web.office.Office` (what the pages need: config, database, time zone,
 the health of ``run``), :class:`web.server.WebServer` (served on the caller's loop: the

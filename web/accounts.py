@@ -71,7 +71,7 @@ class Account:
     totp_secret: str | None
     created_at: datetime
     last_login_at: datetime | None
-    #: the portal's people (issue 27): where receipts go, whether the person may sign for the
+    #: the portal's people: where receipts go, whether the person may sign for the
     #: user (40 CFR 403.12(l)), the position the authorisation names, the day the utility
     #: received the signed subscriber agreement (40 CFR 3.2000(b)(5)(v))
     email: str | None = None

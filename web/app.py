@@ -1,6 +1,6 @@
 """The office's Litestar application: one base layout, the pages of each area, the
 acknowledgement link, static files; sessions, CSRF and the sign-in rate limit from Litestar
-(issue 24 items 1 and 3).
+.
 
 Order of a request: :class:`Edge` (the client's address behind trusted proxies, safety
 headers on every response, the access log with link tokens withheld) -> Litestar's session

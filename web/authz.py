@@ -1,4 +1,4 @@
-"""The one place the office authorises (issue 24 item 3): every route by role, every object by
+"""The one place the office authorises: every route by role, every object by
 the account's industrial user.
 
 Each route handler names its permission in ``opt={"permission": ...}`` (:data:`web.roles.

@@ -1,4 +1,4 @@
-"""Readings drawn as server-rendered SVG (issue 24 item 5): the range's envelope (each
+"""Readings drawn as server-rendered SVG: the range's envelope (each
 bucket's lowest and highest reading) and its middle, the limits as labelled lines, the
 violation episodes shaded, maintenance windows hatched grey; local times on the axis. No script, no library: it prints on
 paper and scales to a phone (``viewBox``, width 100 %).
@@ -34,7 +34,7 @@ class Series:
     unit: str
     limits: list = field(default_factory=list)      # (value, label)
     episodes: list = field(default_factory=list)    # (start, end or None) [epoch s]
-    maintenance: list = field(default_factory=list)  # maintenance windows (start, end) [epoch s], issue 26
+    maintenance: list = field(default_factory=list)  # maintenance windows (start, end) [epoch s]
 
 
 def _ticks(t0: float, t1: float, tz: str) -> list[tuple[float, str]]:
@@ -97,7 +97,7 @@ def svg(s: Series, t0: float, t1: float, tz: str, title: str) -> str:
         if xb > xa - 0.5:
             parts.append(f'<rect x="{xa:.1f}" y="{PAD_T}" width="{max(xb - xa, 1.5):.1f}" height="{ph}" class="episode">'
                          f'<title>violation episode from {escape(formats.local(a, tz))}</title></rect>')
-    for a, b in s.maintenance:       # issue 26: readings in a window are not judged
+    for a, b in s.maintenance:       # readings in a window are not judged
         xa, xb = x(max(a, t0)), x(min(b, t1))
         if xb > xa - 0.5:
             parts.append(f'<rect x="{xa:.1f}" y="{PAD_T}" width="{max(xb - xa, 1.5):.1f}" height="{ph}" '

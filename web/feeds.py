@@ -1,4 +1,4 @@
-"""Each account's iCalendar feed of the compliance calendar (issue 25 item 3; table
+"""Each account's iCalendar feed of the compliance calendar (table
 ``web_calendar_feeds``, migration 0152).
 
 A calendar program cannot sign in, so the feed's address is its key:

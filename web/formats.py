@@ -1,4 +1,4 @@
-"""How the office writes times, ages and numbers (issue 24 item 7): the village's local
+"""How the office writes times, ages and numbers: the village's local
 time, with the UTC offset where the clock alone is ambiguous (the hour repeated when
 daylight saving time ends); every number with its unit.
 """

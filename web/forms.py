@@ -1,4 +1,4 @@
-"""Nothing done twice, nothing overwritten unseen: the office's forms (issue 25 item 7).
+"""Nothing done twice, nothing overwritten unseen: the office's forms.
 
 Two pieces every page that acts uses.
 

@@ -1,5 +1,5 @@
 """What every page of the office needs: the config, the database, the time zone, the
-health of ``run`` (:class:`Office`); and the one way a page reads or acts (issue 24 item 2).
+health of ``run`` (:class:`Office`); and the one way a page reads or acts.
 
 Pages read with :meth:`Office.read` and act with :meth:`Office.act`: ``act(request, fn,
 *args)`` calls the package function ``fn(conn, *args, actor=<the signed-in account>)``, the
@@ -82,7 +82,7 @@ class Office:
         self.documents = Documents()
         #: (method, path, status, server time [s]) of the latest requests (the access log's figures)
         self.timings: deque = deque(maxlen=2000)
-        #: the portal (issue 27): its invitation links, its mail, the letterhead of its PDFs
+        #: the portal: its invitation links, its mail, the letterhead of its PDFs
         from web.portal.invitations import InviteLinks
         from web.portal.mail import Mailer
         self.invite_links = InviteLinks(invite_key or "", opts.link_base, opts.invitation_days * 86400.0) \

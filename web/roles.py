@@ -1,4 +1,4 @@
-"""Roles and what each may do: the one table the office authorises by (issue 24 item 3).
+"""Roles and what each may do: the one table the office authorises by.
 
 Every route of the web application names one permission (:data:`PERMISSIONS`); the guard
 (:func:`web.authz.guard`) lets an account through when its role holds it. Pages that show
@@ -10,7 +10,7 @@ and :func:`web.authz.require_site` on every object.
 
 from __future__ import annotations
 
-#: The staff roles, most powerful first (issue 24 item 3).
+#: The staff roles, most powerful first.
 ROLES = ("superintendent", "coordinator", "clerk", "inspector", "viewer")
 
 #: What each role is for, in words (``sewerwatch users list``, the accounts page).
@@ -28,7 +28,7 @@ KINDS = ("staff", "industrial-user")
 _ALL = set(ROLES)
 _EVERYTHING = {"superintendent", "coordinator"}
 
-#: The permission of the portal's pages (issue 27).
+#: The permission of the portal's pages.
 PORTAL = "portal"
 
 #: permission -> the staff roles that hold it.
@@ -44,13 +44,13 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "field.record": frozenset(_EVERYTHING | {"inspector"}),
     "notices.issue": frozenset(_EVERYTHING),
     "accounts.manage": frozenset(_EVERYTHING),
-    # issue 25: a new version of a permit (a file or the form); one's own calendar feed link
+    # a new version of a permit (a file or the form); one's own calendar feed link
     "permits.edit": frozenset(_EVERYTHING),
     "calendar.feed": frozenset(_ALL - {"viewer"}),
-    # issue 26: a maintenance window opened after the fact over readings already judged,
+    # a maintenance window opened after the fact over readings already judged,
     # approved or rejected by a second person (/maintenance; field.windows.approve/reject)
     "field.approve": frozenset(_EVERYTHING),
-    # the industrial users' portal (issue 27): the coordinator's review of what users submit
+    # the industrial users' portal: the coordinator's review of what users submit
     "portal.review": frozenset(_EVERYTHING),
     # the portal's own pages: no staff role holds it; an account of kind industrial-user does,
     # for its own site only (web.authz.guard, web.authz.require_site)

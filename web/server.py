@@ -1,5 +1,5 @@
 """The office served by uvicorn on the caller's asyncio loop: one supervised component
-``web`` of ``sewerwatch run``, or ``sewerwatch web`` alone (issue 24 item 1).
+``web`` of ``sewerwatch run``, or ``sewerwatch web`` alone.
 
 uvicorn's ``Server.serve()`` runs as a coroutine of the loop it is awaited on. Two changes
 to how it is started, so that a server inside ``run`` cannot take ``run`` down with it: the

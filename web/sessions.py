@@ -1,4 +1,4 @@
-"""Sessions of the office (issue 24 item 3): Litestar's server-side sessions in Litestar's
+"""Sessions of the office: Litestar's server-side sessions in Litestar's
 file store, a new session id at every sign-in, idle and absolute expiry, and the account
 checked against the database at every request.
 

@@ -98,7 +98,7 @@ Date of the report: {issued_on.isoformat()}.</p>
 
 
 def field_html(rep: dict) -> str:
-    """Instruments and field work (issue 26): the inspections of the year (40 CFR 403.12(i)),
+    """Instruments and field work: the inspections of the year (40 CFR 403.12(i)),
     calibrations, grab samples against the sensors, and every maintenance window with the
     readings it kept from being judged, whatever its approval (none is hidden). Times in each
     user's village time."""

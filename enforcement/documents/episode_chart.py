@@ -3,7 +3,7 @@
 From the notice's stored evidence alone (``points``: ISO instants and values in the
 parameter's canonical unit), so the chart is redrawn the same from the database. Times are
 the village's local clock. The limit is a dashed line named with the ordinance's comparison,
-the episode is shaded, the peak marked; a maintenance window in effect (issue 26) is
+the episode is shaded, the peak marked; a maintenance window in effect is
 hatched grey with the readings taken in it (never judged) drawn grey; the legend stands right
 of the axes and covers no reading. matplotlib's object API (no pyplot); the SVG carries no date and a fixed id salt.
 """

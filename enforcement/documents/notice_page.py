@@ -43,11 +43,11 @@ def _readings_evidence(ev: dict, tz: str) -> str:
     if ev.get("readings_in_episode"):
         rows.append(("Readings beyond the limit", f"{ev['readings_in_episode']}"))
     rows.append(("Readings drawn", f"{len(ev['points'])} from {_local(ev['from'], tz)} to {_local(ev['to'], tz)}"))
-    for w in ev.get("maintenance") or []:      # issue 26: the instrument's maintenance, its readings not judged
+    for w in ev.get("maintenance") or []:      # the instrument's maintenance, its readings not judged
         span = f"{_local(w['start'], tz)} to {_local(w['end'], tz)}" if w.get("end") else f"from {_local(w['start'], tz)}"
         rows.append((f"Maintenance window {w['id']}", f"{span}: {w['reason']}, {w['person']} ({w['source']}); "
                                                       "its readings were not judged (hatched on the chart)"))
-    for d in ev.get("drift") or []:        # issue 26: a grab sample found the probe drifting
+    for d in ev.get("drift") or []:        # a grab sample found the probe drifting
         span = f"from {_local(d['from'], tz)}" + (f" to {_local(d['until'], tz)}" if d.get("until") else ", not calibrated since")
         rows.append(("Sensor drift", f"{span}: {d['detail']}; readings judged in that time may be off by as much"))
     table = "".join(f"<tr><th>{e(a)}</th><td>{e(b)}</td></tr>" for a, b in rows)

@@ -73,7 +73,7 @@ class _Group:
     def __init__(self, profile, devices: list, sensor_map: dict, max_fill: int, full_scale: dict | None = None):
         self.profile = profile
         self.devices = list(devices)
-        #: each device's maintenance bit as last seen (issue 26: a window opens when it is set)
+        #: each device's maintenance bit as last seen (a window opens when it is set)
         self.maintenance = np.zeros(len(self.devices), dtype=bool)
         self.events: list = []          # maintenance windows opened or ended, for the sink
         self.plan = make_plan(profile, max_fill)

@@ -10,7 +10,7 @@ Readings of many messages are gathered and handed to the sink as one numpy batch
 ``flush_interval`` seconds (or ``flush_rows`` readings). Payloads that cannot be used go
 to the dead letters with their raw bytes, topic and reason, and the collector goes on.
 
-No message can stop it (issue 12): whatever happens while a message is handled, it ends
+No message can stop it: whatever happens while a message is handled, it ends
 as readings or as a dead letter, an unexpected exception as "internal error: <type>:
 <message>" (its traceback logged once per kind). The network loop and the flusher are two
 supervised threads (:mod:`ingest.supervise`): a dead one is restarted, and a restarted
@@ -76,7 +76,7 @@ class MqttCollector:
         waits (the broker keeps what is not read).
     share_group : str, optional
         Subscribe as a member of this shared-subscription group (``$share/<group>/...``):
-        the collectors of one group each get a share of the messages (issue 15). Each
+        the collectors of one group each get a share of the messages. Each
         member needs its own ``client_id``.
     sparkplug_host_id : str, optional
         Be the Sparkplug primary host of this id (:mod:`ingest.mqtt.sparkplug_state`): the
@@ -151,7 +151,7 @@ class MqttCollector:
         self.messages = 0
         self.readings = 0
         self.dead = 0
-        self.maintenance_messages = 0      # maintenance windows opened or ended by devices (issue 26)
+        self.maintenance_messages = 0      # maintenance windows opened or ended by devices
         self.internal_errors = 0
         self.connects = 0
         self.last_message_at: float | None = None       # [epoch s]

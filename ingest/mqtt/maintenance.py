@@ -1,4 +1,4 @@
-"""A device's maintenance window over MQTT (issue 26, item 2).
+"""A device's maintenance window over MQTT.
 
 A device or gateway at a control manhole says that its instruments are being calibrated or
 cleaned by publishing, on its site's own topic tree (its broker account may publish there

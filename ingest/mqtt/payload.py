@@ -10,7 +10,7 @@ Sparkplug B) is another module with the same contract: bytes in, readings or
 :class:`Unusable` out, within the same :class:`Bounds`.
 
 Whatever bytes arrive, the parser ends in readings or in :class:`Unusable` with a one-line
-reason (issue 12, "No message can stop ingest"):
+reason ("No message can stop ingest"):
 
 * the size and the nesting depth are checked before anything is parsed
   (:class:`Bounds`, the config's ``[ingest]`` table): a payload nested a thousand deep

@@ -5,7 +5,7 @@ default scheme, DESIGN.md) or e.g. ``plant/{site}/probes/{sensor}/value``, and t
 format its messages carry (``[[mqtt.inputs]]``, :class:`foundation.config.MqttInput`). A
 sensor's explicit ``topic`` in the config wins over any pattern.
 
-The collector subscribes to whole trees, not to the patterns (issue 14, "No reading
+The collector subscribes to whole trees, not to the patterns ("No reading
 vanishes at the broker"): ``sewerwatch/#`` and the root of every other pattern
 (``telegraf/#`` for ``telegraf/{site}/{sensor}``), so a message on a topic of the wrong
 shape reaches the collector and becomes a dead letter whose reason shows the expected
@@ -37,7 +37,7 @@ SPARKPLUG_STATE = MqttInput("spBv1.0/STATE/{host}", "sparkplug-state")
 #: A Sparkplug group the config does not name: passed over, counted (``status``), not a
 #: dead letter (other plants' gateways share the broker's namespace).
 SPARKPLUG_OTHER = MqttInput("spBv1.0/{group}", "sparkplug-other")
-#: A device's maintenance window (issue 26): ``sewerwatch/<site>/maintenance``
+#: A device's maintenance window: ``sewerwatch/<site>/maintenance``
 #: (ingest/mqtt/maintenance.py), taken before any pattern.
 MAINTENANCE = MqttInput("sewerwatch/{site}/maintenance", "maintenance")
 #: Formats whose messages are passed over: neither readings nor dead letters.
@@ -53,7 +53,7 @@ def shared(topic_filter: str, group: str | None) -> str:
     """``topic_filter`` as a shared subscription of ``group`` (unchanged without a group).
 
     Each message matching a shared subscription goes to one member of the group, so any
-    number of collectors with the same group split the readings between them (issue 15).
+    number of collectors with the same group split the readings between them.
     """
     return f"{SHARE_PREFIX}/{group}/{topic_filter}" if group else topic_filter
 

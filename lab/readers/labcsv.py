@@ -11,7 +11,7 @@ the detection limit).
 The file is read as a stream of records (:class:`LabReader`), never whole: each record's
 bytes are decoded on their own, so bytes that are not UTF-8, or a NUL byte (which no
 database text can hold), make that one row bad with its line number and the rest of the
-file is read (issue 12, "Lab import"); memory follows one record, and
+file is read ("Lab import"); memory follows one record, and
 :func:`read_lab_csv` (the in-memory form for ``surcharge``) what it keeps.
 """
 

@@ -3,7 +3,7 @@
 Readings are fetched as numpy arrays (good readings only, quality 0) and integrated with
 :mod:`lab.formulas.volumes`.
 
-A maintenance window (issue 26: a meter lifted out to be cleaned reads 0) leaves its readings
+A maintenance window (a meter lifted out to be cleaned reads 0) leaves its readings
 out (quality 3), never counting them as zero flow: a window shorter than the gap the
 integration joins is bridged from the readings either side (its volume *estimated*), a longer
 one is a hole in the day's coverage (its volume *missing*, the day incomplete).

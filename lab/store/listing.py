@@ -1,4 +1,4 @@
-"""Stored lab results with the limits beside them (issue 25 item 1: the office's results table
+"""Stored lab results with the limits beside them (the office's results table
 and its CSV export).
 
 :func:`results_with_limits` reads the current version of each result of a period (per user

@@ -4,7 +4,7 @@ corrections as new versions (who and when in ``audit_log``), and reading them ba
 ``lab_results`` is append-only (a trigger refuses UPDATE and DELETE): a correction is a new
 version of the (sample, analyte) result; ``lab_results_current`` shows the latest.
 
-The import streams (issue 12, "Lab import"): the file is read a record at a time
+The import streams ("Lab import"): the file is read a record at a time
 (:class:`lab.readers.labcsv.LabReader`) and stored :data:`CHUNK_ROWS` rows at a time (new
 samples in one statement, results by COPY); what the checks against earlier rows of the
 file need (a result given twice, a sample at two sites or times) is kept in two temporary

@@ -1,4 +1,4 @@
-"""Lab files uploaded for review before they are imported (issue 25 item 1; table
+"""Lab files uploaded for review before they are imported (table
 ``lab_uploads``, migration 0151).
 
 An upload keeps the file's bytes as they came and its preview: every row checked exactly as

@@ -1,4 +1,4 @@
-"""Storage upkeep (issue 15): one-minute aggregates, retention with evidence kept, compression.
+"""Storage upkeep: one-minute aggregates, retention with evidence kept, compression.
 
 One job, :func:`maintain`, run by ``sewerwatch db maintain`` and every
 ``[retention] maintain_every_s`` by ``sewerwatch run`` (:func:`run_periodically`). Each run:

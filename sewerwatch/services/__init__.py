@@ -24,7 +24,7 @@ def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     accounts = [(a, s.id) for s in cfg.sites for a in s.broker_accounts()]
     pw = _secrets.load_or_create(state, [a for a, _ in accounts])
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
-    # a site's devices with accounts of their own (issue 20, item 2) publish where the site may
+    # a site's devices with accounts of their own publish where the site may
     sites = {a: (pw["mqtt_sites"][a], site_topics(cfg, site)) for a, site in accounts}
     return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"]),
             EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg),
@@ -100,7 +100,7 @@ def site_credentials(cfg: Config, site: str) -> dict:
 
 def status(cfg: Config, show_secrets: bool = False) -> dict:
     """The services in use: URLs and process state. The URLs' passwords are ``***`` unless
-    ``show_secrets`` (``--show-secrets``, for integrators: issue 20, item 8)."""
+    ``show_secrets`` (``--show-secrets``, for integrators)."""
     ep = endpoints(cfg)
     pg, mq = embedded(cfg)
     shown = (lambda u: u) if show_secrets else hide_password
@@ -148,8 +148,7 @@ def acl_reads(acl_text: str, user: str) -> list[str]:
 
 
 def mqtt_access(cfg: Config, granted: dict | None = None) -> dict:
-    """Whether every topic a site's account may publish to reaches the collector (issue 22
-    item 1): the collector's subscriptions (:func:`foundation.endpoints.collector_filters`,
+    """Whether every topic a site's account may publish to reaches the collector: the collector's subscriptions (:func:`foundation.endpoints.collector_filters`,
     or the ones a running collector reports with the broker's answers, ``granted``), each
     site's topics and the subscription covering each, and for the embedded broker the read
     access its ACL file (as written now) gives the collector. ``problems`` lists what

@@ -4,7 +4,7 @@ Accounts and what they may do (``acl`` below):
 
 - ``admin``: everything (tests, tools, the demo).
 - ``collector``: subscribe to readings ``sewerwatch/#`` only (ingest issue, Security).
-- ``site-<id>``: one per site of the config (issue 12, "Device identity"): publish only
+- ``site-<id>``: one per site of the config ("Device identity"): publish only
   under that site's topics (``sewerwatch/<id>/#``, per ``[mqtt] topics`` pattern, and the
   explicit topics of its MQTT sensors). A device of one plant cannot write readings for
   another. ``sewerwatch services credentials SITE`` gives the integrator its URL.
@@ -16,7 +16,7 @@ Persistence is on and queues are deep, so a collector's persistent QoS 1 session
 messages while the collector is down and across a broker restart. How promptly queued
 messages reach the disk is :data:`AUTOSAVE` (the README states the window).
 
-Identity (issue 20, item 2): two listeners, each with its own password file
+Identity: two listeners, each with its own password file
 (``per_listener_settings``). sewerwatch's own clients (``run``, ``collect``, the notifier,
 the admin and the simulators' ``device`` account) connect to ``mqtt_port``; the sites'
 devices to ``mqtt_sites_port``, whose password file holds only the sites' accounts and
@@ -25,12 +25,12 @@ where Mosquitto replaces every client id by the account's user name
 therefore can neither log in where sewerwatch's clients are nor take any client id but its
 own: not ``run``'s, not a collector's, not another site's (:func:`listeners`).
 
-Bounds (item 9, :func:`session_bounds`): persistent sessions gone longer than
+Bounds (:func:`session_bounds`): persistent sessions gone longer than
 ``mqtt_session_expiry`` expire, and each client's queue is capped in messages and bytes;
 Mosquitto applies these to every client alike, so the caps are sized for the longest
 outage of ``run`` the README promises to ride out.
 
-Passwords never reach a command line (item 8): the password files are written as plain
+Passwords never reach a command line: the password files are written as plain
 ``user:password`` lines (0600) and hashed in place by ``mosquitto_passwd -U``.
 """
 
@@ -135,7 +135,7 @@ max_inflight_messages 20000
 
 
 def session_bounds(expiry: str, max_messages: int, max_bytes: int) -> str:
-    """The broker's bounds on sessions and queues (issue 20, item 9; ``[services]
+    """The broker's bounds on sessions and queues (``[services]
     mqtt_session_expiry``, ``mqtt_max_queued_messages``, ``mqtt_max_queued_bytes``)."""
     return (f"# persistent sessions of clients gone for {expiry} expire; each client's queue is capped (the\n"
             f"# collectors' sessions are sized for the outage of run the README promises to ride out)\n"
@@ -145,7 +145,7 @@ def session_bounds(expiry: str, max_messages: int, max_bytes: int) -> str:
 
 
 def listeners(port: int, sites_port: int, base: Path) -> str:
-    """The two listeners (issue 20, item 2): sewerwatch's own clients on ``port``, the
+    """The two listeners: sewerwatch's own clients on ``port``, the
     sites' devices on ``sites_port`` with their client id forced to their account's name."""
     return (f"# sewerwatch's own clients: run, collect, the notifier, admin, the simulators' device account\n"
             f"listener {port} {HOST}\n"

@@ -1,4 +1,4 @@
-"""The alerts page (issue 24 item 6): alerts filtered by site, rule, state and date, each with
+"""The alerts page: alerts filtered by site, rule, state and date, each with
 its evidence; acknowledging one with a note (here, on Today, or on its own page) calls
 :func:`alerts.store.acknowledge`, the function ``sewerwatch alerts ack`` calls."""
 

@@ -1,4 +1,4 @@
-"""Bills in the office (issue 25 item 6): the clerk drafts a quarter's bills, reviews each
+"""Bills in the office: the clerk drafts a quarter's bills, reviews each
 user's bill (the metered volume and its coverage, the lab results used, the charges with
 their citations), issues the quarter, downloads the PDFs, and records payments with the late
 charge the ordinance adds. A quarter is billed once: drafting it again is refused unless the

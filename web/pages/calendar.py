@@ -1,4 +1,4 @@
-"""The compliance calendar (issue 25 item 3): a month or a list of what the program owes and is
+"""The compliance calendar: a month or a list of what the program owes and is
 owed (:func:`enforcement.calendar.entries`, the function ``sewerwatch calendar`` calls),
 filtered by user; each account's iCalendar feed (:func:`enforcement.calendar.ical`, the
 ``icalendar`` library) at an address carrying a revocable token (:mod:`web.feeds`)."""

@@ -1,4 +1,4 @@
-"""Enforcement in the office (issue 25 item 4): the findings with their evidence; a notice
+"""Enforcement in the office: the findings with their evidence; a notice
 drafted from one, previewed as the PDF the user will receive, its free-text parts edited
 where the enforcement response guide allows, issued, answered, closed or escalated as the
 guide says with the next step's deadline; the SNC decision of a period criterion by

@@ -1,4 +1,4 @@
-"""A sensor's page for the technician at the manhole (issue 26): its maintenance window
+"""A sensor's page for the technician at the manhole: its maintenance window
 started and ended in two taps on a phone (the sensor in the list, then the reason's button),
 its instrument, its calibrations and the calibration form.
 

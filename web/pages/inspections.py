@@ -1,4 +1,4 @@
-"""Inspections of industrial users in the office (issue 26, item 5): the visit form an
+"""Inspections of industrial users in the office: the visit form an
 inspector fills on a phone at the user's premises (the checklist of the pack or
 ``[[field.checklist]]``, each item ok, deficient or not applicable with a note; whether
 samples were taken; the representative; a grab pH or temperature; photos from the phone's

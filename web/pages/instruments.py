@@ -1,4 +1,4 @@
-"""A sensor's instrument in the office (issue 26, item 1): the register's current entry and
+"""A sensor's instrument in the office: the register's current entry and
 its history, and the form that records a change, as ``sewerwatch instruments set`` does.
 
 The form calls :func:`field.instruments.set_instrument` (the command's function) through

@@ -1,4 +1,4 @@
-"""Lab results in the office (issue 25 item 1): a lab CSV uploaded and previewed before
+"""Lab results in the office: a lab CSV uploaded and previewed before
 anything is stored (each row that cannot be used with its line and reason, the violations
 the results would bring), then imported once (:mod:`lab.store.uploads`, the function ``lab
 import --check`` calls); a handful of results typed into a form, which take the same path;

@@ -1,4 +1,4 @@
-"""Maintenance windows in the office (issue 26 item 2): the ones open, the ones awaiting a
+"""Maintenance windows in the office: the ones open, the ones awaiting a
 second person's approval and the last 30 days' (``/maintenance``); a window opened after the
 fact over readings already judged approved or rejected with a note.
 

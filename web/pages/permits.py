@@ -1,4 +1,4 @@
-"""Discharge permits in the office (issue 25 item 2): each user's current permit and its
+"""Discharge permits in the office: each user's current permit and its
 earlier versions, a readable difference between two versions, a new version from an uploaded
 permit file or from the form, the renewal status in words and colour (palmyra-wi
 003_44f871d49a02d8f5.txt §13.54(4), :func:`limits.permits.renewal`). Saving calls

@@ -1,4 +1,4 @@
-"""The industrial users' portal (issue 27): a user's home page (what it owes and has), its
+"""The industrial users' portal: a user's home page (what it owes and has), its
 drafts with their uploads and checks, the sign page, the copy of record, corrections; and the
 invitation page (public: the link is its own key).
 

@@ -1,4 +1,4 @@
-"""The portal's people, for the coordinator (issue 27 item 1): every industrial user's portal
+"""The portal's people, for the coordinator: every industrial user's portal
 accounts and invitations; inviting a person by e-mail (a signatory with the day the
 subscriber agreement was received); revoking an account or an invitation. Each calls
 :mod:`web.portal.invitations` as the signed-in account (``accounts.manage``); the invitation

@@ -1,4 +1,4 @@
-"""The coordinator's review queue (issue 27 items 3-5): what industrial users signed and
+"""The coordinator's review queue: what industrial users signed and
 submitted, each shown as its copy of record with its hash checked again; accept (results enter
 the record and are judged), reject with the reason, and for an accepted permit application
 the permit version made through ``sewerwatch permit import``'s function. ``portal.review``."""

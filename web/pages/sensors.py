@@ -1,4 +1,4 @@
-"""Sensors and dead letters (issue 24 item 6): sensor health; the dead letters with their
+"""Sensors and dead letters: sensor health; the dead letters with their
 reasons, one shown whole, and replayed after a config fix by :func:`ingest.deadletters.replay`,
 the function ``sewerwatch deadletters replay`` calls."""
 

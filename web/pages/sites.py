@@ -1,5 +1,5 @@
-"""An industrial user's page (issue 24 item 5), and its maintenance window for the whole
-site (issue 26 item 2): started in two taps (the user on Today, then the reason's button) and
+"""An industrial user's page, and its maintenance window for the whole
+site: started in two taps (the user on Today, then the reason's button) and
 ended in one, through :func:`field.windows.open_window` with no sensors named and
 :func:`field.windows.close_window` (what ``sewerwatch maintenance start SITE`` and ``end``
 call), once per form (:func:`web.forms.once`), with ``field.record``."""

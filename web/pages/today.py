@@ -1,4 +1,4 @@
-"""The Today page (issue 24 item 4): every industrial user's live state, the open alerts
+"""The Today page: every industrial user's live state, the open alerts
 (acknowledged in place), what is due this week, and banners naming what is wrong. The page
 refreshes its live part itself every :data:`REFRESH_S` seconds (``static/js/live.js``
 fetching ``/today/live``), so what it shows is at most a few seconds old while ``run`` is up;

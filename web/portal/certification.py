@@ -1,6 +1,6 @@
 """What a signatory certifies, and what the portal does for each element of 40 CFR 3.2000
 (CROMERR, the Cross-Media Electronic Reporting Rule) that an electronic document receiving
-system of an authorised program must meet (issue 27 item 3).
+system of an authorised program must meet.
 
 Reports of an industrial user "must be signed by an authorized representative ... and contain
 the certification statement in §403.6(a)(2)(ii)" (40 CFR 403.12(l)); the statement is given

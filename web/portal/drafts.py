@@ -1,4 +1,4 @@
-"""What a user prepares before a signatory signs it (issue 27 items 3-5): a draft of one kind,
+"""What a user prepares before a signatory signs it: a draft of one kind,
 its form's fields, its uploads; and the check of each kind (what must be there, and for
 self-monitoring results the same check as ``sewerwatch lab import``,
 :mod:`web.portal.labcheck`).

@@ -1,4 +1,4 @@
-"""The portal's people (issue 27 item 1): the coordinator invites a person of an industrial
+"""The portal's people: the coordinator invites a person of an industrial
 user by e-mail, the person sets a password (and, a signatory, a second factor) through the
 link, the coordinator can revoke the account.
 

@@ -1,5 +1,5 @@
 """A user's lab results checked the way ``sewerwatch lab import`` checks them, before anything
-is stored (issue 27 item 3), and stored through the same import once the coordinator accepts
+is stored, and stored through the same import once the coordinator accepts
 them.
 
 The check is ``lab import --dry-run`` itself: :func:`lab.store.results.import_lab_file` with

@@ -1,7 +1,7 @@
 """Mail from the portal: invitations and receipts, through apprise's ``mailto://`` plugin (the
 channel alerts' e-mail uses), to one address that has been checked.
 
-Nothing a form holds reaches a header as it was typed (issue 27 item 6, no header injection):
+Nothing a form holds reaches a header as it was typed (no header injection):
 the address is parsed and normalised by ``email-validator`` (a carriage return, a line feed, a
 comma, a second address, a display name are refused) and put into the apprise URL
 URL-encoded; the subject is one of the portal's fixed subjects, with the utility's and the

@@ -1,4 +1,4 @@
-"""What an industrial user owes and has (issue 27 item 2), for its portal's home page: its
+"""What an industrial user owes and has, for its portal's home page: its
 permit (current version, limits, monitoring conditions, renewal), its samples due and taken,
 the reports it owes (due dates, days late), the notices issued to it with their response
 deadlines, its own results and violations, its bills, and what it submitted.

@@ -1,5 +1,4 @@
-"""Signing, the copy of record, the receipt and the coordinator's review (issue 27 items 3-5;
-40 CFR 3.2000, CROMERR: :mod:`web.portal.certification`).
+"""Signing, the copy of record, the receipt and the coordinator's review (40 CFR 3.2000, CROMERR: :mod:`web.portal.certification`).
 
 Signing (:func:`sign`) binds the signature to the report: the document signed is canonical
 JSON (sorted keys, UTF-8) holding the user, the kind and what it answers, every field with its

@@ -1,4 +1,4 @@
-"""Files people upload to the portal (issue 27 item 6): size and type limited, kept in the
+"""Files people upload to the portal: size and type limited, kept in the
 database (never under the web root), served only to those allowed, names never trusted.
 
 A file's type is what its bytes are, not what the browser or the name says: a lab CSV is

@@ -1,5 +1,4 @@
-"""The banners of the office: what is wrong, named, so no page is quietly stale (issue 24
-item 4): the database unreachable, ``run`` not running or degraded (each component and its
+"""The banners of the office: what is wrong, named, so no page is quietly stale: the database unreachable, ``run`` not running or degraded (each component and its
 problem), devices unreachable, no readings arriving.
 """
 

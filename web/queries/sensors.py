@@ -1,4 +1,4 @@
-"""Sensor health as the office shows it (issue 24 item 6): each sensor's last reading and
+"""Sensor health as the office shows it: each sensor's last reading and
 its age, the minutes of the last day with no reading (from the one-minute aggregates), its
 open health conditions (no data, flat line, readings outside the physical range) and the
 readings of the last hour that were not usable."""

@@ -1,4 +1,4 @@
-"""An industrial user's page (issue 24 item 5): its profile and permit, sensors and devices,
+"""An industrial user's page: its profile and permit, sensors and devices,
 the readings of a range bucketed for the chart, its violations with days of violation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the Today page shows (issue 24 item 4), read in a few set-based queries.
+"""What the Today page shows, read in a few set-based queries.
 
 Every industrial user with its sensors (last value, its age and unit, the limits it is
 judged against and how close it is), its open episodes (start, peak), its devices' health;

@@ -1,4 +1,4 @@
-/* sewerwatch office: the Today page refreshes its live parts itself (issue 24 item 4).
+/* sewerwatch office: the Today page refreshes its live parts itself.
  * Every few seconds it fetches /today/live and replaces each [data-live] section, except a
  * section where someone is typing a note; a failed fetch says so on the page, with how old
  * what is shown has become. No library, nothing loaded from elsewhere. */
