@@ -9,17 +9,13 @@ payment dated after today and reads the refusal naming the field.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
 import web_round
-from sewerwatch.services.scratch import free_port
 from support import wait_until
 
 pytest.importorskip("selenium.webdriver")
@@ -39,22 +35,10 @@ def office(services, round_village, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bills-once-browser")
     (tmp / "rates.toml").write_text(web_round.RATES, encoding="utf-8")
     (tmp / "corrected.toml").write_text(web_round.RATES.replace("6.37", CORRECTED_USE), encoding="utf-8")
-    port = free_port()
-    cfg = tmp / "village.toml"
-    cfg.write_text(web_round.CONFIG + f'\n[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp / "state"}"\n'
-                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = 200\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
-    err = open(tmp / "web.err", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"],
-                            stdout=subprocess.DEVNULL, stderr=err, cwd=tmp, env=env)
     try:
-        assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
-                          60), (tmp / "web.err").read_text()
-        yield {"base": f"http://127.0.0.1:{port}", "tmp": tmp}
+        with web_round.served(db, tmp) as base:
+            yield {"base": base, "tmp": tmp}
     finally:
-        proc.terminate()
-        proc.wait(30)
-        err.close()
         next(db_gen, None)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import web_round
 from enforcement_support import run
-from test_escalation_browser import click, flat, serve, sign_in, type_date
+from test_escalation_browser import click, flat, sign_in, type_date
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -34,13 +34,8 @@ def round_db(services, round_village):
 @pytest.fixture(scope="module")
 def office(round_db, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dates-browser")
-    base, proc, err = serve(round_db, tmp)
-    try:
+    with web_round.served(round_db, tmp) as base:
         yield {"base": base, "db": round_db, "tmp": tmp}
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        err.close()
 
 
 def test_an_inspection_dated_tomorrow_is_refused_on_the_form(office, chromium):

@@ -13,18 +13,13 @@ naming the order that exists; the notice shows where it went and offers no Escal
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import psycopg
 import pytest
 
 import web_round
-from sewerwatch.services.scratch import free_port
 from support import wait_until
-from web_support import PASSWORD
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -35,40 +30,13 @@ def round_db(services, round_village):
     yield from web_round.clone(services, round_village[0])
 
 
-def serve(db, tmp):
-    """``sewerwatch web`` over ``db`` (the round village's config), its state in ``tmp``."""
-    port = free_port()
-    cfg = tmp / "village.toml"
-    cfg.write_text(web_round.CONFIG + f'\n[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp / "state"}"\n'
-                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = 200\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
-    err = open(tmp / "web.err", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"],
-                            stdout=subprocess.DEVNULL, stderr=err, cwd=tmp, env=env)
-    assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
-                      60), (tmp / "web.err").read_text()
-    return f"http://127.0.0.1:{port}", proc, err
-
-
 @pytest.fixture(scope="module")
 def office(round_db, tmp_path_factory):
-    base, proc, err = serve(round_db, tmp_path_factory.mktemp("escalation-browser"))
-    try:
+    with web_round.served(round_db, tmp_path_factory.mktemp("escalation-browser")) as base:
         yield {"base": base, "db": round_db}
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        err.close()
 
 
-def sign_in(b, base: str, user: str) -> None:
-    d = b.driver
-    d.execute_cdp_cmd("Network.clearBrowserCookies", {})
-    d.get(base + "/login")
-    d.find_element(By.ID, "username").send_keys(user)
-    d.find_element(By.ID, "password").send_keys(PASSWORD)
-    d.find_element(By.ID, "sign-in").click()
-    assert wait_until(lambda: "/login" not in d.current_url, 15)
+sign_in = web_round.sign_in
 
 
 def click(b, element_id: str) -> None:

@@ -12,8 +12,6 @@ its first named cases. The village is a copy of the session's seeded round
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +21,6 @@ import psycopg
 import pytest
 
 import web_round
-from sewerwatch.services.scratch import free_port
 from support import wait_until
 from web import accounts
 from web_support import ADMIN, PASSWORD, PEOPLE, cheap_hashes
@@ -88,32 +85,11 @@ def office(crawl_db, tmp_path_factory):
         portal_support.person(crawl_db.url, "plating", "plater-pm", "Pat Plater", signatory=False)
         with psycopg.connect(crawl_db.url, autocommit=True) as conn:      # the one account a crawl may change
             accounts.add(conn, "spare", "Sid Spare", "viewer", PASSWORD, actor=ADMIN)
-    port = free_port()
-    cfg = tmp / "village.toml"
-    cfg.write_text(web_round.CONFIG + f'\n[services]\ndb_url = "{crawl_db.url}"\nstate_dir = "{tmp / "state"}"\n'
-                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = 1000\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
-    err = open(tmp / "web.err", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"],
-                            stdout=subprocess.DEVNULL, stderr=err, cwd=tmp, env=env)
-    try:
-        assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
-                          60), (tmp / "web.err").read_text()
-        yield {"base": f"http://127.0.0.1:{port}", "db": crawl_db, "tmp": tmp}
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        err.close()
+    with web_round.served(crawl_db, tmp, login_per_min=1000) as base:
+        yield {"base": base, "db": crawl_db, "tmp": tmp}
 
 
-def sign_in(b, base: str, user: str) -> None:
-    d = b.driver
-    d.execute_cdp_cmd("Network.clearBrowserCookies", {})
-    d.get(base + "/login")
-    d.find_element(By.ID, "username").send_keys(user)
-    d.find_element(By.ID, "password").send_keys(PASSWORD)
-    d.find_element(By.ID, "sign-in").click()
-    assert wait_until(lambda: "/login" not in d.current_url, 15), (user, b.text()[:300])
+sign_in = web_round.sign_in
 
 
 def today() -> str:

@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
 import pytest
 
 import web_round
-from sewerwatch.services.scratch import free_port
 from support import wait_until
-from web_support import PASSWORD
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -44,32 +40,11 @@ def round_db(services, round_village):
 def office(round_db, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("round-browser")
     (tmp / "rates.toml").write_text(web_round.RATES, encoding="utf-8")
-    port = free_port()
-    cfg = tmp / "village.toml"
-    cfg.write_text(web_round.CONFIG + f'\n[services]\ndb_url = "{round_db.url}"\nstate_dir = "{tmp / "state"}"\n'
-                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = 200\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
-    err = open(tmp / "web.err", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"], stdout=subprocess.DEVNULL,
-                            stderr=err, cwd=tmp, env=env)
-    try:
-        assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
-                          60), (tmp / "web.err").read_text()
-        yield {"base": f"http://127.0.0.1:{port}", "db": round_db, "tmp": tmp}
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        err.close()
+    with web_round.served(round_db, tmp) as base:
+        yield {"base": base, "db": round_db, "tmp": tmp}
 
 
-def sign_in(b, base: str, user: str) -> None:
-    d = b.driver
-    b.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
-    d.get(base + "/login")
-    d.find_element(By.ID, "username").send_keys(user)
-    d.find_element(By.ID, "password").send_keys(PASSWORD)
-    d.find_element(By.ID, "sign-in").click()
-    assert wait_until(lambda: "/login" not in d.current_url, 15)
+sign_in = web_round.sign_in
 
 
 def fetch(b, url: str) -> bytes:

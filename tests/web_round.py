@@ -7,6 +7,7 @@ process), not through the pages."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from pathlib import Path
 
@@ -149,3 +150,47 @@ def clone(services, seeded, tag: str = ""):
 
 
 _clones = itertools.count()
+
+
+@contextlib.contextmanager
+def served(db, tmp: Path, login_per_min: int = 200):
+    """``sewerwatch web`` over ``db`` with the round village's config, its state in ``tmp``;
+    yields the office's address, stopped afterwards."""
+    import os
+    import subprocess
+    import sys
+
+    from sewerwatch.services.scratch import free_port
+    from support import wait_until
+
+    port = free_port()
+    cfg = tmp / "village.toml"
+    cfg.write_text(CONFIG + f'\n[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp / "state"}"\n'
+                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = {login_per_min}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    with open(tmp / "web.err", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"],
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=tmp, env=env)
+        try:
+            assert wait_until(lambda: "the office on http" in (tmp / "web.err").read_text() or proc.poll() is not None,
+                              60), (tmp / "web.err").read_text()
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def sign_in(b, base: str, user: str) -> None:
+    """Sign the browser ``b`` in at the office ``base`` as ``user``, through the sign-in form."""
+    from selenium.webdriver.common.by import By
+
+    from support import wait_until
+    from web_support import PASSWORD
+
+    d = b.driver
+    d.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    d.get(base + "/login")
+    d.find_element(By.ID, "username").send_keys(user)
+    d.find_element(By.ID, "password").send_keys(PASSWORD)
+    d.find_element(By.ID, "sign-in").click()
+    assert wait_until(lambda: "/login" not in d.current_url, 15), (user, b.text()[:300])
