@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 
 from enforcement import notices as nts
+from enforcement import publication
 from enforcement import schedules
 from enforcement import snc as snc_mod
 from enforcement.findings import sites, violations_between
@@ -82,12 +83,26 @@ def _required(statuses) -> list[dict]:
     return list(out.values())
 
 
+#: Who took a sample (``lab_samples.sampled_by``) in words.
+SAMPLED_BY_WORDS = {"potw": "the village", "potw-contractor": "a contractor for the village",
+                    "user": "the user", "user-contractor": "a contractor for the user"}
+#: Samples taken by the control authority (40 CFR 403.8(f)(2)(v): "sampling ... at least once a
+#: year"): its own and its contractor's.
+POTW_SAMPLERS = ("potw", "potw-contractor")
+
+
 def _samples(conn, site_key: str, start: datetime, end: datetime) -> dict:
     row = conn.execute(
         "SELECT count(DISTINCT ls.id), count(r.*) FROM lab_samples ls JOIN sites s ON s.id = ls.site_id "
         "LEFT JOIN lab_results_current r ON r.sample_id = ls.id "
         "WHERE s.key = %s AND ls.collected >= %s AND ls.collected < %s", (site_key, start, end)).fetchone()
-    return {"samples_taken": int(row[0]), "results": int(row[1])}
+    by = dict(conn.execute(
+        "SELECT ls.sampled_by, count(*) FROM lab_samples ls JOIN sites s ON s.id = ls.site_id "
+        "WHERE s.key = %s AND ls.collected >= %s AND ls.collected < %s GROUP BY ls.sampled_by",
+        (site_key, start, end)).fetchall())
+    return {"samples_taken": int(row[0]), "results": int(row[1]),
+            "samples_by": {k: int(by.get(k, 0)) for k in SAMPLED_BY_WORDS},
+            "samples_by_potw": sum(int(by.get(k, 0)) for k in POTW_SAMPLERS)}
 
 
 def _violations(conn, site_key: str, start: datetime, end: datetime, tz) -> list[dict]:
@@ -184,6 +199,11 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
     for u in users:
         for n in u["notices"]:
             outcomes[n["state"]] = outcomes.get(n["state"], 0) + 1
+    pubs = publication.publications(conn, year)
+    published = sorted({s for p in pubs for s in p["sites"]})
+    lst["published"] = {"publications": pubs, "sites": published,
+                        "unpublished": [u["site"] for u in lst["users"] if u["site"] not in published]}
+    totals["samples_by_potw"] = sum(u["samples_by_potw"] for u in users)
     rep = {"utility": utility, "year": year, "period": yp.as_json(), "users": users, "snc": lst,
            "notice_outcomes": outcomes, "totals": totals}
     if program is not None:

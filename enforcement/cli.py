@@ -1,5 +1,5 @@
 """CLI of enforcement: ``sewerwatch findings``, ``user-reports``, ``milestones``, ``snc``,
-``notice``, ``due`` and ``report``.
+``notice``, ``due`` and ``report`` (its ``icis`` and ``publish`` in :mod:`enforcement.cli_state`).
 
 :func:`register` adds the parsers; each handler is ``func(args, ctx)`` and returns the exit
 code. The shell imports this module at startup (for ``--help`` too), so the work (numpy,
@@ -16,6 +16,7 @@ from datetime import date, datetime, timezone
 from foundation.display import local_time, num
 from foundation import moments
 from foundation.errors import InputError
+from enforcement import cli_state
 
 #: what --as-of means, for every command that takes it
 AS_OF = ("judge as things stood at the end of this local day of the village (default: now); nothing is recorded")
@@ -218,7 +219,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_calendar)
 
-    p = sub.add_parser("report", help="the annual SNC publication list and the annual pretreatment report")
+    p = sub.add_parser("report", help="the annual SNC publication list and its publication, the annual pretreatment "
+                       "report, the state's electronic report")
     rp = p.add_subparsers(dest="report_command", metavar="KIND", required=True)
     q = rp.add_parser("snc", help="users in significant noncompliance during a year, for the newspaper")
     q.add_argument("--year", required=True, help="e.g. 2026: the SNC periods ending in it (local days)")
@@ -230,14 +232,7 @@ def register(sub) -> None:
     q.add_argument("--on", default=None, help="the report's local date (default: today)")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_report_annual)
-    q = rp.add_parser("icis", help="the year as EPA's ICIS-NPDES pretreatment performance summary (XML, schema 5.8)",
-                      description="The annual report's figures as an ICIS-NPDES PretreatmentPerformanceSummary "
-                      "submission (schema 5.8, 40 CFR Part 127), checked against EPA's schema before it is written. "
-                      "Needs the POTW's own NPDES permit number in the configuration (the enforcement program's part).")
-    q.add_argument("--year", required=True)
-    q.add_argument("--out", default=".", metavar="DIR")
-    q.add_argument("--replace", action="store_true", help="a replacement of a summary sent before (transaction R)")
-    q.set_defaults(func=_report_icis)
+    cli_state.register(rp)   # icis (--draft, --check) and publish
 
 
 def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False, note: bool = False,
@@ -756,23 +751,6 @@ def _report_annual(args, ctx) -> int:
               f"{t['notices']} notice{'s' if t['notices'] != 1 else ''}, "
               f"{t['users_in_snc']} in SNC, surcharges billed ${t['surcharge_dollars']:,.2f}")
         print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
-
-
-def _report_icis(args, ctx) -> int:
-    from enforcement import icis   # lazy
-    from enforcement.annual import annual_report
-
-    year = _year(args.year)
-    st = _settings(ctx)
-    with ctx.connect("owner") as conn:
-        rep = annual_report(conn, year, st.snc_periods, ctx.config.name, st, program=st.program)
-    path = icis.write(rep, args.out, transaction="R" if args.replace else "N", author=_actor(args).display)
-    ps = rep["performance_summary"]
-    print(f"wrote {path}: ICIS-NPDES {icis.VERSION} pretreatment performance summary {ps['start']} to {ps['end']}, "
-          f"permit {ps['permit']}, {len(ps['elements'])} figures (valid against EPA's schema)")
-    for e in ps["elements"]:
-        print(f"  {e['element']:<40} {e['value']!s:>8}  {e['words']}")
     return 0
 
 

@@ -56,8 +56,8 @@ def _sub(parent, name: str, text=None):
     return el
 
 
-def document_xml(rep: dict, *, created: datetime | None = None, transaction: str = "N",
-                 author: str | None = None) -> bytes:
+def document_xml(rep: dict, submitter, *, created: datetime | None = None, transaction: str = "N",
+                 draft: str | None = None) -> bytes:
     """The submission of one year's performance summary (UTF-8 bytes).
 
     Parameters
@@ -65,12 +65,16 @@ def document_xml(rep: dict, *, created: datetime | None = None, transaction: str
     rep : dict
         The annual report with its ``performance_summary`` (:func:`enforcement.annual.annual_report`
         given the program's facts).
+    submitter : enforcement.state_report.Submitter
+        The header's ``Id`` (the submitter's CDX account), ``Organization`` and ``Author`` (the
+        person), from :func:`enforcement.state_report.submitter`.
     created : datetime, optional
         The header's ``CreationTime`` and the transaction's timestamp (default: now).
     transaction : str
         ``N`` (new) or ``R`` (replace one sent before).
-    author : str, optional
-        Who prepares it (the header's ``Author``).
+    draft : str, optional
+        For a year not over: why it is a draft, in words (:func:`enforcement.state_report.draft_note`).
+        It goes into an XML comment at the top, the header's ``Title`` and ``Comment``.
     """
     ps = rep.get("performance_summary")
     if ps is None:
@@ -83,15 +87,21 @@ def document_xml(rep: dict, *, created: datetime | None = None, transaction: str
         raise InputError(f"transaction: expected N (new) or R (replace), got {transaction!r}")
     created = (created or datetime.now(timezone.utc)).replace(microsecond=0)
     ET.register_namespace("", NS)
+    for what, v in (("submitter_id", submitter.id), ("submitter_organization", submitter.organization),
+                    ("the author", submitter.author)):
+        if not v:
+            raise InputError(f"the header's {what} is missing: a submission names its submitter and a person")
     doc = ET.Element(_q("Document"))
+    if draft:
+        doc.append(ET.Comment(f" DRAFT: {draft} "))
     head = _sub(doc, "Header")
-    _sub(head, "Id", ps["permit"])
-    if author:
-        _sub(head, "Author", author)
-    _sub(head, "Organization", rep["utility"])
-    _sub(head, "Title", f"Pretreatment performance summary {rep['year']}")
+    _sub(head, "Id", submitter.id)
+    _sub(head, "Author", submitter.author)
+    _sub(head, "Organization", submitter.organization)
+    _sub(head, "Title", f"Pretreatment performance summary {rep['year']}" + (" (DRAFT)" if draft else ""))
     _sub(head, "CreationTime", created.isoformat())
-    _sub(head, "Comment", f"Prepared by sewerwatch from the annual pretreatment report {rep['year']}")
+    _sub(head, "Comment", (f"DRAFT, not for submission: {draft}. " if draft else "")
+         + f"Prepared by sewerwatch from the annual pretreatment report {rep['year']}")
     payload = _sub(doc, "Payload")
     payload.set("Operation", OPERATION)
     data = _sub(payload, "PretreatmentPerformanceSummaryData")
@@ -135,18 +145,26 @@ def validate(xml: bytes) -> list[str]:
     return [f"{e.path}: {e.reason}" for e in schema().iter_errors(xml.decode("utf-8"))]
 
 
-def write(rep: dict, out_dir: str | Path, **kwargs) -> Path:
-    """Write ``icis-pretreatment-<year>.xml`` after checking it against the schema."""
-    xml = document_xml(rep, **kwargs)
+def checked_xml(rep: dict, submitter, **kwargs) -> bytes:
+    """:func:`document_xml`, refused (an :class:`InputError`) unless it validates against the schema."""
+    xml = document_xml(rep, submitter, **kwargs)
     problems = validate(xml)
     if problems:
         raise InputError(f"the ICIS-NPDES document does not validate against schema {VERSION}: {problems[0]}")
+    return xml
+
+
+def write(rep: dict, submitter, out_dir: str | Path, **kwargs) -> Path:
+    """Write ``icis-pretreatment-<year>.xml`` (``-draft`` before ``.xml`` for a draft) after
+    checking it against the schema; nothing is written when it does not validate."""
+    xml = checked_xml(rep, submitter, **kwargs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / file_name(rep["year"])
+    path = out / file_name(rep["year"], draft=bool(kwargs.get("draft")))
     path.write_bytes(xml)
     return path
 
 
-def file_name(year: int) -> str:
-    return f"icis-pretreatment-{year}.xml"
+def file_name(year: int, *, draft: bool = False) -> str:
+    """``icis-pretreatment-2026.xml``; a draft's ``icis-pretreatment-2026-draft.xml``."""
+    return f"icis-pretreatment-{year}{'-draft' if draft else ''}.xml"

@@ -10,16 +10,20 @@ on record. What each figure counts, in the words of the schema's documentation:
 ============================================  =============================================================
 ``NumberSIUs``                                the significant industrial users
 ``SIUsWithoutControlMechanism``               SIUs without a discharge permit in force on the year's last day
-``SIUsNotInspected``                          SIUs with no inspection in the year (only once the program
-                                              records inspections here, field.inspections: a year with
-                                              none recorded leaves it out rather than claim none was made)
-``SIUsNotSampled``                            SIUs with no lab sample collected in the year
+``SIUsNotInspected``                          SIUs with no inspection recorded in the year (field.inspections;
+                                              always written, 0 included: 40 CFR 403.8(f)(2)(v) requires
+                                              an inspection of each at least once a year)
+``SIUsNotSampled``                            SIUs with no sample taken by the POTW in the year (by the
+                                              village or its contractor, ``lab_samples.sampled_by``;
+                                              403.8(f)(2)(v): the control authority's own sampling, at
+                                              least once a year; the user's self-monitoring does not count)
 ``SIUsSNCWithPretreatmentStandards``          SIUs in SNC in a period ending in the year under (A), (B), (C),
                                               (D) or (H) of 40 CFR 403.8(f)(2)(viii)
 ``SIUsSNCWithReportingRequirements``          ... under (F) or (G) (reports 45 days late, noncompliance not
                                               reported)
 ``SIUsSNCWithPretreatmentSchedule``           ... under (E) (a milestone 90 days late)
-``SIUsSNCPublishedNewspaper``                 SIUs on the year's publication list (``sewerwatch report snc``)
+``SIUsSNCPublishedNewspaper``                 SIUs whose names a recorded publication of the year's list
+                                              named (:mod:`enforcement.publication`)
 ``ViolationNoticesIssuedSIUs``                notices of violation issued to SIUs in the year
 ``AdministrativeOrdersIssuedSIUs``            administrative orders and orders to show cause issued to SIUs
 ``DollarAmountPenaltiesCollectedPPS``         penalties collected in the year [whole dollars], every user
@@ -93,20 +97,20 @@ def performance_summary(rep: dict, program) -> dict:
     without = [s for s in siu if not users[s].get("permit_in_force_at_year_end")]
     add("SIUsWithoutControlMechanism", len(without), "significant users without a discharge permit in force on "
         f"{rep['period']['end']} (the day after the year)", without)
-    if any(_inspections(u) for u in rep["users"]):     # the program records its inspections here
-        not_inspected = [s for s in siu if not _inspections(users[s])]
-        add("SIUsNotInspected", len(not_inspected), "significant users not inspected in the year", not_inspected)
-    not_sampled = [s for s in siu if not users[s]["samples_taken"]]
-    add("SIUsNotSampled", len(not_sampled), "significant users with no sample collected in the year", not_sampled)
+    not_inspected = [s for s in siu if not _inspections(users[s])]
+    add("SIUsNotInspected", len(not_inspected), "significant users not inspected in the year", not_inspected)
+    not_sampled = [s for s in siu if not users[s].get("samples_by_potw")]
+    add("SIUsNotSampled", len(not_sampled), "significant users the village (or its contractor) took no sample "
+        "from in the year", not_sampled)
     for element, crit, words in (
             ("SIUsSNCWithPretreatmentStandards", STANDARDS, "in SNC with pretreatment standards: (A), (B), (C), (D), (H)"),
             ("SIUsSNCWithReportingRequirements", REPORTING, "in SNC with reporting requirements: (F), (G)"),
             ("SIUsSNCWithPretreatmentSchedule", SCHEDULES, "in SNC with a compliance schedule: (E)")):
         who = sorted(_snc_by_criteria(rep, crit) & sset)
         add(element, len(who), f"significant users {words}", who)
-    published = sorted({u["site"] for u in rep["snc"]["users"]} & sset)
-    add("SIUsSNCPublishedNewspaper", len(published), "significant users on the year's list of users in SNC, for the "
-        "newspaper", published)
+    published = sorted(set((rep["snc"].get("published") or {}).get("sites", ())) & sset)
+    add("SIUsSNCPublishedNewspaper", len(published), "significant users whose names a recorded publication of the "
+        "year's list in a newspaper named", published)
     for element, actions, words in (("ViolationNoticesIssuedSIUs", NOTICE_ACTIONS, "notices of violation"),
                                     ("AdministrativeOrdersIssuedSIUs", ORDER_ACTIONS,
                                      "administrative orders and orders to show cause")):

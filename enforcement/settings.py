@@ -16,6 +16,9 @@
 
     [enforcement.program]              # what the state's electronic report needs (ICIS-NPDES)
     npdes_permit = "WI0020231"         # the POTW's NPDES permit (PermitIdentifier: 9 characters)
+    submitter_id = "PALMYRAWWTP"       # the submitter's EPA CDX account (the header's Id, 3 to 30)
+    submitter_organization = "Village of Palmyra Wastewater Utility"   # the header's Organization
+                                       # (default: [utility] name)
     ordinance = "Ch. 13"               # the sewer use ordinance (SUOReference, at most 15)
     ordinance_adopted = 2019-06-03     # SUODate
     significant_users = ["plating"]    # the significant industrial users (40 CFR 403.3(v));
@@ -77,6 +80,16 @@ class Program(Table):
     npdes_permit: Annotated[str, check(lambda v: isinstance(v, str) and len(v) == 9 and "*" not in v,
                                        "the 9 characters of an NPDES permit such as WI0020231", got=repr)] | None = None
     """The POTW's NPDES permit (PermitIdentifier)."""
+    submitter_id: Annotated[str, check(lambda v: isinstance(v, str) and 3 <= len(v.strip()) == len(v) <= 30,
+                                       "the user id of the submitter's EPA CDX account, 3 to 30 characters "
+                                       "without spaces around it", got=repr)] | None = None
+    """The user id of the EPA Central Data Exchange (CDX) account the summary is submitted under
+    (the submission header's ``Id``); a file is not written without it."""
+    submitter_organization: Annotated[str, check(lambda v: isinstance(v, str) and 1 <= len(v.strip()) <= 200,
+                                                 "the organisation's name (1 to 200 characters)",
+                                                 got=repr)] | None = None
+    """The organisation the submitter works for (the header's ``Organization``); None: the
+    utility's name (``[utility] name``)."""
     ordinance: Annotated[str, check(lambda v: isinstance(v, str) and 1 <= len(v) <= 15,
                                     "the ordinance's reference in 1 to 15 characters (e.g. 'Ch. 13')",
                                     got=repr)] | None = None

@@ -103,6 +103,24 @@ def _sample_kind(row: LabRow, tz) -> tuple[str, datetime | None, datetime | None
     return kind, start, end
 
 
+#: Who took a sample (``lab_samples.sampled_by``), as the optional column ``sampled_by`` of a lab
+#: CSV may say it: the village (the control authority's own sampling, 40 CFR 403.8(f)(2)(v)), the
+#: industrial user (its self-monitoring), or a contractor for either. Absent: the user's.
+SAMPLED_BY = {"potw": "potw", "village": "potw", "utility": "potw", "user": "user", "self": "user",
+              "industrial-user": "user", "potw-contractor": "potw-contractor",
+              "village-contractor": "potw-contractor", "user-contractor": "user-contractor"}
+
+
+def _sampled_by(row: LabRow) -> str:
+    v = (row.extra.get("sampled_by") or "").strip().lower()
+    if not v:
+        return "user"
+    if v not in SAMPLED_BY:
+        raise ValueError(f"sampled_by: unknown '{v}' (expected village, user, village-contractor or "
+                         "user-contractor)")
+    return SAMPLED_BY[v]
+
+
 #: How far ahead of now a collection time may be (a laboratory's clock a little fast) [s].
 CLOCK_SLACK = timedelta(minutes=5)
 
@@ -139,7 +157,8 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
     when to ``audit_log``. Composite samples with a flow meter at their site are linked to
     the flow readings of their window. The optional columns ``laboratory`` (or ``lab``) and
     ``method`` are kept with the sample and the result (a notice of violation names the
-    laboratory).
+    laboratory); ``sampled_by`` says who took the sample (:data:`SAMPLED_BY`: ``village``,
+    ``user``, ``village-contractor``, ``user-contractor``; default ``user``, self-monitoring).
 
     Parameters
     ----------
@@ -270,6 +289,7 @@ class _Import:
                 tz = self.tz or (self.site_tz or {}).get(row.site) or timezone.utc
                 kind = _sample_kind(row, tz)
                 _dates(row, kind, now, tz)
+                _sampled_by(row)
                 kinds.append((row, *kind))
             except ValueError as exc:
                 bad.append(BadRow(row.line, str(exc), row.raw))
@@ -324,13 +344,13 @@ class _Import:
         for row, kind, wstart, wend in kinds:
             key = (sites[row.site], row.sample_id)
             if key not in existing and key not in first:
-                first[key] = (row.collected, kind, wstart, wend, _extra(row, "laboratory", "lab"))
+                first[key] = (row.collected, kind, wstart, wend, _extra(row, "laboratory", "lab"), _sampled_by(row))
         if first:
             cols = list(zip(*[(k[1], k[0], *v) for k, v in first.items()]))
             for sid, site_id, key, collected, kind in conn.execute(
                     "INSERT INTO lab_samples (sample_key, site_id, collected, sample_type, window_start, window_end, "
-                    "laboratory) SELECT * FROM unnest(%s::text[], %s::int[], %s::timestamptz[], %s::text[], "
-                    "%s::timestamptz[], %s::timestamptz[], %s::text[]) RETURNING id, site_id, sample_key, collected, sample_type",
+                    "laboratory, sampled_by) SELECT * FROM unnest(%s::text[], %s::int[], %s::timestamptz[], %s::text[], "
+                    "%s::timestamptz[], %s::timestamptz[], %s::text[], %s::text[]) RETURNING id, site_id, sample_key, collected, sample_type",
                     [list(c) for c in cols]).fetchall():
                 existing[(site_id, key)] = (sid, collected, kind)
             report.samples_created += len(first)

@@ -510,12 +510,15 @@ def reports_page(request: Request, year: Q = None) -> Template:
     def read(conn):
         return snc_list(conn, y, st.snc_periods, st)
 
+    from web.pages.state_report import reports_context
+
     lst = office.read(read)
     today = office.today()
     return Template("reports.html", context={
         "account": request.state.account, "nav": "reports", "year": y, "list": lst,
         "text": publication_text(lst, office.utility), "years": list(range(today.year - 3, today.year + 1)),
-        "npdes_permit": st.program.npdes_permit})
+        "npdes_permit": st.program.npdes_permit, "published": request.query_params.get("published"),
+        "again": request.query_params.get("again"), **reports_context(office, y, lst)})
 
 
 def _annual(office, y: int) -> dict:
@@ -531,7 +534,8 @@ def _annual(office, y: int) -> dict:
 
 @get("/reports/{name:str}", opt=VIEW, sync_to_thread=True)
 def report_file(request: Request, name: FromPath[str]) -> Response:
-    """``annual-2026.pdf|html|json``, ``snc-2026.pdf|html|json|txt``, ``icis-2026.xml``: made
+    """``annual-2026.pdf|html|json``, ``snc-2026.pdf|html|json|txt``, ``icis-2026.xml`` (a year
+    not over: ``icis-2026-draft.xml``, :mod:`web.pages.state_report`): made
     by the package's functions, as ``sewerwatch report annual|snc|icis`` writes them."""
     from enforcement.annual import publication_text, snc_list
     from enforcement.documents import annual_page
@@ -540,22 +544,19 @@ def report_file(request: Request, name: FromPath[str]) -> Response:
     office = request.app.state.office
     stem, _, ext = name.rpartition(".")
     kind, _, year = stem.partition("-")
+    draft = kind == "icis" and year.endswith("-draft")
+    year = year.removesuffix("-draft") if draft else year
     if kind not in ("annual", "snc", "icis") or not year.isdigit() or ext not in ("pdf", "html", "json", "txt", "xml"):
         raise NotFoundException(f"no report {name}")
     y = int(year)
     head = letterhead(office.cfg)
     today = office.today()
     if kind == "icis":
-        from enforcement import icis
+        from web.pages.state_report import icis_xml
 
         if ext != "xml":
             raise NotFoundException(f"no report {name}")
-        rep = _annual(office, y)
-        xml = icis.document_xml(rep, author=request.state.account.full_name)
-        problems = icis.validate(xml)
-        if problems:
-            raise InputError(f"the ICIS-NPDES document does not validate against schema {icis.VERSION}: {problems[0]}")
-        return download(xml, icis.file_name(y), "application/xml")
+        return icis_xml(request, y, draft)
     if kind == "annual":
         if ext == "txt":
             raise NotFoundException(f"no report {name}")

@@ -458,8 +458,10 @@ def accept(conn, submission_id: int, *, actor: Actor, imports: Path) -> tuple[Su
             rep = labcheck.store(conn, content, sub.number, f"{actor.audit_name} (accepted {sub.number})", imports,
                                  site["key"])
             keys = sorted({r.sample_id for r in found.rows})
-            conn.execute("UPDATE lab_samples SET submission_id = %s WHERE site_id = %s AND sample_key = ANY(%s)",
-                         (sub.id, sub.site_id, keys))
+            # a user's own results: taken by the user or its contractor, never the village's sampling
+            conn.execute("UPDATE lab_samples SET submission_id = %s, sampled_by = CASE WHEN sampled_by = "
+                         "'user-contractor' THEN sampled_by ELSE 'user' END "
+                         "WHERE site_id = %s AND sample_key = ANY(%s)", (sub.id, sub.site_id, keys))
             times = [r.collected for r in found.rows]
             tz = pack_timezone(site["pack"])
             first = min(times).astimezone(tz).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
