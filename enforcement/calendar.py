@@ -24,7 +24,12 @@ rest of enforcement keeps (nothing here is stored):
   year before (40 CFR 403.12(i): "at least once a year"; 40 CFR 403.8(f)(2)(viii): "publish
   annually ... a list of the Industrial Users which, at any time during the previous 12
   months, were in significant noncompliance"), on the day of ``[enforcement]
-  annual_report_due`` (the date the Approval Authority sets; default March 31).
+  annual_report_due`` (the date the Approval Authority sets; default March 31);
+* ``village-sampling`` and ``village-inspection``: on the last day of each year, each
+  significant user's sample taken by the village (or its contractor; the user's
+  self-monitoring does not count) and its inspection (40 CFR 403.8(f)(2)(v): "at least once a
+  year"): ``taken``/``met`` once done, ``due`` before the year ends ("not yet sampled by the
+  village this year"), ``missing`` after it.
 
 :func:`entries` gives them; :func:`ical` writes them as an iCalendar document (RFC 5545, with
 the maintained ``icalendar`` library), one all-day event each with a stable UID, so a
@@ -44,17 +49,21 @@ from limits.permit_store import current_permits
 from limits.permits import renewal
 
 KINDS = ("sampling", "report", "notice-response", "milestone", "permit-renewal", "permit-notice", "snc-decision",
-         "annual-report")
+         "annual-report", "village-sampling", "village-inspection")
 #: How each kind reads in a legend.
 KIND_WORDS = {"sampling": "samples", "report": "report owed", "notice-response": "notice response",
               "milestone": "compliance milestone", "permit-renewal": "permit term ends",
               "permit-notice": "last day for renewal notice", "snc-decision": "SNC decision",
-              "annual-report": "annual report"}
+              "annual-report": "annual report", "village-sampling": "the village's own sampling",
+              "village-inspection": "the village's inspection"}
 #: States that need someone to act (shown first, in the warning colour).
 ATTENTION = ("missing", "overdue")
 #: 40 CFR 403.8(f)(2)(viii): the SNC test's six-month periods and the annual publication.
 SNC_CITATION = "40 CFR 403.8(f)(2)(viii)"
 ANNUAL_CITATION = "40 CFR 403.12(i); 40 CFR 403.8(f)(2)(viii)"
+#: 40 CFR 403.8(f)(2)(v): the control authority inspects and samples each significant
+#: industrial user "at least once a year".
+CONTROL_CITATION = "40 CFR 403.8(f)(2)(v)"
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,8 @@ def _uid(*parts) -> str:
 
 
 def entries(conn, first: date, end: date, now: datetime, *, site: str | None = None,
-            snc_periods: str = "halves", annual_report_due: tuple[int, int] = (3, 31)) -> list[Entry]:
+            snc_periods: str = "halves", annual_report_due: tuple[int, int] = (3, 31),
+            significant: tuple[str, ...] | None = None) -> list[Entry]:
     """Every entry on the local dates ``[first, end)`` (one user's with ``site``), in date order.
 
     Parameters
@@ -120,6 +130,9 @@ def entries(conn, first: date, end: date, now: datetime, *, site: str | None = N
         ``halves`` or ``rolling-quarters`` (:mod:`enforcement.settings`).
     annual_report_due : (month, day)
         When the annual report for the year before is due.
+    significant : tuple of str, optional
+        The significant industrial users (``[enforcement.program] significant_users``); None:
+        every user with a permit on record.
     """
     all_sites = sites(conn)
     names = {k: s.name for k, s in all_sites.items()}
@@ -129,6 +142,7 @@ def entries(conn, first: date, end: date, now: datetime, *, site: str | None = N
     out += _notices(conn, first, end, now, site, all_sites)
     out += _milestones(conn, first, end, now, site, names)
     out += _permits(conn, first, end, now, site, names)
+    out += _control(conn, first, end, now, site, all_sites, significant)
     if site is None:
         out += _program(first, end, now.date(), snc_periods, annual_report_due)
     order = {k: i for i, k in enumerate(KINDS)}
@@ -246,6 +260,45 @@ def _permits(conn, first, end, now, site, names) -> list[Entry]:
             if last or not p.renewal.automatic:
                 break
             term_end = _years(term_end, p.renewal.term_years)
+    return out
+
+
+def _control(conn, first, end, now, site, all_sites, significant) -> list[Entry]:
+    """The village's own sampling and inspection of each significant user in each year whose
+    last day is in the range (:data:`CONTROL_CITATION`)."""
+    out = []
+    keys = list(significant) if significant is not None else list(current_permits(conn))
+    for key in keys:
+        s = all_sites.get(key)
+        if s is None or (site is not None and key != site):
+            continue
+        tz = pack_timezone(s.pack)
+        today = local_date(now, tz)
+        for year in range(first.year, end.year + 1):
+            last = date(year, 12, 31)
+            if not _within(last, first, end) or today < date(year, 1, 1):
+                continue
+            lo = datetime(year, 1, 1, tzinfo=tz)
+            hi = datetime(year + 1, 1, 1, tzinfo=tz)
+            sampled = conn.execute(
+                "SELECT min(ls.collected) FROM lab_samples ls JOIN sites x ON x.id = ls.site_id WHERE x.key = %s AND "
+                "ls.sampled_by IN ('potw', 'potw-contractor') AND ls.collected >= %s AND ls.collected < %s",
+                (key, lo, hi)).fetchone()[0]
+            inspected = conn.execute(
+                "SELECT min(i.visited_at) FROM inspections i JOIN sites x ON x.id = i.site_id WHERE x.key = %s AND "
+                "i.visited_at >= %s AND i.visited_at < %s", (key, lo, hi)).fetchone()[0]
+            over = today > last
+            for kind, when, done, done_words, not_yet, missed in (
+                    ("village-sampling", sampled, "taken", "sampled by the village",
+                     "not yet sampled by the village this year", f"not sampled by the village in {year}"),
+                    ("village-inspection", inspected, "met", "inspected",
+                     "not yet inspected this year", f"not inspected in {year}")):
+                if when is not None:
+                    state, words = done, f"{done_words} in {year} (first on {local_date(when, tz)})"
+                else:
+                    state, words = ("missing", missed) if over else ("due", not_yet)
+                out.append(Entry(_uid(kind, key, year), last, kind, state, key, s.name, f"{s.name}: {words}",
+                                 CONTROL_CITATION, {"site": key, "year": year}))
     return out
 
 

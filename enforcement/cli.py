@@ -779,7 +779,8 @@ def _calendar(args, ctx) -> int:
             from enforcement.findings import site as site_of
             site_of(conn, args.site)
         items = calendar.entries(conn, first, end, now, site=args.site, snc_periods=st.snc_periods,
-                                 annual_report_due=st.annual_report_due)
+                                 annual_report_due=st.annual_report_due,
+                                 significant=st.program.significant_users)
     if args.ics:
         Path(args.ics).write_bytes(calendar.ical(items, ctx.config.name, now=now))
     if args.json:

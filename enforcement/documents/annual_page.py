@@ -34,7 +34,8 @@ def body_html(rep: dict, issued_on: date) -> str:
     users = "".join(
         f"<tr><td>{e(u['name'])}</td><td>{e(u['site'])}</td><td>{e(u['permit'] or 'none')}"
         f"{'<br><span class=small>' + e(u['permit_effective']) + ' to ' + e(u['permit_expires']) + '</span>' if u.get('permit_expires') else ''}</td>"
-        f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u['results']}</td></tr>"
+        f"<td>{e(u['sic'] or '')}</td><td class=n>{u['samples_taken']}</td><td class=n>{u.get('samples_by_potw', 0)}</td>"
+        f"<td class=n>{u['results']}</td></tr>"
         for u in rep["users"])
     viol = _table(("user", "rule", "parameter", "found by", "episodes", "days", "citation"), [
         (u["name"], rule_name(v["rule"]), analyte_name(v["parameter"]), term(v["source"]), v["episodes"],
@@ -66,6 +67,7 @@ Date of the report: {issued_on.isoformat()}.</p>
 <table>
 <tr><th>industrial users</th><td class=n>{len(rep['users'])}</td></tr>
 <tr><th>samples taken</th><td class=n>{t['samples_taken']}</td></tr>
+<tr><th>samples taken by the village (or its contractor)</th><td class=n>{t.get('samples_by_potw', 0)}</td></tr>
 <tr><th>sampling periods required</th><td class=n>{t['sampling_periods_required']}</td></tr>
 <tr><th>sampling periods missing samples</th><td class=n>{t['sampling_periods_missing']}</td></tr>
 <tr><th>violation episodes</th><td class=n>{t['violation_episodes']}</td></tr>
@@ -79,7 +81,7 @@ Date of the report: {issued_on.isoformat()}.</p>
 <tr><th>maintenance windows (readings not judged)</th><td class=n>{t.get('field_windows', 0)} ({t.get('field_readings_excluded', 0)})</td></tr>
 </table>
 <h2>Industrial users and permits</h2>
-<table><tr><th>user</th><th>id</th><th>permit</th><th>SIC</th><th class=n>samples taken</th><th class=n>results</th></tr>{users}</table>
+<table><tr><th>user</th><th>id</th><th>permit</th><th>SIC</th><th class=n>samples taken</th><th class=n>by the village</th><th class=n>results</th></tr>{users}</table>
 <h2>Samples required and taken</h2>
 <p>Periods in which a permit's monitoring condition or the ordinance required samples, and whether they were taken
 (a period missing them is a failure to monitor).</p>
@@ -92,9 +94,27 @@ Date of the report: {issued_on.isoformat()}.</p>
 <h2>Significant noncompliance</h2>
 <p>Periods: {e(periods)} ({e(snc['citation'])}).</p>
 {snc_html}
+{publication_html(snc)}
 <h2>Charges billed</h2>
 <table><tr><th>user</th><th>quarters</th><th class=n>surcharges</th><th class=n>all charges</th></tr>{bill_rows}</table>
 {field}"""
+
+
+def publication_html(snc: dict) -> str:
+    """Whether the year's list was published in a newspaper (40 CFR 403.8(f)(2)(viii)): each
+    recorded publication and the users it named, and the users on the list no publication named."""
+    pub = snc.get("published") or {}
+    pubs = pub.get("publications") or []
+    if not snc["users"]:
+        return "<p>No list to publish: no user was in significant noncompliance.</p>"
+    names = {u["site"]: u["name"] for u in snc["users"]}
+    rows = _table(("newspaper", "appeared", "users named"), [
+        (p["newspaper"], p["published_on"], ", ".join(p["names"])) for p in pubs],
+        "The list's publication in a newspaper is not recorded.")
+    missing = [names[s] for s in pub.get("unpublished", [])]
+    tail = (f"<p>On the list, not named by a recorded publication: {e(', '.join(missing))}.</p>" if missing and pubs
+            else "")
+    return f"<h3>Published in the newspaper</h3>{rows}{tail}"
 
 
 def field_html(rep: dict) -> str:

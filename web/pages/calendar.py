@@ -37,7 +37,8 @@ def _entries(office, first: date, end: date, site: str | None):
     st = _settings(office)
     now = datetime.now(timezone.utc)
     return office.read(lambda conn: calendar.entries(conn, first, end, now, site=site, snc_periods=st.snc_periods,
-                                                     annual_report_due=st.annual_report_due))
+                                                     annual_report_due=st.annual_report_due,
+                                                     significant=st.program.significant_users))
 
 
 def _month(text: str | None, today: date) -> date:
