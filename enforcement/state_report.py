@@ -100,13 +100,13 @@ def check_year(year: int, tz, draft: bool, now: datetime | None = None) -> str |
     return None
 
 
-#: The checklist's kinds, in the order a page lists them, with what the state will ask.
+#: The checklist's kinds, in the order a page lists them: the heading of each.
 CHECKS = {
-    "snc-without-action": "in significant noncompliance, no enforcement action recorded in the year",
-    "no-permit": "a significant user without a discharge permit in force at the year's end",
-    "not-sampled": "a significant user the village took no sample from in the year",
-    "not-inspected": "a significant user not inspected in the year",
-    "penalty-no-date": "a penalty recorded without the day it was collected",
+    "snc-without-action": "Users in significant noncompliance without an enforcement action",
+    "no-permit": "Significant users without a discharge permit in force at the year's end",
+    "not-sampled": "Significant users the village did not sample in the year",
+    "not-inspected": "Significant users not inspected in the year",
+    "penalty-no-date": "Penalties recorded without the day they were collected",
 }
 
 
@@ -155,11 +155,11 @@ def checklist(rep: dict) -> list[dict]:
         u = users[s]
         if not u.get("samples_by_potw"):
             own = u.get("samples_taken", 0)
-            add("not-sampled", s, "no sample taken by the village in the year" + (
-                f" ({own} of the user's own)" if own else ""), f"/sites/{s}")
+            add("not-sampled", s, "no sample taken by the village or its contractor" + (
+                f" ({own} sample{'s' if own != 1 else ''} of the user's own)" if own else ""), f"/sites/{s}")
     for s in siu:
         if not _inspections(users[s]):
-            add("not-inspected", s, "no inspection recorded in the year", f"/inspections/new?site={s}")
+            add("not-inspected", s, "no inspection recorded", f"/inspections/new?site={s}")
     for u in rep["users"]:
         for n in u["notices"]:
             if n.get("penalty_dollars") and not n.get("penalty_collected_on"):
@@ -171,10 +171,14 @@ def checklist(rep: dict) -> list[dict]:
 
 
 def checklist_text(items: list[dict], year: int, base: str = "") -> str:
-    """The checklist as the command line prints it (``base``: the office's address, if known)."""
+    """The checklist as the command line prints it, under the heading of each kind (``base``:
+    the office's address, if known)."""
     if not items:
         return f"{year}: nothing the state's reviewer is likely to question"
     lines = [f"{year}: what the state's reviewer will question ({len(items)}; none stops the file)"]
-    for i in items:
-        lines.append(f"  {i['name']}: {CHECKS[i['kind']]}: {i['words']}  {base}{i['link']}")
+    for kind, heading in CHECKS.items():
+        mine = [i for i in items if i["kind"] == kind]
+        if mine:
+            lines.append(heading)
+            lines += [f"  {i['name']}: {i['words']}  {base}{i['link']}" for i in mine]
     return "\n".join(lines)
