@@ -79,7 +79,9 @@ def test_an_inspection_with_a_photo_and_the_years_field_work_in_the_annual_repor
     assert figures["SIUsNotInspected"]["value"] == len(siu) - 1
     from enforcement import icis
     summary = performance_summary(rep, Program(npdes_permit="WI0020231", significant_users=every))
-    assert icis.validate(icis.document_xml({**rep, "performance_summary": summary})) == []   # EPA's schema 5.8
+    from enforcement.state_report import submitter
+    who = submitter(Program(submitter_id="PALMYRA-WWTP"), rep["utility"], "Ines Inspector")
+    assert icis.validate(icis.document_xml({**rep, "performance_summary": summary}, who)) == []   # EPA's schema 5.8
     t = rep["totals"]
     assert (t["field_inspections"], t["field_inspections_with_sampling"], t["field_calibrations"], t["field_windows"],
             t["field_windows_pending"], t["field_readings_excluded"]) == (1, 1, 1, 2, 1, 40)

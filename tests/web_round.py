@@ -28,6 +28,7 @@ signer_title = "Utility Superintendent"
 
 [enforcement.program]
 npdes_permit = "WI0020231"
+submitter_id = "PALMYRA-WWTP"
 ordinance = "Ch. 13"
 ordinance_adopted = 2019-06-03
 significant_users = ["plating", "candy"]
