@@ -442,6 +442,8 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
                             "ON s.id = r.sample_id ORDER BY r.analyte").fetchall()
         assert [(a, v, sid) for a, v, sid, _ in rows] == [("cu", 1.8, sub2), ("ni", 0.4, sub2), ("tss", 120.0, sub2)]
         assert all("SMR-" in src for *_, src in rows)
+        # the user's own results: its self-monitoring, never the village's sampling (40 CFR 403.8(f)(2)(v))
+        assert conn.execute("SELECT DISTINCT sampled_by FROM lab_samples").fetchall() == [("user",)]
         v = conn.execute("SELECT rule, peak, limit_value, source FROM violations v JOIN sites s ON s.id = v.site_id "
                          "WHERE s.key = 'plater'").fetchall()
         assert [x for x in v if x[1] == 1.8 and x[2] == 1.0], v                # copper 1.8 > 1.0: a violation

@@ -199,3 +199,18 @@ def test_the_office_names_the_signed_in_person_and_offers_a_year_not_over_only_a
         page = c.get("/reports/2025/checklist")
         assert page.status_code == 200 and "Sweet Creek Confections" in page.text
         assert 'id="publication-form"' not in c.get("/reports", params={"year": 2025}).text
+
+
+def test_who_took_a_sample_is_one_of_four(village):
+    db, tmp = village
+    bad = tmp / "bad.csv"
+    bad.write_text("sample_id,site,collected,analyte,value,unit,qualifier,sampled_by\n"
+                   "N-01,candy,2025-10-01 09:00,cn,0.1,mg/l,,the neighbour\n"
+                   "N-02,candy,2024-10-02 09:00,cn,0.1,mg/l,,Village\n")       # a year before: the others' counts stay
+    r = run(tmp, db, "lab", "import", str(bad), "--actor", "lab")
+    assert "line 2: sampled_by: unknown 'the neighbour' (expected village, user, village-contractor or " \
+        "user-contractor)" in r.stdout + r.stderr
+    with psycopg.connect(db.url) as conn:
+        rows = conn.execute("SELECT sample_key, sampled_by FROM lab_samples WHERE sample_key LIKE 'N-%' "
+                            "ORDER BY sample_key").fetchall()
+        assert rows == [("N-02", "potw")]
