@@ -193,6 +193,14 @@ def test_the_office_names_the_signed_in_person_and_offers_a_year_not_over_only_a
         assert r.status_code == 200 and r.headers["content-disposition"].endswith(
             f'"icis-pretreatment-{this_year}-draft.xml"') and b"<!-- DRAFT" in r.content
         assert 'id="icis-draft"' not in c.get("/reports", params={"year": 2025}).text
+        # who took each sample, on the results page and in its CSV (which imports again as it is)
+        page = c.get("/lab/results", params={"site": "sausage", "since": "2025-01-01", "until": "2025-12-31"}).text
+        assert "taken by the user&#39;s contractor" in page and "taken by the village&#39;s contractor" in page
+        csv = c.get("/lab/results.csv", params={"site": "sausage", "since": "2025-01-01", "until": "2025-12-31"}).text
+        lines = csv.splitlines()
+        col = lines[0].split(",").index("sampled_by")
+        assert [ln.split(",")[0] + ":" + ln.split(",")[col] for ln in lines[1:]] == [
+            "C-01:user-contractor", "C-02:village-contractor"]
         # the checklist page: viewable by every staff role; the publication form only for those who may issue
         c.cookies.clear()
         assert sign_in(c, "viewer").status_code == 200

@@ -39,8 +39,8 @@ def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] |
     it) and ``exceeds`` (the limits it takes part in exceeding: rule, limit, statistic,
     citation, and the average for an average), in site, time, sample, analyte order."""
     rows = list_results(conn, start, end, sites)
-    extra = {(s, k, a): (lab, meth) for s, k, a, lab, meth in conn.execute(
-        "SELECT t.key, s.sample_key, r.analyte, s.laboratory, r.method FROM lab_results_current r "
+    extra = {(s, k, a): (lab, meth, by) for s, k, a, lab, meth, by in conn.execute(
+        "SELECT t.key, s.sample_key, r.analyte, s.laboratory, r.method, s.sampled_by FROM lab_results_current r "
         "JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
         "WHERE s.collected >= %s AND s.collected < %s", (start, end)).fetchall()}
     packs = dict(conn.execute("SELECT key, pack FROM sites").fetchall())
@@ -75,17 +75,24 @@ def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] |
             if analytes and analyte not in analytes:
                 continue
             applies = with_permit if forced.get((sample, analyte), False) else without
-            lab, method = extra.get((site_key, sample, analyte), (None, None))
+            lab, method, sampled_by = extra.get((site_key, sample, analyte), (None, None, "user"))
             out.append({"site": site_key, "sample": sample, "collected": collected, "sample_type": stype,
                         "analyte": analyte, "qualifier": qual or "", "mg_l": mg_l, "non_detect": qual == "<",
                         "version": version, "entered_by": by, "entered_at": at, "laboratory": lab, "method": method,
+                        "sampled_by": sampled_by, "sampled_by_words": SAMPLED_BY_WORDS[sampled_by],
                         "limits": applies.get(analyte, []), "exceeds": exceeds.get((sample, analyte), [])})
     return out
 
 
 #: The columns of :func:`as_csv`: the lab CSV's, then what the office adds.
 CSV_COLUMNS = ("sample_id", "site", "collected", "analyte", "value", "unit", "qualifier", "sample_type", "laboratory",
-               "method", "version", "entered_by", "limits", "exceeds")
+               "method", "sampled_by", "version", "entered_by", "limits", "exceeds")
+#: ``lab_samples.sampled_by`` as the lab CSV's ``sampled_by`` column says it
+#: (:data:`lab.store.results.SAMPLED_BY`), and in words.
+SAMPLED_BY_CSV = {"potw": "village", "potw-contractor": "village-contractor", "user": "user",
+                  "user-contractor": "user-contractor"}
+SAMPLED_BY_WORDS = {"potw": "taken by the village", "potw-contractor": "taken by the village's contractor",
+                    "user": "the user's own", "user-contractor": "taken by the user's contractor"}
 
 
 def as_csv(rows: list[dict]) -> str:
@@ -96,7 +103,8 @@ def as_csv(rows: list[dict]) -> str:
     w.writerow(CSV_COLUMNS)
     for r in rows:
         w.writerow([r["sample"], r["site"], r["collected"].isoformat(), r["analyte"], f"{r['mg_l']:g}", "mg/l",
-                    r["qualifier"], r["sample_type"], r["laboratory"] or "", r["method"] or "", r["version"],
+                    r["qualifier"], r["sample_type"], r["laboratory"] or "", r["method"] or "",
+                    SAMPLED_BY_CSV[r["sampled_by"]], r["version"],
                     r["entered_by"],
                     "; ".join(f"{lim['words']} {lim['limit']:g} {lim['unit']} ({lim['citation']})" for lim in r["limits"]),
                     "; ".join(f"{x['rule']} > {x['limit']:g} {x['unit']}" for x in r["exceeds"])])
