@@ -126,7 +126,7 @@ def _dates(row: LabRow, kind: tuple, now: datetime, tz) -> None:
 def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None, correct: bool = False,
                     tz=None, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS, data: bytes | None = None,
                     dry_run: bool = False, check: bool = False, keep_rows: int = 0,
-                    only_sites: set[str] | None = None) -> ImportReport:
+                    only_sites: set[str] | None = None, submission: int | None = None) -> ImportReport:
     """Import a lab CSV into ``lab_samples``/``lab_results``; or preview it (``dry_run``).
 
     Every row is validated (see :func:`lab.readers.labcsv.read_lab_csv`; sites are those of the
@@ -170,6 +170,10 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
         (``new``, ``correction``, ``unchanged``).
     only_sites : set of str, optional
         The sites rows may name (an industrial user's own); any other is a bad row.
+    submission : int, optional
+        The portal submission (its id, ``portal_submissions``) the results came in: the
+        samples of the good rows are marked as the industrial user's own
+        (``lab_samples.submission_id``; :func:`ereport.record.accept`).
 
     Returns
     -------
@@ -201,6 +205,9 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
                 chunk = []
         if chunk:
             job.chunk(chunk)
+        if submission is not None and job.sample_ids:
+            conn.execute("UPDATE lab_samples SET submission_id = %s WHERE id = ANY(%s)",
+                         (submission, sorted(job.sample_ids)))
         conn.execute(
             "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
             (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
@@ -247,6 +254,8 @@ class _Import:
         self.last: datetime | None = None
         self.first_site: str | None = None
         self.sites_seen: set[str] = set()
+        #: the samples of the good rows (``submission``)
+        self.sample_ids: set[int] = set()
 
     def _seen(self, row: LabRow, becomes: str) -> None:
         if self.first is None or row.collected < self.first:
@@ -358,6 +367,7 @@ class _Import:
                 pversion, pvalue, pqual = prev
                 if pqual == row.qualifier and abs(pvalue - row.value_mg_l) <= 1e-12 * max(1.0, abs(pvalue)):
                     report.unchanged += 1
+                    self.sample_ids.add(sid)
                     self._seen(row, "unchanged")
                     continue
                 if not self.correct:
@@ -370,6 +380,7 @@ class _Import:
             results.append((sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
                             self.actor, reason, source, _extra(row, "method")))
             current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
+            self.sample_ids.add(sid)
             self._seen(row, "new" if version == 1 else "correction")
             if version == 1:
                 report.stored += 1

@@ -4,10 +4,11 @@ invitation page (public: the link is its own key).
 
 A GET and a POST never share a path here: Litestar 2.25 registers a path's earlier handlers
 again when another joins it, and a ``sync_to_thread`` handler registered twice is wrapped twice
-(its page becomes a coroutine, a 500). Every route names :data:`web.roles.PORTAL` (accounts of kind ``industrial-user`` only) and
-every object is checked against the account's site (:func:`web.authz.own`: another user's
-draft, upload, submission, notice or report is "not found"). The handlers call the package
-functions of :mod:`web.portal`; no rule lives here. Signing is once per form
+(its page becomes a coroutine, a 500). Every route names :data:`identity.roles.PORTAL`
+(accounts of kind ``industrial-user`` only) and every object is checked against the
+account's site (:func:`web.authz.own`: another user's draft, upload, submission, notice or
+report is "not found"). The handlers call the package
+functions of :mod:`ereport`; no rule lives here. Signing is once per form
 (:func:`web.forms.once`): a double click on "Sign and submit" gets the first one's receipt.
 """
 
@@ -23,9 +24,10 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 from markupsafe import Markup
 
+from ereport import certification, drafts, invitations, owed, record, uploads
 from foundation.errors import InputError
-from web import authz, forms, roles
-from web.portal import certification, drafts, invitations, owed, record, uploads
+from identity import roles
+from web import authz, forms
 
 PORTAL = {authz.OPT: roles.PORTAL}
 PUBLIC = {authz.OPT: roles.PUBLIC}
@@ -328,7 +330,7 @@ def _doc(conn, submission_id: int) -> dict:
 def _file(meta: dict, content: bytes) -> Response:
     """A stored file: its type as found (never the browser's), always a download."""
     return Response(content, media_type=meta["media_type"],
-                    headers={"content-disposition": uploads.disposition(meta["name"]),
+                    headers={"content-disposition": f'attachment; filename="{uploads.clean_name(meta["name"])}"',
                              "x-content-type-options": "nosniff"})
 
 
@@ -366,4 +368,4 @@ def _invitation_page(request: Request, token: str, *, status: int = 200, error: 
     return Template("portal_invite.html", status_code=status, context={
         "account": None, "nav": None, "inv": inv, "error": why, "token": token, "qr": qr, "uri": uri,
         "username": username or (invitations.suggested_username(inv) if inv else ""),
-        "password_min": __import__("web.accounts", fromlist=["PASSWORD_MIN"]).PASSWORD_MIN})
+        "password_min": __import__("identity.accounts", fromlist=["PASSWORD_MIN"]).PASSWORD_MIN})
