@@ -1,5 +1,7 @@
 """Lab results in the database: import (good rows stored, bad rows to ``dead_letters``),
-corrections as new versions (who and when in ``audit_log``), and reading them back.
+corrections as new versions (who and when in ``audit_log``), and, asked to, the months the
+file's results fall in judged (:func:`lab.store.period_checks.check_db`). Reading them back
+is :mod:`lab.store.current`'s.
 
 ``lab_results`` is append-only (a trigger refuses UPDATE and DELETE): a correction is a new
 version of the (sample, analyte) result; ``lab_results_current`` shows the latest.
@@ -24,7 +26,6 @@ import psycopg
 from foundation.actor import Actor
 from lab.ordinance import pack_timezone
 from lab.readers.labcsv import BadRow, LabReader, LabRow, check_against_earlier, parse_collected
-from lab.results_table import LabTable
 from lab.store.flow import link_composite
 
 SOURCE = "lab-import"
@@ -413,36 +414,3 @@ class _Import:
                 [(SOURCE, f"{self.path}:{b.line}", b.payload, b.reason,
                   json.dumps({"file": self.path, "line": b.line, "actor": self.actor})) for b in bad])
         self.report.bad.extend(BadRow(b.line, b.reason, "") for b in bad)
-
-
-def load_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> LabTable:
-    """Current versions of the results collected in ``[start, end)`` as a :class:`LabTable`."""
-    q = ("SELECT t.key, s.sample_key, s.collected, r.analyte, r.value_mg_l, r.qualifier = '<' "
-         "FROM lab_results_current r JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
-         "WHERE s.collected >= %s AND s.collected < %s")
-    params: list = [start, end]
-    if sites is not None:
-        q += " AND t.key = ANY(%s)"
-        params.append(list(sites))
-    rows = conn.execute(q + " ORDER BY t.key, s.collected, r.analyte", params).fetchall()
-    cols = list(zip(*rows)) if rows else [[]] * 6
-    return LabTable.from_columns(*[list(c) for c in cols])
-
-
-#: columns of :func:`list_results`
-LISTED = ("site", "sample", "collected", "sample_type", "analyte", "qualifier", "mg_l", "version",
-          "entered_by", "entered_at")
-
-
-def list_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> list[tuple]:
-    """The current version of each result collected in ``[start, end)``, one tuple of
-    :data:`LISTED` each, in site, time, sample and analyte order."""
-    q = ("SELECT t.key, s.sample_key, s.collected, s.sample_type, r.analyte, r.qualifier, r.value_mg_l, "
-         "r.version, r.entered_by, r.entered_at FROM lab_results_current r "
-         "JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
-         "WHERE s.collected >= %s AND s.collected < %s")
-    params: list = [start, end]
-    if sites:
-        q += " AND t.key = ANY(%s)"
-        params.append(list(sites))
-    return conn.execute(q + " ORDER BY t.key, s.collected, s.sample_key, r.analyte", params).fetchall()
