@@ -82,5 +82,6 @@ def test_the_issue_number_check_finds_each_shape():
     for text in ("Maintenance windows (issue 26)", "who leads run (issues 15, 20)", "Issue 20: late readings",
                  "see issue #7"):
         assert plain_words.ISSUE.search(text), text
-    for text in ("issue the notice", "issued 2026-03-02", "the issue date 2026-04-01", "bills.issue"):
+    for text in ("issue the notice", "issued 2026-03-02", "the issue date 2026-04-01", "bills.issue",
+                 "Issue 3 bills", "Issue 1 corrected bill"):
         assert not plain_words.ISSUE.search(text), text
