@@ -47,13 +47,19 @@ FORMAT = 1
 STATES = ("submitted", "accepted", "rejected", "superseded")
 
 
-class SigningRefused(Exception):
-    """The signature was not made; the text says why (in words for the page). ``status`` is
-    the HTTP status the page answers with."""
+#: Why a signature was refused (:class:`SigningRefused`): the draft or what it names is not the
+#: signer's; it was signed meanwhile or changed since it was shown; the account may not sign;
+#: the password or code was wrong; the report is not ready or the box not ticked.
+REFUSALS = ("not-found", "conflict", "forbidden", "credentials", "invalid")
 
-    def __init__(self, text: str, status: int = 400):
+
+class SigningRefused(Exception):
+    """The signature was not made; the text says why (in words for the page), ``why`` which of
+    :data:`REFUSALS` it is (the page answers with its status)."""
+
+    def __init__(self, text: str, why: str = "invalid"):
         super().__init__(text)
-        self.status = status
+        self.why = why
 
 
 @dataclass
@@ -209,18 +215,18 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
     """
     draft = drafts.get(conn, draft_id)
     if draft is None or account.kind != "industrial-user" or draft.site_id != account.site_id:
-        raise SigningRefused("There is no such draft.", 404)
+        raise SigningRefused("There is no such draft.", "not-found")
     if draft.submitted_as is not None:
-        raise SigningRefused("This draft was signed and submitted already.", 409)
+        raise SigningRefused("This draft was signed and submitted already.", "conflict")
     if not account.signatory:
         raise SigningRefused("Only an authorised signatory of your company can sign (40 CFR 403.12(l)). Your "
-                             "draft is kept; a signatory can sign it.", 403)
+                             "draft is kept; a signatory can sign it.", "forbidden")
     if account.subscriber_agreement_on is None or not account.totp:
         raise SigningRefused("Your account cannot sign yet: the utility has no subscriber agreement of yours on "
-                             "record, or the second factor is not set up.", 403)
+                             "record, or the second factor is not set up.", "forbidden")
     if reviewed != drafts.digest(draft):
         raise SigningRefused("The draft changed after this page was shown (someone edited it or uploaded a file). "
-                             "Nothing was signed: review it again.", 409)
+                             "Nothing was signed: review it again.", "conflict")
     if not confirmed:
         raise SigningRefused("Tick the box to say you have reviewed the report and make the certification. "
                              "Nothing was signed.")
@@ -232,7 +238,7 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
     auth = accounts.reauthenticate(conn, account.id, password, code, client=client, lockout_after=lockout_after,
                                    lockout_min=lockout_min)
     if auth.outcome != "ok":
-        raise SigningRefused(auth.message, 401 if auth.outcome == "refused" else 403)
+        raise SigningRefused(auth.message, "credentials" if auth.outcome == "refused" else "forbidden")
     step = int(auth.message)
     signer = auth.account
     if draft.kind == "self-monitoring" and not any(f.role == "lab-csv" for f in files):
@@ -246,10 +252,10 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
         if draft.supersedes is not None:
             old = get(conn, draft.supersedes)
             if old is None or old.site_id != draft.site_id:
-                raise SigningRefused("The report this corrects is not yours.", 404)
+                raise SigningRefused("The report this corrects is not yours.", "not-found")
             if old.superseded_by:
                 raise SigningRefused(f"{old.number} was corrected already by {old.superseded_by}: correct that one.",
-                                     409)
+                                     "conflict")
             supersedes = old.number
         doc = {
             "format": f"sewerwatch portal submission {FORMAT}", "number": number, "kind": draft.kind,
@@ -287,7 +293,7 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
                                                                "supersedes": supersedes})
         if conn.execute("UPDATE portal_drafts SET submitted_as = %s, updated_at = now() WHERE id = %s AND "
                         "submitted_as IS NULL", (sid, draft.id)).rowcount != 1:     # signed meanwhile, by another
-            raise SigningRefused("This draft was signed and submitted already.", 409)
+            raise SigningRefused("This draft was signed and submitted already.", "conflict")
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'portal-submitted', %s, %s)",
                      (signer.username, f"submission:{number}", json.dumps({"via": "web", "sha256": sha,
                                                                            "site": site["key"], "kind": draft.kind})))
@@ -311,7 +317,7 @@ def _record_receipt(conn, draft, number: str, sha: str, signer, signed_at: datet
     if what == "notice":
         n = notices.notice(conn, ref)
         if n["site"] != site["key"]:
-            raise SigningRefused("That notice is not yours.", 404)
+            raise SigningRefused("That notice is not yours.", "not-found")
         if n["state"] == "issued":
             notices.respond(conn, n["number"], day, by=signer.username, note=note)
             return f"notice {n['number']}: response received {day.isoformat()}"
@@ -319,7 +325,7 @@ def _record_receipt(conn, draft, number: str, sha: str, signer, signed_at: datet
     if what == "report":
         r = reports.report(conn, int(ref))
         if r["site"] != site["key"]:
-            raise SigningRefused("That report is not yours.", 404)
+            raise SigningRefused("That report is not yours.", "not-found")
         if r["received_on"] is None:
             reports.receive(conn, int(ref), day, by=signer.username, note=note, at=signed_at)
             return f"report {ref}: received {day.isoformat()}"

@@ -35,6 +35,9 @@ FORM = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]
 MULTIPART = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]
 
 
+#: The HTTP status of each refusal of a signature (:data:`ereport.record.REFUSALS`).
+REFUSED_STATUS = {"not-found": 404, "conflict": 409, "forbidden": 403, "credentials": 401, "invalid": 400}
+
 def _ctx(request: Request, **kw) -> dict:
     return {"account": request.state.account, "nav": kw.pop("nav", "portal"), **kw}
 
@@ -239,7 +242,7 @@ def routes(office) -> list:
         try:        # once per form: a double click gets the first one's receipt; a refusal's failure is counted
             done = forms.once(request, data, "portal.sign", act, keep=(record.SigningRefused,))
         except record.SigningRefused as exc:
-            return _sign_page(request, draft_id, status=exc.status, error=str(exc))
+            return _sign_page(request, draft_id, status=REFUSED_STATUS[exc.why], error=str(exc))
         if not done.again:
             office.read(lambda conn: record.mail_receipt(conn, record.get(conn, done.outcome["submission"]),
                                                          office.mailer, office.utility, office.tz))
