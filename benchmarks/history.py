@@ -14,7 +14,7 @@ slug every 45th.
   per second the server can hand out at all (the read ceiling), the faster of ``psql``
   into ``/dev/null`` and psycopg reading the COPY and dropping it (both are shown).
 - memory: peak RSS of ``sewerwatch check --from --to`` as a process of its own for 1 day
-  and for ``DAYS - 1`` days (the issue's bound: the long range at most 1.5 × the short
+  and for ``DAYS - 1`` days (the bound asked of it: the long range at most 1.5 × the short
   one plus 150 MB).
 
 ``ratio`` = judged per second / the read ceiling. Other uses::

@@ -114,8 +114,8 @@ def load(url: str, hours: float, log=print) -> int:
 
 
 def bare_account(conn) -> None:
-    """The query every signed-in request makes: the session's account (web.accounts.by_id)."""
-    from web.accounts import COLS
+    """The query every signed-in request makes: the session's account (identity.accounts.by_id)."""
+    from identity.accounts import COLS
     conn.execute(f"SELECT {', '.join(COLS)} FROM web_accounts WHERE id = %s", (1,)).fetchone()
 
 
@@ -127,8 +127,8 @@ def bare_today(conn) -> None:
 
 
 def bare_site(conn, key: str) -> None:
-    from web.queries.site import BUCKETS_SQL
     from web.chart import BUCKETS
+    from web.queries.site import BUCKETS_SQL
     bare_account(conn)
     row = conn.execute("SELECT id FROM sites WHERE key = %s", (key,)).fetchone()
     sensors = conn.execute("SELECT s.id FROM sensors s LEFT JOIN LATERAL (SELECT time, value, quality FROM readings r "
@@ -149,8 +149,8 @@ def measure(url: str, state: Path) -> dict:
 
     import httpx
 
+    from identity import accounts
     from sewerwatch.services.scratch import free_port
-    from web import accounts
 
     with psycopg.connect(url, autocommit=True) as conn:
         accounts.add(conn, "bench", "Bench Mark", "viewer", PASSWORD, actor=Actor("bench", "cli"))

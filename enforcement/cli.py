@@ -562,13 +562,13 @@ def _notice_close(args, ctx) -> int:
 
 
 def _notice_escalate(args, ctx) -> int:
-    from enforcement import notices   # lazy
+    from enforcement import escalation, notices   # lazy
     from enforcement.documents.notice_page import write_notice
 
     guide, head = _guide_and_head(ctx)
     with ctx.connect("owner") as conn:
-        old, new = notices.escalate(conn, args.notice, _today(ctx, args.on), guide, head, note=args.note,
-                                    actor=_actor(args))
+        old, new = escalation.escalate(conn, args.notice, _today(ctx, args.on), guide, head, note=args.note,
+                                       actor=_actor(args))
         reason = next((e["detail"].get("reason") for e in reversed(notices.events(conn, old["id"]))
                        if e["event"] == "escalated"), None)
     html_path, pdf_path, _pdf = write_notice(new["document"], None, args.out)

@@ -1,14 +1,13 @@
-"""Escalation only on purpose: which notice already answers a finding, and what escalating a
-notice drafts and why.
+"""Escalation only on purpose: what escalating a notice drafts and why.
 
 A violation, a violation alert or a finding answered by a notice is answered once: drafting
-a second notice from it is refused (:func:`refuse_if_covered`, called by
-:func:`enforcement.notices.draft`), naming the notice that exists. Without this a second draft
-counted the first notice as a recurrence and the guide's row for a second finding of the kind
-picked the next action (an administrative order for the same copper result). The guide's
-next step after a notice is drafted only by escalating that notice (:func:`escalate`), and
-only when the guide's condition for it holds (:func:`plan`): the notice went unanswered by its
-deadline, or its response was recorded and is found inadequate (a note says why). The plan
+a second notice from it is refused by :func:`enforcement.notices.draft` itself
+(:func:`enforcement.notices.refuse_if_covered`), naming the notice that exists. Without this a
+second draft counted the first notice as a recurrence and the guide's row for a second finding
+of the kind picked the next action (an administrative order for the same copper result). The
+guide's next step after a notice is drafted only by escalating that notice (:func:`escalate`),
+and only when the guide's condition for it holds (:func:`plan`): the notice went unanswered by
+its deadline, or its response was recorded and is found inadequate (a note says why). The plan
 states the reason and the guide's own words (``reason`` of its ``[[escalations]]`` row) before
 anything is drafted: the office shows it on a confirmation page, ``sewerwatch notice escalate``
 prints it. A notice is escalated once: a second escalation is refused naming the order it led to.
@@ -25,59 +24,12 @@ from enforcement import notices as nt
 from enforcement.guide import Guide
 from lab.documents.pdf import Letterhead
 
-#: the kinds of finding a notice drafted from a violation (or a violation alert) has
-VIOLATION_KINDS = ("violation", "lab-violation")
-
-
-def covering(conn, *, violation_ids=(), finding_id: int | None = None, alert_id: int | None = None) -> list[dict]:
-    """The notices drafted from these violations, this alert or this finding, with those
-    their escalations drafted, oldest first (:func:`enforcement.notices.notice` rows).
-
-    A notice from a violation alert covers every episode the alert covered (its document's
-    ``violation_ids``); a notice drafted from a recorded finding (e.g. interference) linked to
-    a violation covers that finding, not the violation's own limit.
-    """
-    ids = [int(i) for i in violation_ids if i is not None]
-    where = ("(n.finding_kind = ANY(%(kinds)s) AND (n.violation_id = ANY(%(v)s) OR EXISTS (SELECT 1 FROM "
-             "jsonb_array_elements_text(CASE jsonb_typeof(n.document->'finding'->'violation_ids') WHEN 'array' "
-             "THEN n.document->'finding'->'violation_ids' ELSE '[]'::jsonb END) x WHERE x::int = ANY(%(v)s)) "
-             "OR (jsonb_typeof(n.document->'finding'->'alert_id') = 'number' "
-             "AND (n.document->'finding'->>'alert_id')::int = %(a)s))) "
-             "OR (%(f)s::int IS NOT NULL AND n.finding_id = %(f)s)")
-    return nt._notice_rows(conn, where, {"kinds": list(VIOLATION_KINDS), "v": ids, "a": alert_id, "f": finding_id})
-
-
-def standing(n: dict) -> str:
-    """Where notice ``n`` stands, in words: ``issued 2026-03-02, response due 2026-04-01``."""
-    s = n["state"]
-    if s == "drafted":
-        return f"drafted {n['drafted_on']}, not issued"
-    if s == "issued":
-        return f"issued {n['issued_on']}, response due {n['response_due']}"
-    if s == "response-received":
-        return f"issued {n['issued_on']}, response received {n['response_received_on']}"
-    if s == "closed":
-        return f"closed {n['closed_on']}"
-    return "escalated"
-
-
-def refuse_if_covered(conn, ref: str, **which) -> None:
-    """Raise :class:`foundation.errors.InputError` when a notice covers the subject ``ref``
-    (``violation 12``, ``alert 3``, ``finding 5``; ``which`` as :func:`covering`), naming the
-    latest notice of its chain: a second notice is drafted only by escalating that one."""
-    ns = covering(conn, **which)
-    if ns:
-        n = ns[-1]
-        raise InputError(f"{ref} has a notice already: {n['document']['title'].lower()} {n['number']} "
-                         f"({standing(n)}); the next notice for it is drafted only by escalating {n['number']}")
-
-
 def _refuse_twice(conn, n: dict) -> None:
     later = nt.notice(conn, n["escalated_to"]) if n["escalated_to"] else None
     if later is None:
         raise InputError(f"notice {n['number']} is escalated already")
     raise InputError(f"notice {n['number']} was escalated already: {later['document']['title'].lower()} "
-                     f"{later['number']} ({standing(later)}) carries it on")
+                     f"{later['number']} ({nt.standing(later)}) carries it on")
 
 
 def plan(conn, n: dict, guide: Guide, on: date) -> dict:

@@ -525,8 +525,6 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
     }
     with conn.transaction():
         if escalated_from is None:      # one notice per subject: the next is drafted by escalating it
-            from enforcement.escalation import refuse_if_covered
-
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('notice-draft'), %s)", (s.id,))
             if subject["finding_id"] is not None:
                 refuse_if_covered(conn, f"finding {subject['finding_id']}", finding_id=subject["finding_id"])
@@ -572,6 +570,53 @@ def notice(conn, ref: int | str) -> dict:
 def list_notices(conn, site_key: str | None = None, states: tuple[str, ...] | None = None) -> list[dict]:
     return [n for n in _notice_rows(conn, "(%s::text IS NULL OR s.key = %s)", (site_key, site_key))
             if states is None or n["state"] in states]
+
+
+#: the kinds of finding a notice drafted from a violation (or a violation alert) has
+VIOLATION_KINDS = ("violation", "lab-violation")
+
+
+def covering(conn, *, violation_ids=(), finding_id: int | None = None, alert_id: int | None = None) -> list[dict]:
+    """The notices drafted from these violations, this alert or this finding, with those
+    their escalations drafted, oldest first (:func:`notice` rows).
+
+    A notice from a violation alert covers every episode the alert covered (its document's
+    ``violation_ids``); a notice drafted from a recorded finding (e.g. interference) linked to
+    a violation covers that finding, not the violation's own limit.
+    """
+    ids = [int(i) for i in violation_ids if i is not None]
+    where = ("(n.finding_kind = ANY(%(kinds)s) AND (n.violation_id = ANY(%(v)s) OR EXISTS (SELECT 1 FROM "
+             "jsonb_array_elements_text(CASE jsonb_typeof(n.document->'finding'->'violation_ids') WHEN 'array' "
+             "THEN n.document->'finding'->'violation_ids' ELSE '[]'::jsonb END) x WHERE x::int = ANY(%(v)s)) "
+             "OR (jsonb_typeof(n.document->'finding'->'alert_id') = 'number' "
+             "AND (n.document->'finding'->>'alert_id')::int = %(a)s))) "
+             "OR (%(f)s::int IS NOT NULL AND n.finding_id = %(f)s)")
+    return _notice_rows(conn, where, {"kinds": list(VIOLATION_KINDS), "v": ids, "a": alert_id, "f": finding_id})
+
+
+def standing(n: dict) -> str:
+    """Where notice ``n`` stands, in words: ``issued 2026-03-02, response due 2026-04-01``."""
+    s = n["state"]
+    if s == "drafted":
+        return f"drafted {n['drafted_on']}, not issued"
+    if s == "issued":
+        return f"issued {n['issued_on']}, response due {n['response_due']}"
+    if s == "response-received":
+        return f"issued {n['issued_on']}, response received {n['response_received_on']}"
+    if s == "closed":
+        return f"closed {n['closed_on']}"
+    return "escalated"
+
+
+def refuse_if_covered(conn, ref: str, **which) -> None:
+    """Raise :class:`foundation.errors.InputError` when a notice covers the subject ``ref``
+    (``violation 12``, ``alert 3``, ``finding 5``; ``which`` as :func:`covering`), naming the
+    latest notice of its chain: a second notice is drafted only by escalating that one."""
+    ns = covering(conn, **which)
+    if ns:
+        n = ns[-1]
+        raise InputError(f"{ref} has a notice already: {n['document']['title'].lower()} {n['number']} "
+                         f"({standing(n)}); the next notice for it is drafted only by escalating {n['number']}")
 
 
 def events(conn, notice_id: int) -> list[dict]:
@@ -699,15 +744,6 @@ def close(conn, ref, closed_on: date, *, by: str | None = None, note: str | None
         conn.execute("UPDATE notices SET state = 'closed', closed_on = %s WHERE id = %s", (closed_on, n["id"]))
         _event(conn, n["id"], "closed", n["state"], "closed", by, note, detail={"closed_on": closed_on.isoformat()})
     return notice(conn, n["id"])
-
-
-def escalate(conn, ref, on: date, guide: Guide, head: Letterhead, *, by: str | None = None,
-             note: str | None = None, actor: Actor | None = None) -> tuple[dict, dict]:
-    """Escalate a notice: mark it ``escalated`` and draft the guide's next action; return both
-    (:func:`enforcement.escalation.escalate`: only when the guide's condition holds, once)."""
-    from enforcement import escalation
-
-    return escalation.escalate(conn, ref, on, guide, head, by=by, note=note, actor=actor)
 
 
 #: The free-text parts of a notice an action may allow to be edited (the guide's ``editable``).

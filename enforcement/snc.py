@@ -34,14 +34,14 @@ import numpy as np
 from enforcement import asof
 from enforcement import findings as fnd
 from enforcement.findings import SNC_CITATION, SNC_WORDS, sites  # noqa: F401 - SNC_CITATION: the CLI's
-from foundation.errors import InputError
 from enforcement.periods import Period, local_date
 from enforcement.settings import Settings
+from foundation.errors import InputError
 from lab.checks.snc import pack_limits, snc_counts
 from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.ordinance import pack_timezone
 from lab.results_table import iso
-from lab.store.results import load_results
+from lab.store.current import load_results
 from limits.permit_store import current_permits
 
 CRITERIA = ("A", "B", "C", "D", "E", "F", "G", "H")

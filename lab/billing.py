@@ -21,7 +21,7 @@ import numpy as np
 
 from foundation import moments
 from foundation.errors import InputError
-from lab.charges import BillInputs, charges, late_terms, rates_given
+from lab.charges import BillInputs, charges, late_terms, rates_given, surcharged
 from lab.checks.compliance import check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.formulas.money import cents
@@ -29,9 +29,9 @@ from lab.formulas.nondetect import substitute
 from lab.formulas.volumes import loading_lb
 from lab.ordinance import loading_limits, pack_timezone
 from lab.readers.rates import read_rates, read_rates_file
+from lab.store.current import load_results
 from lab.store.flow import period_volume, stored_violations
 from lab.store.rates import stated
-from lab.store.results import load_results
 from limits.days import by_site_and_rule
 from limits.packs import ANALYTES as CONCENTRATION
 from limits.permit_store import current_permits
@@ -212,13 +212,6 @@ def unknown_volumes(bills: list[dict]) -> str | None:
     if not missing:
         return None
     return "volume unknown for " + "; ".join(missing)
-
-
-def surcharged(pack: str) -> bool:
-    """Whether ``pack`` charges a strength surcharge priced per pound (its formula ``epa-model-2``,
-    or one the ordinance leaves to the rates file)."""
-    from limits.packs import load_pack
-    return any(c.formula == "epa-model-2" or c.formula_from for c in load_pack(pack).charges)
 
 
 def build_bills(conn, quarter: str, rates_path: str, issued: date | None = None, non_detect: str = "zero",

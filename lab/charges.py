@@ -427,6 +427,12 @@ def rates_given(p: Provision, rates_doc: dict, site: str, rates_source: str) -> 
 
 # --- the pack-aware forms of the formulas ------------------------------------------------
 
+def surcharged(pack: str) -> bool:
+    """Whether ``pack`` charges a strength surcharge priced per pound (its formula ``epa-model-2``,
+    or one the ordinance leaves to the rates file)."""
+    return any(c.formula == "epa-model-2" or c.formula_from for c in load_pack(pack).charges)
+
+
 def surcharge_provision(pack: str, rates_doc: dict | None = None, rates_source: str = "rates"
                         ) -> tuple[Provision, dict]:
     """The pack's surcharge (its ``epa-model-2`` charge, or the one the village adopted where

@@ -24,7 +24,7 @@ from foundation.errors import InputError
 #: 2: the file could not be read at all), so that a script importing nightly notices.
 DEAD_LETTERS_EXIT = 4
 from lab import permit_cli, rates_cli
-from lab.permit_cli import village_tz
+from lab.permit_cli import print_check, village_tz
 
 
 def register(sub) -> None:
@@ -281,38 +281,8 @@ def _lab_check(args: argparse.Namespace, ctx) -> int:
     return 0
 
 
-def print_check(res: dict, tz, permits_needed: bool = True) -> None:
-    """``lab check``'s (and ``permit check``'s) findings, one line each: the local day, the
-    value and the limit stated as the ordinance or permit states it."""
-    from lab.checks.compliance import day_ranges    # lazy: see the module docstring
-    from lab.checks.permit import reason_words
-    from limits.statements import of_violation, quantity
-
-    for v in res["violations"]:
-        day = datetime.fromisoformat(v["start"].replace("Z", "+00:00")).astimezone(tz).date()
-        print(f"{v['site']:<16} {v['rule']:<18} {day} {quantity(v['peak'], v['unit'])}: the limit is "
-              f"{of_violation(v)} ({v['citation']})" + (f"\n{'':<17}{v['stricter_of']}" if v.get("stricter_of") else ""))
-    for x in res["incomplete"]:
-        print(f"{x['site']:<16} {x['rule']:<18} {x['note']}")
-    for st in res["standing"]:
-        if st["state"] != "in-force":
-            print(f"{st['site']:<16} permit {st['permit']}: {permit_cli.STATE_WORDS.get(st['state'], st['state'])} "
-                  f"(term ends {st['term_end']}; {st['citation']})")
-    for d in res["days_of_violation"]:
-        print(f"{d['site']:<16} {d['rule']:<18} {d['days']} day(s) of violation: {day_ranges(d['dates'])}")
-    if permits_needed:
-        for p in res["permits"]:
-            if p["required"]:
-                print(f"{p['site']:<16} discharge permit required: " + "; ".join(reason_words(r) for r in p["reasons"]))
-        for s in res["snc"]:
-            if s["snc"]:
-                kind = "chronic" if s["chronic"] else "technical review criteria"
-                print(f"{s['site']:<16} significant noncompliance ({kind}) {s['parameter']} "
-                      f"{s['window_start'][:10]}..{s['window_end'][:10]}")
-
-
 def _lab_list(args: argparse.Namespace, ctx) -> int:
-    from lab.store.results import LISTED, list_results   # lazy: see the module docstring
+    from lab.store.current import LISTED, list_results   # lazy: see the module docstring
 
     start, end = _period(args, ctx)
     with ctx.connect("owner") as conn:
@@ -503,7 +473,8 @@ def _bills_pay(args: argparse.Namespace, ctx) -> int:
 def _bill(args: argparse.Namespace, ctx) -> int:
     # lazy (see the module docstring): matplotlib alone takes about half a second to import
     from lab import bill_runs
-    from lab.billing import build_bills, quarter_bounds, surcharged
+    from lab.billing import build_bills, quarter_bounds
+    from lab.charges import surcharged
     from lab.documents.bill_page import summary, write_bills
     from lab.documents.pdf import letterhead
     from lab.readers.rates import read_non_detect_policy, read_rates

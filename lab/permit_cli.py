@@ -1,4 +1,5 @@
-"""CLI: ``sewerwatch permit import|list|show|check`` (registered by :func:`lab.cli.register`).
+"""CLI: ``sewerwatch permit import|list|show|check`` (registered by :func:`lab.cli.register`),
+and the findings of a check as ``lab check`` and ``permit check`` print them (:func:`print_check`).
 
 Discharge permits as data (palmyra-wi, 003_44f871d49a02d8f5.txt §13.54; the file format is
 :mod:`limits.permits`'s). ``import`` stores a permit file as a new version when it changed
@@ -13,7 +14,7 @@ As in :mod:`lab.cli`, the work is imported inside the handlers.
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 from foundation import moments
@@ -28,8 +29,6 @@ def village_tz(ctx):
 
 def day(ctx, text: str | None, what: str) -> date:
     """A date option (:func:`foundation.moments.day`); today in the village when not given."""
-    from datetime import datetime
-
     return moments.day(text, what) if text else datetime.now(village_tz(ctx)).date()
 
 
@@ -71,6 +70,36 @@ def register(sub) -> None:
 STATE_WORDS = {"in-force": "in force", "renewal-due": "term ends soon: renews automatically unless notice is given",
                "expires-soon": "ends soon (notice given or no renewal)", "expired": "EXPIRED",
                "not-yet-effective": "not yet in effect"}
+
+
+def print_check(res: dict, tz, permits_needed: bool = True) -> None:
+    """``lab check``'s (and ``permit check``'s) findings, one line each: the local day, the
+    value and the limit stated as the ordinance or permit states it."""
+    from lab.checks.compliance import day_ranges    # lazy: see the module docstring
+    from lab.checks.permit import reason_words
+    from limits.statements import of_violation, quantity
+
+    for v in res["violations"]:
+        day = datetime.fromisoformat(v["start"].replace("Z", "+00:00")).astimezone(tz).date()
+        print(f"{v['site']:<16} {v['rule']:<18} {day} {quantity(v['peak'], v['unit'])}: the limit is "
+              f"{of_violation(v)} ({v['citation']})" + (f"\n{'':<17}{v['stricter_of']}" if v.get("stricter_of") else ""))
+    for x in res["incomplete"]:
+        print(f"{x['site']:<16} {x['rule']:<18} {x['note']}")
+    for st in res["standing"]:
+        if st["state"] != "in-force":
+            print(f"{st['site']:<16} permit {st['permit']}: {STATE_WORDS.get(st['state'], st['state'])} "
+                  f"(term ends {st['term_end']}; {st['citation']})")
+    for d in res["days_of_violation"]:
+        print(f"{d['site']:<16} {d['rule']:<18} {d['days']} day(s) of violation: {day_ranges(d['dates'])}")
+    if permits_needed:
+        for p in res["permits"]:
+            if p["required"]:
+                print(f"{p['site']:<16} discharge permit required: " + "; ".join(reason_words(r) for r in p["reasons"]))
+        for s in res["snc"]:
+            if s["snc"]:
+                kind = "chronic" if s["chronic"] else "technical review criteria"
+                print(f"{s['site']:<16} significant noncompliance ({kind}) {s['parameter']} "
+                      f"{s['window_start'][:10]}..{s['window_end'][:10]}")
 
 
 def _import(args, ctx) -> int:
@@ -238,8 +267,6 @@ def _check(args, ctx) -> int:
         print(json.dumps(res, indent=2, default=str))
         return 0
     from lab.checks.permit import reason_words   # lazy
-    from lab.cli import print_check
-
     for st in res["standing"]:
         print(f"{st['site']:<16} permit {st['permit']}: {STATE_WORDS.get(st['state'], st['state'])} "
               f"(term ends {st['term_end']}, {st['days_left']} days; {st['citation']})")

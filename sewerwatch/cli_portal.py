@@ -2,7 +2,7 @@
 invite a person, list the portal's people, revoke an account or an invitation, the review
 queue, a copy of record with its hash checked again, accept and reject (the signatory told by
 mail), and an accepted permit application's permit version. Each calls the function the
-coordinator's pages call (:mod:`web.portal.invitations`, :mod:`web.portal.record`) with the
+coordinator's pages call (:mod:`ereport.invitations`, :mod:`ereport.record`) with the
 operating-system user as the actor."""
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ def _when(ctx, t) -> str:
 
 
 def _invite(args, ctx) -> int:
+    from ereport.invitations import InviteLinks, invite
+    from ereport.mail import Mailer
     from foundation import secrets
     from foundation.config import WebOptions
-    from web.portal.invitations import InviteLinks, invite
-    from web.portal.mail import Mailer
 
     cfg = ctx.config
     opts = cfg.web or WebOptions()
@@ -97,7 +97,7 @@ def _invite(args, ctx) -> int:
 
 
 def _people(args, ctx) -> int:
-    from web.portal.invitations import people
+    from ereport.invitations import people
 
     with ctx.connect("owner") as conn:
         found = people(conn, args.site)
@@ -119,7 +119,7 @@ def _people(args, ctx) -> int:
 
 
 def _revoke(args, ctx) -> int:
-    from web.portal.invitations import revoke, revoke_invitation
+    from ereport.invitations import revoke, revoke_invitation
 
     if (args.username is None) == (args.invitation is None):
         raise InputError("portal revoke: name an account (USERNAME) or an invitation (--invitation ID), one of them")
@@ -134,7 +134,7 @@ def _revoke(args, ctx) -> int:
 
 
 def _submissions(args, ctx) -> int:
-    from web.portal import record
+    from ereport import record
 
     states = record.STATES if args.state == "all" else (args.state,)
     with ctx.connect("owner") as conn:
@@ -151,7 +151,7 @@ def _submissions(args, ctx) -> int:
 
 
 def _find(conn, number: str):
-    from web.portal import record
+    from ereport import record
     sub = record.by_number(conn, number)
     if sub is None:
         raise InputError(f"no submission {number} ('sewerwatch portal submissions --state all' lists them)")
@@ -161,7 +161,7 @@ def _find(conn, number: str):
 def _show(args, ctx) -> int:
     import sys
 
-    from web.portal import record
+    from ereport import record
 
     with ctx.connect("owner") as conn:
         sub = _find(conn, args.number)
@@ -184,9 +184,9 @@ def _show(args, ctx) -> int:
 
 
 def _review(args, ctx, decision: str, reason: str | None = None):
+    from ereport import record
+    from ereport.mail import Mailer
     from foundation.config import WebOptions
-    from web.portal import record
-    from web.portal.mail import Mailer
 
     cfg = ctx.config
     opts = cfg.web or WebOptions()
@@ -222,7 +222,7 @@ def _reject(args, ctx) -> int:
 def _permit(args, ctx) -> int:
     from pathlib import Path
 
-    from web.portal import record
+    from ereport import record
 
     with ctx.connect("owner", autocommit=True) as conn:
         sub = _find(conn, args.number)

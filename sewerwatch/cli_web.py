@@ -1,6 +1,6 @@
 """CLI: ``sewerwatch web`` (the office alone) and ``sewerwatch users ...`` (its accounts).
 
-``users`` calls the account functions of :mod:`web.accounts` with the operating-system
+``users`` calls the account functions of :mod:`identity.accounts` with the operating-system
 user as the actor, as the office calls them with the signed-in account. A password is never
 an argument: it is asked twice on a terminal, or read as one line from standard input with
 ``--password-stdin`` (provisioning scripts).
@@ -58,7 +58,7 @@ def register(sub) -> None:
 
 
 def _password(args, username: str) -> str:
-    from web.accounts import check_password
+    from identity.accounts import check_password
 
     if args.password_stdin:
         line = sys.stdin.readline()
@@ -82,7 +82,7 @@ def _actor():
 
 
 def _add(args, ctx) -> int:
-    from web import accounts
+    from identity import accounts
 
     password = _password(args, args.username)
     with ctx.connect("owner") as conn:
@@ -92,8 +92,8 @@ def _add(args, ctx) -> int:
 
 
 def _list(args, ctx) -> int:
-    from web import accounts
-    from web.roles import ROLE_WORDS
+    from identity import accounts
+    from identity.roles import ROLE_WORDS
 
     with ctx.connect("owner") as conn:
         accs = accounts.list_accounts(conn)
@@ -117,7 +117,7 @@ def _list(args, ctx) -> int:
 
 
 def _state(args, ctx) -> int:
-    from web import accounts
+    from identity import accounts
 
     with ctx.connect("owner") as conn:
         fn = accounts.disable if args.action == "disable" else accounts.enable
@@ -128,7 +128,7 @@ def _state(args, ctx) -> int:
 
 
 def _reset(args, ctx) -> int:
-    from web import accounts
+    from identity import accounts
 
     password = _password(args, args.username)
     with ctx.connect("owner") as conn:
@@ -138,7 +138,7 @@ def _reset(args, ctx) -> int:
 
 
 def _role(args, ctx) -> int:
-    from web import accounts
+    from identity import accounts
 
     with ctx.connect("owner") as conn:
         acc = accounts.set_role(conn, args.username, args.role, actor=_actor())
@@ -147,7 +147,7 @@ def _role(args, ctx) -> int:
 
 
 def _totp(args, ctx) -> int:
-    from web import accounts
+    from identity import accounts
 
     with ctx.connect("owner") as conn:
         if args.off:

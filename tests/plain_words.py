@@ -32,7 +32,9 @@ SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\[\d+\]")
 PATH = re.compile(r"(?<![\w])(?:[\w.-]+/)+[\w.-]+\.(?:toml|py|csv|json|html|sql|txt|md)\b|\b[\w-]+\.py\b")
 EXCEPTION = re.compile(r"\b(?:[A-Z][a-z]+)+(?:Error|Exception|Warning)\b|\bTraceback\b|\bErrno\b")
 NEGATIVE = re.compile(r"(?<![\w.])-\d+(?:\.\d+)?\s*(?:days?|hours?|minutes?|seconds?|weeks?|months?|years?|[dhms])\b")
-ISSUE = re.compile(r"\((?:see )?issues? \d+[^)]*\)|\bissue #\d+")
+#: A tracker's issue number, however written: "issue 26", "(issues 15, 20)", "Issue #7"; not the
+#: verb with a count ("Issue 3 bills", the bill run's button).
+ISSUE = re.compile(r"\b[Ii]ssues?\s+#?\d+(?!\d|\s+(?:corrected\s+)?bills?\b)")
 #: Chemical names and CAS-style numbers of the analyte catalogue written as an ordinance does.
 CHEMICAL = re.compile(r"^\d[\d,]*-")
 

@@ -14,7 +14,7 @@ import pyotp
 
 from foundation.actor import Actor
 from support import add_site_and_sensors
-from web import accounts
+from identity import accounts
 
 ADMIN = Actor("test-admin", "cli")
 PASSWORD = "correct horse battery"

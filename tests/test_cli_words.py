@@ -2,14 +2,26 @@
 configuration or table keys (snake_case), issue numbers, subscripts, Python exception
 names, negative durations or file paths of this checkout (``tests/plain_words.py``). Every
 help is also drawn, so a help text argparse cannot format (a bare ``%``) fails here, not at
-the user's terminal."""
+the user's terminal.
+
+Text that outlives the tracker: no issue number anywhere in the package tree either (every
+``.py``, template, style sheet, script and package README of the packages that
+``pyproject.toml`` lists, the benchmarks and the scripts): a docstring says what a module owns
+and why, a commit message says which issue. The migrations are left as they are (their
+checksums are their record)."""
 
 from __future__ import annotations
 
 import argparse
+import tomllib
+from pathlib import Path
 
 import plain_words
 from sewerwatch import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+#: What the tree test reads: source, templates, styles, scripts and READMEs.
+TEXT_SUFFIXES = {".py", ".html", ".md", ".css", ".js", ".toml", ".txt", ""}
 
 #: The shapes refused in help. Command names and the values an option takes (a pack's id,
 #: ``industrial-user``) are what a person types, so kebab-case words are not refused; the
@@ -44,3 +56,32 @@ def test_the_refusal_finds_what_it_looks_for():
     assert plain_words.internal("from examples/permits/plating.toml")
     assert plain_words.internal("state renewal-due") and plain_words.internal("rule cu-daily-max")
     assert not plain_words.internal("a self-monitoring report, issued 2026-03-02, expired 33 days ago")
+
+
+def _tree() -> list[Path]:
+    roots = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["root_packages"]
+    files = []
+    for top in [*roots, "benchmarks", "scripts"]:
+        for f in sorted((ROOT / top).rglob("*")):
+            if (f.is_file() and f.suffix in TEXT_SUFFIXES and "migrations" not in f.parts
+                    and "__pycache__" not in f.parts and "previews" not in f.parts):
+                files.append(f)
+    return files
+
+
+def test_no_issue_number_in_the_package_tree():
+    files = _tree()
+    assert len(files) > 250 and ROOT / "ereport" / "README.md" in files
+    found = [f"{f.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+             for f in files for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if plain_words.ISSUE.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_the_issue_number_check_finds_each_shape():
+    for text in ("Maintenance windows (issue 26)", "who leads run (issues 15, 20)", "Issue 20: late readings",
+                 "see issue #7"):
+        assert plain_words.ISSUE.search(text), text
+    for text in ("issue the notice", "issued 2026-03-02", "the issue date 2026-04-01", "bills.issue",
+                 "Issue 3 bills", "Issue 1 corrected bill"):
+        assert not plain_words.ISSUE.search(text), text

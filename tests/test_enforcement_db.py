@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 import pytest
 
-from enforcement import due, findings, milestones, notices, reports, snc
+from enforcement import due, escalation, findings, milestones, notices, reports, snc
 from enforcement.guide import load_guide
 from enforcement.periods import snc_period
 from enforcement.settings import DEFAULT_GUIDE, Settings
@@ -222,7 +222,7 @@ def test_a_notice_unanswered_by_its_deadline_raises_an_alert_and_is_escalated(db
         assert row == ("enforcement", "notice-unanswered", "open")
         assert not [a for a in due.raise_alerts(conn, at(date(2026, 7, 18)), SETTINGS, GUIDE)
                     if a[3]["kind"] == "notice-unanswered"]                                   # once
-        old, new = notices.escalate(conn, "NOV-2026-001", date(2026, 7, 17), GUIDE, HEAD, by="supt")
+        old, new = escalation.escalate(conn, "NOV-2026-001", date(2026, 7, 17), GUIDE, HEAD, by="supt")
         assert (old["state"], old["escalated_to"]) == ("escalated", new["id"])
         assert (new["number"], new["action"], new["respond_within_days"], new["escalated_from"], new["state"]) == \
             ("AO-2026-001", "administrative-order", 15, old["id"], "drafted")
@@ -249,7 +249,7 @@ def test_notice_lifecycle_to_closed_and_refused_moves(db):
         n = notices.close(conn, n["number"], date(2026, 7, 2), note="report accepted")
         assert (n["state"], n["closed_on"]) == ("closed", date(2026, 7, 2))
         with pytest.raises(Exception, match="is closed: it can go to nothing: it is final, not escalated"):
-            notices.escalate(conn, n["number"], date(2026, 7, 3), GUIDE, HEAD)
+            escalation.escalate(conn, n["number"], date(2026, 7, 3), GUIDE, HEAD)
         assert [e["event"] for e in notices.events(conn, n["id"])] == ["drafted", "issued", "response-received", "closed"]
         assert conn.execute("SELECT count(*) FROM audit_log WHERE object = %s", (f"notice:{n['id']}",)).fetchone()[0] == 4
 

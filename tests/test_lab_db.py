@@ -12,8 +12,9 @@ import numpy as np
 import psycopg
 import pytest
 
+from lab.store.current import load_results
 from lab.store.flow import composite_loadings, period_volume
-from lab.store.results import import_lab_file, load_results
+from lab.store.results import import_lab_file
 
 pytestmark = pytest.mark.services
 

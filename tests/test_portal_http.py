@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from portal_support import LAB_PDF, PASSWORD, code, lab_csv, person, two_users
-from web import roles
+from identity import roles
 from web_support import cheap_hashes, csrf_of, office_client, sign_in
 
 pytest.importorskip("aiosmtpd")
@@ -157,7 +157,7 @@ def test_invitation_mailed_signed_single_use_and_revocable(db, tmp_path, mail):
         # revoked: its session ends at the next click
         c2 = c
         with psycopg.connect(db.url, autocommit=True) as conn:
-            from web.portal import invitations
+            from ereport import invitations
             from foundation.actor import Actor
             invitations.revoke(conn, "ralvarez", actor=Actor("coord", "web"))
         r = c2.get("/portal", follow_redirects=False)
@@ -167,10 +167,10 @@ def test_invitation_mailed_signed_single_use_and_revocable(db, tmp_path, mail):
 def test_an_expired_or_withdrawn_invitation_is_refused(db, tmp_path):
     import time as _time
 
+    from ereport import invitations
+    from ereport.invitations import InviteLinks
+    from ereport.mail import Mailer
     from foundation.actor import Actor
-    from web.portal import invitations
-    from web.portal.invitations import InviteLinks
-    from web.portal.mail import Mailer
     two_users(db.url)
     old = InviteLinks("k" * 32, "http://x", 3600.0, clock=lambda: _time.time() - 7200)
     links = InviteLinks("k" * 32, "http://x", 3600.0)
@@ -390,7 +390,7 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
             failures = conn.execute("SELECT count(*) FROM audit_log WHERE action = 'login-failed' AND actor = 'rosa' "
                                     "AND detail->>'reason' LIKE 'signing:%%'").fetchone()[0]
             assert failures == 1
-            from web import accounts                 # the code just used signs nothing again
+            from identity import accounts                 # the code just used signs nothing again
             step = conn.execute("SELECT totp_last_step FROM web_accounts WHERE username = 'rosa'").fetchone()[0]
             import pyotp
             used = pyotp.TOTP(secret).generate_otp(step)
@@ -607,8 +607,8 @@ def _issued_notice(conn, violation_id: int) -> str:
 
     from enforcement import notices
     from enforcement.guide import load_guide
-    from lab.documents.pdf import Letterhead
     from foundation.paths import PROJECT_ROOT
+    from lab.documents.pdf import Letterhead
     guide = load_guide(PROJECT_ROOT / "enforcement" / "guides" / "epa-erp.toml")
     today = datetime.now(ZoneInfo("America/Chicago")).date()
     n = notices.draft(conn, guide, Letterhead("Village of Palmyra"), today, violation_id=violation_id, by="coord")

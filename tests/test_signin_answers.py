@@ -16,7 +16,7 @@ import re
 import psycopg
 import pytest
 
-from web import accounts
+from identity import accounts
 from web_support import ADMIN, PASSWORD, PEOPLE, add_people, cheap_hashes, csrf_of, office_config, village
 
 LOCKOUT_AFTER = 3

@@ -10,8 +10,8 @@ import json
 import psycopg
 import pytest
 
+from identity import accounts
 from sewerwatch import cli
-from web import accounts
 from web_support import cheap_hashes
 
 

@@ -106,7 +106,7 @@ escalation = true
         r = self.sw("users", "add", "super", "--name", PEOPLE["super"][0], "--role", "superintendent",
                     "--password-stdin", input=PASSWORD + "\n")
         assert r.returncode == 0 and "added as superintendent" in r.stdout, r.stderr
-        from web import accounts
+        from identity import accounts
         from web_support import ADMIN, cheap_hashes
         with psycopg.connect(db.url) as conn:      # the day before (as the collectors stored it), one a minute
             conn.execute("""

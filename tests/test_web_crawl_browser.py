@@ -22,7 +22,7 @@ import pytest
 
 import web_round
 from support import wait_until
-from web import accounts
+from identity import accounts
 from web_support import ADMIN, PASSWORD, PEOPLE, cheap_hashes
 
 pytest.importorskip("selenium.webdriver")

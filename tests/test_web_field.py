@@ -112,7 +112,7 @@ def _png(w=64, h=48) -> bytes:
 
 
 def test_an_inspection_form_with_photos_and_who_sees_them(db, tmp_path):
-    from web import accounts
+    from identity import accounts
     from web_support import ADMIN, PASSWORD, demo_users
     demo_users(db.url, permits=False)
     add_people(db.url)

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 
 from foundation.errors import Conflict, InputError
-from web import accounts, forms
+from identity import accounts
+from web import forms
 from web_support import (ADMIN, PERMITS, ROOT, add_people, cheap_hashes, demo_users, office_client)
 
 

@@ -19,7 +19,7 @@ import pyotp
 import pytest
 
 from foundation.actor import Actor
-from web import accounts, roles
+from identity import accounts, roles
 from web.app import build_app
 from web_support import ADMIN, PASSWORD, PEOPLE, add_people, cheap_hashes, csrf_of, office_client, sign_in, village
 

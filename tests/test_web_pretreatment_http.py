@@ -17,7 +17,7 @@ import sys
 import psycopg
 import pytest
 
-from web import roles
+from identity import roles
 from web_support import (PERMITS, ROOT, add_people, cheap_hashes, csrf_of, demo_users, office_client, sign_in,
                          spoiled_demo_lab)
 

@@ -88,7 +88,7 @@ def test_one_notice_from_draft_to_escalation_and_the_state_report(office, db):
     nid, page = drafted(c, db)
     form = keyed(page, "issue-form")
 
-    # --- who may act (web/roles.py): the others may look, not issue; bills are the clerk's
+    # --- who may act (identity/roles.py): the others may look, not issue; bills are the clerk's
     for user in ("inspector", "viewer", "clerk"):
         as_(c, user)
         r = c.get(f"/notices/{nid}")

@@ -1,6 +1,6 @@
 """The staff's accounts on the office's Accounts page: added, role changed, disabled and
 enabled, password reset, second factor turned on, each once per form and through the function
-``sewerwatch users`` calls (web.accounts), the audit trail naming the superintendent's account;
+``sewerwatch users`` calls (identity.accounts), the audit trail naming the superintendent's account;
 only ``accounts.manage`` may (the superintendent and the coordinator). In process (Litestar's test client) against the real database."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from foundation import config as sw_config
 from foundation.actor import Actor
 from foundation.config import WebOptions
 from support import add_site_and_sensors
-from web import accounts
+from identity import accounts
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 #: A phone's viewport [CSS px] (issue 24 item 7: every page works at 390 px).

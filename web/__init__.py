@@ -2,9 +2,9 @@
 
 The face: :class:`web.office.Office` (what the pages need: config, database, time zone,
 the health of ``run``), :class:`web.server.WebServer` (served on the caller's loop: the
-component ``web`` of ``run``, or ``sewerwatch web``), :func:`web.app.build_app`, and the
-account functions of :mod:`web.accounts` (``sewerwatch users``). Importing this package
-imports nothing heavy.
+component ``web`` of ``run``, or ``sewerwatch web``) and :func:`web.app.build_app`. The
+accounts and roles it signs people in by are :mod:`identity`'s; the portal's record is
+:mod:`ereport`'s. Importing this package imports nothing heavy.
 """
 
-__all__ = ["accounts", "app", "office", "roles", "server"]
+__all__ = ["app", "office", "server"]

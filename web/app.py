@@ -34,8 +34,9 @@ from alerts.links import PATH as ACK_PATH
 from alerts.links import redact
 from foundation.clients import client_address, networks
 from foundation.errors import InputError
+from identity import roles
 from limits import words
-from web import authz, formats, forms, roles, sessions
+from web import authz, formats, forms, sessions
 from web.office import DatabaseDown, Office
 from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_people, review, sensors,
                        sites, today)

@@ -1,12 +1,12 @@
 """The one place the office authorises: every route by role, every object by
 the account's industrial user.
 
-Each route handler names its permission in ``opt={"permission": ...}`` (:data:`web.roles.
-PERMISSIONS`, or :data:`web.roles.PUBLIC` for the sign-in, the acknowledgement link and the
+Each route handler names its permission in ``opt={"permission": ...}`` (:data:`identity.roles.
+PERMISSIONS`, or :data:`identity.roles.PUBLIC` for the sign-in, the acknowledgement link and the
 static files). :func:`guard`, the application's only guard, loads the session's account
 (:func:`web.sessions.current_account`) and lets the request through when its role holds the
 permission; a route that names none is refused (fails closed). The portal's pages
-(:data:`web.roles.PORTAL`) are for accounts of kind ``industrial-user`` only, and staff pages
+(:data:`identity.roles.PORTAL`) are for accounts of kind ``industrial-user`` only, and staff pages
 for staff only: neither sees the other's. Objects: an account of kind ``industrial-user``
 sees only its own site (:func:`require_site`, :func:`own`).
 """
@@ -19,7 +19,8 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
-from web import roles, sessions
+from identity import roles
+from web import sessions
 
 log = logging.getLogger("sewerwatch.web.authz")
 

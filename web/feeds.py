@@ -18,7 +18,7 @@ import secrets
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from web import accounts
+from identity import accounts
 
 SALT = "sewerwatch-calendar-feed"
 

@@ -10,47 +10,16 @@ import re
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+from foundation.display import aware, local  # noqa: F401 - local: the office writes times so (formats.local)
 from foundation.errors import InputError
 
 #: Units as people write them.
 UNIT_WORDS = {"degF": "°F", "degC": "°C", "pH": "pH", "gpm": "gpm", "mgd": "MGD", "ft": "ft", "mg/l": "mg/l"}
 
 
-def _aware(t) -> datetime | None:
-    if t is None:
-        return None
-    if isinstance(t, (int, float)):
-        return datetime.fromtimestamp(t, timezone.utc)
-    if isinstance(t, str):
-        t = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def ambiguous(local: datetime) -> bool:
-    """True when this wall-clock time happens twice (the DST hour repeated in autumn)."""
-    other = local.replace(fold=1 - local.fold)
-    return other.utcoffset() != local.utcoffset()
-
-
-def local(t, tz: str, *, seconds: bool = True, date: bool = True) -> str:
-    """``2026-06-01 10:30:05 CDT``; in the repeated DST hour ``01:30:00 CDT (UTC−05:00)``."""
-    t = _aware(t)
-    if t is None:
-        return "—"
-    lt = t.astimezone(ZoneInfo(tz))
-    fmt = ("%Y-%m-%d " if date else "") + ("%H:%M:%S" if seconds else "%H:%M") + " %Z"
-    text = lt.strftime(fmt)
-    if ambiguous(lt):
-        off = lt.utcoffset() or timedelta(0)
-        sign = "+" if off >= timedelta(0) else "−"
-        mins = abs(int(off.total_seconds())) // 60
-        text += f" (UTC{sign}{mins // 60:02d}:{mins % 60:02d})"
-    return text
-
-
 def iso_local(t, tz: str) -> str:
     """The local time as ISO 8601 with its offset (for ``<time datetime=...>``)."""
-    t = _aware(t)
+    t = aware(t)
     return "" if t is None else t.astimezone(ZoneInfo(tz)).isoformat(timespec="seconds")
 
 
@@ -92,7 +61,7 @@ def short(v) -> str:
 
 
 def duration(start, end) -> str:
-    a, b = _aware(start), _aware(end)
+    a, b = aware(start), aware(end)
     if a is None or b is None:
         return ""
     return age((b - a).total_seconds())

@@ -83,8 +83,8 @@ class Office:
         #: (method, path, status, server time [s]) of the latest requests (the access log's figures)
         self.timings: deque = deque(maxlen=2000)
         #: the portal: its invitation links, its mail, the letterhead of its PDFs
-        from web.portal.invitations import InviteLinks
-        from web.portal.mail import Mailer
+        from ereport.invitations import InviteLinks
+        from ereport.mail import Mailer
         self.invite_links = InviteLinks(invite_key or "", opts.link_base, opts.invitation_days * 86400.0) \
             if invite_key else None
         self.mailer = Mailer(opts.mail_url)

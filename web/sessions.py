@@ -11,7 +11,7 @@ What is Litestar's and what is here:
   session id when :func:`sign_in` asks for it (Litestar reuses the id of the cookie, which
   would let a session id planted before the sign-in survive it: session fixation), and the
   old session deleted from the store;
-* the session holds the account's id, its ``session_epoch`` (:mod:`web.accounts`: a
+* the session holds the account's id, its ``session_epoch`` (:mod:`identity.accounts`: a
   disabled account, a new password or role ends every session at its next request), when
   it signed in (absolute expiry, ``[web] session_max_h``) and when it last clicked (idle
   expiry, ``session_idle_min``; the Today page's own refreshes do not count as clicks).
@@ -27,7 +27,7 @@ from litestar.connection import ASGIConnection
 from litestar.middleware.session.server_side import ServerSideSessionBackend, ServerSideSessionConfig
 from litestar.stores.file import FileStore
 
-from web import accounts
+from identity import accounts
 
 #: The session cookie's name.
 COOKIE = "sewerwatch_session"

@@ -3,9 +3,10 @@ audit log) and reading them back, flow readings and the volumes of windows and p
 composite links, stored lab violations, and the checks over a period of stored results.
 """
 
+from lab.store.current import list_results, load_results
 from lab.store.flow import composite_loadings, link_composite, period_volume, store_violations
 from lab.store.period_checks import check_db, composites
-from lab.store.results import ImportReport, import_lab_file, list_results, load_results
+from lab.store.results import ImportReport, import_lab_file
 
 __all__ = [
     "ImportReport", "check_db", "composite_loadings", "composites", "import_lab_file", "link_composite",

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from lab.checks.compliance import check_lab, in_force
 from lab.ordinance import lab_limits
-from lab.store.results import list_results, load_results
+from lab.store.current import list_results, load_results
 from limits.permit_store import current_permits
 
 #: How a limit's statistic reads.

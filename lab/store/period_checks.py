@@ -11,8 +11,8 @@ from lab.checks.compliance import check_flows, check_lab, check_loadings, in_for
 from lab.checks.permit import permit_required, standing
 from lab.checks.snc import pack_limits, snc
 from lab.ordinance import loading_limits, pack_of, pack_timezone
+from lab.store.current import load_results
 from lab.store.flow import composite_loadings, link_composite, period_volume, stored_violations, store_violations
-from lab.store.results import load_results
 from limits.days import by_site_and_rule
 from limits.permit_store import current_permits
 from limits.readings import Readings

@@ -65,8 +65,7 @@ def check_text(conn, text: str, name: str) -> dict:
     """The rates of ``text`` (TOML) parsed and checked as the biller reads them; one-line
     :class:`InputError` naming ``name`` and the key otherwise. Checks each site's charges
     (``conn``: the sites and their packs) where the rates give their numbers."""
-    from lab.billing import surcharged
-    from lab.charges import charges, rates_given
+    from lab.charges import charges, rates_given, surcharged
     from lab.readers.rates import read_non_detect_policy, read_rates, read_rates_file
 
     if len(text) > TEXT_MAX:
@@ -253,8 +252,7 @@ NON_DETECT_WORDS = (("zero", "zero"), ("half", "half its detection limit"), ("dl
 
 def form_fields(conn) -> list[Field]:
     """The fields of the rates form for this utility's sites and their packs' charges."""
-    from lab.billing import surcharged
-    from lab.charges import FORMULA_NAMES, FORMULAS
+    from lab.charges import FORMULA_NAMES, FORMULAS, surcharged
     from limits import analytes
     from limits.packs import load_pack
 

@@ -1,5 +1,7 @@
 """Lab results in the database: import (good rows stored, bad rows to ``dead_letters``),
-corrections as new versions (who and when in ``audit_log``), and reading them back.
+corrections as new versions (who and when in ``audit_log``), and, asked to, the months the
+file's results fall in judged (:func:`lab.store.period_checks.check_db`). Reading them back
+is :mod:`lab.store.current`'s.
 
 ``lab_results`` is append-only (a trigger refuses UPDATE and DELETE): a correction is a new
 version of the (sample, analyte) result; ``lab_results_current`` shows the latest.
@@ -24,7 +26,6 @@ import psycopg
 from foundation.actor import Actor
 from lab.ordinance import pack_timezone
 from lab.readers.labcsv import BadRow, LabReader, LabRow, check_against_earlier, parse_collected
-from lab.results_table import LabTable
 from lab.store.flow import link_composite
 
 SOURCE = "lab-import"
@@ -144,7 +145,7 @@ def _dates(row: LabRow, kind: tuple, now: datetime, tz) -> None:
 def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None, correct: bool = False,
                     tz=None, now: datetime | None = None, chunk_rows: int = CHUNK_ROWS, data: bytes | None = None,
                     dry_run: bool = False, check: bool = False, keep_rows: int = 0,
-                    only_sites: set[str] | None = None) -> ImportReport:
+                    only_sites: set[str] | None = None, submission: int | None = None) -> ImportReport:
     """Import a lab CSV into ``lab_samples``/``lab_results``; or preview it (``dry_run``).
 
     Every row is validated (see :func:`lab.readers.labcsv.read_lab_csv`; sites are those of the
@@ -189,6 +190,10 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
         (``new``, ``correction``, ``unchanged``).
     only_sites : set of str, optional
         The sites rows may name (an industrial user's own); any other is a bad row.
+    submission : int, optional
+        The portal submission (its id, ``portal_submissions``) the results came in: the
+        samples of the good rows are marked as the industrial user's own
+        (``lab_samples.submission_id``; :func:`ereport.record.accept`).
 
     Returns
     -------
@@ -220,6 +225,12 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
                 chunk = []
         if chunk:
             job.chunk(chunk)
+        if submission is not None and job.sample_ids:
+            # a user's own results, submitted through the portal: taken by the user or its
+            # contractor, never the village's sampling (the state's report counts those apart)
+            conn.execute("UPDATE lab_samples SET submission_id = %s, sampled_by = CASE WHEN sampled_by = "
+                         "'user-contractor' THEN sampled_by ELSE 'user' END WHERE id = ANY(%s)",
+                         (submission, sorted(job.sample_ids)))
         conn.execute(
             "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
             (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
@@ -266,6 +277,8 @@ class _Import:
         self.last: datetime | None = None
         self.first_site: str | None = None
         self.sites_seen: set[str] = set()
+        #: the samples of the good rows (``submission``)
+        self.sample_ids: set[int] = set()
 
     def _seen(self, row: LabRow, becomes: str) -> None:
         if self.first is None or row.collected < self.first:
@@ -378,6 +391,7 @@ class _Import:
                 pversion, pvalue, pqual = prev
                 if pqual == row.qualifier and abs(pvalue - row.value_mg_l) <= 1e-12 * max(1.0, abs(pvalue)):
                     report.unchanged += 1
+                    self.sample_ids.add(sid)
                     self._seen(row, "unchanged")
                     continue
                 if not self.correct:
@@ -390,6 +404,7 @@ class _Import:
             results.append((sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
                             self.actor, reason, source, _extra(row, "method")))
             current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
+            self.sample_ids.add(sid)
             self._seen(row, "new" if version == 1 else "correction")
             if version == 1:
                 report.stored += 1
@@ -422,36 +437,3 @@ class _Import:
                 [(SOURCE, f"{self.path}:{b.line}", b.payload, b.reason,
                   json.dumps({"file": self.path, "line": b.line, "actor": self.actor})) for b in bad])
         self.report.bad.extend(BadRow(b.line, b.reason, "") for b in bad)
-
-
-def load_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> LabTable:
-    """Current versions of the results collected in ``[start, end)`` as a :class:`LabTable`."""
-    q = ("SELECT t.key, s.sample_key, s.collected, r.analyte, r.value_mg_l, r.qualifier = '<' "
-         "FROM lab_results_current r JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
-         "WHERE s.collected >= %s AND s.collected < %s")
-    params: list = [start, end]
-    if sites is not None:
-        q += " AND t.key = ANY(%s)"
-        params.append(list(sites))
-    rows = conn.execute(q + " ORDER BY t.key, s.collected, r.analyte", params).fetchall()
-    cols = list(zip(*rows)) if rows else [[]] * 6
-    return LabTable.from_columns(*[list(c) for c in cols])
-
-
-#: columns of :func:`list_results`
-LISTED = ("site", "sample", "collected", "sample_type", "analyte", "qualifier", "mg_l", "version",
-          "entered_by", "entered_at")
-
-
-def list_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> list[tuple]:
-    """The current version of each result collected in ``[start, end)``, one tuple of
-    :data:`LISTED` each, in site, time, sample and analyte order."""
-    q = ("SELECT t.key, s.sample_key, s.collected, s.sample_type, r.analyte, r.qualifier, r.value_mg_l, "
-         "r.version, r.entered_by, r.entered_at FROM lab_results_current r "
-         "JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
-         "WHERE s.collected >= %s AND s.collected < %s")
-    params: list = [start, end]
-    if sites:
-        q += " AND t.key = ANY(%s)"
-        params.append(list(sites))
-    return conn.execute(q + " ORDER BY t.key, s.collected, s.sample_key, r.analyte", params).fetchall()

@@ -2,7 +2,7 @@
 office with its role and state; an account added (the first password typed twice, the person
 changes it later with the superintendent); a role changed, an account disabled or enabled,
 a password reset. Each calls the function ``sewerwatch users add|role|disable|enable|
-reset-password`` calls (:mod:`web.accounts`), once per form (:func:`web.forms.once`), as the
+reset-password`` calls (:mod:`identity.accounts`), once per form (:func:`web.forms.once`), as the
 signed-in account (the audit trail names it). The portal's people have their own page
 (:mod:`web.pages.portal_people`)."""
 
@@ -16,7 +16,8 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from foundation.errors import InputError
-from web import accounts, authz, forms, roles
+from identity import accounts, roles
+from web import authz, forms
 
 MANAGE = {authz.OPT: "accounts.manage"}
 Form = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]

@@ -9,7 +9,8 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath
 
 from alerts.ackpage import BODY_MAX
-from web import authz, roles
+from identity import roles
+from web import authz
 
 PUBLIC = {authz.OPT: roles.PUBLIC}
 

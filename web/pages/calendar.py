@@ -15,7 +15,8 @@ from litestar.exceptions import NotFoundException
 from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Response, Template
 
-from web import authz, feeds, forms, roles
+from identity import roles
+from web import authz, feeds, forms
 
 VIEW = {authz.OPT: "view"}
 FEED = {authz.OPT: "calendar.feed"}

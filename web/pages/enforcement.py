@@ -97,10 +97,10 @@ def findings_page(request: Request, site: Q = None, since: Q = None, until: Q = 
 
 def _subject_page(request, kind: str, ident: int) -> Template:
     """A violation's or finding's page: its evidence, and the notices that answer it
-    (:func:`enforcement.escalation.covering`, the rule that refuses a second draft); "Draft a
+    (:func:`enforcement.notices.covering`, the rule that refuses a second draft); "Draft a
     notice" only where none does."""
-    from enforcement import escalation
     from enforcement import findings as fnd
+    from enforcement import notices
 
     office = request.app.state.office
 
@@ -110,11 +110,11 @@ def _subject_page(request, kind: str, ident: int) -> Template:
             rec = fnd.violation(conn, ident) if kind == "violation" else fnd.finding(conn, ident)
         except InputError:
             return None, []
-        ns = (escalation.covering(conn, violation_ids=[ident]) if kind == "violation"
-              else escalation.covering(conn, finding_id=ident))
+        ns = (notices.covering(conn, violation_ids=[ident]) if kind == "violation"
+              else notices.covering(conn, finding_id=ident))
         name = conn.execute("SELECT name FROM sites WHERE key = %s", (rec["site"],)).fetchone()
         rec = {**rec, "site_name": name[0] if name else rec["site"]}
-        return rec, [dict(n, standing=escalation.standing(n)) for n in ns]
+        return rec, [dict(n, standing=notices.standing(n)) for n in ns]
 
     rec, ns = office.read(read)
     if rec is None:
@@ -426,9 +426,9 @@ def escalate_page(request: Request, notice_id: FromPath[int], note: Q = None) ->
 @post("/notices/{notice_id:int}/escalate", opt=ACT, sync_to_thread=True, status_code=303)
 def escalate(request: Request, notice_id: FromPath[int], data: Form) -> Redirect:
     """Escalate as the guide says, confirmed on the escalation page: the next action drafted
-    (:func:`enforcement.notices.escalate`; refused when the guide's condition does not hold,
+    (:func:`enforcement.escalation.escalate`; refused when the guide's condition does not hold,
     and a second time naming the order drafted the first)."""
-    from enforcement import notices
+    from enforcement import escalation
     from enforcement.service import guide_and_head
 
     office = request.app.state.office
@@ -436,7 +436,7 @@ def escalate(request: Request, notice_id: FromPath[int], data: Form) -> Redirect
     on = office.today()
 
     def work(conn, actor):
-        _old, new = notices.escalate(conn, notice_id, on, guide, head, note=_note(data), actor=actor)
+        _old, new = escalation.escalate(conn, notice_id, on, guide, head, note=_note(data), actor=actor)
         return {"location": f"/notices/{new['id']}?done=escalated", "notice": new["number"]}
 
     return forms.redirect(request, forms.once(request, data, "notice.escalate", work))

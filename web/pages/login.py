@@ -11,7 +11,8 @@ from litestar.params import Body, FromQuery
 from litestar.response import Redirect, Template
 from typing import Annotated
 
-from web import accounts, authz, roles, sessions
+from identity import accounts, roles
+from web import authz, sessions
 
 PUBLIC = {authz.OPT: roles.PUBLIC}
 Q = FromQuery[str | None]

@@ -4,10 +4,11 @@ invitation page (public: the link is its own key).
 
 A GET and a POST never share a path here: Litestar 2.25 registers a path's earlier handlers
 again when another joins it, and a ``sync_to_thread`` handler registered twice is wrapped twice
-(its page becomes a coroutine, a 500). Every route names :data:`web.roles.PORTAL` (accounts of kind ``industrial-user`` only) and
-every object is checked against the account's site (:func:`web.authz.own`: another user's
-draft, upload, submission, notice or report is "not found"). The handlers call the package
-functions of :mod:`web.portal`; no rule lives here. Signing is once per form
+(its page becomes a coroutine, a 500). Every route names :data:`identity.roles.PORTAL`
+(accounts of kind ``industrial-user`` only) and every object is checked against the
+account's site (:func:`web.authz.own`: another user's draft, upload, submission, notice or
+report is "not found"). The handlers call the package
+functions of :mod:`ereport`; no rule lives here. Signing is once per form
 (:func:`web.forms.once`): a double click on "Sign and submit" gets the first one's receipt.
 """
 
@@ -23,15 +24,19 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 from markupsafe import Markup
 
+from ereport import certification, drafts, invitations, owed, record, uploads
 from foundation.errors import InputError
-from web import authz, forms, roles
-from web.portal import certification, drafts, invitations, owed, record, uploads
+from identity import roles
+from web import authz, forms
 
 PORTAL = {authz.OPT: roles.PORTAL}
 PUBLIC = {authz.OPT: roles.PUBLIC}
 FORM = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]
 MULTIPART = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]
 
+
+#: The HTTP status of each refusal of a signature (:data:`ereport.record.REFUSALS`).
+REFUSED_STATUS = {"not-found": 404, "conflict": 409, "forbidden": 403, "credentials": 401, "invalid": 400}
 
 def _ctx(request: Request, **kw) -> dict:
     return {"account": request.state.account, "nav": kw.pop("nav", "portal"), **kw}
@@ -237,7 +242,7 @@ def routes(office) -> list:
         try:        # once per form: a double click gets the first one's receipt; a refusal's failure is counted
             done = forms.once(request, data, "portal.sign", act, keep=(record.SigningRefused,))
         except record.SigningRefused as exc:
-            return _sign_page(request, draft_id, status=exc.status, error=str(exc))
+            return _sign_page(request, draft_id, status=REFUSED_STATUS[exc.why], error=str(exc))
         if not done.again:
             office.read(lambda conn: record.mail_receipt(conn, record.get(conn, done.outcome["submission"]),
                                                          office.mailer, office.utility, office.tz))
@@ -328,7 +333,7 @@ def _doc(conn, submission_id: int) -> dict:
 def _file(meta: dict, content: bytes) -> Response:
     """A stored file: its type as found (never the browser's), always a download."""
     return Response(content, media_type=meta["media_type"],
-                    headers={"content-disposition": uploads.disposition(meta["name"]),
+                    headers={"content-disposition": f'attachment; filename="{uploads.clean_name(meta["name"])}"',
                              "x-content-type-options": "nosniff"})
 
 
@@ -366,4 +371,4 @@ def _invitation_page(request: Request, token: str, *, status: int = 200, error: 
     return Template("portal_invite.html", status_code=status, context={
         "account": None, "nav": None, "inv": inv, "error": why, "token": token, "qr": qr, "uri": uri,
         "username": username or (invitations.suggested_username(inv) if inv else ""),
-        "password_min": __import__("web.accounts", fromlist=["PASSWORD_MIN"]).PASSWORD_MIN})
+        "password_min": __import__("identity.accounts", fromlist=["PASSWORD_MIN"]).PASSWORD_MIN})

@@ -1,7 +1,7 @@
 """The portal's people, for the coordinator: every industrial user's portal
 accounts and invitations; inviting a person by e-mail (a signatory with the day the
 subscriber agreement was received); revoking an account or an invitation. Each calls
-:mod:`web.portal.invitations` as the signed-in account (``accounts.manage``); the invitation
+:mod:`ereport.invitations` as the signed-in account (``accounts.manage``); the invitation
 once per form (:func:`web.forms.once`: a double click or a reload mails once and shows what the
 first submission did)."""
 
@@ -15,9 +15,9 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
+from ereport import invitations
 from foundation.errors import InputError
 from web import authz, forms
-from web.portal import invitations
 
 MANAGE = {authz.OPT: "accounts.manage"}
 FORM = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]

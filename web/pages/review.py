@@ -14,10 +14,10 @@ from litestar.exceptions import NotFoundException
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
+from ereport import record
 from foundation.errors import InputError
 from web import authz
 from web.pages.portal import _file
-from web.portal import record
 
 REVIEW = {authz.OPT: "portal.review"}
 FORM = Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]

@@ -1,5 +1,5 @@
 """A user's lab results checked the way ``sewerwatch lab import`` checks them, before anything
-is stored, and stored through the same import once the coordinator accepts
+is stored, and stored and judged through the same import once the coordinator accepts
 them.
 
 The check is ``lab import --dry-run`` itself: :func:`lab.store.results.import_lab_file` with
@@ -22,6 +22,7 @@ from pathlib import Path
 from foundation.errors import InputError
 from lab.ordinance import pack_timezone
 from lab.readers.labcsv import BadRow, LabReader, LabRow
+from lab.store.results import ImportReport, import_lab_file
 
 #: The columns of a CSV made from results entered in the form (the lab CSV's own header).
 FORM_COLUMNS = ("sample_id", "site", "collected", "analyte", "value", "unit", "qualifier", "laboratory", "method")
@@ -55,7 +56,6 @@ def form_csv(site_key: str, rows: list[dict]) -> bytes:
 
 def check(conn, site_key: str, pack: str, content: bytes, name: str = "results.csv") -> LabCheck:
     """Check ``content`` (a lab CSV) for ``site_key``: the rows usable and those not."""
-    from lab.store.results import import_lab_file
 
     result = LabCheck()
     try:
@@ -75,16 +75,14 @@ def check(conn, site_key: str, pack: str, content: bytes, name: str = "results.c
     return result
 
 
-def store(conn, content: bytes, number: str, actor: str, folder: Path, site_key: str | None = None) -> dict:
-    """Import accepted results (``sewerwatch lab import``'s function; with ``site_key``, rows of
-    that site only). The file imported is kept as ``<folder>/<number>.csv`` (the state folder's
-    ``portal-imports``), so each result's source names the submission and a file that exists
-    (the copy of record keeps the original)."""
-    from lab.store.results import import_lab_file
-
+def store(conn, content: bytes, number: str, actor: str, folder: Path, site_key: str, submission: int) -> ImportReport:
+    """Import accepted results and judge them (``sewerwatch lab import --check``'s function:
+    rows of ``site_key`` only, the samples marked as submission ``submission``'s, the months
+    they fall in judged and the violations stored, ``report.checked``). The file imported is
+    kept as ``<folder>/<number>.csv`` (the state folder's ``portal-imports``), so each result's
+    source names the submission and a file that exists (the copy of record keeps the original)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{number}.csv"
     path.write_bytes(content)
-    report = import_lab_file(conn, path, actor=actor, only_sites={site_key} if site_key else None)
-    return report.as_json()
+    return import_lab_file(conn, path, actor=actor, only_sites={site_key}, submission=submission, check=True)

@@ -31,9 +31,9 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 from foundation.actor import Actor
 from foundation.errors import InputError
-from web.roles import KINDS, ROLES, second_factor_roles
+from identity.roles import KINDS, ROLES, second_factor_roles
 
-log = logging.getLogger("sewerwatch.web.accounts")
+log = logging.getLogger("sewerwatch.identity.accounts")
 
 #: Shortest password accepted [characters] (NIST SP 800-63B §5.1.1.2: at least 8; the
 #: office asks for more since these accounts can issue enforcement).
@@ -174,7 +174,7 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
     kind : str
         ``staff`` (with a role); ``industrial-user`` accounts are bound to ``site_key``.
     portal : dict, optional
-        An industrial user's person (:mod:`web.portal.invitations`): ``email``, ``signatory``,
+        An industrial user's person (:mod:`ereport.invitations`): ``email``, ``signatory``,
         ``title``, ``subscriber_agreement_on``, ``totp_secret`` (a signatory's second factor).
     """
     import re

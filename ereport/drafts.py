@@ -1,7 +1,7 @@
 """What a user prepares before a signatory signs it: a draft of one kind,
 its form's fields, its uploads; and the check of each kind (what must be there, and for
 self-monitoring results the same check as ``sewerwatch lab import``,
-:mod:`web.portal.labcheck`).
+:mod:`ereport.labcheck`).
 
 Kinds:
 
@@ -22,9 +22,9 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from ereport import labcheck
+from ereport.uploads import Upload
 from foundation.errors import InputError
-from web.portal import labcheck
-from web.portal.uploads import Upload
 
 KINDS = ("self-monitoring", "notice-response", "accidental-discharge", "permit-application")
 KIND_WORDS = {"self-monitoring": "Self-monitoring report", "notice-response": "Response to a notice of violation",

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from foundation.errors import InputError
 
-log = logging.getLogger("sewerwatch.web.portal")
+log = logging.getLogger("sewerwatch.ereport")
 
 #: Longest address accepted [characters] (RFC 5321 §4.5.3.1.3: a path of at most 256 octets).
 ADDRESS_MAX = 254

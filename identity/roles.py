@@ -35,7 +35,7 @@ PORTAL = "portal"
 PERMISSIONS: dict[str, frozenset[str]] = {
     # pages
     "view": frozenset(_ALL),
-    # actions of this issue
+    # the actions of the first pages
     "alerts.acknowledge": frozenset(_EVERYTHING | {"inspector"}),
     "deadletters.replay": frozenset(_EVERYTHING),
     # the actions the next pages bring (named here so the table is whole)

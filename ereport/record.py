@@ -1,11 +1,12 @@
-"""Signing, the copy of record, the receipt and the coordinator's review (40 CFR 3.2000, CROMERR: :mod:`web.portal.certification`).
+"""Signing, the copy of record, the receipt and the coordinator's review (40 CFR 3.2000,
+CROMERR: :mod:`ereport.certification`).
 
 Signing (:func:`sign`) binds the signature to the report: the document signed is canonical
 JSON (sorted keys, UTF-8) holding the user, the kind and what it answers, every field with its
 label and value, the results read from the lab CSV, each file's name, type, size and SHA-256,
 the certification of 40 CFR 403.6(a)(2)(ii) in its words, the signer (account, name, position,
 e-mail address) and the time; its SHA-256 is the report's hash. The signatory enters the
-password and a TOTP code again (:func:`web.accounts.reauthenticate`). One transaction stores
+password and a TOTP code again (:func:`identity.accounts.reauthenticate`). One transaction stores
 the document, its hash, the files, the report rendered as PDF (WeasyPrint, the bills' and
 notices' page) and the event ``submitted`` in tables that refuse UPDATE and DELETE (migration
 0170), marks the draft submitted, and records what it answers through enforcement's own
@@ -16,7 +17,7 @@ user-reports receive``) at the instant of signing, so SNC (F) and (G) see it. Th
 
 Review: :func:`review`, the one function of the review page and of ``sewerwatch portal
 accept|reject``: :func:`accept` (self-monitoring results through the lab import, judged like
-the utility's own: :func:`lab.store.period_checks.check_db` with ``store``) or :func:`reject`
+the utility's own: :func:`lab.store.results.import_lab_file` with ``check``) or :func:`reject`
 with the reason, committed, then the outcome mailed to the signatory; a correction is a new
 submission naming the one it supersedes, never an edit.
 """
@@ -28,15 +29,15 @@ import html
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
+from ereport import certification, drafts, labcheck
+from ereport.mail import MailError
 from foundation.actor import Actor
 from foundation.errors import InputError
+from identity import accounts
 from lab.ordinance import pack_timezone
-from web import accounts
-from web.portal import certification, drafts, labcheck
-from web.portal.mail import MailError
 
 # WeasyPrint tells every step of every PDF at INFO: not for the office's log
 logging.getLogger("weasyprint.progress").setLevel(logging.WARNING)
@@ -46,13 +47,19 @@ FORMAT = 1
 STATES = ("submitted", "accepted", "rejected", "superseded")
 
 
-class SigningRefused(Exception):
-    """The signature was not made; the text says why (in words for the page). ``status`` is
-    the HTTP status the page answers with."""
+#: Why a signature was refused (:class:`SigningRefused`): the draft or what it names is not the
+#: signer's; it was signed meanwhile or changed since it was shown; the account may not sign;
+#: the password or code was wrong; the report is not ready or the box not ticked.
+REFUSALS = ("not-found", "conflict", "forbidden", "credentials", "invalid")
 
-    def __init__(self, text: str, status: int = 400):
+
+class SigningRefused(Exception):
+    """The signature was not made; the text says why (in words for the page), ``why`` which of
+    :data:`REFUSALS` it is (the page answers with its status)."""
+
+    def __init__(self, text: str, why: str = "invalid"):
         super().__init__(text)
-        self.status = status
+        self.why = why
 
 
 @dataclass
@@ -196,7 +203,7 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
     Parameters
     ----------
     reviewed : str
-        :func:`web.portal.drafts.digest` of the draft as the sign page showed it.
+        :func:`ereport.drafts.digest` of the draft as the sign page showed it.
     confirmed : bool
         The box "I have reviewed ... and certify" ticked.
 
@@ -208,18 +215,18 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
     """
     draft = drafts.get(conn, draft_id)
     if draft is None or account.kind != "industrial-user" or draft.site_id != account.site_id:
-        raise SigningRefused("There is no such draft.", 404)
+        raise SigningRefused("There is no such draft.", "not-found")
     if draft.submitted_as is not None:
-        raise SigningRefused("This draft was signed and submitted already.", 409)
+        raise SigningRefused("This draft was signed and submitted already.", "conflict")
     if not account.signatory:
         raise SigningRefused("Only an authorised signatory of your company can sign (40 CFR 403.12(l)). Your "
-                             "draft is kept; a signatory can sign it.", 403)
+                             "draft is kept; a signatory can sign it.", "forbidden")
     if account.subscriber_agreement_on is None or not account.totp:
         raise SigningRefused("Your account cannot sign yet: the utility has no subscriber agreement of yours on "
-                             "record, or the second factor is not set up.", 403)
+                             "record, or the second factor is not set up.", "forbidden")
     if reviewed != drafts.digest(draft):
         raise SigningRefused("The draft changed after this page was shown (someone edited it or uploaded a file). "
-                             "Nothing was signed: review it again.", 409)
+                             "Nothing was signed: review it again.", "conflict")
     if not confirmed:
         raise SigningRefused("Tick the box to say you have reviewed the report and make the certification. "
                              "Nothing was signed.")
@@ -231,12 +238,12 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
     auth = accounts.reauthenticate(conn, account.id, password, code, client=client, lockout_after=lockout_after,
                                    lockout_min=lockout_min)
     if auth.outcome != "ok":
-        raise SigningRefused(auth.message, 401 if auth.outcome == "refused" else 403)
+        raise SigningRefused(auth.message, "credentials" if auth.outcome == "refused" else "forbidden")
     step = int(auth.message)
     signer = auth.account
     if draft.kind == "self-monitoring" and not any(f.role == "lab-csv" for f in files):
         made = drafts.results_csv(site["key"], draft, files)
-        from web.portal.uploads import Upload
+        from ereport.uploads import Upload
         files = files + [Upload("lab-csv", made[1], "text/csv", made[0])]
     signed_at = datetime.now(timezone.utc).replace(microsecond=0)
     with conn.transaction():
@@ -245,10 +252,10 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
         if draft.supersedes is not None:
             old = get(conn, draft.supersedes)
             if old is None or old.site_id != draft.site_id:
-                raise SigningRefused("The report this corrects is not yours.", 404)
+                raise SigningRefused("The report this corrects is not yours.", "not-found")
             if old.superseded_by:
                 raise SigningRefused(f"{old.number} was corrected already by {old.superseded_by}: correct that one.",
-                                     409)
+                                     "conflict")
             supersedes = old.number
         doc = {
             "format": f"sewerwatch portal submission {FORMAT}", "number": number, "kind": draft.kind,
@@ -286,7 +293,7 @@ def sign(conn, draft_id: int, account, password: str, code: str, *, reviewed: st
                                                                "supersedes": supersedes})
         if conn.execute("UPDATE portal_drafts SET submitted_as = %s, updated_at = now() WHERE id = %s AND "
                         "submitted_as IS NULL", (sid, draft.id)).rowcount != 1:     # signed meanwhile, by another
-            raise SigningRefused("This draft was signed and submitted already.", 409)
+            raise SigningRefused("This draft was signed and submitted already.", "conflict")
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'portal-submitted', %s, %s)",
                      (signer.username, f"submission:{number}", json.dumps({"via": "web", "sha256": sha,
                                                                            "site": site["key"], "kind": draft.kind})))
@@ -310,7 +317,7 @@ def _record_receipt(conn, draft, number: str, sha: str, signer, signed_at: datet
     if what == "notice":
         n = notices.notice(conn, ref)
         if n["site"] != site["key"]:
-            raise SigningRefused("That notice is not yours.", 404)
+            raise SigningRefused("That notice is not yours.", "not-found")
         if n["state"] == "issued":
             notices.respond(conn, n["number"], day, by=signer.username, note=note)
             return f"notice {n['number']}: response received {day.isoformat()}"
@@ -318,7 +325,7 @@ def _record_receipt(conn, draft, number: str, sha: str, signer, signed_at: datet
     if what == "report":
         r = reports.report(conn, int(ref))
         if r["site"] != site["key"]:
-            raise SigningRefused("That report is not yours.", 404)
+            raise SigningRefused("That report is not yours.", "not-found")
         if r["received_on"] is None:
             reports.receive(conn, int(ref), day, by=signer.username, note=note, at=signed_at)
             return f"report {ref}: received {day.isoformat()}"
@@ -328,14 +335,14 @@ def _record_receipt(conn, draft, number: str, sha: str, signer, signed_at: datet
 
 def receipt_text(sub: Submission, utility: str, tz: str) -> tuple[str, str]:
     """The receipt's subject and body (40 CFR 3.2000(b)(5)(vi))."""
-    from web import formats
+    from foundation.display import local
     subject = f"{utility}: receipt for {sub.number}"
     body = (f"{utility} received this electronic document through its industrial users' portal:\n\n"
             f"  Document:   {sub.number}, {sub.title}\n"
             f"  From:       {sub.site_name}\n"
             f"  Signed by:  {sub.signer_name}{', ' + sub.signer_title if sub.signer_title else ''} "
             f"(account {sub.signer_username})\n"
-            f"  Received:   {formats.local(sub.signed_at, tz)} ({sub.signed_at.isoformat()})\n"
+            f"  Received:   {local(sub.signed_at, tz)} ({sub.signed_at.isoformat()})\n"
             f"  SHA-256:    {sub.sha256}\n\n"
             "The SHA-256 is the fingerprint of the exact document signed: the copy of record the utility keeps "
             "has the same one. If you did not sign this document, tell the utility at once.\n")
@@ -375,8 +382,8 @@ def mail_outcome(conn, sub: Submission, mailer, utility: str) -> str | None:
 def render_pdf(doc: dict, sha: str, letterhead, tz: str) -> bytes:
     """The report as people read it: every field with its label, the results, the files with
     their SHA-256, the certification and the signature block with the document's SHA-256."""
+    from foundation.display import local
     from lab.documents.pdf import document as page, write_pdf
-    from web import formats
 
     e = html.escape
     rows = "".join(f"<tr><th>{e(f['label'])}</th><td>{e(f['value']) or '—'}</td></tr>" for f in doc["fields"])
@@ -384,7 +391,7 @@ def render_pdf(doc: dict, sha: str, letterhead, tz: str) -> bytes:
     if doc.get("results"):
         results = ("<h2>Results</h2><table><thead><tr><th>Line</th><th>Sample</th><th>Collected</th><th>Analyte</th>"
                    "<th>Value</th></tr></thead><tbody>" + "".join(
-                       f"<tr><td>{r['line']}</td><td>{e(r['sample_id'])}</td><td>{e(formats.local(r['collected'], tz))}"
+                       f"<tr><td>{r['line']}</td><td>{e(r['sample_id'])}</td><td>{e(local(r['collected'], tz))}"
                        f"</td><td>{e(r['analyte'])}</td><td>{e(r['qualifier'] or '')}{r['value']:g} {e(r['unit'])}</td></tr>"
                        for r in doc["results"]) + "</tbody></table>")
     listed = "".join(f"<tr><td>{f['position']}</td><td>{e(f['name'])}</td><td>{e(f['media_type'])}, {f['size']:,} bytes"
@@ -400,7 +407,7 @@ def render_pdf(doc: dict, sha: str, letterhead, tz: str) -> bytes:
               f"<p class='small'>{e(doc['certification']['cites'])}</p>"
               f"<h2>Signature</h2><p>Signed electronically by {e(s['name'])}"
             + (f", {e(s['position'])}" if s.get("position") else "")
-            + f" (account {e(s['account'])}, {e(s['email'] or '')}) at {e(formats.local(doc['signed_at'], tz))}.</p>"
+            + f" (account {e(s['account'])}, {e(s['email'] or '')}) at {e(local(doc['signed_at'], tz))}.</p>"
               f"<p>SHA-256 of the document signed: <span class='hash'>{sha}</span></p>")
     css = ("<style>table{border-collapse:collapse;width:100%;margin:6pt 0}th,td{border:0.5pt solid #999;padding:3pt;"
            "text-align:left;vertical-align:top;font-size:9pt}.hash{font-family:monospace;font-size:7.5pt;"
@@ -439,11 +446,9 @@ def reject(conn, submission_id: int, reason: str, *, actor: Actor) -> Submission
 
 def accept(conn, submission_id: int, *, actor: Actor, imports: Path) -> tuple[Submission, dict]:
     """Accept a submission. Self-monitoring results enter the record as the user's own through
-    the lab import (``sewerwatch lab import``'s function; the file the signatory signed), and
-    are judged against the permit and the ordinance like the utility's
-    (:func:`lab.store.period_checks.check_db`, violations stored). Returns what was done."""
-    from lab.store.period_checks import check_db
-
+    the lab import (``sewerwatch lab import --check``'s function, :func:`labcheck.store`; the
+    file the signatory signed), and the months they fall in are judged against the permit and
+    the ordinance like the utility's (violations stored). Returns what was done."""
     done: dict = {}
     with conn.transaction():
         sub = _reviewable(conn, submission_id)
@@ -456,22 +461,12 @@ def accept(conn, submission_id: int, *, actor: Actor, imports: Path) -> tuple[Su
                 why = found.error or "; ".join(f"line {b.line}: {b.reason}" for b in found.bad[:5])
                 raise InputError(f"{sub.number} cannot be imported as it stands ({why}): reject it with the reason")
             rep = labcheck.store(conn, content, sub.number, f"{actor.audit_name} (accepted {sub.number})", imports,
-                                 site["key"])
-            keys = sorted({r.sample_id for r in found.rows})
-            # a user's own results: taken by the user or its contractor, never the village's sampling
-            conn.execute("UPDATE lab_samples SET submission_id = %s, sampled_by = CASE WHEN sampled_by = "
-                         "'user-contractor' THEN sampled_by ELSE 'user' END "
-                         "WHERE site_id = %s AND sample_key = ANY(%s)", (sub.id, sub.site_id, keys))
-            times = [r.collected for r in found.rows]
-            tz = pack_timezone(site["pack"])
-            first = min(times).astimezone(tz).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-            last = max(times).astimezone(tz)
-            end = (last.replace(day=1, hour=0, minute=0, second=0, microsecond=0) + timedelta(days=32)).replace(day=1)
-            judged = check_db(conn, first.astimezone(timezone.utc), end.astimezone(timezone.utc), store=True)
-            mine = [v for v in judged["violations"] if v["site"] == site["key"]]
-            done = {"import": rep, "violations_found": len(mine), "violations_stored": judged["stored"],
-                    "judged": [first.date().isoformat(), end.date().isoformat()],
-                    "rules": sorted({v["rule"] for v in mine})}
+                                 site["key"], sub.id)
+            judged = rep.checked or {"violations": [], "stored": 0, "start": None, "end": None}
+            done = {"import": {k: v for k, v in rep.as_json().items() if k != "checked"},
+                    "violations_found": len(judged["violations"]), "violations_stored": judged["stored"],
+                    "judged": [judged["start"], judged["end"]],
+                    "rules": sorted({v["rule"] for v in judged["violations"]})}
         _event(conn, sub.id, actor.audit_name, "accepted", None, {"via": actor.via, "by": actor.display, **done})
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'portal-accepted', %s, %s)",
                      (actor.audit_name, f"submission:{sub.number}", json.dumps({"via": actor.via, **done}, default=str)))
@@ -512,7 +507,7 @@ def review(conn, submission_id: int, decision: str, *, actor: Actor, reason: str
         A rejection's reason (needed: the user reads it).
     imports : Path
         The state folder's ``portal-imports`` (the files accepted results were imported from).
-    mailer : web.portal.mail.Mailer
+    mailer : ereport.mail.Mailer
     utility : str
         The utility's name (the mail's subject).
     """
@@ -543,7 +538,7 @@ def correction(conn, submission_id: int, account) -> drafts.Draft:
             if f["role"] == "lab-csv" and f["name"] == "results-entered.csv":
                 continue
             meta, content = file_content(conn, submission_id, f["position"])
-            from web.portal.uploads import Upload
+            from ereport.uploads import Upload
             drafts.add_upload(conn, d, Upload(meta["role"], meta["name"], meta["media_type"], content), account.id)
     return drafts.get(conn, d.id)
 

@@ -6,7 +6,8 @@ text (UTF-8, no NUL byte), a lab report a PDF (``%PDF-``), an attachment a PDF, 
 plain text. The name is kept only to show it: its last path part, control characters and
 anything but letters, digits, ``.``, ``-``, ``_``, spaces and parentheses removed, at most
 :data:`NAME_MAX` characters; files are stored and served by number. Served with the type found
-here, ``Content-Disposition: attachment`` and ``nosniff``, so no upload is ever run as a page.
+here, ``Content-Disposition: attachment`` (the cleaned name) and ``nosniff`` by the portal's
+pages, so no upload is ever run as a page.
 """
 
 from __future__ import annotations
@@ -86,7 +87,3 @@ def check(role: str, name: str | None, content: bytes, max_bytes: int) -> Upload
                          f"{KIND_WORDS.get(kind, 'something else (binary)')}")
     return Upload(role, shown, MEDIA[kind], content)
 
-
-def disposition(name: str) -> str:
-    """``Content-Disposition`` for a stored file (its cleaned name only)."""
-    return f'attachment; filename="{clean_name(name)}"'

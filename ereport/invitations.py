@@ -31,10 +31,10 @@ from datetime import date, datetime, timedelta, timezone
 import pyotp
 from itsdangerous import BadData, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
+from ereport.mail import MailError, Mailer, check_address, clean_header_text
 from foundation.actor import Actor
 from foundation.errors import InputError
-from web import accounts
-from web.portal.mail import MailError, Mailer, check_address, clean_header_text
+from identity import accounts
 
 #: The page of an invitation; the token follows.
 PATH = "/portal/invite/"
