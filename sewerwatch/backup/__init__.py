@@ -329,22 +329,67 @@ def restore(cfg, *, to: datetime | None = None, latest: bool = False, into: Path
 
 def _push_unarchived(r: Repo, data_dir: Path, log) -> None:
     """Push the WAL segments of a stopped (or killed) cluster that did not reach the
-    repository yet: those marked ready and the one being written when it stopped (the newest)."""
+    repository yet: every segment not marked archived whose first page belongs to it (the
+    one being written when it stopped among them; not the recycled or zero-filled ones
+    PostgreSQL keeps ready for later)."""
+    _wait_for_backends(data_dir)
     wal = data_dir / "pg_wal"
     status = wal / "archive_status"
-    segments = sorted((p for p in wal.glob("*") if len(p.name) == 24 and p.is_file()),
-                      key=lambda p: p.stat().st_mtime)
-    done = {p.name[:-5] for p in status.glob("*.done")}
-    todo = [p for p in segments if (status / f"{p.name}.ready").exists()]
-    if segments and segments[-1].name not in done and segments[-1] not in todo:
-        todo.append(segments[-1])
-    for p in sorted(todo, key=lambda p: p.name):
-        res = r.run("archive-push", f"--pg1-path={data_dir}", str(p), timeout=600, check=False)
+    for p in sorted(p for p in wal.glob("*") if len(p.name) == 24 and p.is_file()):
+        if (status / f"{p.name}.done").exists() or not _segment_written(p):
+            continue
+        res = r.run("archive-push", f"--pg1-path={data_dir}", timeout=600, check=False, args=(str(p),))
         if res.returncode == 0:
             log(f"WAL segment {p.name} of the stopped cluster pushed to the repository")
         else:
             log(f"WAL segment {p.name} could not be pushed (kept in the set-aside folder): "
                 f"{(res.stderr or res.stdout).strip().splitlines()[-1:]}")
+
+
+def _segment_written(path: Path) -> bool:
+    """Whether a WAL segment file holds WAL of its own name: its first page header's
+    timeline and address (``xlp_tli``, ``xlp_pageaddr``) are the name's."""
+    import struct
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    if len(head) < 16 or size <= 0:
+        return False
+    magic, _info, tli, pageaddr = struct.unpack("<HHIQ", head)
+    name = path.name
+    segno = int(name[8:16], 16) * (0x100000000 // size) + int(name[16:24], 16)
+    return magic != 0 and tli == int(name[:8], 16) and pageaddr == segno * size
+
+
+def _wait_for_backends(data_dir: Path, timeout_s: float = 30.0) -> None:
+    """Wait until no process works in ``data_dir`` (a killed postmaster's backends leave
+    within moments).
+
+    Raises
+    ------
+    foundation.errors.ServiceError
+        When some still do after ``timeout_s`` [s].
+    """
+    target = str(data_dir.resolve())
+    deadline = _now() + timeout_s
+    while True:
+        left = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if os.readlink(proc / "cwd") == target:
+                    left.append(proc.name)
+            except OSError:
+                continue
+        if not left:
+            return
+        if _now() > deadline:
+            raise ServiceError(f"processes of the stopped database still run in {target} (pids "
+                               f"{', '.join(left[:5])}): wait for them to end, then restore")
+        time.sleep(0.2)
 
 
 def _start_after_restore(cfg, log) -> None:

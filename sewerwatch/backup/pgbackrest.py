@@ -120,9 +120,9 @@ class Repo:
                 chown(p, self.user)
         return changed
 
-    def run(self, command: str, *options: str, timeout: float = 3600, check: bool = True):
-        """Run ``pgbackrest <options> <command>`` on the stanza as the cluster's user."""
-        return run([binary(), f"--config={self.conf}", f"--stanza={STANZA}", *options, command],
+    def run(self, command: str, *options: str, timeout: float = 3600, check: bool = True, args: tuple = ()):
+        """Run ``pgbackrest <options> <command> <args>`` on the stanza as the cluster's user."""
+        return run([binary(), f"--config={self.conf}", f"--stanza={STANZA}", *options, command, *args],
                    as_user=self.user, what=f"pgbackrest {command}", timeout=timeout, check=check,
                    env={"PGPASSWORD": self.admin_password, "PGSSLMODE": "disable"})
 

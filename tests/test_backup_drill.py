@@ -1,0 +1,158 @@
+"""Restore drills: real pgBackRest, a real embedded cluster of the test's own (its own state
+folder and port, the repository on another folder), restored to a time and to the latest WAL."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from datetime import date
+
+import psycopg
+import pytest
+
+from enforcement import findings
+from foundation import config as sw_config
+from foundation.errors import InputError
+from sewerwatch import backup, services
+from sewerwatch.cli import main as cli_main
+from sewerwatch.db import migrate
+from sewerwatch.services.scratch import free_port, state_dir
+from tests.support import add_site_and_sensors
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+TABLES = ("sites", "sensors", "readings", "lab_samples", "lab_results", "audit_log", "findings")
+
+
+@pytest.fixture
+def program(monkeypatch):
+    """A migrated program with ``[backup]``: its config, owner URL and site's sensor ids."""
+    for k in ("SEWERWATCH_PG_PORT", "SEWERWATCH_MQTT_PORT", "SEWERWATCH_STATE_DIR", "SEWERWATCH_DB_URL"):
+        monkeypatch.delenv(k, raising=False)
+    d = state_dir("sewerwatch-drill-")
+    toml = d / "sewerwatch.toml"
+    toml.write_text(f'[services]\nstate_dir = "{d / "state"}"\npg_port = {free_port()}\nmqtt_port = {free_port()}\n'
+                    f'[backup]\nrepo = "{d / "repo"}"\n')
+    cfg = sw_config.load(toml)
+    try:
+        ep = services.up(cfg, mqtt=False)
+        migrate.migrate(ep.db("owner"))
+        sensors = add_site_and_sensors(ep.db("owner"), "acme", {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
+        yield cfg, ep.db("owner"), sensors
+    finally:
+        services.down(cfg)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def write(url: str, sensors: dict, n: int, tag: str) -> None:
+    """``n`` readings per sensor, a lab sample with two results, an audit row: one transaction."""
+    with psycopg.connect(url) as conn:
+        for sid in sensors.values():
+            conn.execute("INSERT INTO readings (time, sensor_id, value) SELECT now() - g * interval '1 ms', %s, "
+                         "random() * 10 FROM generate_series(1, %s) g", (sid, n))
+        site = conn.execute("SELECT id FROM sites WHERE key = 'acme'").fetchone()[0]
+        sample = conn.execute("INSERT INTO lab_samples (sample_key, site_id, collected) VALUES (%s, %s, now()) "
+                              "RETURNING id", (tag, site)).fetchone()[0]
+        for analyte, v in (("bod5", 310.0), ("tss", 275.0)):
+            conn.execute("INSERT INTO lab_results (sample_id, analyte, value_mg_l) VALUES (%s, %s, %s)",
+                         (sample, analyte, v))
+        conn.execute("INSERT INTO audit_log (action, object) VALUES ('drill.write', %s)", (tag,))
+
+
+def counts(url: str) -> dict:
+    with psycopg.connect(url) as conn:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+
+def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
+    cfg, url, sensors = program
+    write(url, sensors, 500, "s-1")
+    with psycopg.connect(url) as conn:
+        findings.record(conn, "acme", "interference", date(2026, 7, 1), "upset at the plant", by="drill")
+        conn.commit()
+    first = backup.take(cfg)
+    assert first["type"] == "full" and first["record_files"] >= 1
+    for i in range(5):                      # written after the backup: only the WAL has them
+        write(url, sensors, 300, f"s-after-{i}")
+        time.sleep(0.3)
+    at_t = counts(url)
+    with psycopg.connect(url) as conn:
+        t = conn.execute("SELECT now()").fetchone()[0]
+    time.sleep(0.5)
+    for i in range(3):                      # after T: must not come back
+        write(url, sensors, 200, f"s-late-{i}")
+    assert counts(url)["readings"] > at_t["readings"]
+    assert any("archiving works" in line for line in backup.check(cfg))   # the last WAL reaches the repository
+    (cfg.services.state_dir / "secrets.json").rename(cfg.services.state_dir / "secrets.json.lost")
+
+    pg = services.embedded(cfg)[0]
+    with pytest.raises(InputError, match="services down"):
+        backup.restore(cfg, to=t)
+    services.down(cfg)
+    shutil.rmtree(pg.data_dir)              # the disk's data folder is gone
+    out = backup.restore(cfg, to=t)
+    assert out["kept"] is None and "secrets.json" in out["record"]
+    print(f"\nrestore to a time: {out['seconds']:.1f} s")
+    with capsys.disabled():
+        print(f"restore drill (to T): {out['seconds']:.1f} s for {at_t['readings']:,} readings")
+    assert counts(url) == at_t
+    assert out["manifest"]["config_sha256"] == first["config_sha256"]
+    # the program runs on it: new rows are written, and archiving goes on
+    write(url, sensors, 10, "s-restored")
+    assert counts(url)["readings"] == at_t["readings"] + 20
+    assert cli_main(["--config", str(cfg.path), "backup", "check"]) == 0
+    assert cli_main(["--config", str(cfg.path), "backup", "list"]) == 0
+    assert "full" in capsys.readouterr().out
+
+
+def test_restore_latest_after_the_database_is_killed_mid_write(program):
+    cfg, url, sensors = program
+    write(url, sensors, 200, "k-0")
+    backup.take(cfg, full=True)
+    committed, stop = [0], threading.Event()
+
+    def writer():
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                while not stop.is_set():
+                    conn.execute("INSERT INTO readings (time, sensor_id, value) SELECT now() - g * interval '1 us', "
+                                 "%s, 1.0 FROM generate_series(1, 100) g", (sensors["ph"],))
+                    committed[0] += 100
+        except psycopg.Error:
+            pass
+
+    before = counts(url)["readings"]
+    th = threading.Thread(target=writer)
+    th.start()
+    time.sleep(2.0)
+    pg = services.embedded(cfg)[0]
+    os.kill(pg.pid(), signal.SIGKILL)       # the postmaster, mid-write
+    th.join(10)
+    stop.set()
+    assert committed[0] > 0
+    time.sleep(1.0)
+    with pytest.raises(InputError, match="give --to TIME or --latest"):
+        backup.restore(cfg)
+    out = backup.restore(cfg, latest=True)
+    assert out["kept"] and os.path.isdir(out["kept"])
+    got = counts(url)["readings"] - before
+    # every committed row is back (its WAL was on the disk: pushed before the restore); at most
+    # the one insert whose answer the kill cut off is there too
+    assert committed[0] <= got <= committed[0] + 100
+    write(url, sensors, 5, "k-restored")
+    shutil.rmtree(out["kept"], ignore_errors=True)
+
+
+def test_restore_is_refused_while_run_writes(program):
+    cfg, url, sensors = program
+    backup.take(cfg, full=True)
+    status = cfg.services.state_dir / "run-status.json"
+    status.write_text(json.dumps({"running": True, "pid": os.getpid(), "updated": time.time()}))
+    with pytest.raises(InputError, match="is writing to the database: stop it first"):
+        backup.restore(cfg, latest=True)
+    status.unlink()
+    assert backup.health(cfg)["ok"] and "full" in backup.health(cfg)["summary"]
