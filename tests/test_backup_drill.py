@@ -16,7 +16,7 @@ import pytest
 
 from enforcement import findings
 from foundation import config as sw_config
-from foundation.errors import InputError
+from foundation.errors import InputError, ServiceError
 from sewerwatch import backup, services
 from sewerwatch.cli import main as cli_main
 from sewerwatch.db import migrate
@@ -156,3 +156,24 @@ def test_restore_is_refused_while_run_writes(program):
         backup.restore(cfg, latest=True)
     status.unlink()
     assert backup.health(cfg)["ok"] and "full" in backup.health(cfg)["summary"]
+
+
+def test_status_shows_the_last_backup_and_a_failed_one_degrades(program, capsys):
+    cfg, url, sensors = program
+    assert cli_main(["--config", str(cfg.path), "status", "--json"]) == 2      # run is not running
+    st = json.loads(capsys.readouterr().out)
+    assert st["backup"]["configured"] and not st["backup"]["ok"] and "no backup" in st["backup"]["problem"]
+    backup.take(cfg)
+    cli_main(["--config", str(cfg.path), "status"])
+    assert "backup: last full " in capsys.readouterr().out
+    repo = cfg.backup.repo
+    repo.chmod(0o000)                       # the repository's disk refuses writes
+    try:
+        with pytest.raises(ServiceError, match="pgbackrest backup failed"):
+            backup.take(cfg)
+    finally:
+        repo.chmod(0o750)
+    h = backup.health(cfg)
+    assert not h["ok"] and h["problem"].startswith("the last backup failed")
+    cli_main(["--config", str(cfg.path), "status"])
+    assert "! backup: the last backup failed" in capsys.readouterr().out
