@@ -264,6 +264,38 @@ def run_writing(cfg) -> int | None:
     return int(st["pid"]) if fresh and pid_alive(int(st["pid"])) else None
 
 
+def before_migrating(cfg, owner_url: str, log=lambda msg: None) -> dict | None:
+    """What ``db migrate`` does first when migrations are pending: refuse while ``run``
+    writes; with ``[backup]``, take a backup (the database as it was before, to restore if
+    the new version must be undone).
+
+    Returns
+    -------
+    dict or None
+        :func:`take`'s answer, or None when nothing is pending or no backups are configured.
+    """
+    import psycopg
+
+    from sewerwatch.db import migrate
+
+    try:
+        with psycopg.connect(owner_url, connect_timeout=10) as conn:
+            have = migrate.applied(conn)
+    except psycopg.Error:
+        return None                # migrate itself says what is wrong with the database
+    pending = [m for m in migrate.discover() if m.version not in have]
+    if not pending:
+        return None
+    pid = run_writing(cfg)
+    if pid is not None:
+        raise InputError(f"'sewerwatch run' (pid {pid}) is writing to the database: stop it before migrating "
+                         f"({len(pending)} migrations pending), then start it again")
+    if cfg.backup is None or cfg.services.db_url or not have:
+        return None
+    log(f"{len(pending)} migrations pending: taking a backup first")
+    return take(cfg, full=False, log=log)
+
+
 def restore(cfg, *, to: datetime | None = None, latest: bool = False, into: Path | None = None,
             log=lambda msg: None) -> dict:
     """Restore the database (``sewerwatch backup restore``) as it was at ``to`` or as late as
