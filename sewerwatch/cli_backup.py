@@ -1,5 +1,5 @@
-"""CLI: ``sewerwatch backup now|list|check|restore`` and ``sewerwatch export``; the work is
-``sewerwatch.backup``'s."""
+"""CLI: ``sewerwatch backup now|list|check|restore``, ``sewerwatch export`` and ``sewerwatch
+hold add|release|list``; the work is ``sewerwatch.backup``'s and ``enforcement.holds``'."""
 
 from __future__ import annotations
 
@@ -34,6 +34,20 @@ def register(sub) -> None:
     e.add_argument("--year", type=int, required=True, help="the calendar year (in the village's time zone)")
     e.add_argument("dir", metavar="DIR", help="an empty or new folder")
     e.set_defaults(func=_export)
+    h = sub.add_parser("hold", help="legal holds: while an industrial user is on hold, retention deletes none of "
+                       "its records")
+    hsub = h.add_subparsers(dest="action", metavar="ACTION", required=True)
+    a = hsub.add_parser("add", help="put an industrial user's records on hold")
+    a.add_argument("site", help="the site id (the config's [[sites]] id)")
+    a.add_argument("--reason", required=True, help="why: the case, the request")
+    a.set_defaults(func=_hold_add)
+    rel = hsub.add_parser("release", help="end the hold on an industrial user's records")
+    rel.add_argument("site", help="the site id")
+    rel.add_argument("--reason", required=True, help="why the hold ends")
+    rel.set_defaults(func=_hold_release)
+    ls = hsub.add_parser("list", help="the holds in force (--all: released ones too)")
+    ls.add_argument("--all", action="store_true", help="released holds too")
+    ls.set_defaults(func=_hold_list)
 
 
 def _log(msg: str) -> None:
@@ -103,4 +117,39 @@ def _export(args, ctx) -> int:
         out = export.export_year(conn, ctx.config, args.year, Path(args.dir), log=_log)
     print(f"{out['tables']} tables, {out['rows']:,} rows of {args.year} in {out['dir']} "
           f"(manifest: {out['manifest']})")
+    return 0
+
+
+def _hold_add(args, ctx) -> int:
+    from enforcement import holds
+    from foundation.actor import Actor
+
+    with ctx.connect("owner") as conn:
+        h = holds.add(conn, args.site, args.reason, actor=Actor.os_user())
+    print(f"site {h['site']} on hold since {h['placed_at']:%Y-%m-%d %H:%M} UTC: {h['reason']} "
+          "(retention deletes none of its records until it is released)")
+    return 0
+
+
+def _hold_release(args, ctx) -> int:
+    from enforcement import holds
+    from foundation.actor import Actor
+
+    with ctx.connect("owner") as conn:
+        h = holds.release(conn, args.site, args.reason, actor=Actor.os_user())
+    print(f"hold on site {h['site']} released: {h['release_reason']}")
+    return 0
+
+
+def _hold_list(args, ctx) -> int:
+    from enforcement import holds
+
+    with ctx.connect("owner") as conn:
+        rows = holds.holds(conn, active_only=not args.all)
+    if not rows:
+        print("no holds" + ("" if args.all else " in force"))
+    for h in rows:
+        end = (f", released {h['released_at']:%Y-%m-%d} by {h['released_by']}: {h['release_reason']}"
+               if h["released_at"] else "")
+        print(f"  {h['site']:<16} since {h['placed_at']:%Y-%m-%d} by {h['placed_by']}: {h['reason']}{end}")
     return 0
