@@ -37,7 +37,15 @@ def test_export_of_a_year_is_the_years_rows_with_their_hashes(db, tmp_path):
             conn.execute("INSERT INTO readings (time, sensor_id, value) VALUES (%s, %s, %s)", (t, ids["ph"], 7.0 + i))
         conn.execute("INSERT INTO audit_log (at, action, object) VALUES (%s, 'drill', 'in'), (%s, 'drill', 'out')",
                      (IN_2026[1], OUTSIDE[1]))
-        accounts.add(conn, "clerk1", "A Clerk", "clerk", "a long enough passphrase 1", actor=Actor.os_user())
+        clerk = accounts.add(conn, "clerk1", "A Clerk", "clerk", "a long enough passphrase 1", actor=Actor.os_user())
+        signed, pdf = b'{"report": "self-monitoring", "period": "2026-06"}', b"%PDF-1.7 the copy of record"
+        sub = conn.execute(
+            "INSERT INTO portal_submissions (number, site_id, kind, title, document, sha256, certification, "
+            "signer_id, signer_username, signer_name, signer_email, signed_at, totp_step, pdf, pdf_sha256) "
+            "SELECT 'SMR-2026-001', id, 'self-monitoring', 'June', %s, %s, 'I certify', %s, 'clerk1', 'A Clerk', "
+            "'c@example.org', %s, 1, %s, %s FROM sites WHERE key = 'acme' RETURNING id",
+            (signed, hashlib.sha256(signed).hexdigest(), clerk.id, IN_2026[1], pdf,
+             hashlib.sha256(pdf).hexdigest())).fetchone()[0]
         conn.commit()
         out = export.export_year(conn, cfg, 2026, tmp_path / "2026")
     folder = tmp_path / "2026"
@@ -64,6 +72,9 @@ def test_export_of_a_year_is_the_years_rows_with_their_hashes(db, tmp_path):
     assert manifest["files"]["readings.csv"]["rows"] == 3
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, text=True)
     assert check.returncode == 0 and "readings.parquet: OK" in check.stdout
+    assert (folder / "documents" / f"submission-{sub}" / "SMR-2026-001.signed").read_bytes() == signed
+    assert manifest["files"][f"documents/submission-{sub}/SMR-2026-001.pdf"]["sha256"] == \
+        hashlib.sha256(pdf).hexdigest()
     readme = (folder / "README.md").read_text()
     assert "## readings" in readme and "| value_mg_l | double precision | converted to mg/l" in readme
 

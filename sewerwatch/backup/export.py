@@ -138,6 +138,8 @@ def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dic
             files[p.name] = {"bytes": p.stat().st_size, "sha256": _sha256(p), "rows": n}
         readme.append(_describe(table, columns, tcol, n))
         log(f"{table}: {n:,} rows")
+    docs = _documents(conn, folder, start, end)
+    files.update(docs)
     head = (f"# The sewer use program's records of {year}\n\n"
             f"Written {datetime.now(tz):%Y-%m-%d %H:%M %Z} by sewerwatch for {cfg.utility.name}. Each table is "
             "here twice: as CSV (a header line, then one row a line; times in UTC with their offset, empty "
@@ -145,7 +147,11 @@ def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dic
             f"time column falls in {year} on the village's calendar ({tz.key}); tables of what those rows refer to "
             "(sites, sensors, permits, instruments, rates, accounts) are whole. Password hashes and "
             "second-factor secrets are not exported. `manifest.json` gives every file's size and SHA-256; "
-            "`sha256sum -c SHA256SUMS` checks them all.\n\n")
+            "`sha256sum -c SHA256SUMS` checks them all. The files of the reports industrial users signed "
+            "in the year are in `documents/submission-<id>/`: `<number>.signed` (the bytes the signature "
+            "covers), `<number>.pdf` (the copy of record) and the attached files, each with the SHA-256 "
+            "stored when it was signed (`portal_submissions.sha256`, `pdf_sha256`, "
+            "`portal_submission_files.sha256`).\n\n")
     (folder / "README.md").write_text(head + "\n".join(readme))
     files["README.md"] = {"bytes": (folder / "README.md").stat().st_size, "sha256": _sha256(folder / "README.md")}
     manifest = {"year": year, "timezone": tz.key, "written_at": time.time(), "utility": cfg.utility.name,
@@ -153,6 +159,46 @@ def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dic
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (folder / "SHA256SUMS").write_text("".join(f"{v['sha256']}  {k}\n" for k, v in sorted(files.items())))
     return {"dir": str(folder), "tables": len(readme), "rows": total, "manifest": str(folder / "manifest.json")}
+
+
+def _documents(conn, folder: Path, start: datetime, end: datetime) -> dict:
+    """The signed submissions' files of the year, each checked against its stored SHA-256.
+
+    Raises
+    ------
+    foundation.errors.DatabaseError
+        When a stored file's bytes no longer match the hash recorded when it was signed.
+    """
+    from foundation.errors import DatabaseError
+
+    out = {}
+    subs = conn.execute("SELECT id, number, document, sha256, pdf, pdf_sha256 FROM portal_submissions "
+                        "WHERE signed_at >= %s AND signed_at < %s ORDER BY id", (start, end)).fetchall()
+    for sub, number, document, digest, pdf, pdf_digest in subs:
+        for suffix, blob, want in (("signed", document, digest), ("pdf", pdf, pdf_digest)):
+            blob = bytes(blob)
+            if hashlib.sha256(blob).hexdigest() != want:
+                raise DatabaseError(f"submission {number}: its {suffix} bytes do not match the SHA-256 recorded "
+                                    "when it was signed")
+            rel = Path("documents") / f"submission-{sub}" / (f"{number}.pdf" if suffix == "pdf" else
+                                                            f"{number}.signed")
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(blob)
+            out[str(rel)] = {"bytes": len(blob), "sha256": want}
+    rows = conn.execute(
+        "SELECT f.submission_id, f.position, f.name, f.sha256, f.content FROM portal_submission_files f "
+        "JOIN portal_submissions s ON s.id = f.submission_id WHERE s.signed_at >= %s AND s.signed_at < %s "
+        "ORDER BY f.submission_id, f.position", (start, end))
+    for sub, pos, name, digest, content in rows:
+        content = bytes(content)
+        if hashlib.sha256(content).hexdigest() != digest:
+            raise DatabaseError(f"submission {sub}, file {name!r}: its bytes do not match the SHA-256 recorded "
+                                "when it was signed")
+        rel = Path("documents") / f"submission-{sub}" / f"{pos:02d}-{Path(name).name or 'file'}"
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(content)
+        out[str(rel)] = {"bytes": len(content), "sha256": digest}
+    return out
 
 
 def _parquet(conn, query, params, columns, path: Path) -> int:
