@@ -103,6 +103,9 @@ def _restore(args, ctx) -> int:
     out = backup.restore(ctx.config, to=to, latest=args.latest, into=Path(args.into) if args.into else None,
                          log=_log)
     print(f"restored into {out['data_dir']} in {out['seconds']:.1f} s")
+    if args.into:
+        print(f"start it apart on a free port to read it: pg_ctl -D {out['data_dir']} -o '-p 55999' start "
+              "(as the database's system user); it does not archive")
     if out["kept"]:
         print(f"the data folder before the restore is kept in {out['kept']} (remove it when satisfied)")
     if out["record"]:

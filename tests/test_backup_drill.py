@@ -9,7 +9,7 @@ import shutil
 import signal
 import threading
 import time
-from datetime import date
+from datetime import date, timedelta
 
 import psycopg
 import pytest
@@ -92,6 +92,10 @@ def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
     pg = services.embedded(cfg)[0]
     with pytest.raises(InputError, match="services down"):
         backup.restore(cfg, to=t)
+    with pytest.raises(InputError, match="before the oldest backup ended"):
+        backup.restore(cfg, to=t - timedelta(days=1))
+    with pytest.raises(InputError, match="is in the future"):
+        backup.restore(cfg, to=t + timedelta(days=1))
     services.down(cfg)
     shutil.rmtree(pg.data_dir)              # the disk's data folder is gone
     out = backup.restore(cfg, to=t)
@@ -104,6 +108,7 @@ def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
     # the program runs on it: new rows are written, and archiving goes on
     write(url, sensors, 10, "s-restored")
     assert counts(url)["readings"] == at_t["readings"] + 20
+    assert backup.take(cfg)["type"] == "diff"          # backups go on from the restored database
     assert cli_main(["--config", str(cfg.path), "backup", "check"]) == 0
     assert cli_main(["--config", str(cfg.path), "backup", "list"]) == 0
     assert "full" in capsys.readouterr().out

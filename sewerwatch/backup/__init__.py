@@ -324,6 +324,7 @@ def restore(cfg, *, to: datetime | None = None, latest: bool = False, into: Path
     started = _now()
     options = []
     if to is not None:
+        _reachable(r, to)
         options += ["--type=time", f"--target={to.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S.%f}+00",
                     "--target-action=promote"]
     kept = None
@@ -357,6 +358,22 @@ def restore(cfg, *, to: datetime | None = None, latest: bool = False, into: Path
         _start_after_restore(cfg, log)
     out["seconds"] = round(_now() - started, 1)
     return out
+
+
+def _reachable(r: Repo, to: datetime) -> None:
+    """Refuse a time no backup and WAL of the repository reach: before the oldest backup's
+    end, or not yet come."""
+    fmt = "%Y-%m-%d %H:%M:%S UTC"
+    if to.timestamp() > _now():
+        raise InputError(f"--to {to.astimezone(timezone.utc):{fmt}} is in the future; --latest restores as late "
+                         "as the archived WAL reaches")
+    ends = [b["timestamp"]["stop"] for b in r.info().get("backup") or []]
+    if not ends:
+        raise InputError(f"the repository {r.repo} holds no backup yet: nothing to restore")
+    if to.timestamp() < min(ends):
+        raise InputError(f"--to {to.astimezone(timezone.utc):{fmt}} is before the oldest backup ended "
+                         f"({datetime.fromtimestamp(min(ends), timezone.utc):{fmt}}): no earlier time can be "
+                         "restored ('sewerwatch backup list' shows the backups)")
 
 
 def _push_unarchived(r: Repo, data_dir: Path, log) -> None:
