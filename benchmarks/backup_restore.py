@@ -64,7 +64,7 @@ def main() -> None:
             assert conn.execute("SELECT count(*) FROM readings").fetchone()[0] == readings
         per_gb = out["seconds"] / (size / 1e9)
         year_bytes = size / readings * YEAR_READINGS
-        print(json.dumps({"name": "backup_restore", "value": out["seconds"], "unit": "s", "readings": readings,
+        print(json.dumps({"benchmark": "backup_restore", "value": out["seconds"], "unit": "s", "readings": readings,
                           "db_bytes": size, "backup_s": round(backup_s, 1), "repo_bytes": repo_bytes,
                           "per_gb_s": round(per_gb, 1), "year_db_bytes_estimate": int(year_bytes),
                           "year_estimate_h": round(per_gb * year_bytes / 1e9 / 3600, 1)}))
