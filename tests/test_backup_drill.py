@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from datetime import date, timedelta
@@ -21,7 +23,7 @@ from sewerwatch import backup, services
 from sewerwatch.cli import main as cli_main
 from sewerwatch.db import migrate
 from sewerwatch.services.scratch import free_port, state_dir
-from tests.support import add_site_and_sensors
+from tests.support import add_site_and_sensors, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -152,14 +154,28 @@ def test_restore_latest_after_the_database_is_killed_mid_write(program):
     shutil.rmtree(out["kept"], ignore_errors=True)
 
 
-def test_restore_is_refused_while_run_writes(program):
+def test_run_reports_a_missing_backup_and_restore_is_refused_while_it_writes(program):
     cfg, url, sensors = program
-    backup.take(cfg, full=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    run = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg.path), "run"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     status = cfg.services.state_dir / "run-status.json"
-    status.write_text(json.dumps({"running": True, "pid": os.getpid(), "updated": time.time()}))
-    with pytest.raises(InputError, match="is writing to the database: stop it first"):
-        backup.restore(cfg, latest=True)
-    status.unlink()
+    try:
+        def degraded():
+            try:
+                st = json.loads(status.read_text())
+            except (OSError, ValueError):
+                return None
+            return st if st.get("running") and "backup" in (st.get("problems") or {}) else None
+        assert wait_until(degraded, 90), run.stderr.read() if run.poll() is not None else "no status"
+        assert degraded()["problems"]["backup"] == "no backup has been taken yet"
+        backup.take(cfg, full=True)
+        assert wait_until(lambda: "backup" not in (json.loads(status.read_text()).get("problems") or {}), 30)
+        with pytest.raises(InputError, match=f"pid {run.pid}.* is writing to the database: stop it first"):
+            backup.restore(cfg, latest=True)
+    finally:
+        run.terminate()
+        run.wait(60)
     assert backup.health(cfg)["ok"] and "full" in backup.health(cfg)["summary"]
 
 
