@@ -48,7 +48,8 @@ def repo(cfg, passwords: dict | None = None) -> Repo:
         When the config has no ``[backup]`` or names a database of its own.
     """
     if cfg.backup is None:
-        raise InputError(f"{cfg.path}: no [backup] table, so no backups are kept; add one (the documentation's "Backups, restores and upgrades")")
+        raise InputError(f"{cfg.path}: no [backup] table, so no backups are kept; add one (the documentation's "
+                         "page 'Backups, restores and upgrades')")
     if cfg.services.db_url:
         raise InputError(f"{cfg.path}: the database is your own ([services] db_url): back it up with its "
                          "server's tools; 'sewerwatch backup check' shows whether it archives its WAL")
