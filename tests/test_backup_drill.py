@@ -22,6 +22,7 @@ from foundation.errors import InputError, ServiceError
 from sewerwatch import backup, services
 from sewerwatch.cli import main as cli_main
 from sewerwatch.db import migrate
+from sewerwatch.services.postgres import PG_BIN
 from sewerwatch.services.scratch import free_port, state_dir
 from tests.support import add_site_and_sensors, wait_until
 
@@ -152,6 +153,35 @@ def test_restore_latest_after_the_database_is_killed_mid_write(program):
     assert committed[0] <= got <= committed[0] + 100
     write(url, sensors, 5, "k-restored")
     shutil.rmtree(out["kept"], ignore_errors=True)
+
+    # a copy apart, while the database runs: it starts on a port of its own and does not archive
+    with pytest.raises(InputError, match="not empty"):
+        backup.restore(cfg, latest=True, into=cfg.services.state_dir)
+    into = cfg.services.state_dir.parent / "copy"
+    backup.check(cfg)                       # the last rows' WAL in the repository (a segment switched)
+    backup.restore(cfg, latest=True, into=into)
+    assert "archive_mode = 'off'" in (into / "postgresql.auto.conf").read_text()
+    port, pg = free_port(), services.embedded(cfg)[0]
+    ctl = [f"{PG_BIN}/pg_ctl", "-D", str(into), "-o", f"-p {port}", "-w", "-l", str(into / "postgres.log")]
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run(as_pg + ctl + ["start"], check=True, capture_output=True)
+    try:
+        copy_url = url.rsplit(":", 1)[0] + f":{port}/sewerwatch"
+        assert wait_until(lambda: _answers(copy_url), 60)
+        with psycopg.connect(copy_url) as conn:
+            assert conn.execute("SELECT count(*) FROM readings").fetchone()[0] == counts(url)["readings"]
+            assert conn.execute("SHOW archive_mode").fetchone()[0] == "off"
+    finally:
+        subprocess.run(as_pg + ctl + ["-m", "fast", "stop"], capture_output=True)
+    assert pg.running()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=2) as conn:
+            return not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
+    except psycopg.Error:
+        return False
 
 
 def test_run_reports_a_missing_backup_and_restore_is_refused_while_it_writes(program):
