@@ -228,3 +228,20 @@ def test_status_shows_the_last_backup_and_a_failed_one_degrades(program, capsys)
     assert not h["ok"] and h["problem"].startswith("the last backup failed")
     cli_main(["--config", str(cfg.path), "status"])
     assert "! backup: the last backup failed" in capsys.readouterr().out
+
+
+def test_db_migrate_takes_a_backup_first_when_migrations_are_pending(program, capsys):
+    cfg, url, sensors = program
+    newest = migrate.discover()[-1]
+    with psycopg.connect(url) as conn:      # the database of a version without the newest migration
+        conn.execute("DROP TABLE legal_holds")
+        conn.execute("DELETE FROM schema_migrations WHERE version = %s", (newest.version,))
+        conn.commit()
+    write(url, sensors, 50, "m-0")
+    assert backup.backups(cfg)["backups"] == []
+    assert cli_main(["--config", str(cfg.path), "db", "migrate"]) == 0
+    err = capsys.readouterr().err
+    assert "1 migrations pending: taking a backup first" in err and f"applied {newest.path.name}" in err
+    listed = backup.backups(cfg)["backups"]
+    assert len(listed) == 1 and listed[0]["type"] == "full"          # the database as it was before
+    assert backup.before_migrating(cfg, url) is None                  # nothing pending: no backup
