@@ -26,6 +26,7 @@ from typing import Annotated, NamedTuple
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
+from foundation.backup_options import Backup
 from foundation.errors import ConfigError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
@@ -56,7 +57,7 @@ RECORDS_YEARS_MIN = 3
 
 __all__ = ["Config", "Site", "Device", "Sensor", "Contact", "Alerts", "Retention",
            "IngestOptions", "WebOptions", "Services", "MqttInput", "RunOptions", "FieldOptions", "Instrument",
-           "ChecklistItem", "load", "from_dict", "find_pack", "pack_dirs"]
+           "ChecklistItem", "Backup", "load", "from_dict", "find_pack", "pack_dirs"]
 
 
 def _folders(v, info: ValidationInfo):
@@ -690,6 +691,8 @@ class Config(Table):
     """Bounds on what the collectors accept."""
     web: WebOptions | None = None
     """The acknowledgement page; absent: no page, no links."""
+    backup: Backup | None = None
+    """Backups of the embedded database; absent: none."""
     run: RunOptions = RunOptions()
     """``sewerwatch run``'s lease and the dead man's switch."""
     field: FieldOptions = FieldOptions()

@@ -5,7 +5,8 @@
 created the first time the site is seen and kept (a site's devices keep their password).
 ``keys`` holds signing keys: ``ack_links`` signs the acknowledgement links of alerts
 (``alerts.links``); ``web_csrf`` keys the web application's CSRF tokens
-(``web.app``); ``calendar_feeds`` signs the calendar feeds' addresses (``web.feeds``).
+(``web.app``); ``calendar_feeds`` signs the calendar feeds' addresses (``web.feeds``); ``backup_cipher``
+encrypts the backup repository (``sewerwatch.backup``).
 Never in the config file, never logged.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
 MQTT_ACCOUNTS = ("admin", "collector", "device", "notifier")
 #: Signing keys (256 bits each).
-KEYS = ("ack_links", "web_csrf", "calendar_feeds", "portal_invites")
+KEYS = ("ack_links", "web_csrf", "calendar_feeds", "portal_invites", "backup_cipher")
 
 
 def load_or_create(state_dir: Path, sites=()) -> dict:

@@ -23,7 +23,7 @@ import limits.pack_cli
 import simulators.cli
 from foundation.context import Context
 from foundation.errors import NotBuiltYet, SewerwatchError, report
-from sewerwatch import (__version__, cli_config, cli_db, cli_field, cli_portal, cli_run, cli_services, cli_web,
+from sewerwatch import (__version__, cli_backup, cli_config, cli_db, cli_field, cli_portal, cli_run, cli_services, cli_web,
                         services)
 
 #: The registering modules, in the order ``--help`` lists their subcommands.
@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     cli_field,           # maintenance, instruments, calibrations, grab, inspections
     cli_web,             # web, users
     cli_portal,          # portal
+    cli_backup,          # backup now|list|check|restore, export
 )
 
 

@@ -55,6 +55,9 @@ def _migrate(args, ctx) -> int:
 
     url = _target(args, ctx)
     cfg = ctx.config
+    if not args.db_url:
+        from sewerwatch import backup
+        backup.before_migrating(cfg, url, log=_log)
     done = migrate.migrate(url, log=_log)
     if not done:
         _log("schema is up to date")

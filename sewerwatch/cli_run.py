@@ -188,6 +188,9 @@ def gather_status(ctx, show_secrets: bool = False) -> dict:
     out["services"].pop("mqtt_urls", None)
     out["run"] = _read_status(cfg.services.state_dir / STATUS_FILE) or {"running": False}
     out["mqtt_access"] = _mqtt_access(cfg, out["run"])
+    from sewerwatch import backup     # lazy, as every command's work
+
+    out["backup"] = backup.health(cfg)
     # one status file per collector: collect-status.json, collect-status-<client id>.json
     for path in sorted(cfg.services.state_dir.glob(COLLECT_STATUS_FILE.replace(".json", "*.json"))):
         collect = _read_status(path)
@@ -240,12 +243,15 @@ OK, DEGRADED, NOT_RUNNING = 0, 1, 2
 def status_code(st: dict) -> int:
     """The exit code of :func:`gather_status`'s answer: :data:`NOT_RUNNING` when ``run`` is not
     running or not responding (a collector not responding too), :data:`DEGRADED` when anything
-    it or a collector reports is not healthy or the database cannot be read, else :data:`OK`
+    it or a collector reports is not healthy, the database cannot be read or the backups (when
+    configured) failed or are too old, else :data:`OK`
     (a standby that sees a leader is OK)."""
     r = st.get("run") or {}
     procs = [r] + [v for k, v in st.items() if k == "collect" or k.startswith("collect ")]
     if not r.get("running") or any(p.get("state") == "unresponsive" for p in procs):
         return NOT_RUNNING
+    if not (st.get("backup") or {}).get("ok", True):
+        return DEGRADED          # backups configured, and the last one failed or is too old
     if "database_error" in st or any((p.get("problems") or {}) or p.get("state") not in (None, "ok", "standby")
                                      for p in procs) or (st.get("mqtt_access") or {}).get("problems"):
         return DEGRADED
@@ -276,6 +282,11 @@ def _status(args, ctx) -> int:
               ", readable under the broker's ACL" if acc["collector_reads"] is not None else "")))
     for p in acc["problems"]:
         print(f"  ! mqtt: {p}")
+    b = st.get("backup") or {}
+    if b.get("configured"):
+        print(f"backup: last {b['summary']}" if b.get("at") and b.get("ok") else f"backup: {b['summary']}")
+        if b.get("problem"):
+            print(f"  ! backup: {b['problem']}")
     if "database_error" in st:
         print(f"database: {st['database_error']}")
         return code

@@ -360,7 +360,8 @@ class Pipeline:
 
     def problems(self) -> dict[str, str]:
         """Everything degraded now, ``{component: problem}``: unhealthy components, deaths
-        in the last :data:`RESTART_REPORTED_S`, evaluation errors."""
+        in the last :data:`RESTART_REPORTED_S`, evaluation errors, a failed or too old backup
+        (:func:`sewerwatch.backup.health`)."""
         out = self.supervisor.problems()
         now = time.monotonic()
         for name, (at, detail) in list(self._restarted.items()):
@@ -368,6 +369,9 @@ class Pipeline:
                 out.setdefault(name, f"{detail} (restarted)" if "restarted" not in detail else detail)
             else:
                 self._restarted.pop(name, None)
+        from sewerwatch import backup     # a failed or too old backup: a "degraded" alert with its reason
+        if not (b := backup.health(self.cfg))["ok"]:
+            out.setdefault("backup", b["problem"])
         return out
 
     def _evaluator_problem(self) -> str | None:

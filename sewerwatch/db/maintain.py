@@ -16,7 +16,9 @@ One job, :func:`maintain`, run by ``sewerwatch db maintain`` and every
    its start to as long after its end are copied into ``readings_evidence``. Never past
    the aggregates' end: what is removed has been aggregated.
 3. **Records period.** Aggregates and evidence older than ``records_years`` (at least 3,
-   40 CFR 403.12(o)(2)) are removed.
+   40 CFR 403.12(o)(2)) are removed. A site on legal hold (``enforcement.holds``) loses
+   nothing: its raw readings are copied into ``readings_evidence`` before step 2 drops
+   them, and its evidence and aggregates stay past the records period.
 4. **Compression**, where the server's TimescaleDB build has it (``timescaledb.license``
    not ``apache``): chunks of ``readings`` older than ``compress_after_days`` are
    compressed, segmented by sensor and ordered by time. The Apache build has no
@@ -74,6 +76,29 @@ JOIN readings r ON r.sensor_id = v.sensor_id
 WHERE v.sensor_id IS NOT NULL AND v.start_time - %(margin)s < %(cutoff)s AND r.time < %(cutoff)s
 ON CONFLICT DO NOTHING
 """
+
+
+#: The raw readings of the sites on legal hold (enforcement/holds.py) older than the cutoff:
+#: kept as evidence before the chunks holding them are dropped.
+KEEP_HELD = """
+INSERT INTO readings_evidence (time, value, sensor_id, quality)
+SELECT r.time, r.value, r.sensor_id, r.quality
+FROM readings r
+JOIN sensors s ON s.id = r.sensor_id
+JOIN legal_holds h ON h.site_id = s.site_id AND h.released_at IS NULL
+WHERE r.time < %(cutoff)s
+ON CONFLICT DO NOTHING
+"""
+#: The sensors of the sites on legal hold.
+HELD_SENSORS = ("SELECT s.id FROM sensors s JOIN legal_holds h ON h.site_id = s.site_id "
+                "AND h.released_at IS NULL")
+
+
+def held_sites(conn) -> int:
+    """How many sites are on legal hold (0 where the schema has no holds yet)."""
+    if conn.execute("SELECT to_regclass('public.legal_holds')").fetchone()[0] is None:
+        return 0
+    return conn.execute("SELECT count(*) FROM legal_holds WHERE released_at IS NULL").fetchone()[0]
 
 
 def _timescale(conn) -> bool:
@@ -186,8 +211,11 @@ def _maintain(conn, policy: Retention, now: datetime, log_progress, halt) -> dic
     if agg_to is not None:
         cutoff = min(cutoff, agg_to)
     margin = timedelta(minutes=policy.evidence_margin_min)
+    held = out["held_sites"] = held_sites(conn)
     with conn.transaction():
         out["evidence_rows"] = conn.execute(KEEP_EVIDENCE, {"margin": margin, "cutoff": cutoff}).rowcount
+        if held:    # a legal hold: the site's raw readings stay, as evidence
+            out["evidence_rows"] += conn.execute(KEEP_HELD, {"cutoff": cutoff}).rowcount
         if ts:
             out["raw_removed"] = len(conn.execute(
                 "SELECT drop_chunks('readings', older_than => %s)", (cutoff,)).fetchall())
@@ -198,12 +226,13 @@ def _maintain(conn, policy: Retention, now: datetime, log_progress, halt) -> dic
 
     # 3. the records period
     records = now - timedelta(days=policy.records_days)
+    not_held = f" AND sensor_id NOT IN ({HELD_SENSORS})" if held else ""
     with conn.transaction():
-        n = conn.execute("DELETE FROM readings_evidence WHERE time < %s", (records,)).rowcount
-        if ts:
+        n = conn.execute("DELETE FROM readings_evidence WHERE time < %s" + not_held, (records,)).rowcount
+        if ts and not held:      # whole chunks: none while a site is on hold
             n += len(conn.execute("SELECT drop_chunks('readings_1m', older_than => %s)", (records,)).fetchall())
         else:
-            n += conn.execute("DELETE FROM readings_1m WHERE minute < %s", (records,)).rowcount
+            n += conn.execute("DELETE FROM readings_1m WHERE minute < %s" + not_held, (records,)).rowcount
         _set_state(conn, "records-retention", records)
     out["records_removed"] = n
 

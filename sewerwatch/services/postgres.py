@@ -29,6 +29,9 @@ PG_MAJOR = os.environ.get("PG_MAJOR", "15")
 PG_BIN = f"/usr/lib/postgresql/{PG_MAJOR}/bin"
 ADMIN = DB_ROLES["admin"]
 
+#: The settings of WAL archiving sewerwatch writes (``sewerwatch.backup``).
+ARCHIVE_KEYS = ("archive_mode =", "archive_command =", "archive_timeout =")
+
 SETTINGS = """
 # written by sewerwatch; the embedded cluster's settings
 listen_addresses = '127.0.0.1'
@@ -54,11 +57,15 @@ class EmbeddedPostgres:
         TCP port on 127.0.0.1.
     passwords : dict
         Account -> password (``secrets.json``'s ``db`` section).
+    archive_command : str, optional
+        WAL archiving on with this command (pgBackRest's ``archive-push``, ``sewerwatch.backup``);
+        None: archiving off.
     """
 
     state_dir: Path
     port: int
     passwords: dict
+    archive_command: str | None = None
 
     @property
     def base(self) -> Path:
@@ -143,6 +150,38 @@ class EmbeddedPostgres:
             conf.write_text("\n".join(lines + [line]) + "\n")
             chown_tree(conf, "postgres")
 
+    def archive_setting_present(self) -> bool:
+        """Whether ``postgresql.auto.conf`` has sewerwatch's archiving lines."""
+        conf = self.data_dir / "postgresql.auto.conf"
+        return conf.exists() and any(ln.startswith(ARCHIVE_KEYS) for ln in conf.read_text().splitlines())
+
+    def write_archive_setting(self) -> None:
+        """Keep WAL archiving in step with :attr:`archive_command` (``postgresql.auto.conf``; a
+        segment is archived at least every ``archive_timeout``, 60 s: what a lost disk may lose)."""
+        conf = self.data_dir / "postgresql.auto.conf"
+        text = conf.read_text() if conf.exists() else ""
+        kept = [ln for ln in text.splitlines() if not ln.startswith(ARCHIVE_KEYS)]
+        if self.archive_command:
+            quoted = self.archive_command.replace("'", "''")
+            kept += ["archive_mode = on", f"archive_command = '{quoted}'", "archive_timeout = 60"]
+        if kept != text.splitlines():
+            conf.write_text("\n".join(kept) + "\n")
+            chown_tree(conf, "postgres")
+
+    def archiving_current(self, conn) -> bool:
+        """Whether the running server archives as :attr:`archive_command` says (``conn``: a
+        superuser's connection); False means a restart is due (``archive_mode`` changes only then)."""
+        mode = conn.execute("SHOW archive_mode").fetchone()[0]
+        cmd = conn.execute("SHOW archive_command").fetchone()[0]
+        if self.archive_command:
+            return mode == "on" and cmd == self.archive_command
+        return mode == "off"
+
+    def restart(self) -> None:
+        """Stop and start the cluster (settings such as ``archive_mode`` take effect only so)."""
+        self.stop()
+        self.start()
+
     def start(self) -> None:
         """Start the cluster unless it runs; a killed one is started again."""
         if self.running():
@@ -160,6 +199,7 @@ class EmbeddedPostgres:
             raise ServiceError(f"port {self.port} on {HOST} is in use by another program; "
                                "set [services].pg_port in the config or SEWERWATCH_PG_PORT")
         self._port_setting()
+        self.write_archive_setting()
         # After a killed postmaster its backends exit on their own within moments; until
         # they have, PostgreSQL refuses to start on the old shared memory. Try again.
         for attempt in range(5):

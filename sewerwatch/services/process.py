@@ -36,8 +36,9 @@ def chown_tree(path: Path, user: str) -> None:
 
 
 def run(cmd: list[str], *, as_user: str | None = None, check: bool = True,
-        timeout: float = 120, what: str = "") -> subprocess.CompletedProcess:
-    """Run ``cmd``, as ``as_user`` when we are root, capturing its output.
+        timeout: float = 120, what: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``cmd``, as ``as_user`` when we are root, capturing its output; ``env``: variables
+    added to the environment (``runuser`` passes them on).
 
     Raises
     ------
@@ -48,7 +49,7 @@ def run(cmd: list[str], *, as_user: str | None = None, check: bool = True,
         cmd = ["runuser", "-u", as_user, "--", *cmd]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None)
     except FileNotFoundError:
         raise ServiceError(f"{cmd[0]} not found: run 'scripts/setup' to install what sewerwatch needs") from None
     except subprocess.TimeoutExpired:
