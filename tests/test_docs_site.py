@@ -91,3 +91,14 @@ def test_the_guides_own_policy_allows_its_inline_scripts_by_hash(site):
     inline = {m for p in site.rglob("*.html") for m in re.findall(rb"<script>(.*?)</script>", p.read_bytes(), re.S)}
     assert inline, "the theme's inline scripts were looked for and not found"
     assert policy.count("'sha256-") == len(inline) and "unsafe-inline" not in policy
+
+
+def test_the_readme_is_short_and_its_links_and_pictures_lead_somewhere():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 250
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)|<img [^>]*src=\"([^\"]+)\"", text)
+    paths = [a or b for a, b in targets if not (a or b).startswith(("http://", "https://"))]
+    assert len(paths) > 20 and any(p.endswith(".png") for p in paths)
+    assert [p for p in paths if not (ROOT / p).is_file()] == []
+    # the first hour and the two commands stay in the README (the guide's first page includes them)
+    assert "## Your first hour" in text and "make demo\nmake test\n" in text
