@@ -9,6 +9,7 @@ import asyncio
 
 from litestar import Request, get
 from litestar.exceptions import NotFoundException
+from litestar.params import FromPath
 from litestar.response import File, Redirect, Response, Template
 
 from web import authz, guide, roles
@@ -24,7 +25,7 @@ def _guide(request: Request) -> guide.Guide:
 
 
 @get([guide.PATH, guide.PATH + "/{path:path}"], opt=PUBLIC, include_in_schema=False)
-async def guide_file(request: Request, path: str | None = None) -> Response:
+async def guide_file(request: Request, path: FromPath[str | None] = None) -> Response:
     """A file of the guide (its first visit builds it, off the event loop: a few seconds)."""
     office = request.app.state.office
     # Litestar's routing drops a trailing slash (``/help/`` is ``/help``): the address as sent says
