@@ -9,7 +9,7 @@ format="ISO8601")`` (the times only: no units, no sensor numbering), read it. Th
 five runs each; the two results' times are compared element by element.
 
 The peak memory of a whole ``sewerwatch check`` on such a file is measured outside this
-script (``/usr/bin/time -v``), as the README reports.
+script (``/usr/bin/time -v``), as the guide reports (docs/developers/testing.md).
 
 Prints, as its last line, ``{"benchmark": ..., "value": ..., "unit": ..., "peer": ...,
 "peer_value": ..., "ratio": ...}`` with ratio = our rows/s over pandas' rows/s.

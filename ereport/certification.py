@@ -6,7 +6,8 @@ Reports of an industrial user "must be signed by an authorized representative ..
 the certification statement in §403.6(a)(2)(ii)" (40 CFR 403.12(l)); the statement is given
 here in the regulation's words and signed as part of the document (its bytes are hashed with
 the rest). :data:`CROMERR` lists each element of §3.2000(b) against what sewerwatch does, and
-what the utility must still do itself; the README prints the same table.
+what the utility must still do itself; the guide's page on electronic reports prints the same
+table.
 """
 
 from __future__ import annotations

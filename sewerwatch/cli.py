@@ -51,7 +51,7 @@ def not_built(name: str, issue: str):
     """Return a handler for a subcommand whose capability is not built yet."""
 
     def handler(args: argparse.Namespace, ctx: Context) -> int:
-        raise NotBuiltYet(f"'{name}' is not built yet ({issue}); see the README for what works today")
+        raise NotBuiltYet(f"'{name}' is not built yet ({issue}); see the guide for what works today")
 
     handler.not_built = True
     return handler

@@ -41,7 +41,7 @@ Two leaders alert at the same time only while a leader is cut off from a databas
 standby still reaches (a network partition): the standby takes over once the lease has
 expired, the old leader goes on from memory until it reaches the database again, then finds
 another term and steps down; the database's episode records keep the alert rows single, not
-the e-mails. README "A standby for run" has the figures.
+the e-mails. The guide's docs/running/scale-out.md has the figures.
 """
 
 from __future__ import annotations

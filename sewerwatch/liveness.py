@@ -1,8 +1,8 @@
 """Liveness others can watch: systemd's notify protocol and watchdog, and
 a dead man's switch URL.
 
-``sewerwatch run`` under systemd (``Type=notify``, ``WatchdogSec=``; README "Running under
-systemd") says ``READY=1`` once it stands by or leads, ``STATUS=...`` as it goes, and
+``sewerwatch run`` under systemd (``Type=notify``, ``WatchdogSec=``; the guide's
+docs/running/systemd.md) says ``READY=1`` once it stands by or leads, ``STATUS=...`` as it goes, and
 ``WATCHDOG=1`` every half ``WatchdogSec`` from its event loop while its status thread is
 alive: a loop or a status writer that hangs (SIGSTOP, a hung disk) stops the pings, and
 systemd kills and restarts the process (and ``OnFailure=`` can tell someone). The protocol

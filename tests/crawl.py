@@ -32,6 +32,10 @@ DOCUMENT = re.compile(r"(/pdf$|\.pdf$|\.csv$|\.ics$|\.xml$|\.png$|\.svg$|/files/
                       r"/page/\d+$|/calendar/feed/|\.json$)")
 #: Never followed or submitted: signing out ends the crawl's session.
 NEVER = re.compile(r"/logout$")
+#: The guide the office serves (``/help``, the MkDocs site of ``docs/``): its pages are the
+#: project's documentation, written for developers and integrators too (file paths, keys), so
+#: each link to it is checked to answer, not crawled or read for the utility's words.
+GUIDE = re.compile(r"^/help(/|$)")
 #: Statuses that mean the page or form is broken, whatever the input.
 BROKEN = (404, 405) + tuple(range(500, 600))
 
@@ -64,6 +68,7 @@ class Crawl:
     documents: dict[str, str] = field(default_factory=dict)     # url -> text
     problems: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    guide: dict[str, int] = field(default_factory=dict)        # url -> status of each guide link
 
 
 @dataclass
@@ -212,6 +217,13 @@ class Crawler:
             text = body.decode("utf-8", "replace")
         self.crawl.documents[url] = self.shared.documents[s] = text
 
+    def _guide(self, url: str, via: str) -> None:
+        """A link to the guide: it must answer (its page, after a redirect to its folder)."""
+        st = self._fetch(url)[0]
+        self.crawl.guide[url] = st
+        if st != 200:
+            self.crawl.problems.append(f"guide link {url} answered {st} ({via})")
+
     def _links(self) -> list[str]:
         hrefs = self.d.execute_script(
             "return Array.from(document.querySelectorAll('a[href]')).filter(a => !a.getAttribute('href')"
@@ -235,6 +247,9 @@ class Crawler:
             if not self._want(url):
                 continue
             self._take(url)
+            if GUIDE.match(url[len(self.base):]):
+                self._guide(url, via)
+                continue
             if DOCUMENT.search(urlsplit(url).path):
                 self._document(url, via)
                 continue

@@ -8,7 +8,8 @@ out after ``escalate_after``, the alert row shows the acknowledgement, the used 
 so, an expired link says so, and a changed one is refused.
 
 ``SEWERWATCH_WRITE_PREVIEWS=1`` also writes the page's screenshot to
-``alerts/previews/ack-page.png`` (the README shows it).
+``alerts/previews/ack-page.png`` (the guide shows it:
+``docs/office/acknowledge.md``).
 """
 
 from __future__ import annotations

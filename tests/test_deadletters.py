@@ -164,7 +164,7 @@ def _site_client(url: str, client_id: str, protocol):
 
 
 def test_the_broker_refuses_a_publish_outside_the_site_mqtt5_says_so_and_the_log_names_it(tmp_path, monkeypatch):
-    """What an integrator sees when the ACL refuses a publish (README, integrators): an MQTT 5
+    """What an integrator sees when the ACL refuses a publish (the guide's ``docs/devices/dead-letters.md``): an MQTT 5
     client gets PUBACK reason code 0x87 Not authorized; an MQTT 3.1.1 client gets a plain
     PUBACK (the broker drops the message silently); with ``[services] mqtt_log_denied`` the
     broker's log names the client and topic."""

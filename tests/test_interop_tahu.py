@@ -63,7 +63,7 @@ def test_tahu_edge_node_loses_nothing_while_run_restarts_mid_stream(db, tmp_path
     site, group = "tahu" + uuid.uuid4().hex[:6], "g" + uuid.uuid4().hex[:6]
     cfg_path = tmp_path / "v.toml"
     # the script's STATE watcher is a second connection: an account of its own (an account is one
-    # connection on the sites' listener, its client id its name; README "No account can take another's identity")
+    # connection on the sites' listener, its client id its name; ``docs/devices/credentials.md``, "No account can take another's identity")
     cfg = own_broker_village(cfg_path, db.url, site, SENSORS, _inputs(group, site), site_extra='mqtt_devices = ["watcher"]\n')
     sw_services.up(cfg, db=False)
     state = cfg.services.state_dir

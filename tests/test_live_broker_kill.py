@@ -4,7 +4,7 @@ Mosquitto config saved is delivered after the restart. Mosquitto 2.0 saves its w
 an integer clock every second, which is every 2 s: readings acknowledged 3 s before the kill
 (2 s and the broker loop's wake-up) are all stored; of those acknowledged 1 s before, the
 stored fraction is measured (printed here; ``benchmarks/broker_kill.py`` measures it over
-trials at random phases for the README)."""
+trials at random phases for the guide, ``docs/running/services.md``)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ At the end: every reading the broker acknowledged is stored exactly once, every 
 one ``violations`` row and one alert with one episode, the status is healthy again, and the
 resident memory after warm-up grew less than 10 %. The 60-second form runs in the normal
 suite; the 10-minute form is marked ``soak`` (``pytest -m soak``). Figures are printed (the
-README quotes them).
+guide quotes them: ``docs/running/live-path.md``).
 """
 
 from __future__ import annotations

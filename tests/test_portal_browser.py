@@ -8,7 +8,8 @@ uploads a lab CSV with one bad row, sees the reason, fixes it, signs and submits
 arrives with the hash, and the copy of record's hash equals it; the coordinator rejects it
 with a reason, the user resubmits a correction, the coordinator accepts, and the copper
 exceedance in it becomes a violation; a second user's account gets nothing of the first's.
-``SEWERWATCH_WRITE_PREVIEWS=1`` writes the screenshots the README shows to ``web/previews/``.
+``SEWERWATCH_WRITE_PREVIEWS=1`` writes the screenshots the guide shows
+(``docs/portal/index.md``) to ``web/previews/``.
 """
 
 from __future__ import annotations

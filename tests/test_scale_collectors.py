@@ -107,7 +107,7 @@ def test_two_collectors_in_a_group_one_killed_mid_stream_store_every_reading_onc
           f"while it was down (its share waits in its session), {stored} after its restart")
     assert killed_at < total
     # Mosquitto routes the dead member's share into its persistent session: not all is stored
-    # until it comes back (README: restart a collector with its client id, or drain it)
+    # until it comes back (docs/running/scale-out.md: restart a collector with its client id, or drain it)
     assert without_one < total
     assert stored == distinct == total
     accepted = {name: st["readings"]["accepted"] for name, st in status.items()}

@@ -8,8 +8,8 @@ refused (403); a simulated acid dump appears on Today within 5 s and is acknowle
 a note, and the escalation contact gets no mail; a site name and a note with ``<script>`` are
 shown as text; a locked account cannot sign in; a disabled account is signed out at its next
 click; ``sewerwatch web`` serves the same application; every page works at 390 px and on a
-desktop with labelled fields. ``SEWERWATCH_WRITE_PREVIEWS=1`` writes the screenshots the README
-shows to ``web/previews/``.
+desktop with labelled fields. ``SEWERWATCH_WRITE_PREVIEWS=1`` writes the screenshots the guide
+shows (``docs/office/today.md``, the README's first) to ``web/previews/``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ coordinator, the superintendent and an industrial user's portal account in turn,
 link it reaches (a few pages of each shape of address, no sign-out) and submits every form it
 finds as the browser would (its action, method, hidden fields and CSRF token; sample values by
 field name). No page or form may answer 404 or 500, and every page loads its style sheet and
-scripts. The permit edit, its conflict between two browsers and Sign out from every page are
+scripts. Each page's link to its part of the guide (``/help``) must answer; the guide itself is
+the project's documentation and is not crawled for the utility's words. The permit edit, its conflict between two browsers and Sign out from every page are
 its first named cases. The village is a copy of the session's seeded round
 (``tests/web_round.py``) with live sensors, an open alert and a portal account added.
 """
@@ -142,6 +143,9 @@ def test_crawl_reached_the_round(crawls):
     posted = {crawl.shape(f["key"].split(" ")[1]) for c in crawls.values() for f in c.forms}
     for must in ("/permits/PAL-IU-N-N/versions", "/alerts/N/acknowledge", "/bills/draft", "/notices/draft"):
         assert any(p.endswith(must) for p in posted), (must, sorted(posted))
+    # each page's "How do I …?" link to its part of the guide answered (checked, not crawled)
+    guide = {u for c in crawls.values() for u in c.guide}
+    assert len(guide) > 10 and any("/help/portal/" in u for u in guide), sorted(guide)
 
 
 def test_plain_words_on_every_page_and_document(crawls):

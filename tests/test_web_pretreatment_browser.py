@@ -7,8 +7,9 @@ reason before anything is stored, imports the rest with a double click (one impo
 copper violation appear (the result over Permit PAL-IU-2026-02's daily maximum, and the stored
 violation); the compliance calendar shows the plater's sampling due dates, and its iCalendar
 feed, read as a calendar program would (no session), parses with ``icalendar`` and lists them.
-Pages fit 390 px with every field labelled. ``SEWERWATCH_WRITE_PREVIEWS=1`` writes the README's
-screenshots (the lab upload's preview and the calendar, desktop and phone) to web/previews/.
+Pages fit 390 px with every field labelled. ``SEWERWATCH_WRITE_PREVIEWS=1`` writes the guide's
+screenshots (the lab upload's preview and the calendar, desktop and phone: ``docs/office/lab.md``,
+``docs/office/calendar.md``) to web/previews/.
 """
 
 from __future__ import annotations

@@ -36,11 +36,12 @@ from foundation.clients import client_address, networks
 from foundation.errors import InputError
 from identity import roles
 from limits import words
-from web import authz, formats, forms, sessions
+from web import authz, formats, forms, guide, sessions
 from web.office import DatabaseDown, Office
 from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_people, review, sensors,
                        sites, today)
 from web.pages import accounts as accounts_page
+from web.pages import help as help_page
 from web.pages import calendar as calendar_page
 from web.pages import field as field_pages
 from web.pages import inspections as inspection_pages
@@ -98,6 +99,8 @@ class Edge:
         status = [0]
         self.office.stats["requests"] += 1
         ack_path = scope["path"].startswith(ACK_PATH)
+        guide_path = scope["path"] == guide.PATH or scope["path"].startswith(guide.PATH + "/")
+        built = getattr(self.office, "guide", None)
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
@@ -107,6 +110,8 @@ class Edge:
                 if ack_path:   # the link's page has its own style sheet inline (it is a page of alerts/)
                     headers = [(k, v.replace(b"style-src 'self'", b"style-src 'unsafe-inline'"))
                                if k == b"content-security-policy" else (k, v) for k, v in headers]
+                elif guide_path and built is not None and built.csp:   # the guide's theme: its inline scripts by hash
+                    headers = [(k, built.csp.encode() if k == b"content-security-policy" else v) for k, v in headers]
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -131,11 +136,13 @@ class _Page(Template_):
         clash = [] if shared else sorted(set(vars or ()) & set(OWN_GLOBALS))   # shared: an include's own
         if clash:
             raise RuntimeError(f"template {self.name}: its context names the layout's own {', '.join(clash)}")
+        if not shared:          # the page's "How do I …?": its section of the guide, by the page drawn
+            vars = {**(vars or {}), "guide_link": guide.link(self.name, (vars or {}).get("account"))}
         return super().new_context(vars, shared, locals)
 
 
 #: The helpers every template has; a page's context may not name them.
-OWN_GLOBALS = ("utility", "tz", "may", "roles", "base", "grafana_url", "form_key", "version_field", "is_portal")
+OWN_GLOBALS = ("utility", "tz", "may", "roles", "base", "grafana_url", "form_key", "version_field", "is_portal", "guide_link")
 
 
 def templates(office: Office) -> Environment:
@@ -146,7 +153,7 @@ def templates(office: Office) -> Environment:
     env.globals.update(utility=office.utility, tz=tz, may=authz.may, roles=roles, base=office.prefix,
                        grafana_url=office.opts.grafana_url, form_key=forms.key_field, version_field=forms.version_field,
                        is_portal=lambda a: a is not None and a.kind == "industrial-user")
-    assert set(OWN_GLOBALS) <= set(env.globals)
+    assert set(OWN_GLOBALS) - {"guide_link"} <= set(env.globals)   # the guide's link: per page (_Page)
     env.template_class = _Page
     env.filters.update(local=lambda t, **k: formats.local(t, tz, **k), iso=lambda t: formats.iso_local(t, tz),
                        age=formats.age, num=formats.num, short=formats.short, unit=formats.unit, duration=formats.duration,
@@ -260,7 +267,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *inspection_pages.ROUTES, *ack.ROUTES,
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
-                *enforcement.ROUTES, *state_report_pages.ROUTES, *bills.ROUTES, *rates_page.ROUTES, *accounts_page.ROUTES,
+                *enforcement.ROUTES, *state_report_pages.ROUTES, *bills.ROUTES, *rates_page.ROUTES, *accounts_page.ROUTES, *help_page.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(
@@ -279,6 +286,8 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
         debug=False,
     )
     app.state.office = office
+    if getattr(office, "guide", None) is None:
+        office.guide = guide.Guide(office.state_dir)
     return app
 
 

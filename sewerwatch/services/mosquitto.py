@@ -14,7 +14,7 @@ Accounts and what they may do (``acl`` below):
 
 Persistence is on and queues are deep, so a collector's persistent QoS 1 session keeps its
 messages while the collector is down and across a broker restart. How promptly queued
-messages reach the disk is :data:`AUTOSAVE` (the README states the window).
+messages reach the disk is :data:`AUTOSAVE` (the guide, docs/running/services.md, states the window).
 
 Identity: two listeners, each with its own password file
 (``per_listener_settings``). sewerwatch's own clients (``run``, ``collect``, the notifier,
@@ -28,7 +28,7 @@ own: not ``run``'s, not a collector's, not another site's (:func:`listeners`).
 Bounds (:func:`session_bounds`): persistent sessions gone longer than
 ``mqtt_session_expiry`` expire, and each client's queue is capped in messages and bytes;
 Mosquitto applies these to every client alike, so the caps are sized for the longest
-outage of ``run`` the README promises to ride out.
+outage of ``run`` the guide promises to ride out.
 
 Passwords never reach a command line: the password files are written as plain
 ``user:password`` lines (0600) and hashed in place by ``mosquitto_passwd -U``.
@@ -73,7 +73,7 @@ topic write sewerwatch-alerts/#
 """
 
 #: How the broker saves its in-memory state (queued messages of offline sessions among it).
-#: Mosquitto 2.0 writes a whole snapshot each time; see the README for the window and the cost
+#: Mosquitto 2.0 writes a whole snapshot each time; see docs/running/services.md for the window and the cost
 #: measured by ``benchmarks/ingest.py``.
 AUTOSAVE = "autosave_on_changes false\nautosave_interval 1"
 

@@ -1,0 +1,227 @@
+"""The guide in the office: the MkDocs site of ``docs/`` served at ``/help``, and each office
+page's link to its section of it ("How do I …?").
+
+The site is built on the first visit of ``/help`` after a start, into the state folder
+(``<state>/help/<digest of the sources>``), by MkDocs in a subprocess of the interpreter that
+runs the office; a later start with the same sources serves that build again, one with other
+sources (a new checkout) builds anew and removes the old build. Why this way and not at setup
+or in the tests: ``web/README.md``, "The guide at /help". Nothing of it is loaded from the
+internet (``mkdocs.yml``: no web fonts, a local search index); the few inline scripts of the
+Material theme are allowed by their hashes in the guide's own Content-Security-Policy
+(:attr:`Guide.csp`), nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import logging
+import mimetypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger("sewerwatch.web.guide")
+
+#: The checkout the office runs from: ``mkdocs.yml`` and ``docs/`` beside the packages.
+ROOT = Path(__file__).resolve().parent.parent
+#: Where the office serves the guide.
+PATH = "/help"
+#: Longest a build may take [s].
+BUILD_TIMEOUT_S = 300
+
+#: Each page of the office (its template) -> the guide's page and section, and the question
+#: the link asks. A page not named here links to the guide's first page.
+PAGES: dict[str, tuple[str, str]] = {
+    "today.html": ("office/today/#today", "How do I read the Today page?"),
+    "site.html": ("office/today/#an-industrial-user", "How do I read an industrial user's page?"),
+    "alerts.html": ("office/today/#acknowledge-an-alert", "How do I acknowledge an alert?"),
+    "alert.html": ("office/today/#acknowledge-an-alert", "How do I acknowledge an alert?"),
+    "sensors.html": ("office/today/#alerts-sensors-and-dead-letters", "How do I read the sensors' health?"),
+    "deadletters.html": ("devices/dead-letters/", "How do I bring back readings that could not be used?"),
+    "deadletter.html": ("devices/dead-letters/", "How do I bring back readings that could not be used?"),
+    "lab.html": ("office/lab/", "How do I check and import a lab file?"),
+    "lab_upload.html": ("office/lab/", "How do I check and import a lab file?"),
+    "lab_results.html": ("office/lab/", "How do I check and import a lab file?"),
+    "permits.html": ("office/permits/", "How do I make a new version of a permit?"),
+    "permit.html": ("office/permits/", "How do I make a new version of a permit?"),
+    "permit_edit.html": ("office/permits/", "How do I make a new version of a permit?"),
+    "permit_new.html": ("office/permits/", "How do I make a first permit?"),
+    "calendar.html": ("office/calendar/", "How do I see what is due?"),
+    "field_sensor.html": ("office/field/#maintenance-windows", "How do I open a maintenance window?"),
+    "field_calibration.html": ("office/field/#calibrations-and-instruments", "How do I record a calibration?"),
+    "field_instrument.html": ("office/field/#calibrations-and-instruments", "How do I record an instrument?"),
+    "maintenance.html": ("office/field/#maintenance-windows", "How do I approve a window for work already done?"),
+    "inspections.html": ("office/field/#inspections", "How do I record an inspection?"),
+    "inspection.html": ("office/field/#inspections", "How do I record an inspection?"),
+    "inspection_form.html": ("office/field/#inspections", "How do I record an inspection?"),
+    "enforcement.html": ("office/enforcement/", "How do I draft and issue a notice?"),
+    "finding.html": ("office/enforcement/", "How do I draft and issue a notice?"),
+    "notices.html": ("office/enforcement/", "How do I draft and issue a notice?"),
+    "notice.html": ("office/enforcement/#in-the-office", "How do I issue, answer or escalate a notice?"),
+    "notice_escalate.html": ("office/enforcement/#in-the-office", "How do I issue, answer or escalate a notice?"),
+    "snc.html": ("office/enforcement/#schedules-reports-owed-and-snc", "How do I read the SNC test?"),
+    "reports.html": ("office/reports/", "How do I make the state's report?"),
+    "bills.html": ("office/bills/#bill-a-quarter", "How do I bill a quarter?"),
+    "bill_run.html": ("office/bills/#bill-a-quarter", "How do I bill a quarter?"),
+    "bill.html": ("office/bills/#bill-a-quarter", "How do I record a payment?"),
+    "rates.html": ("office/bills/#rates", "How do I enter new rates?"),
+    "rates_version.html": ("office/bills/#rates", "How do I enter new rates?"),
+    "accounts.html": ("office/accounts/", "How do I add an account?"),
+    "portal_people.html": ("portal/invite/", "How do I invite an industrial user's people?"),
+    "review_queue.html": ("portal/review/", "How do I accept or reject a report?"),
+    "portal_home.html": ("portal/#submit-a-self-monitoring-report", "How do I submit and sign a report?"),
+    "portal_draft.html": ("portal/#submit-a-self-monitoring-report", "How do I submit and sign a report?"),
+    "portal_sign.html": ("portal/#submit-a-self-monitoring-report", "How do I submit and sign a report?"),
+    "portal_submission.html": ("portal/#submit-a-self-monitoring-report", "How do I correct a report?"),
+    "portal_invite.html": ("portal/#your-account", "How do I set up my account?"),
+    "login.html": ("office/#sign-in", "How do I sign in?"),
+    "login_code.html": ("office/#sign-in", "How do I sign in?"),
+}
+#: The staff's view of a submission is the review queue's.
+STAFF_PAGES = {"portal_submission.html": ("portal/review/", "How do I accept or reject a report?")}
+#: The link of a page the table does not name.
+DEFAULT = ("", "How do I …? The guide")
+
+
+def link(template: str | None, account=None) -> tuple[str, str]:
+    """The guide's address below :data:`PATH` (``office/lab/``) and the question of the page
+    drawn from ``template`` for ``account`` (None: not signed in)."""
+    if account is not None and getattr(account, "kind", None) == "staff" and template in STAFF_PAGES:
+        return STAFF_PAGES[template]
+    return PAGES.get(template or "", DEFAULT)
+
+
+class Unavailable(Exception):
+    """The guide cannot be served on this machine; the message says why in plain words."""
+
+
+class Guide:
+    """The built site of one office, made on first use.
+
+    Parameters
+    ----------
+    state_dir : Path
+        The state folder; the builds go to its ``help/``.
+    root : Path
+        The checkout holding ``mkdocs.yml`` and ``docs/``.
+    """
+
+    def __init__(self, state_dir: Path, root: Path = ROOT):
+        self.root = Path(root)
+        self.builds = Path(state_dir) / "help"
+        self.site: Path | None = None
+        self.csp: str | None = None
+        self._lock = threading.Lock()
+
+    def sources(self) -> list[Path]:
+        """What the site is made of: ``mkdocs.yml``, the README (the guide takes its first hour
+        from it) and every file below ``docs/`` (screenshots through their links)."""
+        docs = self.root / "docs"
+        files = [self.root / "mkdocs.yml", self.root / "README.md"]
+        for folder, _dirs, names in os.walk(docs, followlinks=True):
+            files += [Path(folder) / n for n in names]
+        return sorted(f for f in files if f.is_file())
+
+    def digest(self) -> str:
+        """A digest of :meth:`sources`: their paths and bytes."""
+        h = hashlib.sha256()
+        for f in self.sources():
+            h.update(str(f.relative_to(self.root)).encode() + b"\0")
+            h.update(f.read_bytes())
+        return h.hexdigest()[:16]
+
+    def ensure(self) -> Path:
+        """The built site's folder, built first if need be (once, however many ask at once).
+
+        Raises
+        ------
+        Unavailable
+            Without ``mkdocs.yml`` beside the packages (an installation without its
+            checkout) or without MkDocs, or when the build fails.
+        """
+        if self.site is not None:
+            return self.site
+        with self._lock:
+            if self.site is None:
+                self.site = self._build()
+                self.csp = csp(self.site)
+        return self.site
+
+    def _build(self) -> Path:
+        if not (self.root / "mkdocs.yml").is_file() or not (self.root / "docs").is_dir():
+            raise Unavailable("The guide comes with sewerwatch's source, which is not on this machine.")
+        if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
+            raise Unavailable("The guide's tools are not installed on this machine: whoever runs sewerwatch "
+                              "installs them with its setup.")
+        target = self.builds / self.digest()
+        if (target / "index.html").is_file():
+            return target
+        self.builds.mkdir(parents=True, exist_ok=True)
+        work = self.builds / f".building-{os.getpid()}-{threading.get_ident()}"
+        shutil.rmtree(work, ignore_errors=True)
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+        argv = [sys.executable, "-m", "mkdocs", "build", "--quiet", "--config-file", str(self.root / "mkdocs.yml"),
+                "--site-dir", str(work)]
+        try:
+            r = subprocess.run(argv, cwd=self.root, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(work, ignore_errors=True)
+            raise Unavailable(f"The guide could not be made in {BUILD_TIMEOUT_S} s; try again later.") from None
+        if r.returncode != 0 or not (work / "index.html").is_file():
+            log.error("guide: the build failed (exit %s): %s", r.returncode, (r.stderr or r.stdout)[-2000:])
+            shutil.rmtree(work, ignore_errors=True)
+            raise Unavailable("The guide could not be made on this machine (sewerwatch's log says why).")
+        try:
+            work.rename(target)
+        except OSError:                      # another process built the same sources meanwhile
+            shutil.rmtree(work, ignore_errors=True)
+        for old in self.builds.iterdir():    # builds of other sources, and abandoned ones
+            if old != target and not old.name.startswith(".building-"):
+                shutil.rmtree(old, ignore_errors=True)
+        log.info("guide: built into %s", target)
+        return target
+
+    def file(self, path: str) -> tuple[Path | None, bool]:
+        """The file of the site at ``path`` (below :data:`PATH`) and whether the address must end
+        with a slash first (a folder: its ``index.html``, whose links are relative to it).
+        ``(None, False)`` for nothing there, or anything outside the site."""
+        site = self.ensure().resolve()
+        rel = path.lstrip("/")
+        target = (site / rel).resolve()
+        if target != site and site not in target.parents:
+            return None, False
+        if target.is_dir():
+            if rel and not path.endswith("/"):
+                return None, True
+            target = target / "index.html"
+        return (target, False) if target.is_file() else (None, False)
+
+
+_INLINE = re.compile(rb"<script>(.*?)</script>", re.S)
+
+
+def csp(site: Path) -> str:
+    """The guide's Content-Security-Policy: the office's, with the built pages' inline scripts
+    (the theme's few lines that read its settings) allowed by their SHA-256."""
+    hashes: set[str] = set()
+    for page in site.rglob("*.html"):
+        for m in _INLINE.finditer(page.read_bytes()):
+            hashes.add("'sha256-" + base64.b64encode(hashlib.sha256(m.group(1)).digest()).decode() + "'")
+    scripts = " ".join(["'self'", *sorted(hashes)])
+    return (f"default-src 'none'; style-src 'self'; script-src {scripts}; img-src 'self' data:; "
+            "connect-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+def media_type(path: Path) -> str:
+    """The media type of a file of the site."""
+    kind, _ = mimetypes.guess_type(path.name)
+    if kind is None:
+        return "application/octet-stream"
+    return kind + ("; charset=utf-8" if kind.startswith("text/") or kind in ("application/javascript",
+                                                                              "application/json") else "")
