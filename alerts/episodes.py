@@ -18,7 +18,9 @@ judgement runs to the newest reading and its state replaces the sensor's own, so
 readings go on from the right history. The episodes found are matched with those reported
 before: a row continues under its new start, merged rows are withdrawn, new episodes open
 (and close) as any other; the moves and withdrawals are :meth:`take_changes` for the alert
-manager. Without a store of readings (``source``: tests and tools) late readings are
+manager. Late readings that come while a sensor waits for its judgement again wait for the
+one after it (``_LateWork.then``), never moving the first one's target: a device that goes
+on sending late readings (a clock stepped back) has each batch judged once it is stored. Without a store of readings (``source``: tests and tools) late readings are
 counted in ``dropped_late`` and not judged.
 
 A sensor without a nominal interval is held back until its interval is learned: the time-weighted median spacing of its first readings (a start-up burst of
