@@ -72,8 +72,8 @@ def test_a_flushed_batch_of_a_clock_an_hour_behind_is_judged_alerted_and_said(db
                              "--client-id", f"test-{u}"], stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env)
     pub = None
     sent = {fresh: 0, stepped: 0}
-    stored_sql = ("SELECT count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN sites t ON t.id = s.site_id "
-                  "WHERE t.key = %s")
+    stored_sql = ("SELECT count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id "
+                  "JOIN sites t ON t.id = s.site_id WHERE t.key = %s")
     alert_sql = ("SELECT count(*) FROM alerts a JOIN sites t ON t.id = a.site_id WHERE t.key = %s AND a.kind = %s "
                  "AND a.rule = %s")
     try:
