@@ -21,6 +21,7 @@ import itertools
 
 import numpy as np
 import psycopg
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -94,6 +95,21 @@ def _arrivals(plan, t, v):
                "dups": 0, "flush": False})
 @given(plan=plans())
 def test_any_arrival_plan_ends_with_the_rows_check_finds(db, plan):
+    _play_and_compare(db, plan)
+
+
+@pytest.mark.xfail(strict=True, reason="the alert manager counts an episode found by late readings while a later "
+                                       "one of the same alert is open as no episode of its own (and its closing "
+                                       "ends the alert while the later one goes on): alerts/manager.py")
+def test_an_earlier_episode_found_while_a_later_one_goes_on_counts_in_its_alert(db):
+    # found by the property: the clock steps back 117 s right after an episode, so its last
+    # reading lands before every other (an episode of its own, judged again) while the rest
+    # of the episode is still the sensor's newest (open)
+    _play_and_compare(db, {"starts": [52], "step_at": 63, "offset_s": -117.0, "window": 1, "seed": 0, "batch": 1,
+                           "dups": 0, "flush": False})
+
+
+def _play_and_compare(db, plan) -> None:
     site = f"plan{next(_sites)}"
     sid = add_site_and_sensors(db.url, site, {"ph": ("ph", "pH")})["ph"]
     with psycopg.connect(db.url) as conn:
