@@ -18,7 +18,10 @@ work only over the sensors present) and
   last :data:`SKEW_SAMPLES` samples. A median beyond ``clock_skew_s`` (``[alerts]``, default
   60 s) that is *steady* (the samples' spread within the limit) is a sensor-health
   "clock-skew" condition with the offset. Steadiness tells a skewed clock from a backlog
-  being drained after an outage, whose stamps catch up with the clock within seconds.
+  being drained after an outage, whose stamps catch up with the clock within seconds;
+* names a clock **stepped back** from the first batch that shows it (:meth:`Arrivals.note_step`:
+  all of a sensor's readings in it late by the limit or more, the newest stamped beyond the
+  limit behind the clock), until an arrival is stamped right again.
 """
 
 from __future__ import annotations
