@@ -94,6 +94,9 @@ class Active:
     ended: float | None = None    # episode over at [epoch s]; resolved after the hold-off
     episodes: int = 1
     starts: list = field(default_factory=list)   # the episode starts this alert covers
+    #: the starts of its episodes still open (an earlier episode found by late readings may
+    #: open and close while a later one goes on: the alert ends when the last one does)
+    open_starts: list = field(default_factory=list)
     summary: str = ""
     grown_at: float = 0.0         # [monotonic s] the violations row was last brought up to date
 
@@ -236,7 +239,7 @@ class AlertManager:
             a = Active(key=key, **{k: v for k, v in d.items() if k in Active.__dataclass_fields__})
             # the episodes' state was lost with the evaluator's: each waits out the hold-off
             # from now, and a violation still going reopens its episode within it
-            a.ended = now
+            a.ended, a.open_starts = now, []
             self.active[key] = a
         for sensor_id, rule, start, uid in data.get("alerted", []):
             self.alerted[(sensor_id, rule, start)] = uid
@@ -384,6 +387,8 @@ class AlertManager:
                     self.alerted[(sensor_id, rule, new)] = uid
                 if a is not None and old in a.starts:
                     a.starts[a.starts.index(old)] = new
+                    if old in a.open_starts:
+                        a.open_starts[a.open_starts.index(old)] = new
                     if a.record.get("start") == old:
                         a.record = {**a.record, "start": new}
                     self._dirty = True
@@ -398,6 +403,8 @@ class AlertManager:
                     self.alerted.setdefault((sensor_id, rule, into), self.alerted[(sensor_id, rule, start)])
                 if a is not None and start in a.starts:
                     a.starts.remove(start)
+                    if start in a.open_starts:
+                        a.open_starts.remove(start)
                     if into is not None and into in a.starts and a.episodes > 1:
                         a.episodes -= 1
                         self._op({"op": "episodes", "uid": a.uid, "episodes": a.episodes})
@@ -441,16 +448,21 @@ class AlertManager:
             was_ended = a.ended is not None
             a.ended = None
             self._op({"op": "violation", "v": v, "end": None})
+            if v["start"] not in a.open_starts:
+                a.open_starts.append(v["start"])
+                self._dirty = True
             if v["start"] in a.starts:           # the same episode seen again: no new episode
                 return
             a.starts.append(v["start"])
             self.alerted[episode] = a.uid
             self._dirty = True
+            # a next episode within the hold-off, or an earlier one found by late readings while
+            # a later one goes on: an episode of this alert either way
+            a.episodes += 1
             if was_ended:
-                a.episodes += 1
                 a.record = {**rec, "start": a.record.get("start", rec["start"])}
-                self._op({"op": "episode-continued", "uid": a.uid, "episodes": a.episodes, "details": a.record})
-                self._audit("alert-episode-continued", a, {"start": v["start"]}, violation_of=episode)
+            self._op({"op": "episode-continued", "uid": a.uid, "episodes": a.episodes, "details": a.record})
+            self._audit("alert-episode-continued", a, {"start": v["start"]}, violation_of=episode)
             return
         # The same episode seen again (readings redelivered after a restart, or replayed) was
         # alerted already: one alert per episode, never a second round of notifications.
@@ -461,7 +473,8 @@ class AlertManager:
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
         summary = content.summary(v, site_name, self.tz)
         a = Active(uid=uuid.uuid4().hex, id=None, kind="violation", key=key, rule=v["rule"], site=v["site"],
-                   site_name=site_name, record=rec, opened=self.clock(), starts=[v["start"]], summary=summary)
+                   site_name=site_name, record=rec, opened=self.clock(), starts=[v["start"]],
+                   open_starts=[v["start"]], summary=summary)
         self.active[key] = a
         self.alerted[episode] = a.uid
         self._dirty = True
@@ -493,6 +506,13 @@ class AlertManager:
             return          # an episode alerted before (see _episode_opened): its record is kept current
         a.record = {**v, "start": a.record.get("start", v["start"]),
                     "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
+        self._dirty = True
+        if v["start"] not in a.open_starts and a.ended is not None:
+            return          # an episode that ended before, its end judged again: its row is kept current
+        if v["start"] in a.open_starts:
+            a.open_starts.remove(v["start"])
+        if a.open_starts:
+            return          # another episode of this alert goes on
         a.ended = self.clock()
         self._dirty = True
         self._op({"op": "episode-ended", "uid": a.uid, "at": a.ended, "details": a.record})
