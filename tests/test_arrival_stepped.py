@@ -1,4 +1,4 @@
-"""Issue 20, item 1: a logger flushing its buffer with a clock an hour behind.
+"""A logger flushing its buffer with a clock an hour behind.
 
 Through the real broker into a real ``sewerwatch run`` (a subprocess, the real TimescaleDB),
 two sites' devices each send ten pH 7 readings and then thirty of pH 2, one second apart by
