@@ -18,7 +18,10 @@ work only over the sensors present) and
   last :data:`SKEW_SAMPLES` samples. A median beyond ``clock_skew_s`` (``[alerts]``, default
   60 s) that is *steady* (the samples' spread within the limit) is a sensor-health
   "clock-skew" condition with the offset. Steadiness tells a skewed clock from a backlog
-  being drained after an outage, whose stamps catch up with the clock within seconds.
+  being drained after an outage, whose stamps catch up with the clock within seconds;
+* names a clock **stepped back** from the first batch that shows it (:meth:`Arrivals.note_step`:
+  all of a sensor's readings in it late by the limit or more, the newest stamped beyond the
+  limit behind the clock), until an arrival is stamped right again.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class Arrivals:
         self._usual: dict[int, float] = {}       # sensor -> median of its ring, once it holds enough
         self._sampled_at: dict[int, float] = {}
         self._skew_since: dict[int, float] = {}
+        self._stepped: dict[int, tuple[float, float]] = {}   # sensor -> (when [epoch s], offset [s])
         self.counts: dict[int, dict] = {}        # sensor -> {"late", "reordered", "duplicate", "ahead", ...}
 
     # -- the hold --------------------------------------------------------------------
@@ -173,6 +177,30 @@ class Arrivals:
                 if name != "duplicate":
                     rec["most_behind_s"] = max(rec["most_behind_s"], w)
 
+    def note_step(self, sensor, time_us, older, behind_us, received_s: float) -> None:
+        """A clock stepped back, seen in the first batch that shows it: every reading of a
+        sensor in the batch older than the newest judged of it by the skew limit or more,
+        and the newest of them stamped more than the limit behind the receive clock
+        ``received_s`` [epoch s]. Its offset [s] is that newest stamp's (a logger flushing
+        its buffer sends its latest measurement last). A backlog drained after an outage
+        comes in order, newer than what was judged, and is never taken for a step."""
+        sensor = np.asarray(sensor, dtype=np.int64)
+        if not len(sensor):
+            return
+        limit = int(self.skew_limit_s * US)
+        codes, inv = np.unique(sensor, return_inverse=True)
+        step = np.where(np.asarray(older), np.asarray(behind_us, dtype=np.int64), -1)
+        least = np.full(len(codes), np.iinfo(np.int64).max)
+        np.minimum.at(least, inv, step)
+        newest = np.full(len(codes), np.iinfo(np.int64).min)
+        np.maximum.at(newest, inv, np.asarray(time_us, dtype=np.int64))
+        offset = newest / US - received_s
+        for c, lo, off in zip(codes.tolist(), least.tolist(), offset.tolist()):
+            if lo >= limit and off < -self.skew_limit_s:
+                since = self._stepped.get(c, (received_s, 0.0))[0]
+                self._stepped[c] = (since, off)
+                self._skew_since.setdefault(c, since)
+
     def _count(self, c: int) -> dict:
         rec = self.counts.get(c)
         if rec is None:
@@ -182,8 +210,27 @@ class Arrivals:
     # -- skew --------------------------------------------------------------------------
 
     def skew(self, code: int) -> float | None:
-        """The sensor's steady clock offset beyond the limit [s, + ahead], or None."""
+        """The sensor's clock offset beyond the limit [s, + ahead], or None: a steady one
+        (:data:`SKEW_SAMPLES` arrivals agreeing), else a step back (:meth:`note_step`) for as
+        long as the latest arrival is still stamped beyond the limit."""
         ring = self._ring.get(code)
+        steady = self._steady(ring)
+        if steady is not None:
+            return steady
+        step = self._stepped.get(code)
+        if step is None:
+            return None
+        latest = ring[-1] if ring else None
+        if latest is not None and latest[0] > step[0] and abs(latest[1]) <= self.skew_limit_s:
+            del self._stepped[code]             # stamped right again
+            return None
+        return step[1] if latest is None or latest[0] <= step[0] else latest[1]
+
+    def stepped(self, code: int) -> bool:
+        """Whether the sensor's clock was seen stepping back (and is not right again)."""
+        return code in self._stepped and self.skew(code) is not None and self._steady(self._ring.get(code)) is None
+
+    def _steady(self, ring) -> float | None:
         if not ring or len(ring) < SKEW_SAMPLES:
             return None
         offs = np.array([o for _, o in ring])
@@ -195,18 +242,20 @@ class Arrivals:
     def problems(self, now_s: float) -> dict:
         """``{("clock-skew", sensor): {"since" [epoch s], "detail", "offset_s"}}``."""
         out = {}
-        for c in list(self._ring):
+        for c in set(self._ring) | set(self._stepped):
             med = self.skew(c)
             if med is None:
                 self._skew_since.pop(c, None)
                 continue
-            since = self._skew_since.setdefault(c, self._ring[c][0][0])
+            since = self._skew_since.setdefault(c, self._ring[c][0][0] if self._ring.get(c) else now_s)
             way = "ahead of" if med > 0 else "behind"
+            how = (f"its clock stepped back: readings older than those it sent before (limit "
+                   f"{self.skew_limit_s:g} s)" if self.stepped(c) else
+                   f"median of the last {SKEW_SAMPLES} arrivals; limit {self.skew_limit_s:g} s")
             out[("clock-skew", c)] = {
                 "since": since, "offset_s": round(med, 1),
-                "detail": f"its readings are stamped {abs(med):.0f} s {way} the collector's clock (median of "
-                          f"the last {SKEW_SAMPLES} arrivals; limit {self.skew_limit_s:g} s); judged by their "
-                          "stamps: check the device's clock (NTP)"}
+                "detail": f"its readings are stamped {abs(med):.0f} s {way} the collector's clock ({how}); "
+                          "judged by their stamps: check the device's clock (NTP)"}
         return out
 
     def status(self) -> dict:
@@ -214,7 +263,8 @@ class Arrivals:
         held_codes, held_n = np.unique(self._held[0], return_counts=True)
         held = dict(zip(held_codes.tolist(), held_n.tolist()))
         out = {}
-        for c in sorted(set(self.counts) | set(held) | {c for c in self._ring if self.skew(c) is not None}):
+        for c in sorted(set(self.counts) | set(held) | {c for c in set(self._ring) | set(self._stepped)
+                                                         if self.skew(c) is not None}):
             rec = dict(self.counts.get(c, {"ahead": 0, "reordered": 0, "late": 0, "duplicate": 0,
                                            "most_behind_s": 0.0}))
             rec["held_now"] = held.get(c, 0)

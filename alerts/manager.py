@@ -29,6 +29,9 @@ is down neither alerts an episode twice nor loses an alert.
 "sewerwatch degraded" alerts (:meth:`on_system`) need no database at all: they go to the
 primary contacts and are recorded in the audit log when it can be written.
 
+Violation episodes are handled by :mod:`alerts.episode_alerts` (a part of
+:class:`AlertManager`); the alert it tracks is :class:`alerts.active.Active`.
+
 Time comes from an injectable ``clock`` (epoch seconds) so tests run escalation and the
 hold-off in seconds. Deliveries run in a thread pool, never on the event loop.
 """
@@ -42,7 +45,7 @@ import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -50,7 +53,9 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from alerts import content
+from alerts.active import Active
 from alerts.channels import Route, primary
+from alerts.episode_alerts import EpisodeAlerts
 from alerts.keys import DEVICE_UNREACHABLE, AlertKey, object_subject
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
 from alerts.outbox import Outbox
@@ -70,40 +75,9 @@ ALERTED_KEEP = 20_000
 ALERTED_WITHIN_S = 2 * 86400.0
 #: An alert write waiting this long is "database slow" [s].
 SLOW_AFTER_S = 5.0
-#: A growing episode's violations row is brought up to date at most this often [s].
-GROW_EVERY_S = 5.0
 
 
-@dataclass
-class Active:
-    """An alert not yet resolved, as the manager tracks it."""
-
-    uid: str                      # the manager's name for it (before the database gives an id)
-    id: int | None                # alerts.id; None while its row waits for the database
-    kind: str
-    key: AlertKey
-    rule: str
-    site: str
-    site_name: str
-    record: dict
-    opened: float                 # [epoch s, manager clock]
-    state: str = "open"
-    escalated: bool = False
-    acknowledged: bool = False
-    ack: dict | None = None
-    ended: float | None = None    # episode over at [epoch s]; resolved after the hold-off
-    episodes: int = 1
-    starts: list = field(default_factory=list)   # the episode starts this alert covers
-    summary: str = ""
-    grown_at: float = 0.0         # [monotonic s] the violations row was last brought up to date
-
-    @property
-    def label(self) -> str:
-        """``#12``, or ``#pending`` while the database has not numbered it."""
-        return f"#{self.id}" if self.id is not None else "#pending"
-
-
-class AlertManager:
+class AlertManager(EpisodeAlerts):
     """Alerts of one utility, kept in the database at ``db_url`` (owner role).
 
     Parameters
@@ -236,7 +210,7 @@ class AlertManager:
             a = Active(key=key, **{k: v for k, v in d.items() if k in Active.__dataclass_fields__})
             # the episodes' state was lost with the evaluator's: each waits out the hold-off
             # from now, and a violation still going reopens its episode within it
-            a.ended = now
+            a.ended, a.open_starts = now, []
             self.active[key] = a
         for sensor_id, rule, start, uid in data.get("alerted", []):
             self.alerted[(sensor_id, rule, start)] = uid
@@ -349,154 +323,6 @@ class AlertManager:
         if res and res.get("alert_id") is not None and a.id is None:
             a.id = res["alert_id"]
             self._dirty = True
-
-    # -- violation episodes ---------------------------------------------------------------
-
-    async def on_episodes(self, opened: list[dict], closed: list[dict]) -> None:
-        """React to episodes the evaluator saw open or closed (records as
-        :func:`limits.evaluator.violations` plus ``sensor_id`` and ``site_id``), in the
-        order they happened (a batch may close one episode of a sensor and open its next:
-        the next then continues the alert as its second episode)."""
-        events = [(_when(v["start"]), 1, k, v) for k, v in enumerate(opened)]
-        events += [(_when(v["end"]), 0, k, v) for k, v in enumerate(closed)]
-        for _, is_open, _, v in sorted(events, key=lambda e: e[:3]):
-            await (self._episode_opened(v) if is_open else self._episode_closed(v))
-        if self._dirty:
-            self._save()
-
-    async def on_rejudged(self, changes: list[dict]) -> None:
-        """Episodes reported before that late readings changed
-        (:meth:`alerts.episodes.LiveEpisodes.take_changes`), before the openings and
-        closings of the same judgement: a row that continues under an earlier start
-        (``move``), a row merged into another or gone (``withdraw``). One episode stays one
-        ``violations`` row and one alert's one episode; nothing is notified again."""
-        now = self.clock()
-        for ch in changes:
-            sensor_id, rule = int(ch["sensor_id"]), ch["rule"]
-            key = AlertKey.violation(sensor_id, rule)
-            a = self.active.get(key)
-            if ch["op"] == "move":
-                old, rec = ch["old_start"], ch["record"]
-                new = rec["start"]
-                self._op({"op": "violation-move", "old_start": old, "v": rec, "end": None if ch["open"] else rec["end"]})
-                uid = self.alerted.get((sensor_id, rule, old))
-                if uid is not None:
-                    self.alerted[(sensor_id, rule, new)] = uid
-                if a is not None and old in a.starts:
-                    a.starts[a.starts.index(old)] = new
-                    if a.record.get("start") == old:
-                        a.record = {**a.record, "start": new}
-                    self._dirty = True
-                self._audit("violation-moved", a if a is not None and new in a.starts else None,
-                            {"rule": rule, "from": old, "to": new, "why": "late readings judged again"},
-                            violation_of=(sensor_id, rule, new))
-            elif ch["op"] == "withdraw":
-                start, into = ch["start"], ch["into"]
-                self._op({"op": "violation-withdraw", "sensor_id": sensor_id, "rule": rule, "start": start,
-                          "into": into})
-                if into is not None and (sensor_id, rule, start) in self.alerted:
-                    self.alerted.setdefault((sensor_id, rule, into), self.alerted[(sensor_id, rule, start)])
-                if a is not None and start in a.starts:
-                    a.starts.remove(start)
-                    if into is not None and into in a.starts and a.episodes > 1:
-                        a.episodes -= 1
-                        self._op({"op": "episodes", "uid": a.uid, "episodes": a.episodes})
-                    if not a.starts and a.ended is None:
-                        a.ended = now            # its one episode is gone: resolved after the hold-off
-                        self._op({"op": "episode-ended", "uid": a.uid, "at": now, "details": None})
-                    self._dirty = True
-                self._audit("violation-withdrawn", a, {"rule": rule, "start": start, "merged_into": into,
-                                                       "why": "late readings judged again"},
-                            object_=None if a is not None else f"sensor:{sensor_id}")
-        if self._dirty:
-            self._save()
-
-    async def on_growing(self, records: list[dict]) -> None:
-        """Episodes still open (records as for :meth:`on_episodes`): their ``violations``
-        rows are brought up to date as they grow, at most every :data:`GROW_EVERY_S`."""
-        now = time.monotonic()
-        for v in records:
-            a = self.active.get(AlertKey.violation(v["sensor_id"], v["rule"]))
-            if a is None or v["start"] not in a.starts or now - a.grown_at < GROW_EVERY_S:
-                continue
-            if a.record.get("last") == v.get("last") and a.record.get("peak") == v.get("peak"):
-                continue
-            a.grown_at = now
-            a.record = {**v, "end": None, "start": a.record.get("start", v["start"]),
-                        "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
-            self._op({"op": "violation", "v": v, "end": None})
-
-    async def _episode_opened(self, v: dict) -> None:
-        key = AlertKey.violation(v["sensor_id"], v["rule"])
-        episode = (int(v["sensor_id"]), v["rule"], v["start"])
-        rec = {**v, "end": None}
-        a = self.active.get(key)
-        if a is not None and episode in self.alerted and not _same_alert(self.alerted[episode], a):
-            # an episode another alert covered (before a restart or a takeover), judged again
-            self._op({"op": "violation", "v": v, "end": None})
-            self._seen(episode, self.alerted[episode], v)
-            return
-        if a is not None:
-            # within the hold-off (or still open): the same alert goes on
-            was_ended = a.ended is not None
-            a.ended = None
-            self._op({"op": "violation", "v": v, "end": None})
-            if v["start"] in a.starts:           # the same episode seen again: no new episode
-                return
-            a.starts.append(v["start"])
-            self.alerted[episode] = a.uid
-            self._dirty = True
-            if was_ended:
-                a.episodes += 1
-                a.record = {**rec, "start": a.record.get("start", rec["start"])}
-                self._op({"op": "episode-continued", "uid": a.uid, "episodes": a.episodes, "details": a.record})
-                self._audit("alert-episode-continued", a, {"start": v["start"]}, violation_of=episode)
-            return
-        # The same episode seen again (readings redelivered after a restart, or replayed) was
-        # alerted already: one alert per episode, never a second round of notifications.
-        if episode in self.alerted:
-            self._op({"op": "violation", "v": v, "end": None})
-            self._seen(episode, self.alerted[episode], v)
-            return
-        site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
-        summary = content.summary(v, site_name, self.tz)
-        a = Active(uid=uuid.uuid4().hex, id=None, kind="violation", key=key, rule=v["rule"], site=v["site"],
-                   site_name=site_name, record=rec, opened=self.clock(), starts=[v["start"]], summary=summary)
-        self.active[key] = a
-        self.alerted[episode] = a.uid
-        self._dirty = True
-        fut = self._op({"op": "open-violation", "uid": a.uid, "v": v, "summary": summary, "details": rec,
-                        "at": a.opened})
-        if not await self._opened_row(a, fut):
-            # the database knew this episode as alerted (an earlier run): no second alert
-            if self.active.get(key) is a:
-                del self.active[key]
-            self._seen(episode, a.uid, v)
-            return
-        self.stats["opened"] += 1
-        self._audit("alert-open", a, {"summary": summary}, violation_of=episode)
-        self._notify(a, "open")
-
-    def _seen(self, episode: tuple, uid: str, v: dict) -> None:
-        if episode not in self._seen_again:
-            self._seen_again.add(episode)
-            self._audit("alert-episode-seen-again", None, {"start": v["start"]}, violation_of=episode,
-                        object_=f"alert:{uid[6:]}" if uid.startswith("alert-") else None)
-
-    async def _episode_closed(self, v: dict) -> None:
-        key = AlertKey.violation(v["sensor_id"], v["rule"])
-        if key not in self.active and (int(v["sensor_id"]), v["rule"], v["start"]) not in self.alerted:
-            await self._episode_opened(v)
-        self._op({"op": "violation", "v": v, "end": v["end"]})
-        a = self.active.get(key)
-        if a is None or v["start"] not in a.starts:
-            return          # an episode alerted before (see _episode_opened): its record is kept current
-        a.record = {**v, "start": a.record.get("start", v["start"]),
-                    "peak": _worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
-        a.ended = self.clock()
-        self._dirty = True
-        self._op({"op": "episode-ended", "uid": a.uid, "at": a.ended, "details": a.record})
-        self._audit("alert-episode-ended", a, {"end": v["end"], "hold_off_s": self.cfg.hold_off_s})
 
     # -- sensor health --------------------------------------------------------------------
 
@@ -773,20 +599,3 @@ class AlertManager:
                 self._deliver(None, "digest", r, title, body, payload, subject=subject))
             self._deliveries.add(t)
             t.add_done_callback(self._deliveries.discard)
-
-
-def _when(iso: str) -> datetime:
-    """An evaluator record's ISO-8601 UTC time (``...Z``), comparable."""
-    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
-
-
-def _same_alert(uid: str, a: Active) -> bool:
-    """Whether ``uid`` (a manager's uid or ``alert-<id>``) names the alert ``a``."""
-    return uid == a.uid or (a.id is not None and uid == f"alert-{a.id}")
-
-
-def _worse(a, b, comparison):
-    if a is None:
-        return b
-    low = comparison in ("less than", "lower than", "below")
-    return min(a, b) if low else max(a, b)

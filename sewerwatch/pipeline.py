@@ -25,6 +25,9 @@ primary contacts through channels that need no database, after ``DEGRADED_AFTER_
 (a death at once), and is shown in ``sewerwatch status``. The run can start with the
 database down: the sensors then come from the copy the last start kept in the state folder.
 
+The periodic rounds are :mod:`sewerwatch.run_rounds`, what the run says about itself (``status``,
+the status file) :mod:`sewerwatch.run_status`: parts of :class:`Pipeline`.
+
 SIGTERM / Ctrl-C: the collectors stop, the writer writes (or spools) everything it holds,
 deliveries in flight finish, then the process exits.
 """
@@ -34,27 +37,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
 import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import numpy as np
 import psycopg
 
-from alerts import reminders as permit_reminders
 from alerts.channels import build_routes
 from alerts.episodes import LiveEpisodes, SensorInfo, sensors_from_db
 from alerts.health import HealthWatch
 from alerts.stored import StoredReadings
 from alerts.links import AckLinks
 from alerts.manager import AlertManager
-from enforcement.due import run_periodically as enforcement_alerts
 from foundation import secrets
 from foundation.endpoints import sparkplug_host
 from foundation.paths import RUN_STATUS_FILE
@@ -66,9 +64,10 @@ from ingest.mqtt.topics import SensorRef
 from ingest.supervise import Component, Supervisor, supervise_task
 from limits.packs import load_pack
 from limits.permit_store import CURRENT_SQL as CURRENT_PERMITS_SQL
-from limits.permit_store import current_permits
 from limits.permits import parse_permit
 from sewerwatch.db.maintain import run_periodically as storage_maintenance
+from sewerwatch.run_rounds import PeriodicRounds
+from sewerwatch.run_status import RunStatus
 
 log = logging.getLogger("sewerwatch.run")
 
@@ -82,15 +81,14 @@ DEGRADED_AFTER_S = 5.0
 RESTART_REPORTED_S = 60.0
 #: Late readings waiting longer than this to be judged again (the database up) are a problem [s].
 LATE_WAIT_S = 30.0
+#: How often the evaluator looks, while late readings wait, whether the writer has stored
+#: them (they are then judged again) [s].
+LATE_POLL_S = 0.1
 #: Readings read at a time by a new leader's warm-up.
 WARM_UP_CHUNK = 50_000
-#: How often the permit reminders look whether the village's day has changed [s].
-REMIND_CHECK_S = 60.0
-#: A failed round of permit reminders is tried again after this long [s].
-REMIND_RETRY_S = 600.0
 
 
-class Pipeline:
+class Pipeline(PeriodicRounds, RunStatus):
     """The live pipeline of one utility.
 
     Parameters
@@ -426,8 +424,11 @@ class Pipeline:
         while True:
             comp.beat()
             if self._inflight is None:
+                # late readings wait for the writer to store them: looked at every LATE_POLL_S,
+                # so they are judged that soon after being stored, however the batches come
+                wait = LATE_POLL_S if self.episodes.has_late else 1.0
                 try:
-                    parts = [await asyncio.wait_for(self._queue.get(), 1.0)]
+                    parts = [await asyncio.wait_for(self._queue.get(), wait)]
                 except asyncio.TimeoutError:
                     # nothing came: readings held for their stamp, or late ones now stored, may be due,
                     # or maintenance windows changed (their sensors judged again)
@@ -499,215 +500,7 @@ class Pipeline:
                 self.manager.outbox.put({"op": "interval", "sensor_id": sensor_id, "interval_s": interval_s})
             await self.manager.tick()
 
-    # -- periodic rounds ---------------------------------------------------------------
 
-    def _round_problem(self, name: str) -> str | None:
-        """The last round's error of a periodic component, while the database is up (with
-        it down, that is the problem already reported)."""
-        err = self._round_errors.get(name)
-        if err is None or (self.ingest is not None and not self.ingest.writer.stats.db_up):
-            return None
-        return f"last round failed: {err}"
-
-    def _round_done(self, name: str, error: str | None) -> None:
-        if error is None:
-            self._round_errors.pop(name, None)
-        else:
-            self._round_errors[name] = error
-
-    async def _enforcement(self, comp: Component) -> None:
-        """Enforcement items fallen due (notices unanswered, reports and samples overdue,
-        milestones late): each opens an alert once, delivered to the primary contacts."""
-        def on_round(error):
-            comp.beat()
-            self._round_done("enforcement", error)
-        await enforcement_alerts(self.owner_url, self.cfg, self.manager.deliver_to_primary,
-                                 first_delay_s=self.enforcement_first_s, on_round=on_round)
-
-    async def _field_work(self, comp: Component) -> None:
-        """Field work every ``[field] check_every_s``: grab samples compared with
-        the live sensors, the findings of calibrations failed or overdue and of inspections,
-        and the conditions alerted as sensor health (windows left open or awaiting approval,
-        calibrations due, overdue or failed, sensors drifting)."""
-        from enforcement import fieldwork
-        from field import conditions
-
-        loop = asyncio.get_running_loop()
-
-        def once():
-            with psycopg.connect(self.owner_url, connect_timeout=10) as conn:
-                new, found = conditions.round_(conn, self.cfg)
-                with conn.transaction():
-                    fieldwork.check(conn, datetime.now(ZoneInfo("UTC")), self.cfg)
-                return new, found
-        # the first round once the start's own work is done (as the enforcement round's)
-        first = min(self.enforcement_first_s, self.cfg.field.check_every_s)
-        comp.beat()
-        await asyncio.sleep(first)
-        while True:
-            comp.beat()
-            if self.ingest is None or self.ingest.writer.stats.db_up is not False:
-                try:
-                    new, found = await loop.run_in_executor(None, once)
-                except Exception as exc:  # noqa: BLE001 - shown in status, tried again
-                    log.warning("field work round failed; trying again in %.0f s: %s", self.cfg.field.check_every_s,
-                                exc)
-                    self._round_done("field", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-                else:
-                    self._round_done("field", None)
-                    self.field_problems = found
-                    for g in new:
-                        if g["drifted"]:
-                            log.warning("sensor %d drifting: %s", g["sensor_id"], g["detail"])
-            await asyncio.sleep(self.cfg.field.check_every_s)
-
-    async def _remind_daily(self, comp: Component) -> None:
-        """Permit reminders (:mod:`alerts.reminders`) once a day of the village, at start and
-        after each local midnight; each reminder is sent once, whatever restarts."""
-        loop = asyncio.get_running_loop()
-        tz = ZoneInfo(self.manager.tz)
-        while True:
-            comp.beat()
-            today = datetime.fromtimestamp(self.clock(), tz).date()
-            wait = REMIND_CHECK_S
-            if today != self.reminded_on:
-                def once(day=today):
-                    with psycopg.connect(self.owner_url, connect_timeout=3) as conn:
-                        return permit_reminders.send(conn, self.manager.routes, current_permits(conn), day,
-                                                     tz=self.manager.tz)
-                try:
-                    res = await loop.run_in_executor(None, once)
-                except Exception as exc:  # noqa: BLE001 - shown in status, tried again
-                    log.warning("permit reminders failed; trying again in %.0f s: %s", REMIND_RETRY_S, exc)
-                    self._round_done("reminders", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-                    wait = REMIND_RETRY_S
-                else:
-                    self.reminded_on = today
-                    self._round_done("reminders", None)
-                    for r in res["opened"]:
-                        log.info("permit reminder #%s %s: %s permit %s (term end %s)", r["alert_id"], r["rule"],
-                                 r["site"], r["permit"], r["term_end"])
-            await asyncio.sleep(wait)
-
-    def polled_devices(self) -> set:
-        """The Modbus devices this run polls (none with ``--no-modbus``; a shard's with
-        ``--shard``): the only ones whose health rows may raise its device alerts (rows another process, or an earlier run, left are not this run's to alert)."""
-        if not self.modbus:
-            return set()
-        return {d.id for d in service.modbus_devices(self.cfg, self.shards)}
-
-    async def _devices_down(self) -> dict:
-        if not self.ingest.writer.stats.db_up:
-            return {}
-        polled = self.polled_devices()
-        if not polled:
-            return {}
-
-        def q():
-            with psycopg.connect(self.owner_url, connect_timeout=3) as conn:
-                return conn.execute("SELECT device, site_key, last_good_at, last_error FROM device_health "
-                                    "WHERE state = 'down'").fetchall()
-        try:
-            rows = await asyncio.get_running_loop().run_in_executor(None, q)
-        except psycopg.Error:
-            return {}
-        return {("device-unreachable", d): {"site": site or self.device_sites.get(d, ""),
-                                            "since": last_good.timestamp() if last_good else None,
-                                            "detail": err} for d, site, last_good, err in rows if d in polled}
-
-    # -- status -------------------------------------------------------------------------
-
-    def status(self) -> dict:
-        """What the pipeline is doing: every component (alive, healthy, restarts, problem,
-        ages), queues, dead letters of the last hour, the database, the spool, alerts."""
-        ing, man = self.ingest, self.manager
-        base = ing.status() if ing else {"components": self.supervisor.snapshot(), "readings": {}, "queues": {},
-                                         "dead_letters": {}}
-        w = ing.writer.stats if ing else None
-        comps = base["components"]
-        if "evaluator" in comps:
-            comps["evaluator"].update({
-                "queue_batches": self._queue.qsize() if self._queue else 0, "evaluated": self.evaluated,
-                "errors": self.eval_errors, "learning_interval": self.episodes.learning if self.episodes else [],
-                "last_evaluated_age_s": None if self.last_evaluated_at is None
-                else round(time.time() - self.last_evaluated_at, 3)})
-        if "alerts" in comps and man is not None:
-            comps["alerts"].update(man.status())
-        if "web" in comps and self.web is not None:
-            comps["web"].update(self.web.status())
-        problems = self.problems()
-        database = "unknown (starting)" if w is None else ing.writer.database_state()
-        return {
-            "pid": os.getpid(), "started": self.started, "updated": time.time(),
-            "state": "degraded" if problems else "ok", "problems": problems,
-            "leadership": self.leadership.status() if self.leadership is not None else None,
-            **(self.liveness.status() if self.liveness is not None else {}),
-            "warmed_up": self.warmed_up,
-            "components": comps,
-            "collectors": {"mqtt": bool(ing and ing.mqtt), "modbus": bool(ing and ing.modbus),
-                           "mqtt_connected": ing.mqtt.connected if ing and ing.mqtt else None},
-            "readings": {**base["readings"], "evaluated": self.evaluated,
-                         "late_not_judged": self.episodes.dropped_late if self.episodes else 0,
-                         "judged_again": self.episodes.rejudged if self.episodes else 0},
-            "arrivals": self.arrivals_status(),
-            "queues": {**base["queues"], "evaluator_batches": self._queue.qsize() if self._queue else 0,
-                       "alert_writes": len(man.outbox) if man else 0},
-            "dead_letters": base["dead_letters"],
-            "database": database, "sensors_from": self.sensors_from,
-            "slug_without_baseline": self.episodes.without_baseline() if self.episodes else [],
-            "permit_reminders_on": self.reminded_on.isoformat() if self.reminded_on else None,
-            "spool": ing.writer.spool.status() if ing else None,
-            "alerts": {"active": len(man.active) if man else 0, **(man.stats if man else {})},
-        }
-
-    def arrivals_status(self) -> list[dict]:
-        """Per sensor with anything to say: readings late, reordered,
-        duplicate and held for their stamp, the clock offset and skew, late readings waiting
-        to be judged again."""
-        if self.episodes is None:
-            return []
-        waiting = self.episodes.late_waiting
-        out = []
-        for c, rec in self.episodes.arrivals.status().items():
-            site, name, _ = self.sensor_names.get(c, ("?", str(c), None))
-            out.append({"sensor_id": c, "site": site, "sensor": name, **rec,
-                        "waiting_to_be_judged": waiting.get(c, {}).get("readings", 0)})
-        for c, w in waiting.items():
-            if not any(o["sensor_id"] == c for o in out):
-                site, name, _ = self.sensor_names.get(c, ("?", str(c), None))
-                out.append({"sensor_id": c, "site": site, "sensor": name, "waiting_to_be_judged": w["readings"]})
-        return sorted(out, key=lambda o: (o["site"], o["sensor"]))
-
-    def _status_loop(self, comp: Component) -> None:
-        """The status file, from a thread of its own: it stays truthful when the loop is stuck
-        (the stuck components show as stalled)."""
-        while not comp.stopping and not self._final:
-            self._write_status()
-            if comp.sleep(2.0):
-                return
-
-    def _write_status(self, final: bool = False) -> None:
-        if not self.status_path:
-            return
-        for attempt in (1, 2, 3):
-            try:
-                st = self.status()
-                break
-            except RuntimeError:        # a dict changed size while read from this thread: read again
-                if attempt == 3:
-                    raise
-        st["running"] = not final
-        self._last_status = st
-        service.write_status(self.status_path, st)
-
-    def _status_for_office(self) -> dict:
-        """The office's banners: the status the status thread wrote last (at most 2 s old),
-        or a fresh one where no status file is kept."""
-        if self._last_status is not None and not self._final:
-            return self._last_status
-        st = self.status()
-        st["running"] = not self._final
-        return st
 
 
 def _merge_parts(parts: list) -> tuple:

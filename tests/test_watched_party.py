@@ -1,4 +1,4 @@
-"""Issue 20, "Done when": the watched party cannot blind the monitor.
+"""The watched party cannot blind the monitor.
 
 Industrial users play against ``sewerwatch run`` (subprocesses, a broker of the test's own
 whose site accounts and listeners come from the config, the real TimescaleDB), each with
@@ -113,7 +113,8 @@ class Device(threading.Thread):
                     self.extra(self, k, now)
                 if k % self.batch == self.batch - 1:
                     ks = range(k - self.batch + 1, k + 1)
-                    stamps = [int(self.stamp(now - (k - j)) * 1000) for j in ks]
+                    # stamped at its ticks, as a logger does, whenever the machine let it send
+                    stamps = [int(self.stamp(at - (k - j)) * 1000) for j in ks]
                     values = [3.0 if self.dump_at <= j < self.dump_at + self.dump_s else 7.0 for j in ks]
                     part = (stamps, values)
                     if self.swap and (k // self.batch) % 2 == 0:
