@@ -18,7 +18,7 @@ from foundation.actor import Actor
 from foundation.errors import InputError
 from sewerwatch.backup import export
 from tests.support import add_site_and_sensors
-from web import accounts
+from identity import accounts
 
 pytestmark = pytest.mark.services
 

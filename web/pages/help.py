@@ -12,7 +12,8 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath
 from litestar.response import File, Redirect, Response, Template
 
-from web import authz, guide, roles
+from identity import roles
+from web import authz, guide
 
 PUBLIC = {authz.OPT: roles.PUBLIC}
 
