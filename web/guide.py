@@ -67,6 +67,8 @@ PAGES: dict[str, tuple[str, str]] = {
     "notice_escalate.html": ("office/enforcement/#in-the-office", "How do I issue, answer or escalate a notice?"),
     "snc.html": ("office/enforcement/#schedules-reports-owed-and-snc", "How do I read the SNC test?"),
     "reports.html": ("office/reports/", "How do I make the state's report?"),
+    "state_checklist.html": ("running/state-report/#what-the-states-reviewer-will-question",
+                             "How do I answer what the state will ask?"),
     "bills.html": ("office/bills/#bill-a-quarter", "How do I bill a quarter?"),
     "bill_run.html": ("office/bills/#bill-a-quarter", "How do I bill a quarter?"),
     "bill.html": ("office/bills/#bill-a-quarter", "How do I record a payment?"),

@@ -23,13 +23,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from foundation import secrets as _secrets
 from foundation.errors import InputError, ServiceError
 from foundation.paths import RUN_STATUS_FILE
 from foundation.statusfile import read_status
 from sewerwatch.backup import record
-from sewerwatch.backup.pgbackrest import CIPHER_KEY, STANZA, Repo, chown
-from sewerwatch.services.process import is_root, pid_alive
+from sewerwatch.backup.archiving import archive_command, ensure, repo
+from sewerwatch.backup.pgbackrest import STANZA, Repo, chown
+from sewerwatch.services.process import pid_alive
 
 __all__ = ["STANZA", "Repo", "archive_command", "backups", "check", "ensure", "health", "repo", "restore", "take"]
 
@@ -37,56 +37,6 @@ __all__ = ["STANZA", "Repo", "archive_command", "backups", "check", "ensure", "h
 LAST_FILE = "last.json"
 #: A ``run`` status file older than this [s] is a ``run`` no longer writing.
 RUN_STALE_S = 10.0
-
-
-def repo(cfg, passwords: dict | None = None) -> Repo:
-    """pgBackRest for the config's embedded cluster.
-
-    Raises
-    ------
-    foundation.errors.InputError
-        When the config has no ``[backup]`` or names a database of its own.
-    """
-    if cfg.backup is None:
-        raise InputError(f"{cfg.path}: no [backup] table, so no backups are kept; add one (the documentation's "
-                         "page 'Backups, restores and upgrades')")
-    if cfg.services.db_url:
-        raise InputError(f"{cfg.path}: the database is your own ([services] db_url): back it up with its "
-                         "server's tools; 'sewerwatch backup check' shows whether it archives its WAL")
-    state = cfg.services.state_dir
-    pw = passwords or _secrets.load_or_create(state)
-    base = state / "pg"
-    return Repo(state_dir=state, repo=cfg.backup.repo or state / "backup" / "repo", data_dir=base / "data",
-                port=cfg.services.pg_port, socket_dir=base / "run", cipher=pw["keys"][CIPHER_KEY],
-                admin_password=pw["db"]["admin"], user="postgres" if is_root() else None, policy=cfg.backup)
-
-
-def archive_command(cfg, passwords: dict) -> str | None:
-    """The embedded cluster's ``archive_command``: pgBackRest's with ``[backup]``, else None."""
-    if cfg.backup is None or cfg.services.db_url:
-        return None
-    return repo(cfg, passwords).archive_command()
-
-
-def ensure(cfg, pg, log=lambda msg: None) -> None:
-    """Archiving as the config says, on the running embedded cluster ``pg``: pgBackRest's
-    config file written, the cluster restarted when ``archive_mode`` must change, the stanza
-    created."""
-    import psycopg
-
-    r = repo(cfg) if cfg.backup is not None else None
-    if r is None and not pg.archive_setting_present():
-        return
-    if r is not None:
-        r.write_conf()
-    pg.write_archive_setting()
-    with psycopg.connect(pg.url("admin", "postgres"), autocommit=True) as conn:
-        current = pg.archiving_current(conn)
-    if not current:
-        log("restarting TimescaleDB: WAL archiving " + ("turned on for the backups" if r else "turned off"))
-        pg.restart()
-    if r is not None and r.ensure_stanza():
-        log(f"backups: the repository {r.repo} is ready (stanza created)")
 
 
 def _now() -> float:

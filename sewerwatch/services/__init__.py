@@ -26,9 +26,9 @@ def embedded(cfg: Config) -> tuple[EmbeddedPostgres, EmbeddedMosquitto]:
     state.chmod(0o755)  # the postgres and mosquitto users must reach their subfolders
     # a site's devices with accounts of their own publish where the site may
     sites = {a: (pw["mqtt_sites"][a], site_topics(cfg, site)) for a, site in accounts}
-    from sewerwatch import backup     # lazy: it builds on this module
+    from sewerwatch.backup import archiving     # lazy: the backups build on this module
 
-    return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"], backup.archive_command(cfg, pw)),
+    return (EmbeddedPostgres(state, cfg.services.pg_port, pw["db"], archiving.archive_command(cfg, pw)),
             EmbeddedMosquitto(state, cfg.services.mqtt_port, pw["mqtt"], sites, input_trees(cfg),
                               log_denied=cfg.services.mqtt_log_denied, collector_topics=tuple(collector_filters(cfg)),
                               site_reads={a: sparkplug_site_topics(cfg, site)[1] for a, site in accounts},
@@ -55,9 +55,9 @@ def up(cfg: Config, log=lambda msg: None, *, db: bool = True, mqtt: bool = True)
             log(f"starting TimescaleDB on 127.0.0.1:{pg.port}")
             pg.start()
         bootstrap.embedded(pg)
-        from sewerwatch import backup
+        from sewerwatch.backup import archiving
 
-        backup.ensure(cfg, pg, log)
+        archiving.ensure(cfg, pg, log)
     if mqtt and not cfg.services.mqtt_url:
         if mq.running() and not mq.conf_current():
             # listeners and bounds are not reloaded by SIGHUP; a clean stop saves the sessions
