@@ -1,5 +1,6 @@
 """CLI of enforcement: ``sewerwatch findings``, ``user-reports``, ``milestones``, ``snc``,
-``notice``, ``due`` and ``report`` (its ``icis`` and ``publish`` in :mod:`enforcement.cli_state`).
+``notice`` (in :mod:`enforcement.cli_notices`), ``due`` and ``report`` (its ``icis`` and ``publish`` in
+:mod:`enforcement.cli_state`); what they share is :mod:`enforcement.cli_common`.
 
 :func:`register` adds the parsers; each handler is ``func(args, ctx)`` and returns the exit
 code. The shell imports this module at startup (for ``--help`` too), so the work (numpy,
@@ -8,22 +9,14 @@ matplotlib, WeasyPrint, the database) is imported inside each handler.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from datetime import date, datetime, timezone
 
 from foundation.display import local_time, num
 from foundation import moments
 from foundation.errors import InputError
-from enforcement import cli_state
-
-#: what --as-of means, for every command that takes it
-AS_OF = ("judge as things stood at the end of this local day of the village (default: now); nothing is recorded")
-
-
-def _day(text: str, what: str) -> date:
-    return moments.day(text, what)
+from enforcement import cli_common as common
+from enforcement import cli_notices, cli_state
 
 
 def register(sub) -> None:
@@ -39,8 +32,8 @@ def register(sub) -> None:
                    help="from this date or time (default: 1 January of this year; " + moments.HELP + ")")
     q.add_argument("--until", default=None, metavar="WHEN",
                    help="up to this date or time, exclusive (default: tomorrow)")
-    q.add_argument("--site", default=None)
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_site(q)
+    common.add_json(q)
     q.set_defaults(func=_findings_list)
     q = fs.add_parser("record", help="record a finding the superintendent makes")
     q.add_argument("--site", required=True)
@@ -57,10 +50,10 @@ def register(sub) -> None:
                        "conditions and the ordinance where it sets a frequency (e.g. webster-wi §240-8: at least "
                        "quarterly): due, taken, or missing. A period that ends without its samples is a failure "
                        "to monitor, a finding on the first day after it.")
-    p.add_argument("--site", default=None)
+    common.add_site(p)
     p.add_argument("--year", default=None, help="the periods of this year, its local days (default: this year, to now)")
-    p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--as-of", default=None, metavar="DATE", help=common.AS_OF)
+    common.add_json(p)
     p.set_defaults(func=_schedule)
 
     p = sub.add_parser("user-reports", help="reports owed by industrial users: require, receive, list",
@@ -89,10 +82,10 @@ def register(sub) -> None:
     q.add_argument("--note", default=None)
     q.set_defaults(func=_reports_receive)
     q = rs.add_parser("list", help="the reports owed and where each stands")
-    q.add_argument("--site", default=None)
+    common.add_site(q)
     q.add_argument("--open", action="store_true", help="only those not received")
-    q.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
+    q.add_argument("--as-of", default=None, metavar="DATE", help=common.AS_OF)
+    common.add_json(q)
     q.set_defaults(func=_reports_list)
 
     p = sub.add_parser("milestones", help="compliance schedule milestones: add, met, list",
@@ -112,8 +105,8 @@ def register(sub) -> None:
     q.add_argument("--by", default=None)
     q.set_defaults(func=_milestones_met)
     q = ms.add_parser("list")
-    q.add_argument("--site", default=None)
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_site(q)
+    common.add_json(q)
     q.set_defaults(func=_milestones_list)
 
     p = sub.add_parser("snc", help="significant noncompliance of each user, criterion by criterion",
@@ -124,75 +117,12 @@ def register(sub) -> None:
                        "records nothing, so any order of questions gives the same answers.")
     p.add_argument("--period", required=True, help="2026H1, 2026H2, or 2026Q1 ... 2026Q4 (six months ending with it): "
                    "local calendar days of the village")
-    p.add_argument("--site", default=None)
-    p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF)
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_site(p)
+    p.add_argument("--as-of", default=None, metavar="DATE", help=common.AS_OF)
+    common.add_json(p)
     p.set_defaults(func=_snc)
 
-    p = sub.add_parser("notice", help="notices of violation: draft, edit, issue, response, close, escalate, penalty, "
-                       "list, show, pdf",
-                       description="Notices of violation and the orders after them, drafted from a finding as HTML "
-                       "and PDF (the ordinance's words, the evidence, the days of violation, the forfeiture range, "
-                       "the corrective action and report demanded, the response deadline), with their lifecycle "
-                       "and audit trail in the database. The enforcement response guide picks the action.")
-    ns = p.add_subparsers(dest="notice_command", metavar="ACTION", required=True)
-    q = ns.add_parser("draft", help="draft a notice from a violation, a finding, or a user's SNC in a period")
-    g = q.add_mutually_exclusive_group(required=True)
-    g.add_argument("--violation", type=int, help="a violation episode's id (sewerwatch findings list)")
-    g.add_argument("--alert", type=int, help="a violation alert's id: every episode it covers (sewerwatch alerts list)")
-    g.add_argument("--finding", type=int, help="a finding's id (sewerwatch findings list)")
-    g.add_argument("--snc", metavar="SITE", help="a user in significant noncompliance (with --period)")
-    q.add_argument("--period", default=None, help="the SNC period (with --snc): 2026H1, 2026Q2, local days")
-    q.add_argument("--on", default=None, help="the local day of drafting (default: today)")
-    q.add_argument("--out", default=".", metavar="DIR", help="where the HTML and PDF go (default .)")
-    q.add_argument("--by", default=None)
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
-    q.set_defaults(func=_notice_draft)
-    q = _step(ns, "issue", "issue a drafted notice (its response deadline counts from the issue date)",
-              _notice_issue, on="the issue date (default: today)", out=True)
-    q.add_argument("--revision", type=int, default=None, metavar="N",
-                   help="the revision you read (notice show and notice edit print it): refused, nothing issued, "
-                        "when someone saved another revision since (default: the current one)")
-    _step(ns, "response", "record the user's response", _notice_response, on="the day it was received",
-          on_required=True, note=True)
-    _step(ns, "close", "close a notice", _notice_close, on="default: today", note=True)
-    _step(ns, "escalate", "escalate an issued notice to the guide's next action (drafts it): once its deadline "
-          "passed without a response, or with --note saying why its response is inadequate", _notice_escalate,
-          on="default: today", note=True, out=True)
-    q = ns.add_parser("edit", help="edit the free-text parts of a draft the guide allows (corrective action, report, "
-                      "remarks)", description="Edit a drafted notice's free-text parts that its enforcement response "
-                      "guide's action lists as editable; the finding, the requirement, the evidence, the days and "
-                      "the penalties come from the data. Prints the new revision; --revision N refuses the edit when "
-                      "someone saved another revision since N.")
-    q.add_argument("notice", help="id or number")
-    q.add_argument("--corrective-action", default=None, metavar="TEXT")
-    q.add_argument("--report", default=None, metavar="TEXT", help="the report demanded")
-    q.add_argument("--remarks", default=None, metavar="TEXT", help="remarks added to the notice ('' removes them)")
-    q.add_argument("--revision", type=int, default=None, help="the revision the edit is made from (default: the "
-                   "current one)")
-    q.add_argument("--out", default=None, metavar="DIR", help="also write the draft's HTML and PDF here")
-    q.add_argument("--by", default=None, help="who (default: $USER)")
-    q.set_defaults(func=_notice_edit)
-    q = ns.add_parser("penalty", help="record a penalty or fine collected on an issued notice")
-    q.add_argument("notice", help="id or number")
-    q.add_argument("--dollars", type=float, required=True)
-    q.add_argument("--on", required=True, help="the day it was collected (ISO date)")
-    q.add_argument("--note", default=None)
-    q.add_argument("--by", default=None, help="who (default: $USER)")
-    q.set_defaults(func=_notice_penalty)
-    q = ns.add_parser("list")
-    q.add_argument("--site", default=None)
-    q.add_argument("--state", action="append", default=None)
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
-    q.set_defaults(func=_notice_list)
-    q = ns.add_parser("show", help="a notice and its audit trail")
-    q.add_argument("notice")
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
-    q.set_defaults(func=_notice_show)
-    q = ns.add_parser("pdf", help="render a notice again from the database")
-    q.add_argument("notice")
-    q.add_argument("--out", default=".", metavar="DIR")
-    q.set_defaults(func=_notice_pdf)
+    cli_notices.register(sub)
 
     p = sub.add_parser("due", help="what is due and overdue: notices awaiting a response, reports owed, milestones",
                        description="The superintendent's enforcement list: issued notices awaiting a response (an "
@@ -200,11 +130,11 @@ def register(sub) -> None:
                        "reports the alerts call for among them), compliance schedule milestones; the words of the "
                        "requirement behind each. --alert opens an alert for each overdue item once; --notify also "
                        "sends it to the config's contacts.")
-    p.add_argument("--as-of", default=None, metavar="DATE", help=AS_OF + " (not with --alert)")
+    p.add_argument("--as-of", default=None, metavar="DATE", help=common.AS_OF + " (not with --alert)")
     p.add_argument("--alert", action="store_true", help="open an enforcement alert for each overdue item (once); "
                    "records the findings of the present")
     p.add_argument("--notify", action="store_true", help="with --alert: send the new alerts to the contacts")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_json(p)
     p.set_defaults(func=_due)
 
     p = sub.add_parser("calendar", help="the compliance calendar: samples, reports, notice deadlines, renewals, SNC",
@@ -216,7 +146,7 @@ def register(sub) -> None:
     p.add_argument("--to", dest="end", default=None, help="ISO date, exclusive (default: three months on)")
     p.add_argument("--site", default=None, help="one industrial user's dates")
     p.add_argument("--ics", metavar="FILE.ics", default=None, help="write the entries as an iCalendar file")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_json(p)
     p.set_defaults(func=_calendar)
 
     p = sub.add_parser("report", help="the annual SNC publication list and its publication, the annual pretreatment "
@@ -224,71 +154,15 @@ def register(sub) -> None:
     rp = p.add_subparsers(dest="report_command", metavar="KIND", required=True)
     q = rp.add_parser("snc", help="users in significant noncompliance during a year, for the newspaper")
     q.add_argument("--year", required=True, help="e.g. 2026: the SNC periods ending in it (local days)")
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_json(q)
     q.set_defaults(func=_report_snc)
     q = rp.add_parser("annual", help="the pretreatment program's annual report (HTML, PDF, JSON)")
     q.add_argument("--year", required=True, help="e.g. 2026: its local calendar days of the village")
     q.add_argument("--out", default=".", metavar="DIR")
     q.add_argument("--on", default=None, help="the report's local date (default: today)")
-    q.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_json(q)
     q.set_defaults(func=_report_annual)
     cli_state.register(rp)   # icis (--draft, --check) and publish
-
-
-def _step(ns, name: str, help_: str, func, *, on: str, on_required: bool = False, note: bool = False,
-          out: bool = False) -> argparse.ArgumentParser:
-    """A step of a notice's lifecycle: ``sewerwatch notice NAME NOTICE --on DATE [--note] [--out] [--by]``
-    (its parser, for a step's own options)."""
-    q = ns.add_parser(name, help=help_)
-    q.add_argument("notice", help="id or number")
-    q.add_argument("--on", required=on_required, default=None, help=on)
-    if note:
-        q.add_argument("--note", default=None)
-    if out:
-        q.add_argument("--out", default=".", metavar="DIR")
-    q.add_argument("--by", default=None, help="who (default: $USER)")
-    q.set_defaults(func=func)
-    return q
-
-
-# --- shared ------------------------------------------------------------------------------
-
-def _tz(ctx):
-    return moments.village_zone(ctx.config)
-
-
-def _settings(ctx):
-    from enforcement.settings import settings   # lazy
-
-    return settings(ctx.config)
-
-
-def _now(ctx, as_of: str | None) -> datetime:
-    """``--as-of DATE``: the end of that local day; the present without it."""
-    now = datetime.now(timezone.utc)
-    if as_of is None:
-        return now
-    tz = _tz(ctx)
-    t = moments.end_of_day(_day(as_of, "--as-of"), tz)
-    if t.date() > now.astimezone(tz).date():
-        raise InputError(f"--as-of {as_of} is in the future: nothing can be known of it yet")
-    return t
-
-
-def _today(ctx, text: str | None, what: str = "--on") -> date:
-    return _day(text, what) if text else datetime.now(_tz(ctx)).date()
-
-
-def _record_now(ctx, conn):
-    """The enforcement round at the present: the computed findings recorded (once each,
-    :func:`enforcement.service.refresh`); the settings and the guide."""
-    from enforcement.service import refresh   # lazy
-
-    return refresh(conn, ctx.config)
-
-
-def _json(x) -> str:
-    return json.dumps(x, indent=2, default=lambda o: o.isoformat() if hasattr(o, "isoformat") else str(o))
 
 
 # --- findings ----------------------------------------------------------------------------
@@ -296,7 +170,7 @@ def _json(x) -> str:
 def _findings_list(args, ctx) -> int:
     from enforcement import findings as fnd   # lazy
 
-    tz = _tz(ctx)
+    tz = common.tz(ctx)
     today = datetime.now(tz).date()
     a = moments.instant(args.since, "--since", tz) if args.since else moments.midnight(date(today.year, 1, 1), tz)
     b = (moments.instant(args.until, "--until", tz) if args.until
@@ -305,13 +179,13 @@ def _findings_list(args, ctx) -> int:
         raise InputError(f"--until ({args.until}) must be after --since ({args.since})")
     since, until = a.astimezone(tz).date(), b.astimezone(tz).date()
     with ctx.connect("owner") as conn:
-        _record_now(ctx, conn)
+        common.record_now(ctx, conn)
         if args.site:
             fnd.site(conn, args.site)
         vs = fnd.violations_between(conn, a, b, args.site)
         fs = fnd.findings_between(conn, since, until, args.site)
     if args.json:
-        print(_json({"violations": vs, "findings": fs}))
+        print(common.as_json({"violations": vs, "findings": fs}))
         return 0
     for v in vs:
         print(f"violation {v['id']:<5} {v['site']:<12} {fnd.violation_kind(v):<14} {v['rule']:<16} "
@@ -329,7 +203,7 @@ def _findings_record(args, ctx) -> int:
     from enforcement import findings as fnd   # lazy
 
     with ctx.connect("owner") as conn:
-        fid = fnd.record(conn, args.site, args.kind, _day(args.on, "--on"), args.summary, by=args.by,
+        fid = fnd.record(conn, args.site, args.kind, common.day(args.on, "--on"), args.summary, by=args.by,
                          violation_id=args.violation, evidence={"days": args.days} if args.days else None)
     print(f"finding {fid} recorded: {args.kind} at {args.site} on {args.on} "
           f"(SNC criterion ({fnd.KINDS[args.kind][1]}))")
@@ -343,7 +217,7 @@ def _schedule(args, ctx) -> int:
     from enforcement import schedules
     from enforcement.periods import year_period
 
-    now = _now(ctx, args.as_of)
+    now = common.now(ctx, args.as_of)
     first = end = None
     if args.year:
         y = year_period(args.year)
@@ -353,7 +227,7 @@ def _schedule(args, ctx) -> int:
             fnd.site(conn, args.site)
         rows = schedules.schedule(conn, now, first, end, args.site)
     if args.json:
-        print(_json([r.as_json() for r in rows]))
+        print(common.as_json([r.as_json() for r in rows]))
         return 0
     last = None
     for r in rows:
@@ -374,9 +248,9 @@ def _schedule(args, ctx) -> int:
 def _reports_require(args, ctx) -> int:
     from enforcement import reports   # lazy
 
-    period = (_day(args.period[0], "--period"), _day(args.period[1], "--period")) if args.period else None
+    period = (common.day(args.period[0], "--period"), common.day(args.period[1], "--period")) if args.period else None
     with ctx.connect("owner") as conn:
-        rid = reports.require(conn, args.site, args.kind, _day(args.due, "--due"), title=args.title, period=period,
+        rid = reports.require(conn, args.site, args.kind, common.day(args.due, "--due"), title=args.title, period=period,
                               citation=args.citation, words=args.words, by=args.by)
     print(f"report {rid}: {args.site} owes a {args.kind} report due {args.due}")
     return 0
@@ -386,7 +260,7 @@ def _reports_receive(args, ctx) -> int:
     from enforcement import reports   # lazy
 
     with ctx.connect("owner") as conn:
-        r = reports.receive(conn, args.id, _day(args.on, "--on"), by=args.by, note=args.note)
+        r = reports.receive(conn, args.id, common.day(args.on, "--on"), by=args.by, note=args.note)
         st = reports.status(r, datetime.now(timezone.utc))
     print(f"report {r['id']} ({r['site']}, {r['title']}): {st['standing']}" + (" (a finding: late)" if st["late"] else ""))
     return 0
@@ -395,16 +269,16 @@ def _reports_receive(args, ctx) -> int:
 def _reports_list(args, ctx) -> int:
     from enforcement import reports   # lazy
 
-    now = _now(ctx, args.as_of)
+    now = common.now(ctx, args.as_of)
     with ctx.connect("owner") as conn:
         if args.as_of is None:
-            st, _guide = _record_now(ctx, conn)
+            st, _guide = common.record_now(ctx, conn)
             rows = reports.list_reports(conn, now, args.site, open_only=args.open)
         else:      # a question about a past day: the reports as they stood, nothing written
             rows = reports.list_reports(conn, now, args.site, open_only=args.open,
-                                        accidental_hours=_settings(ctx).accidental_report_hours)
+                                        accidental_hours=common.settings(ctx).accidental_report_hours)
     if args.json:
-        print(_json(rows))
+        print(common.as_json(rows))
         return 0
     for r in rows:
         rid = r["id"] if r["id"] is not None else "-"      # owed from an alert, not stored yet
@@ -421,7 +295,7 @@ def _milestones_add(args, ctx) -> int:
     from enforcement import milestones   # lazy
 
     with ctx.connect("owner") as conn:
-        mid = milestones.add(conn, args.site, args.description, _day(args.due, "--due"), source=args.source,
+        mid = milestones.add(conn, args.site, args.description, common.day(args.due, "--due"), source=args.source,
                              by=args.by)
     print(f"milestone {mid}: {args.site}, '{args.description}' due {args.due}")
     return 0
@@ -431,7 +305,7 @@ def _milestones_met(args, ctx) -> int:
     from enforcement import milestones   # lazy
 
     with ctx.connect("owner") as conn:
-        milestones.met(conn, args.id, _day(args.on, "--on"), by=args.by)
+        milestones.met(conn, args.id, common.day(args.on, "--on"), by=args.by)
     print(f"milestone {args.id} met on {args.on}")
     return 0
 
@@ -442,7 +316,7 @@ def _milestones_list(args, ctx) -> int:
     with ctx.connect("owner") as conn:
         rows = milestones.list_milestones(conn, args.site)
     if args.json:
-        print(_json(rows))
+        print(common.as_json(rows))
         return 0
     for m in rows:
         print(f"{m['id']:<5} {m['site']:<12} due {m['due_on']}  {'met ' + m['met_on'].isoformat() if m['met_on'] else 'not met':<14} "
@@ -460,202 +334,23 @@ def _snc(args, ctx) -> int:
     from enforcement.periods import snc_period
 
     period = snc_period(args.period)
-    now = _now(ctx, args.as_of)
-    st = _settings(ctx)
+    now = common.now(ctx, args.as_of)
+    st = common.settings(ctx)
     with ctx.connect("owner") as conn:
         if args.site:
             fnd.site(conn, args.site)
         results = snc.evaluate(conn, period, args.site, now, st)
     if args.json:
-        print(_json(results))
+        print(common.as_json(results))
         return 0
     print(f"Significant noncompliance, {period.name}: {period.start} to {period.last_day} "
           f"({snc.SNC_CITATION}); "
-          f"as of {now.astimezone(_tz(ctx)):%Y-%m-%d}")
+          f"as of {now.astimezone(common.tz(ctx)):%Y-%m-%d}")
     for r in results:
         print()
         print(snc.explain(r))
     if not results:
         print("no industrial users in the database")
-    return 0
-
-
-# --- notices -----------------------------------------------------------------------------
-
-def _guide_and_head(ctx):
-    from enforcement.service import guide_and_head   # lazy
-
-    return guide_and_head(ctx.config)
-
-
-def _actor(args):
-    """Who acts on the command line: ``--by NAME``, else the operating-system user."""
-    from enforcement.notices import who   # lazy
-
-    return who(getattr(args, "by", None))
-
-
-def _notice_draft(args, ctx) -> int:
-    from enforcement import notices   # lazy
-    from enforcement.documents.notice_page import write_notice
-
-    guide, head = _guide_and_head(ctx)
-    on = _today(ctx, args.on)
-    with ctx.connect("owner") as conn:
-        st, _guide = _record_now(ctx, conn)
-        finding_id = args.finding
-        if args.snc:
-            from enforcement.periods import snc_period
-            from enforcement.snc import snc_finding
-
-            if not args.period:
-                raise InputError("--snc needs --period (e.g. 2026H1)")
-            finding_id = snc_finding(conn, args.snc, snc_period(args.period), on, st)
-        n = notices.draft(conn, guide, head, on, violation_id=args.violation, finding_id=finding_id,
-                          alert_id=args.alert, actor=_actor(args))
-    html_path, pdf_path, _pdf = write_notice(n["document"], None, args.out)
-    if args.json:
-        print(_json({**n, "html": str(html_path), "pdf": str(pdf_path)}))
-        return 0
-    doc = n["document"]
-    print(f"{n['number']} drafted: {doc['title']} to {doc['site']['name']} for {doc['finding']['ref']} "
-          f"({doc['finding_words']}); respond within {n['respond_within_days']} days of issue")
-    print(f"  requirement: {doc['requirement']['citation']}")
-    print(f"  days of violation: {doc['days_of_violation']['days']}")
-    for f in doc["forfeitures"]:
-        print(f"  {f['citation']}: {f['sentence']}")
-    print(f"wrote {html_path} and {pdf_path}; issue it with: sewerwatch notice issue {n['number']}")
-    return 0
-
-
-def _notice_issue(args, ctx) -> int:
-    from enforcement import notices   # lazy
-    from enforcement.documents.notice_page import write_notice
-
-    on = _today(ctx, args.on)
-    with ctx.connect("owner") as conn:
-        n, page, pdf = notices.issue_rendered(conn, args.notice, on, actor=_actor(args),
-                                              expected_revision=args.revision)
-    html_path, pdf_path, _pdf = write_notice(n["document"], on, args.out, rendered=(page, pdf))
-    print(f"{n['number']} issued {n['issued_on']}: response due {n['response_due']}; wrote {html_path} and {pdf_path}")
-    return 0
-
-
-def _notice_response(args, ctx) -> int:
-    from enforcement import notices   # lazy
-
-    with ctx.connect("owner") as conn:
-        n = notices.respond(conn, args.notice, _day(args.on, "--on"), note=args.note, actor=_actor(args))
-    late = n["response_due"] and n["response_received_on"] > n["response_due"]
-    print(f"{n['number']}: response received {n['response_received_on']}"
-          + (f", after its deadline {n['response_due']}" if late else ""))
-    return 0
-
-
-def _notice_close(args, ctx) -> int:
-    from enforcement import notices   # lazy
-
-    with ctx.connect("owner") as conn:
-        n = notices.close(conn, args.notice, _today(ctx, args.on), note=args.note, actor=_actor(args))
-    print(f"{n['number']}: closed {n['closed_on']}")
-    return 0
-
-
-def _notice_escalate(args, ctx) -> int:
-    from enforcement import escalation, notices   # lazy
-    from enforcement.documents.notice_page import write_notice
-
-    guide, head = _guide_and_head(ctx)
-    with ctx.connect("owner") as conn:
-        old, new = escalation.escalate(conn, args.notice, _today(ctx, args.on), guide, head, note=args.note,
-                                       actor=_actor(args))
-        reason = next((e["detail"].get("reason") for e in reversed(notices.events(conn, old["id"]))
-                       if e["event"] == "escalated"), None)
-    html_path, pdf_path, _pdf = write_notice(new["document"], None, args.out)
-    if reason:
-        print(reason)
-    print(f"{old['number']} escalated: {new['number']} drafted ({new['document']['title']}, respond within "
-          f"{new['respond_within_days']} days of issue); wrote {html_path} and {pdf_path}")
-    return 0
-
-
-def _notice_edit(args, ctx) -> int:
-    from enforcement import notices   # lazy
-
-    changes = {k: v for k, v in (("corrective_action", args.corrective_action), ("report_demanded", args.report),
-                                 ("remarks", args.remarks)) if v is not None}
-    if not changes:
-        raise InputError("notice edit: give --corrective-action, --report or --remarks")
-    guide, _head = _guide_and_head(ctx)
-    with ctx.connect("owner") as conn:
-        rev = args.revision if args.revision is not None else notices.notice(conn, args.notice)["revision"]
-        n = notices.edit(conn, args.notice, changes, expected_revision=rev, guide=guide, actor=_actor(args))
-    print(f"{n['number']}: revision {n['revision']} ({', '.join(notices.EDITABLE[k].lower() for k in changes)})")
-    if args.out:
-        from enforcement.documents.notice_page import write_notice
-
-        html_path, pdf_path, _pdf = write_notice(n["document"], None, args.out)
-        print(f"wrote {html_path} and {pdf_path}")
-    return 0
-
-
-def _notice_penalty(args, ctx) -> int:
-    from enforcement import notices   # lazy
-
-    with ctx.connect("owner") as conn:
-        n = notices.record_penalty(conn, args.notice, args.dollars, _day(args.on, "--on"), note=args.note,
-                                   actor=_actor(args))
-    print(f"{n['number']}: penalty ${n['penalty_dollars']:,.2f} collected {n['penalty_collected_on']}")
-    return 0
-
-
-def _notice_list(args, ctx) -> int:
-    from enforcement import notices   # lazy
-
-    with ctx.connect("owner") as conn:
-        rows = notices.list_notices(conn, args.site, tuple(args.state) if args.state else None)
-    if args.json:
-        print(_json([{k: v for k, v in n.items() if k != "document"} for n in rows]))
-        return 0
-    for n in rows:
-        print(f"{n['number']:<13} {n['site']:<12} {n['state']:<17} drafted {n['drafted_on']}"
-              + (f" issued {n['issued_on']} due {n['response_due']}" if n["issued_on"] else "")
-              + f"  {n['document']['finding']['summary']}")
-    if not rows:
-        print("no notices")
-    return 0
-
-
-def _notice_show(args, ctx) -> int:
-    from enforcement import notices   # lazy
-
-    with ctx.connect("owner") as conn:
-        n = notices.notice(conn, args.notice)
-        ev = notices.events(conn, n["id"])
-    if args.json:
-        print(_json({**n, "events": ev}))
-        return 0
-    doc = n["document"]
-    print(f"{n['number']}: {doc['title']} to {doc['site']['name']} ({n['state']}, revision {n['revision']})")
-    print(f"  finding: {doc['finding']['ref']}: {doc['finding']['summary']}")
-    print(f"  requirement: {doc['requirement']['citation']}")
-    print(f"  action: {doc['action']['title']}, respond within {n['respond_within_days']} days"
-          + (f" (due {n['response_due']})" if n["response_due"] else ""))
-    print("  audit trail:")
-    for e in ev:
-        print(f"    {local_time(e['at'], str(_tz(ctx)), seconds=False)} {e['actor']:<14} {e['event']:<18}"
-              + (f" {e['from'] or '-'} -> {e['to']}" if e["to"] else "") + (f"  {e['note']}" if e["note"] else ""))
-    return 0
-
-
-def _notice_pdf(args, ctx) -> int:
-    from enforcement import notices   # lazy
-    from enforcement.documents.notice_page import write_notice
-
-    with ctx.connect("owner") as conn:
-        n = notices.notice(conn, args.notice)
-    html_path, pdf_path, _pdf = write_notice(n["document"], n["issued_on"], args.out)
-    print(f"wrote {html_path} and {pdf_path}")
     return 0
 
 
@@ -666,22 +361,22 @@ def _due(args, ctx) -> int:
 
     if args.as_of is not None and (args.alert or args.notify):
         raise InputError("--alert opens the alerts of the present: it takes no --as-of")
-    now = _now(ctx, args.as_of)
+    now = common.now(ctx, args.as_of)
     with ctx.connect("owner") as conn:
         if args.as_of is None:
-            st, guide = _record_now(ctx, conn)
+            st, guide = common.record_now(ctx, conn)
         else:      # a question about a past day: nothing recorded
             from enforcement.guide import load_guide   # lazy
-            st = _settings(ctx)
+            st = common.settings(ctx)
             guide = load_guide(st.guide)
         items = due.due_items(conn, now, st, guide)
         raised = due.raise_alerts(conn, now, st, guide, ctx.config) if args.alert else []
     if args.notify and raised:
         _deliver(ctx, raised, sys.stderr if args.json else sys.stdout)
     if args.json:
-        print(_json({"items": [i.as_json() for i in items], "alerts_opened": [a[0] for a in raised]}))
+        print(common.as_json({"items": [i.as_json() for i in items], "alerts_opened": [a[0] for a in raised]}))
         return 0
-    tz = str(_tz(ctx))
+    tz = str(common.tz(ctx))
     for i in items:
         print(f"{'OVERDUE' if i.overdue else 'due':<8} {local_time(i.due, tz, seconds=False):<20} {i.title}")
         if i.proposal:
@@ -720,11 +415,11 @@ def _report_snc(args, ctx) -> int:
     from enforcement.annual import publication_text, snc_list   # lazy
 
     year = _year(args.year)
-    st = _settings(ctx)
+    st = common.settings(ctx)
     with ctx.connect("owner") as conn:
         lst = snc_list(conn, year, st.snc_periods, st)
     if args.json:
-        print(_json(lst))
+        print(common.as_json(lst))
     else:
         print(publication_text(lst, ctx.config.name))
     return 0
@@ -737,13 +432,13 @@ def _report_annual(args, ctx) -> int:
 
     year = _year(args.year)
     head = letterhead(ctx.config)
-    on = _today(ctx, args.on)
-    st = _settings(ctx)
+    on = common.today(ctx, args.on)
+    st = common.settings(ctx)
     with ctx.connect("owner") as conn:
         rep = annual_report(conn, year, st.snc_periods, head.village, st, program=st.program)
     paths = write_report(rep, head, on, args.out)
     if args.json:
-        print(_json(rep))
+        print(common.as_json(rep))
     else:
         t = rep["totals"]
         print(f"annual report {year}: {len(rep['users'])} users, {t['samples_taken']} samples, "
@@ -766,11 +461,11 @@ def _calendar(args, ctx) -> int:
     from enforcement.periods import add_months
     from enforcement.settings import settings
 
-    tz = _tz(ctx)
+    tz = common.tz(ctx)
     now = datetime.now(timezone.utc)
     today = now.astimezone(tz).date()
-    first = _day(args.first, "--from") if args.first else today.replace(day=1)
-    end = _day(args.end, "--to") if args.end else add_months(first, 3)
+    first = common.day(args.first, "--from") if args.first else today.replace(day=1)
+    end = common.day(args.end, "--to") if args.end else add_months(first, 3)
     if end <= first:
         raise InputError("--to must be after --from")
     st = settings(ctx.config)
@@ -784,7 +479,7 @@ def _calendar(args, ctx) -> int:
     if args.ics:
         Path(args.ics).write_bytes(calendar.ical(items, ctx.config.name, now=now))
     if args.json:
-        print(_json([e.as_json() for e in items]))
+        print(common.as_json([e.as_json() for e in items]))
         return 0
     for e in items:
         print(f"{e.day}  {'!' if e.attention else ' '} {calendar.KIND_WORDS[e.kind]:<28} {e.state:<9} {e.title}")
