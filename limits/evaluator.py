@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from foundation.units import CANONICAL
-from limits import core
+from limits import core, twa
 from limits.days import INSTANT_US, days_touched
 from limits.packs import Pack, Rule
 
@@ -148,7 +148,7 @@ def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap
         ``configured`` (per reading: the baseline is the configured normal value).
     normal : ndarray of float64, optional
         Slug: per reading, its sensor's configured normal value (NaN: none), the baseline
-        before a full window of history (:func:`limits.core.normal_operation_average`).
+        before a full window of history (:func:`limits.twa.normal_operation_average`).
 
     Returns
     -------
@@ -168,7 +168,7 @@ def rule_episodes(rule_index: int, rule: Rule, sensor, time, value, brk, max_gap
                                   lowest=rule.op in ("<", "<="), min_duration=qualifier), None, flag
     if rule.kind == "slug":
         if avg is None:
-            avg, flag, configured = core.normal_operation_average(
+            avg, flag, configured = twa.normal_operation_average(
                 sensor, time, value, int(round(rule.window_h * core.HOUR_US)), max_gap, rule.multiple, rule.op,
                 history_start=history_start, normal=normal)
         else:

@@ -20,7 +20,7 @@ With the sensors' nominal intervals given, the reported episodes equal
 batch boundaries (``tests/test_limits_streaming.py`` checks this property with hypothesis).
 
 Cost: the slug averages of new readings come from running integer sums kept with the
-state (:func:`limits.core.extend_running_sums`, :func:`limits.core.window_average_at`), so
+state (:func:`limits.twa.extend_running_sums`, :func:`limits.twa.window_average_at`), so
 no arithmetic runs over the kept history; rules run over the active part only. What
 remains in proportion to the kept state is copying it (about 25 ns per kept reading a
 push on the benchmark machine). A flow sensor read every minute keeps 1,440 readings; one
@@ -40,7 +40,7 @@ from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from limits import core
+from limits import core, twa
 from limits.evaluator import (DEFAULT_GAP_MULTIPLE, SensorMeta, prepare, rule_episodes, sensor_normals,
                               sensor_segments)
 from limits.packs import Pack, Rule
@@ -316,7 +316,7 @@ class StreamingEvaluator:
     def _slug_averages(self, ri: int, rule: Rule, st: "_Merged", lay: "_Layout", applies) -> np.ndarray:
         """The baselines of the slug rule ``ri`` for every kept reading: stored ones are
         final; the new readings' come from the rule's running sums, leaving out readings
-        above the slug line (:func:`limits.core.normal_operation_average`). Which new
+        above the slug line (:func:`limits.twa.normal_operation_average`). Which new
         readings are above depends on the new readings before them, so the new readings
         are solved by the same fixed-point rounds as the batch (one or two a batch)."""
         avg_all = st.avg[ri]
@@ -332,8 +332,8 @@ class StreamingEvaluator:
         configured = np.isfinite(normal) & (hist > st.T[fresh_app] - window)
         above = core.exceeds(st.V, rule.multiple * avg_all, rule.op)     # new readings: NaN, not above
         while True:
-            core.extend_running_sums(st.S, st.T, st.V, lay.gap_seg[lay.seg], P, H, fresh_app, exclude=above)
-            a = core.window_average_at(st.T, st.V, P, H, fresh_app, lay.starts[fseg], window, gap, hist,
+            twa.extend_running_sums(st.S, st.T, st.V, lay.gap_seg[lay.seg], P, H, fresh_app, exclude=above)
+            a = twa.window_average_at(st.T, st.V, P, H, fresh_app, lay.starts[fseg], window, gap, hist,
                                        exclude=above)
             a[configured] = normal[configured]
             now_above = core.exceeds(st.V[fresh_app], rule.multiple * a, rule.op)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from foundation import units
-from limits import core
+from limits import core, twa
 from limits.days import days_touched
 from limits.evaluator import SensorMeta, evaluate, prepare
 from limits.packs import load_pack
@@ -175,7 +175,7 @@ def test_slug_limit_uses_time_weighted_average_on_irregular_times():
     slug = eps[np.array(rule_ids(eps)) == "slug"]
     assert len(slug) == 1 and slug[0]["start"] == times[k]
     # brute force: integrate the step function over [t - 24h, t) reading by reading
-    avg = core.trailing_time_weighted_average(np.zeros(n, np.int64), times, vals, 24 * core.HOUR_US, 180 * core.US)
+    avg = twa.trailing_time_weighted_average(np.zeros(n, np.int64), times, vals, 24 * core.HOUR_US, 180 * core.US)
     for i in (k, k - 1, 2000):
         ws = times[i] - 24 * core.HOUR_US
         num = den = 0.0
@@ -192,7 +192,7 @@ def test_no_slug_before_24_hours_of_history():
     vals, n_hist = flow_series(1000.0, 30, history_h=20.0)
     eps = run(vals, parameter="flow")
     assert "slug" not in rule_ids(eps)
-    avg = core.trailing_time_weighted_average(np.zeros(len(vals), np.int64), T0 + np.arange(len(vals)) * MIN,
+    avg = twa.trailing_time_weighted_average(np.zeros(len(vals), np.int64), T0 + np.arange(len(vals)) * MIN,
                                               vals, 24 * core.HOUR_US, 180 * core.US)
     assert np.isnan(avg[:24 * 60]).all() and np.isfinite(avg[24 * 60:]).all()
 
@@ -248,8 +248,8 @@ def test_screened_average_is_exact_wherever_the_slug_test_could_pass(offset):
     times = (T0 + np.cumsum(rng.integers(20, 100, n)) * core.US).astype(np.int64)
     vals = rng.gamma(3.0, 30.0, n) + offset
     vals[rng.choice(n, 60, replace=False)] = 900.0
-    full = core.trailing_time_weighted_average(sensor, times, vals, 24 * core.HOUR_US, 300 * core.US)
-    screened = core.trailing_time_weighted_average(sensor, times, vals, 24 * core.HOUR_US, 300 * core.US,
+    full = twa.trailing_time_weighted_average(sensor, times, vals, 24 * core.HOUR_US, 300 * core.US)
+    screened = twa.trailing_time_weighted_average(sensor, times, vals, 24 * core.HOUR_US, 300 * core.US,
                                                    screen_multiple=5.0)
     both = np.isfinite(screened)
     assert np.array_equal(screened[both], full[both])
@@ -269,15 +269,15 @@ def test_running_sums_give_the_batch_average_bit_for_bit():
     times = np.concatenate([T0 + np.cumsum(rng.integers(10, 400, n // 2)) * core.US for _ in range(2)])
     vals = rng.gamma(2.0, 40.0, n)
     cap = np.full(n, 300 * core.US)
-    want = core.trailing_time_weighted_average(sensor, times, vals, 6 * core.HOUR_US, 300 * core.US)
+    want = twa.trailing_time_weighted_average(sensor, times, vals, 6 * core.HOUR_US, 300 * core.US)
     P = np.zeros(n, dtype=np.int64)
     H = np.zeros(n, dtype=np.int64)
     # fill the sums in pieces, as batches arrive (each piece the next readings of each sensor)
     order = np.argsort(times, kind="stable")
     for piece in np.array_split(order, 17):
-        core.extend_running_sums(sensor, times, vals, cap, P, H, np.sort(piece))
+        twa.extend_running_sums(sensor, times, vals, cap, P, H, np.sort(piece))
     first = np.where(sensor == 3, 0, n // 2)
     hist = times[first]
-    got = core.window_average_at(times, vals, P, H, np.arange(n), first, 6 * core.HOUR_US, cap, hist)
+    got = twa.window_average_at(times, vals, P, H, np.arange(n), first, 6 * core.HOUR_US, cap, hist)
     assert np.array_equal(got, want, equal_nan=True)
     assert np.isfinite(got).sum() > n // 2

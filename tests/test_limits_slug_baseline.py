@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from limits import core
+from limits import core, twa
 from limits.evaluator import SensorMeta, evaluate, prepare, slug_not_judged, violations
 from limits.packs import load_pack
 from limits.streaming import StreamingEvaluator
@@ -68,14 +68,14 @@ def test_the_old_reading_with_the_discharge_in_its_own_average_loses_it_after_14
     # times it once k > 13.7: the 15th reading (k = 14) sees 104.083 gpm x 5 = 520.42.
     vals = twenty_minutes_at_5_2()
     s, t, v = flow(vals)
-    inclusive = core.trailing_time_weighted_average(s, t, v, 24 * HOUR, 3 * MIN)
+    inclusive = twa.trailing_time_weighted_average(s, t, v, 24 * HOUR, 3 * MIN)
     k = 25 * 60
     assert inclusive[k + 13] == pytest.approx(100 + 420 * 13 / 1440, rel=1e-12)
     assert inclusive[k + 14] == pytest.approx(100 + 420 * 14 / 1440, rel=1e-12)
     assert 520 > 5 * inclusive[k + 13] and not 520 > 5 * inclusive[k + 14]
     # ... a 14-minute run, not longer than 15 minutes: no slug. The normal-operation
     # average leaves the discharge out:
-    avg, above, configured = core.normal_operation_average(s, t, v, 24 * HOUR, 3 * MIN, 5.0)
+    avg, above, configured = twa.normal_operation_average(s, t, v, 24 * HOUR, 3 * MIN, 5.0)
     assert (avg[k:k + 20] == 100.0).all() and above[k:k + 20].all() and not above[k + 20:].any()
     assert not configured.any()
 
@@ -220,7 +220,7 @@ def test_the_fixed_point_is_the_definition(seed, length, normal, level):
         value[a:a + rng.integers(1, 60)] = 100.0 * level * rng.uniform(0.98, 1.02)
     window, max_hold = 2 * HOUR, 180 * core.US
     want_avg, want_above = reference_baseline(time, value, window, max_hold, 5.0, normal)
-    avg, above, configured = core.normal_operation_average(
+    avg, above, configured = twa.normal_operation_average(
         np.zeros(length, np.int64), time, value, window, max_hold, 5.0,
         normal=np.full(length, normal))
     assert np.array_equal(above, want_above)
