@@ -46,6 +46,7 @@ from foundation.schema import (SLUG, UNION_TAGS, Internal, IntRange, Number, One
                                known_unit, one_of, refusing, show, table, then, validate)
 from limits import analytes
 from limits.core import exceeds
+from limits.sample_types import SAMPLE_TYPES
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 
@@ -161,6 +162,9 @@ class Rule:
         ``permit-characteristics``: the ids of the prohibitions it refers to.
     reading : str or None
         ``definition``: which reading of its words the program takes (:data:`READINGS`).
+    sample_type : str or None
+        ``lab-limit``: the sample type it applies to (``grab``, ``composite``; None: any,
+        :mod:`limits.sample_types`).
     origin : str
         ``ordinance`` (a pack's rule) or ``permit`` (a discharge permit's limit,
         :mod:`limits.permits`).
@@ -194,6 +198,7 @@ class Rule:
     quantity: str | None = None
     rules: tuple[str, ...] = ()
     reading: str | None = None
+    sample_type: str | None = None
 
     @property
     def citation(self) -> str:
@@ -509,6 +514,10 @@ class LabLimit(Limited):
     """The analyte (an id of the lab CSV)."""
     basis: OneOf(*BASES["lab-limit"])
     """``sample``: each result; ``average``: the period's average; ``monthly``: each calendar month's average."""
+    sample_type: OneOf(*SAMPLE_TYPES, what="sample type") | None = None
+    """The sample type it applies to: ``grab`` or ``composite`` (24-hour, flow- or time-proportional); absent:
+    any. An analyte has one limit per sample type and basis; a result of a type no limit of its analyte names is
+    judged by the limits naming none, and an average is taken over the results of the type the limit names."""
 
 
 @table(kw_only=True)
@@ -1063,7 +1072,8 @@ def _limits_what(r: Rule):
         return (r.kind, r.parameter, direction, r.longer_than_min), f"{r.parameter} {direction}" + (
             f" for more than {r.longer_than_min:g} min" if r.longer_than_min else "")
     if r.kind in ("lab-limit", "loading-limit"):
-        return (r.kind, r.analyte, r.basis), f"{r.analyte} ({r.kind}, basis {r.basis})"
+        typed = f", {r.sample_type} samples" if r.sample_type else ""
+        return (r.kind, r.analyte, r.basis, r.sample_type), f"{r.analyte} ({r.kind}, basis {r.basis}{typed})"
     if r.kind in ("normal-strength", "permit-threshold"):   # flow thresholds set different duties
         return (r.kind, r.analyte or r.parameter), f"the {r.kind} of {r.analyte or r.parameter}"
     return None, ""
@@ -1080,8 +1090,9 @@ def overlaps(pack: Pack) -> list[tuple[str, str]]:
             continue
         if key in first:
             j, q = first[key]
-            out.append((f"rules[{i}] ({r.id})", f"overlaps rules[{j}] ({q.id}): both limit {said}; an ordinance "
-                        "states one limit for it (a stricter one for a user belongs in the user's permit)"))
+            out.append((f"rules[{i}] ({r.id})", f"overlaps rules[{j}] ({q.id}): both limit {said} ({r.section} and "
+                        f"{q.section}); an ordinance states one limit for it (a stricter one for a user belongs in "
+                        "the user's permit)"))
         else:
             first[key] = (i, r)
     return out

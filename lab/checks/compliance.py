@@ -43,7 +43,7 @@ from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.formulas.volumes import loading_lb
 from lab.ordinance import LabLimit, lab_limits, pack_timezone
 from lab.results_table import LabTable, iso
-from limits import core
+from limits import core, sample_types
 from limits.days import day_intervals, local_midnight, record_days
 from limits.permits import Permit, renewal
 from limits.readings import Readings
@@ -58,6 +58,8 @@ def _violation(lim: LabLimit, pack: str, site: str, t0, t1, peak: float, samples
     condition existed otherwise than at ``[t0, t1]``'s samples."""
     ev = {"statistic": lim.statistic, "comparison": lim.comparison, "samples": [str(s) for s in samples],
           "values_mg_l": [float(v) for v in values], "non_detect": [bool(x) for x in nd]}
+    if lim.sample_type:
+        ev["sample_type"] = lim.sample_type
     if intervals:
         ev["intervals"] = intervals
     rec = {
@@ -81,14 +83,21 @@ def local_days(collected: np.ndarray, tz) -> np.ndarray:
 
 
 def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEFAULT_COMPLIANCE,
-                readings: Readings = Readings(), period: tuple[datetime, datetime] | None = None) -> list[dict]:
+                readings: Readings = Readings(), period: tuple[datetime, datetime] | None = None,
+                types_named: frozenset[str] = frozenset()) -> list[dict]:
     """Violations of one lab limit in ``table`` (all sites), in site and time order.
 
     ``readings``: how a daily maximum is judged and which days an average's violation has
     (:mod:`limits.readings`); ``period``: the instants ``[start, end)`` checked (an average
-    over the period has every day of it under ``average_days = "period"``).
+    over the period has every day of it under ``average_days = "period"``); ``types_named``:
+    the sample types the analyte's limits name (:func:`limits.sample_types.named`): a limit
+    naming a type judges, and averages, the results of that type only; one naming none the
+    results of the types no limit names (a table without sample types: every result).
     """
-    sel = table.select(table.analyte == lim.analyte)
+    mask = table.analyte == lim.analyte
+    if table.sample_type is not None and (lim.sample_type or types_named):
+        mask &= sample_types.judged_by(table.sample_type, lim.sample_type, types_named)
+    sel = table.select(mask)
     if len(sel) == 0:
         return []
     tz = pack_timezone(pack)
@@ -176,8 +185,10 @@ def check_lab(table: LabTable, pack: str, non_detect: str = DEFAULT_COMPLIANCE,
         parts = [(table.select(~m), None), (table.select(m), permit)]
     for part, p in parts:
         if len(part):
-            for lim in lab_limits(pack, p):
-                out.extend(check_limit(part, lim, pack, non_detect, readings, period))
+            limits = lab_limits(pack, p)
+            for lim in limits:
+                out.extend(check_limit(part, lim, pack, non_detect, readings, period,
+                                       sample_types.named(limits, lim.analyte)))
     out.sort(key=lambda v: (v["site"], v["start"], v["rule"]))
     return out
 
