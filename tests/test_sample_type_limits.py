@@ -169,3 +169,87 @@ def test_a_permit_refuses_two_limits_of_one_type():
         parse_permit(twice, "permit.toml", pack)
     with pytest.raises(InputError, match=r"sample_type: unknown sample type 'spot' \(known: grab, composite\)"):
         parse_permit({**PERMIT, "limits": [{**PERMIT["limits"][0], "sample_type": "spot"}]}, "permit.toml", pack)
+
+
+# --- stored, judged, listed, noticed ----------------------------------------------------------------
+
+def _main(tmp_path: Path, db, *args) -> tuple[int, str, str]:
+    """``sewerwatch --config town.toml ARGS`` in this process, in ``tmp_path``."""
+    import contextlib
+    import io
+    import os
+
+    from sewerwatch.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update({k: v for k, v in saved_env.items() if not k.startswith("SEWERWATCH_")}, SEWERWATCH_DB_URL=db.url)
+    os.chdir(tmp_path)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["--config", str(tmp_path / "town.toml"), *args])
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def town(tmp_path, db):
+    import json
+    for f in ("town.toml", "exampleford-mn.toml", "lab.csv"):
+        shutil.copy(TOWN / f, tmp_path / f)
+    code, _, err = _main(tmp_path, db, "db", "migrate")
+    assert code == 0, err
+    code, out, err = _main(tmp_path, db, "lab", "import", "lab.csv", "--actor", "lab", "--json")
+    assert code == 0, err
+    assert json.loads(out)["stored"] == 7
+    return tmp_path
+
+
+@pytest.mark.services
+def test_stored_results_are_judged_listed_and_noticed_by_their_type(town, db):
+    import json
+    import re
+
+    from lab.documents.pdf import pdf_text
+    from lab.store.listing import results_with_limits
+    from tests.plain_words import internal
+
+    code, out, err = _main(town, db, "lab", "check", "--since", "2026-03-01", "--until", "2026-04-01", "--store",
+                           "--json")
+    assert code == 0, err
+    got = sorted((v["rule"], tuple(v["evidence"]["samples"])) for v in json.loads(out)["violations"])
+    # lab.csv by hand: grabs of copper 3.0 and 4.0 lawful, 4.1 over 4.0; a zinc grab of 6.0
+    # lawful; copper composites 0.8 and 1.2 average exactly 1.0 (lawful; the grabs are not
+    # averaged in: with them 2.62); a zinc composite of 3.5 over 3.4, and March's zinc
+    # composites (3.5 alone) over the 30-day 2.0
+    assert got == [("cu-grab", ("G-303",)), ("zn-30-day", ("C-307",)), ("zn-composite", ("C-307",))]
+
+    with db.connect() as conn:
+        rows = results_with_limits(conn, datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC))
+    by = {r["sample"]: r for r in rows}
+    # the limits beside a result are those of its type, stated with it
+    assert [x["stated"] for x in by["G-302"]["limits"]] == ["exceeding 4 mg/l in a grab sample"]
+    assert [x["stated"] for x in by["C-305"]["limits"]] == [
+        "exceeding 2 mg/l in a composite sample", "exceeding 1 mg/l as a monthly average of composite samples"]
+    assert by["G-302"]["exceeds"] == [] and by["C-305"]["exceeds"] == []
+    assert [x["rule"] for x in by["G-303"]["exceeds"]] == ["cu-grab"]
+
+    code, out, err = _main(town, db, "findings", "list", "--site", "plater", "--since", "2026-03-01", "--json")
+    assert code == 0, err
+    [v] = [x for x in json.loads(out)["violations"] if x["rule"] == "cu-grab"]
+    code, out, err = _main(town, db, "notice", "draft", "--violation", str(v["id"]), "--on", "2026-04-10",
+                           "--out", "out")
+    assert code == 0, err
+    [pdf] = (town / "out").glob("*.pdf")
+    text = re.sub(r"\s+", " ", pdf_text(pdf, layout=False).replace("\f", " "))
+    # the limit of the sample's type, in words; the result by sample id, date, laboratory, method
+    assert "exceeding 4 mg/l in a grab sample" in text and "2 mg/l" not in text, text
+    assert "G-303" in text and "2026-03-04" in text and "Northfield Analytical" in text and "EPA 200.7" in text
+    assert "Exampleford Town Code Sec. 40-12(a)" in text and "Copper: Grab Sample 4.0 mg/l" in text
+    # no file, line or rule id
+    assert "lab.csv" not in text and "line 4" not in text and "cu-grab" not in text, text
+    assert internal(text, {"sample_type"}) == [], internal(text)
