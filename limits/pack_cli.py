@@ -1,4 +1,4 @@
-"""CLI: ``sewerwatch pack check FILE`` and ``sewerwatch pack reference`` (registered by
+"""CLI: ``sewerwatch pack check FILE``, ``sewerwatch pack list`` and ``sewerwatch pack reference`` (registered by
 :mod:`sewerwatch.cli`).
 
 ``pack check`` lists every problem of a rule pack, one line each naming the file, the table
@@ -8,6 +8,8 @@ the model refuses (:class:`limits.packs.PackFile`: unknown keys, kinds, analytes
 comparisons, a limit without its words or section) it finds rules that overlap: two that
 limit the same thing the same way (a parameter in one direction, an analyte on one basis),
 of which only one can be the ordinance's.
+
+``pack list [--json]`` shows every pack on the search path with where each comes from.
 
 ``pack reference [--out DIR]`` writes the reference pages and JSON Schemas of the pack, the
 permit and the config files (``docs/reference/``) from the models that check them.
@@ -32,6 +34,9 @@ def register(sub) -> None:
     c = psub.add_parser("check", help="list every problem of a rule pack, one line each (exit 2 if any)")
     c.add_argument("file", help="the pack's TOML file, or a pack id on the pack search path")
     c.set_defaults(func=_check)
+    li = psub.add_parser("list", help="the rule packs on the pack search path and where each comes from")
+    li.add_argument("--json", action="store_true", help="print JSON")
+    li.set_defaults(func=_list)
     r = psub.add_parser("reference", help="write the reference pages and JSON Schemas (docs/reference/)")
     r.add_argument("--out", metavar="DIR", default=str(REFERENCE_DIR), help="folder (default docs/reference/)")
     r.set_defaults(func=_reference)
@@ -52,6 +57,38 @@ def _check(args, ctx) -> int:
     pack = load_pack(str(path))
     print(f"{path}: ok: {pack.name} ({pack.code}), {len(pack.rules)} rules, {len(pack.charges)} charges, "
           f"{len(pack.analytes)} analytes of its own")
+    return 0
+
+
+def pack_list() -> list[dict]:
+    """Each rule pack on the search path (:func:`foundation.config.pack_sources`): its id, the
+    name it gives (or the problem loading it), and every file of that id with where its folder
+    comes from (the config's ``pack_dirs``, ``$SEWERWATCH_PACK_PATH``, shipped); two files of
+    one id are a problem (using it is refused, naming both)."""
+    from foundation import config
+    from foundation.errors import SewerwatchError
+    from limits.packs import load_pack
+
+    out = []
+    for pid in config.known_packs():
+        files = config.pack_files(pid)
+        row = {"id": pid, "files": [{"path": str(f), "from": w} for f, w in files], "name": None, "problem": None}
+        try:
+            row["name"] = load_pack(pid).name
+        except SewerwatchError as exc:
+            row["problem"] = str(exc)
+        out.append(row)
+    return out
+
+
+def _list(args, ctx) -> int:
+    rows = pack_list()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        where = "; ".join(f"{f['from']}: {f['path']}" for f in r["files"])
+        print(f"{r['id']}  {r['name'] or 'cannot be used: ' + r['problem']}  ({where})")
     return 0
 
 

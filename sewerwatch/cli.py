@@ -21,6 +21,7 @@ import lab.cli
 import limits.cli
 import limits.pack_cli
 import simulators.cli
+from foundation import config as sw_config
 from foundation.context import Context
 from foundation.errors import NotBuiltYet, SewerwatchError, report
 from sewerwatch import (__version__, cli_config, cli_db, cli_field, cli_portal, cli_run, cli_services, cli_web,
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2 if args.command is None else 0
     ctx = make_context(args.config)
+    # a pack named by id is looked for in the config's pack_dirs too, on every command
+    # (the config loaded when a pack is first looked up, not before)
+    sw_config.defer_pack_dirs(lambda: ctx.config)
     try:
         return int(args.func(args, ctx) or 0)
     except SewerwatchError as exc:
@@ -122,3 +126,5 @@ def main(argv: list[str] | None = None) -> int:
         if mapped is None:
             raise
         return report(mapped)
+    finally:
+        sw_config.defer_pack_dirs(None)
