@@ -18,6 +18,8 @@ from pathlib import Path
 from lab.checks.compliance import day_ranges
 from lab.documents.loadings_chart import chart_series, loadings_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
+from limits.statements import of_violation, quantity
+from limits.words import analyte_name, rule_name
 
 
 def money(x: float) -> str:
@@ -90,16 +92,17 @@ def body_html(bill: dict) -> str:
             srows += (f"<tr><td>{e(a)}</td><td class=n>{d['average_mg_l']:.2f}</td><td class=n>{d['base_mg_l']:.2f}</td>"
                       f"<td class=n>{d['pounds']:.2f}</td><td class=n>${d['rate_per_lb']:.4f}</td>"
                       f"<td class=n>{money(d['dollars'])}</td></tr>")
-    viol = "".join(f"<li>{e(v['rule'])} {e(v['parameter'])}: {v['peak']:g} {e(v['unit'])} over {v['limit']:g} "
-                   f"({e(v['start'][:10])}; {e(v['citation'])})"
+    # a limit by its words and citation, never the pack's id for it
+    viol = "".join(f"<li>{e(analyte_name(v['parameter']))}: {e(quantity(v['peak'], v['unit']))}, the limit "
+                   f"{e(of_violation(v))} ({e(v['start'][:10])}; {e(v['citation'])})"
                    + (f"<br><small>{e(v['stricter_of'])}</small>" if v.get("stricter_of") else "") + "</li>"
                    for v in bill["violations"]) or "<li>none</li>"
-    incomplete = "".join(f"<p class=note>{e(x['note'])} ({e(x['rule'])}, sample {e(x.get('sample', ''))})</p>"
+    incomplete = "".join(f"<p class=note>{e(x['note'])} ({e(rule_name(x['rule']))}, sample {e(x.get('sample', ''))})</p>"
                          for x in bill.get("incomplete", []))
-    days = "".join(f"<tr><td>{e(d['rule'])}</td><td class=n>{d['days']}</td><td>{e(day_ranges(d['dates']))}</td>"
+    days = "".join(f"<tr><td>{e(rule_name(d['rule']))}</td><td class=n>{d['days']}</td><td>{e(day_ranges(d['dates']))}</td>"
                    f"<td>{e(d['citation'] or '')}</td></tr>" for d in bill.get("days_of_violation", []))
     days_html = ("<h2>Days of violation</h2><p>Each day a condition contrary to the ordinance exists is a separate "
-                 "violation; two episodes on one day are one day.</p><table><tr><th>rule</th><th class=n>days</th>"
+                 "violation; two episodes on one day are one day.</p><table><tr><th>limit</th><th class=n>days</th>"
                  "<th>dates</th><th>ordinance</th></tr>" + days + "</table>") if days else ""
     held = bill.get("permit_standing")
     standing_html = ""
