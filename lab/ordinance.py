@@ -122,7 +122,8 @@ def permit_thresholds(pack: str) -> tuple[dict[str, Strength], Strength | None]:
     return conc, volume
 
 
-_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "daily-maximum"}
+_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "daily-maximum",
+          "weekly": "weekly-average", "rolling-30-day": "rolling-30-day"}
 
 
 def site_rules(pack: str, permit: Permit | None = None) -> tuple[Rule, ...]:

@@ -84,9 +84,11 @@ DEFINITION_UNITS = ("gal", "percent", "fraction", "usd", "days", "years")
 #: Units of a loading limit (a discharge permit's pounds a day, palmyra-wi §13.54(3)(g)).
 LOADING_UNITS = ("lb/d",)
 
-#: The bases of a lab limit: each result, the period's average, the calendar month's average
-#: (a permit's monthly average); of a loading limit: each day's.
-BASES = {"lab-limit": ("sample", "average", "monthly"), "loading-limit": ("daily",)}
+#: The bases of a lab limit: each result, the period's average (the period checked: the permit's
+#: reporting period), the calendar month's average (a permit's monthly average), the calendar
+#: week's (Sunday to Saturday), the rolling 30 days' ending on each day sampled; of a loading
+#: limit: each day's.
+BASES = {"lab-limit": ("sample", "average", "monthly", "weekly", "rolling-30-day"), "loading-limit": ("daily",)}
 
 #: The catalogue's analytes (``limits/analytes.csv``, :mod:`limits.analytes`) -> the
 #: parameter their units belong to; a pack may add its own (``[[analytes]]``).
@@ -513,7 +515,12 @@ class LabLimit(Limited):
     analyte: Analyte
     """The analyte (an id of the lab CSV)."""
     basis: OneOf(*BASES["lab-limit"])
-    """``sample``: each result; ``average``: the period's average; ``monthly``: each calendar month's average."""
+    """What is judged: ``sample``, each result; ``average``, the average of the period checked (the reporting
+    period: ``lab check --since --until``, a bill's quarter); ``monthly``, each calendar month's average;
+    ``weekly``, each calendar week's (Sunday to Saturday); ``rolling-30-day``, for each day a result was
+    collected on, the average of the 30 days ending on it. Where the words say "30 day average" without
+    saying which, the pack says which it reads in ``note`` (a calendar month is the common reading: the
+    average of a month's samples a permit reports)."""
     sample_type: OneOf(*SAMPLE_TYPES, what="sample type") | None = None
     """The sample type it applies to: ``grab`` or ``composite`` (24-hour, flow- or time-proportional); absent:
     any. An analyte has one limit per sample type and basis; a result of a type no limit of its analyte names is

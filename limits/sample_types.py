@@ -88,6 +88,6 @@ def in_words(sample_type: str | None, statistic: str | None) -> str:
     if statistic in (None, "each", "reading"):
         return f"in {ONE[sample_type]}"
     form = {"daily-maximum": "as a daily maximum", "monthly-average": "as a monthly average",
-            "period-average": "as an average over the period", "rolling-30-day": "as a 30-day average",
+            "period-average": "as an average over the period", "rolling-30-day": "as a rolling 30-day average",
             "weekly-average": "as a weekly average"}.get(statistic, "as an average")
     return f"{form} of {MANY[sample_type]}"

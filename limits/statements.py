@@ -19,6 +19,8 @@ FORMS = {
     "daily-maximum": "as a daily maximum",
     "monthly-average": "as a monthly average",
     "period-average": "as an average over the period",
+    "weekly-average": "as a weekly average",
+    "rolling-30-day": "as a rolling 30-day average",
     "daily-loading": "as a daily loading",
     "reading": "at any time",
 }

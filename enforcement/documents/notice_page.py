@@ -88,6 +88,11 @@ def _lab_basis(ev: dict) -> str:
     st, avg, n = ev.get("statistic"), ev.get("average_mg_l"), ev.get("results") or len(ev.get("samples") or [])
     if st == "monthly-average" and avg is not None:
         return f"The average of these {n} results, the month {ev.get('month')}, is {avg:g} mg/l; the limit is {limit}."
+    if st == "weekly-average" and avg is not None:
+        return f"The average of these {n} results, the week of Sunday {ev.get('week')}, is {avg:g} mg/l; the limit is {limit}."
+    if st == "rolling-30-day" and avg is not None and ev.get("window"):
+        a, b = ev["window"]
+        return f"The average of these {n} results, the 30 days {a} to {b}, is {avg:g} mg/l; the limit is {limit}."
     if st == "period-average" and avg is not None:
         return f"The average of these {n} results is {avg:g} mg/l; the limit is {limit}."
     if st == "daily-maximum" and avg is not None and n > 1:

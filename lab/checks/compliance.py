@@ -111,10 +111,16 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
         for i in np.flatnonzero(violates(values, lim.limit)):
             out.append(_violation(lim, pack, sel.site[i], sel.collected[i], sel.collected[i], values[i],
                                   [sel.sample[i]], [values[i]], [sel.non_detect[i]]))
-    elif statistic in ("daily-maximum", "period-average", "monthly-average"):
+    elif statistic == "rolling-30-day":
+        out += _rolling(lim, pack, sel, values, tz, readings)
+    elif statistic in ("daily-maximum", "period-average", "monthly-average", "weekly-average"):
         group = sel.site.astype(str)
         days = local_days(sel.collected, tz)
-        if statistic != "period-average":
+        if statistic == "weekly-average":          # the calendar week, Sunday to Saturday: its Sunday
+            n = days.astype(np.int64)
+            key = (n - (n + 4) % 7).astype("datetime64[D]").astype(str)
+            group = np.char.add(np.char.add(group, "|"), key)
+        elif statistic != "period-average":
             unit = "D" if statistic == "daily-maximum" else "M"
             # site ids are slugs: no "|"
             group = np.char.add(np.char.add(group, "|"), days.astype(f"datetime64[{unit}]").astype(str))
@@ -131,6 +137,10 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
                 month = days[m][0].astype("datetime64[M]")
                 spans = [[_z(local_midnight(_date(month), tz)),
                           _z(local_midnight(_date(month + np.timedelta64(1, "M")), tz))]]
+            elif statistic == "weekly-average":
+                sunday = np.datetime64(uniq[g].split("|")[1], "D")
+                spans = [[_z(local_midnight(_date(sunday), tz)),
+                          _z(local_midnight(_date(sunday + np.timedelta64(7, "D")), tz))]]
             else:
                 spans = [[_z(period[0]), _z(period[1])]] if period is not None else sampled
             out.append(_violation(lim, pack, sel.site[m][0], sel.collected[m].min(), sel.collected[m].max(),
@@ -142,11 +152,46 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
                 ev["average_days"] = readings.average_days
             if statistic == "monthly-average":
                 ev["month"] = uniq[g].split("|")[1]
+            elif statistic == "weekly-average":
+                ev["week"] = uniq[g].split("|")[1]          # its Sunday
             elif statistic == "daily-maximum":
                 ev["day"] = uniq[g].split("|")[1]
     else:
         raise ValueError(f"unknown statistic {lim.statistic!r}")
     out.sort(key=lambda v: (v["site"], v["start"]))
+    return out
+
+
+#: the days a rolling average takes in, the day of the sample it ends on included
+ROLLING_DAYS = 30
+
+
+def _rolling(lim: LabLimit, pack: str, sel: LabTable, values: np.ndarray, tz, readings: Readings) -> list[dict]:
+    """A rolling 30-day average: for each local day a result was collected on, the mean of the
+    results of the 30 local days ending on it (that day included); each such window over the
+    limit is one record, its days of violation those of its samples (``average_days =
+    "sampled"``) or all 30 days of it (``"period"``)."""
+    out = []
+    violates = VIOLATES[lim.op]
+    days = local_days(sel.collected, tz)
+    for site in np.unique(sel.site.astype(str)):
+        at = sel.site.astype(str) == site
+        for end in np.unique(days[at]):
+            first = end - np.timedelta64(ROLLING_DAYS - 1, "D")
+            m = at & (days >= first) & (days <= end)
+            mean = float(values[m].mean())
+            if not violates(mean, lim.limit):
+                continue
+            if readings.average_days == "sampled":
+                spans = day_intervals(days[m].astype(str), tz)
+            else:
+                spans = [[_z(local_midnight(_date(first), tz)),
+                          _z(local_midnight(_date(end + np.timedelta64(1, "D")), tz))]]
+            rec = _violation(lim, pack, site, sel.collected[m].min(), sel.collected[m].max(), mean, sel.sample[m],
+                             values[m], sel.non_detect[m], spans)
+            rec["evidence"].update(average_mg_l=mean, results=int(m.sum()), average_days=readings.average_days,
+                                   window=[str(first), str(end)])
+            out.append(rec)
     return out
 
 

@@ -26,7 +26,8 @@ from limits.statements import of_violation, stated
 
 #: How a limit's statistic reads.
 STATISTIC_WORDS = {"each": "each sample", "daily-maximum": "daily maximum", "monthly-average": "monthly average",
-                   "period-average": "average", "daily-loading": "daily loading"}
+                   "period-average": "average", "daily-loading": "daily loading",
+                   "weekly-average": "weekly average", "rolling-30-day": "rolling 30-day average"}
 
 
 def _limit_words(statistic: str, sample_type: str | None) -> str:
