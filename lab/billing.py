@@ -21,7 +21,7 @@ import numpy as np
 
 from foundation import moments
 from foundation.errors import InputError
-from lab.charges import BillInputs, charges, late_terms, rates_given
+from lab.charges import BillInputs, charges, late_terms, rate_words, rates_applied
 from lab.checks.compliance import check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.formulas.money import cents
@@ -153,11 +153,14 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
     inputs = BillInputs(key, pack, start.year, volume_mg, table, per_lb, rates_source, non_detect, notes)
     lines = []
     for provision, kind, terms in charges(pack, rates_doc, rates_source):
-        rates = rates_given(provision, rates_doc, key, rates_source)
-        if rates is None:
-            continue  # the rates file does not set this charge's rates
+        rates, applied, missing = rates_applied(provision, rates_doc, key, rates_source)
+        if missing:     # never a stand-in: the charge is not billed, and the bill says why
+            notes.append(f"{provision.name}: not billed: neither the utility's rates nor the ordinance give "
+                         f"{' or '.join(rate_words(m) for m in missing)}")
+            continue
         line = kind.line(provision, terms, inputs, rates)
         if line is not None:
+            line["rates"] = applied
             lines.append(line)
 
     total = cents(sum(c["dollars"] for c in lines))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -261,10 +262,17 @@ class Cited:
 @dataclass(frozen=True)
 class RateKey:
     """Where the rates file gives a number the utility sets: a dotted ``key`` (``{site}``
-    stands for the site id) and a ``default`` used when it is absent (None: required)."""
+    stands for the site id) and a ``default`` used when it is absent (None: required); or a
+    rate the ordinance itself fixes (``value`` [its unit], with its ``section`` and the
+    ``effective`` date), which the utility's rates override under ``key`` where they give
+    one (the bill names which applied, :func:`lab.charges.rates_applied`)."""
 
     key: str
     default: float | None = None
+    value: float | None = None
+    section: str | None = None
+    effective: date | None = None
+    citation: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -645,9 +653,12 @@ AnyRule = Annotated[Union[RULE_KINDS], Field(discriminator="kind")]
 def _rate(v):
     if isinstance(v, RateKey):
         return v
+    if isinstance(v, dict) and "value" in v:          # a rate the ordinance fixes
+        return _fixed_rate(v)
     if isinstance(v, dict):
         if set(v) != {"key", "default"}:
-            raise fail((), f"expected {{ key = ..., default = N }}, got {show(v)}")
+            raise fail((), f"expected {{ key = ..., default = N }} (or {{ key = ..., value = N, section = ..., "
+                       f"effective = YYYY-MM-DD }} for a rate the ordinance fixes), got {show(v)}")
         if isinstance(v["default"], bool) or not isinstance(v["default"], (int, float)):
             raise fail(("default",), f"expected a number, got {show(v['default'])}")
         return RateKey(_rate(v["key"]).key, float(v["default"]))
@@ -657,11 +668,32 @@ def _rate(v):
     return RateKey(v)
 
 
+def _fixed_rate(v: dict) -> RateKey:
+    """``{ key = "...", value = N, section = "§...", effective = YYYY-MM-DD }``: the ordinance's
+    rate, overridden by the utility's rates under ``key``."""
+    need = {"key", "value", "section", "effective"}
+    if set(v) != need:
+        missing, extra = sorted(need - set(v)), sorted(set(v) - need)
+        raise fail((extra or missing)[0:1], "unknown key (expected: key, value, section, effective)" if extra else
+                   "missing (a rate the ordinance fixes gives key, value, section and effective)")
+    if isinstance(v["value"], bool) or not isinstance(v["value"], (int, float)) or v["value"] < 0:
+        raise fail(("value",), f"expected a number >= 0, got {show(v['value'])}")
+    if not isinstance(v["section"], str) or not v["section"].strip():
+        raise fail(("section",), f"expected the section that fixes it, got {show(v['section'])}")
+    if not isinstance(v["effective"], date) or isinstance(v["effective"], datetime):
+        raise fail(("effective",), f"expected a date (effective = 2019-05-01), got {show(v['effective'])}")
+    return RateKey(_rate(v["key"]).key, value=float(v["value"]), section=v["section"], effective=v["effective"])
+
+
 Params = dict[str, Annotated[Any, check(lambda v: not isinstance(v, (bool, str)),
                                         'a number, a table, a list or { rule = "<id>" }')]]
 Rates = dict[str, Annotated[RateKey, BeforeValidator(_rate), WithJsonSchema(
     {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"key": {"type": "string"},
-                                                                       "default": {"type": "number"}}}]})]]
+                                                                       "default": {"type": "number"}}},
+               {"type": "object", "description": "a rate the ordinance fixes, overridden by the utility's rates "
+                "under key", "properties": {"key": {"type": "string"}, "value": {"type": "number"},
+                                           "section": {"type": "string"},
+                                           "effective": {"type": "string", "format": "date"}}}]})]]
 
 
 @table(kw_only=True)
@@ -681,7 +713,10 @@ class FormulaEntry(Table):
     or ``{ rule = "<id>" }`` naming a ``definition`` rule of the pack."""
     rates: Rates = None
     """The numbers the utility sets each year, by the rates file's key (``"bill.x.y"``, ``{site}``
-    standing for the site id), or ``{ key = "...", default = N }``."""
+    standing for the site id), or ``{ key = "...", default = N }``; a rate the ordinance itself fixes
+    ``{ key = "...", value = N, section = "§...", effective = YYYY-MM-DD }`` (the utility's rates
+    override it under ``key``; the bill says which applied). A rate neither gives is billed nothing,
+    and the bill says so. The rates each formula kind reads: the formula kinds table below."""
 
 
 @table(kw_only=True)
@@ -1013,8 +1048,10 @@ def _provision(path, where: str, e, pack: Pack, rules: dict, resolve: bool, sect
     params = {k: (Cited(float(rules[v['rule']].limit), rules[v['rule']].unit, rules[v['rule']])
                   if isinstance(v, dict) and "rule" in v else v) for k, v in (getattr(e, "params", None) or {}).items()}
     own = {k: getattr(e, k) for k in ("id", "name", "formula", "formula_from", "note", "words") if hasattr(e, k)}
+    rates = {k: replace(r, citation=cite(pack.code, r.section)) if r.section else r
+             for k, r in (getattr(e, "rates", None) or {}).items()}
     return Provision(**own, where=where, path=str(path), section=e.section, citation=cite(pack.code, e.section),
-                     provenance=f"{pack.seed} {e.section}", params=params, rates=dict(getattr(e, "rates", None) or {}))
+                     provenance=f"{pack.seed} {e.section}", params=params, rates=rates)
 
 
 def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:

@@ -71,11 +71,28 @@ def correction_html(bill: dict) -> str:
             f"{money(bill['total_dollars'])}</td></tr><tr><th>difference</th><th class=n>{diff}</th></tr></table>")
 
 
+def rate_said(r: dict) -> str:
+    """Which rate applied, in words: "the rate per 1,000 gallons 4.25, fixed by Examplehaven City
+    Code Sec. 22-60 (effective 2020-01-01)", or "... 4.5, the utility's rates"."""
+    if r["by"] == "ordinance":
+        where = f"fixed by {r['citation']}" + (f" (effective {r['effective']})" if r.get("effective") else "")
+    elif r["by"] == "rates":
+        where = "the utility's rates"
+    else:
+        where = "the ordinance's default"
+    return f"{r['words']} {r['value']:g}, {where}"
+
+
+def _rates_html(c: dict) -> str:
+    rates = c.get("rates") or []
+    return f"<br><small>{html.escape('; '.join(rate_said(r) for r in rates))}</small>" if rates else ""
+
+
 def body_html(bill: dict) -> str:
     """The bill's body: everything under the letterhead."""
     e = html.escape
-    rows = "".join(f"<tr><td>{e(c['charge'])}</td><td>{e(c['citation'])}</td><td class=n>{money(c['dollars'])}</td></tr>"
-                   for c in bill["charges"])
+    rows = "".join(f"<tr><td>{e(c['charge'])}{_rates_html(c)}</td><td>{e(c['citation'])}</td>"
+                   f"<td class=n>{money(c['dollars'])}</td></tr>" for c in bill["charges"])
     if bill["charges"]:
         total_label = "total" if bill["volume_known"] else "total on the partial metered volume (not a bill)"
         charges = (f"<table><tr><th>charge</th><th>ordinance</th><th class=n>amount</th></tr>{rows}"
