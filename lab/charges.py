@@ -189,6 +189,25 @@ def _bases(params: dict, p: Provision, pack: Pack) -> dict[str, tuple[float, str
     return {a: (s.value, s.citation) for a, s in normal_strength(pack.path or pack.id).items()}
 
 
+#: what each formula kind computes, in words (the reference page, :mod:`lab.reference`)
+DESCRIPTIONS = {
+    "epa-model-2": "EPA Model No. 2 surcharge: the period's mean of each analyte over the pack's normal strength "
+                   "x volume [MG] x 8.34 x the rate per pound (the rates file's `bod = ...`, or a rate the "
+                   "ordinance fixes, named by the analyte)",
+    "per-1000-gal": "a use charge per 1,000 gallons of the quarter's volume, with an optional quarterly minimum",
+    "sewer-rent-units": "sewer rents by units of use: the quarter's use / `gallons_per_unit` x the unit rent, at "
+                        "least `quarterly_minimum` of the annual per-unit fee; a first quarter billed at "
+                        "`first_quarter_factor` of the previous year's use; dwellings count fixed units",
+    "re-user-and-debt": "user and debt charges per residential equivalent: the user charge per RE in effect that "
+                        "year, and the fixed debt charge per RE until `debt_charge_computed_since`, then the "
+                        "annual debt budget shared over the total REs",
+    "flat": "a late charge of `rate` of the bill once `grace_days` have passed",
+    "monthly-interest": "a late charge of `rate` a month (of `days_per_month` days) after `grace_days`",
+    "sic-employee-hours": "residential equivalent connections from a table of flow by SIC code, employees and "
+                          "hours, at least `minimum`, rounded to `round_to`",
+}
+
+
 #: every formula kind a pack may name, by name
 FORMULAS: dict[str, FormulaKind] = {k.name: k for k in (
     FormulaKind("epa-model-2", "charges", {}, (), _bases, _surcharge_line, per_analyte=True),

@@ -113,8 +113,50 @@ def check_pack(path) -> list[str]:
     return [f"{path}: {where}: {problem}" for where, problem in overlaps(pack)]
 
 
-def reference_files() -> dict[str, str]:
-    """File name -> text of every reference page and JSON Schema (``docs/reference/``)."""
+#: every path a pack, a permit or a config names, and what it is relative to
+PATHS = (
+    ("a pack's `seed`", "a file name only, never opened: where the words were copied from, kept as each rule's "
+     "provenance (the office's evidence shows it to staff; documents for people cite `code` and `section`)"),
+    ("a pack given to `--pack` or `pack check` by path", "the working folder"),
+    ("a pack given by id", "found as `<id>.toml` on the search path: `$SEWERWATCH_PACK_PATH`, the config's "
+     "`[utility] pack_dirs`, the shipped `limits/packs/`; an id found twice is refused (`sewerwatch pack list`)"),
+    ("the config's `[utility] pack_dirs`", "the config file's folder"),
+    ("a rates, lab, readings or permit file on the command line", "the working folder"),
+)
+
+
+def limits_appendix() -> str:
+    """Markdown generated from the limits' model: sample types, averaging periods, paths."""
+    from limits.packs import BASES, BASIS_WORDS
+    from limits.sample_types import ONE, SAMPLE_TYPES
+
+    out = ["## Sample types", "",
+           "A `lab-limit` (and a permit's `[[limits]]` entry) may name the `sample_type` it applies to; one that "
+           "names none applies to any sample. An analyte has one limit per sample type and basis. A result is "
+           "judged by the limits naming its type (the lab CSV's `sample_type` column, default `grab`), or, where no "
+           "limit of its analyte names its type, by those naming none; an average is taken over the results of "
+           "the type its limit names. A permit's limit is weighed against the ordinance's of the same type (the "
+           "stricter applies).", "", "| `sample_type` | a limit of it is stated |", "|---|---|"]
+    out += [f"| `{t}` | \"4.0 mg/l in {ONE[t]}\" |" for t in SAMPLE_TYPES]
+    out += ["", "## Averaging periods", "",
+            "A lab limit's `basis` says what is judged. Where an ordinance says \"30 day average\" without saying "
+            "which days, the pack states the one the utility reads (`monthly` is the common reading; "
+            "`rolling-30-day` the strict one) and says why in `note`. The days of violation of an average are "
+            "the days of its samples (`[enforcement] average_days = \"sampled\"`) or all of its days "
+            "(`\"period\"`).", "", "| `basis` | judged | days of violation |", "|---|---|---|"]
+    out += [f"| `{b}` | {BASIS_WORDS[b][0]} | {BASIS_WORDS[b][1]} |" for kind in BASES for b in BASES[kind]]
+    out += ["", "## Paths", "", "| path | relative to |", "|---|---|"]
+    out += [f"| {a} | {b} |" for a, b in PATHS]
+    out.append("")
+    return "\n".join(out)
+
+
+def reference_files(appendix: dict[str, str] | None = None) -> dict[str, str]:
+    """File name -> text of every reference page and JSON Schema (``docs/reference/``).
+
+    ``appendix``: page name (``pack``) -> markdown the floors above add to it (the formula
+    kinds, :func:`lab.reference.pack_appendix`, passed by the shell).
+    """
     from foundation import config
     from foundation.reference import markdown
     from foundation.schema import json_schema
@@ -143,7 +185,12 @@ def reference_files() -> dict[str, str]:
     ):
         schema = json_schema(cls, title)
         out[f"{name}.schema.json"] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-        out[f"{name}.md"] = markdown(schema, title, intro, example, example_title)
+        page = markdown(schema, title, intro, example, example_title)
+        if name == "pack":
+            page = page.rstrip("\n") + "\n\n" + limits_appendix()
+        if appendix and name in appendix:
+            page = page.rstrip("\n") + "\n\n" + appendix[name]
+        out[f"{name}.md"] = page
     return out
 
 
@@ -162,7 +209,8 @@ def _excerpt(rel: str, rules: int | None = None) -> str:
 def _reference(args, ctx) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in reference_files().items():
+    files = getattr(args, "reference_files", None) or reference_files      # the shell's, with the formula kinds
+    for name, text in files().items():
         (out / name).write_text(text, encoding="utf-8")
         print(out / name)
     return 0

@@ -90,6 +90,18 @@ LOADING_UNITS = ("lb/d",)
 #: week's (Sunday to Saturday), the rolling 30 days' ending on each day sampled; of a loading
 #: limit: each day's.
 BASES = {"lab-limit": ("sample", "average", "monthly", "weekly", "rolling-30-day"), "loading-limit": ("daily",)}
+#: each basis in words, and the days of violation of an average over it (the reference page)
+BASIS_WORDS = {
+    "sample": ("each result", "the day it was collected"),
+    "average": ("the average of the period checked (the reporting period: `lab check --since --until`, a "
+                "bill's quarter)", "the days of its samples, or every day of the period"),
+    "monthly": ("each calendar month's average, in the pack's time zone", "the days of its samples, or every "
+                "day of the month"),
+    "weekly": ("each calendar week's average, Sunday to Saturday", "the days of its samples, or the 7 days"),
+    "rolling-30-day": ("for each day a result was collected on, the average of the 30 days ending on it (that "
+                       "day included)", "the days of its samples, or its 30 days"),
+    "daily": ("each day's loading (a `loading-limit`)", "that day"),
+}
 
 #: The catalogue's analytes (``limits/analytes.csv``, :mod:`limits.analytes`) -> the
 #: parameter their units belong to; a pack may add its own (``[[analytes]]``).

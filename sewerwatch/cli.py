@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2 if args.command is None else 0
+    if args.command == "pack" and getattr(args, "action", None) == "reference":
+        from sewerwatch.reference import reference_files      # the formula kinds too (lab, above limits)
+        args.reference_files = reference_files
     ctx = make_context(args.config)
     # a pack named by id is looked for in the config's pack_dirs too, on every command
     # (the config loaded when a pack is first looked up, not before)
