@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -38,15 +37,16 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, WithJsonSchema, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, model_validator
 
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (SLUG, UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables,
                                Text, TextList, TimeZone, check, duplicates, fail, fail_all, is_text, item_label,
-                               known_unit, one_of, refusing, show, table, then, validate)
+                               known_unit, one_of, refusing, table, then, validate)
 from limits import analytes
 from limits.core import exceeds
+from limits.pack_rates import RATE_KEY, RateKey, Rates  # noqa: F401 - RATE_KEY, RateKey: part of this module's API
 from limits.sample_types import SAMPLE_TYPES
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -117,7 +117,6 @@ SAMPLING_PERIODS = ("day", "week", "month", "quarter", "year")
 FORMULA_FROM = ("rates",)
 #: what the alert's report form can pre-fill from the readings, per field of the report
 REPORT_FILLS = ("location", "date-time", "measured", "concentration-volume", "blank")
-RATE_KEY = re.compile(r"^([A-Za-z0-9_-]+|\{site\})(\.([A-Za-z0-9_-]+|\{site\}))*$")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 #: definition id -> the readings its words allow, the program's default first (``reading``):
 #: palmyra-wi §13.54(4) "unless the person is notified by the Village within 60 days prior to
@@ -269,22 +268,6 @@ class Cited:
     value: float
     unit: str
     rule: Rule
-
-
-@dataclass(frozen=True)
-class RateKey:
-    """Where the rates file gives a number the utility sets: a dotted ``key`` (``{site}``
-    stands for the site id) and a ``default`` used when it is absent (None: required); or a
-    rate the ordinance itself fixes (``value`` [its unit], with its ``section`` and the
-    ``effective`` date), which the utility's rates override under ``key`` where they give
-    one (the bill names which applied, :func:`lab.charges.rates_applied`)."""
-
-    key: str
-    default: float | None = None
-    value: float | None = None
-    section: str | None = None
-    effective: date | None = None
-    citation: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -662,50 +645,8 @@ UNION_TAGS.update(KINDS)
 AnyRule = Annotated[Union[RULE_KINDS], Field(discriminator="kind")]
 
 
-def _rate(v):
-    if isinstance(v, RateKey):
-        return v
-    if isinstance(v, dict) and "value" in v:          # a rate the ordinance fixes
-        return _fixed_rate(v)
-    if isinstance(v, dict):
-        if set(v) != {"key", "default"}:
-            raise fail((), f"expected {{ key = ..., default = N }} (or {{ key = ..., value = N, section = ..., "
-                       f"effective = YYYY-MM-DD }} for a rate the ordinance fixes), got {show(v)}")
-        if isinstance(v["default"], bool) or not isinstance(v["default"], (int, float)):
-            raise fail(("default",), f"expected a number, got {show(v['default'])}")
-        return RateKey(_rate(v["key"]).key, float(v["default"]))
-    if not isinstance(v, str) or not RATE_KEY.match(v):
-        raise fail((), f"expected the rates file's key such as \"bill.my-village.rate\" "
-                   f"(or {{ key = ..., default = N }}), got {show(v)}")
-    return RateKey(v)
-
-
-def _fixed_rate(v: dict) -> RateKey:
-    """``{ key = "...", value = N, section = "§...", effective = YYYY-MM-DD }``: the ordinance's
-    rate, overridden by the utility's rates under ``key``."""
-    need = {"key", "value", "section", "effective"}
-    if set(v) != need:
-        missing, extra = sorted(need - set(v)), sorted(set(v) - need)
-        raise fail((extra or missing)[0:1], "unknown key (expected: key, value, section, effective)" if extra else
-                   "missing (a rate the ordinance fixes gives key, value, section and effective)")
-    if isinstance(v["value"], bool) or not isinstance(v["value"], (int, float)) or v["value"] < 0:
-        raise fail(("value",), f"expected a number >= 0, got {show(v['value'])}")
-    if not isinstance(v["section"], str) or not v["section"].strip():
-        raise fail(("section",), f"expected the section that fixes it, got {show(v['section'])}")
-    if not isinstance(v["effective"], date) or isinstance(v["effective"], datetime):
-        raise fail(("effective",), f"expected a date (effective = 2019-05-01), got {show(v['effective'])}")
-    return RateKey(_rate(v["key"]).key, value=float(v["value"]), section=v["section"], effective=v["effective"])
-
-
 Params = dict[str, Annotated[Any, check(lambda v: not isinstance(v, (bool, str)),
                                         'a number, a table, a list or { rule = "<id>" }')]]
-Rates = dict[str, Annotated[RateKey, BeforeValidator(_rate), WithJsonSchema(
-    {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"key": {"type": "string"},
-                                                                       "default": {"type": "number"}}},
-               {"type": "object", "description": "a rate the ordinance fixes, overridden by the utility's rates "
-                "under key", "properties": {"key": {"type": "string"}, "value": {"type": "number"},
-                                           "section": {"type": "string"},
-                                           "effective": {"type": "string", "format": "date"}}}]})]]
 
 
 @table(kw_only=True)
