@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from foundation.errors import InputError
 from lab.charges import BillInputs, charges, rates_applied
 from lab.results_table import LabTable
 from limits.pack_cli import check_pack
@@ -109,3 +107,27 @@ def test_the_bill_says_which_rate_applied_and_what_was_not_billed(tmp_path, db):
     assert b["charges"] == [] and b["total_dollars"] == 0
     assert "sewer service charge: not billed: neither the utility's rates nor the ordinance give the rate per " \
            "1,000 gallons" in b["notes"]
+
+
+def test_a_surcharge_rate_per_pound_the_ordinance_fixes(tmp_path):
+    """An ordinance that fixes the cost per pound of BOD (here, for the test, palmyra-wi's
+    §13.45(4) surcharge given a fixed Bc of $0.12): the rates file's bod overrides it."""
+    text = (ROOT / "limits" / "packs" / "palmyra-wi.toml").read_text(encoding="utf-8")
+    old = 'formula = "epa-model-2"\nsection = "§13.45(4)"'
+    assert old in text
+    p = tmp_path / "palmyra-wi.toml"
+    p.write_text(text.replace(old, old + '\nrates = { bod5 = { key = "bod", value = 0.12, section = "§13.45(4)", '
+                              'effective = 2020-01-01 } }', 1), encoding="utf-8")
+    assert check_pack(p) == []
+    [(prov, kind, terms)] = [c for c in charges(str(p), {}) if c[0].id == "surcharge"]
+    day = [np.datetime64("2026-02-02T15:00")] * 2
+    tb = LabTable(np.array(["mill"] * 2, dtype=object), np.array(["S1", "S2"], dtype=object),
+                  np.array(day, dtype="datetime64[us]"), np.array(["bod5"] * 2, dtype=object),
+                  np.array([400.0, 500.0]), np.array([False, False]))
+    for doc, per_lb, dollars, by in (({}, {}, 200.16, "ordinance"), ({"bod": 0.2}, {"bod5": 0.2}, 333.6, "rates")):
+        values, applied, missing = rates_applied(prov, doc, "mill", "rates.toml")
+        assert missing == [] and [a["by"] for a in applied] == [by]
+        line = kind.line(prov, terms, BillInputs("mill", str(p), 2026, 1.0, tb, per_lb, "rates.toml", "zero", []),
+                         values)
+        # mean 450 - normal 250 (§13.43) = 200 mg/l x 1.0 MG x 8.34 = 1,668 lb x $0.12 = $200.16 (x $0.20: $333.60)
+        assert line["dollars"] == pytest.approx(dollars)
