@@ -253,3 +253,23 @@ def test_stored_results_are_judged_listed_and_noticed_by_their_type(town, db):
     # no file, line or rule id
     assert "lab.csv" not in text and "line 4" not in text and "cu-grab" not in text, text
     assert internal(text, {"sample_type"}) == [], internal(text)
+
+
+@pytest.mark.services
+def test_the_portal_states_the_limit_of_the_samples_type(town, db):
+    import json
+
+    from web.portal.owed import home
+
+    code, out, err = _main(town, db, "lab", "check", "--since", "2026-03-01", "--until", "2026-04-01", "--store",
+                           "--json")
+    assert code == 0, err
+    with db.connect() as conn:
+        sid, key, pack = conn.execute("SELECT id, key, pack FROM sites WHERE key = 'plater'").fetchone()
+        data = home(conn, {"id": sid, "key": key, "pack": pack, "name": "Exampleford Plating Works"},
+                    datetime(2026, 4, 10, 12, tzinfo=UTC))
+    stated = {v["rule"]: v["stated"] for v in data["violations"]}
+    assert stated == {"cu-grab": "exceeding 4 mg/l in a grab sample",
+                      "zn-composite": "exceeding 3.4 mg/l in a composite sample",
+                      "zn-30-day": "exceeding 2 mg/l as a monthly average of composite samples"}, json.dumps(stated)
+    assert {r["sample"]: r["sample_type"] for r in data["results"]}["G-301"] == "grab"
