@@ -273,3 +273,25 @@ def test_the_portal_states_the_limit_of_the_samples_type(town, db):
                       "zn-composite": "exceeding 3.4 mg/l in a composite sample",
                       "zn-30-day": "exceeding 2 mg/l as a monthly average of composite samples"}, json.dumps(stated)
     assert {r["sample"]: r["sample_type"] for r in data["results"]}["G-301"] == "grab"
+
+
+def test_the_portals_form_carries_the_sample_type_into_the_lab_csv():
+    import csv
+    import io
+
+    from lab.readers.labcsv import LabReader
+    from lab.store.results import _sample_kind
+    from web.portal.labcheck import form_csv
+
+    data = form_csv("plater", [{"sample_id": "G-1", "collected": "2026-03-04", "analyte": "cu", "value": "4.1",
+                                "unit": "mg/l", "sample_type": "grab"},
+                               {"sample_id": "C-1", "collected": "2026-03-05", "analyte": "cu", "value": "1.9",
+                                "unit": "mg/l", "sample_type": "composite"},
+                               {"sample_id": "X-1", "collected": "2026-03-06", "analyte": "cu", "value": "1.0",
+                                "unit": "mg/l"}])
+    rows = list(csv.DictReader(io.StringIO(data.decode())))
+    assert [r["sample_type"] for r in rows] == ["grab", "composite", ""]
+    from zoneinfo import ZoneInfo
+    tz = ZoneInfo("America/Chicago")
+    kinds = [_sample_kind(r, tz)[0] for r in LabReader("form", text=data.decode(), tz=tz) if hasattr(r, "extra")]
+    assert kinds == ["grab", "composite", "grab"]         # none given: the store's default, grab
