@@ -827,7 +827,10 @@ def load(path: str | os.PathLike | None = None) -> Config:
 
 
 def from_dict(data: dict, path: str = "<dict>") -> Config:
-    """Validate an already-parsed config (see :func:`load`)."""
+    """Validate an already-parsed config (see :func:`load`). A config being read says its own
+    pack folders: the config in force is no longer loaded for them (:func:`defer_pack_dirs`)."""
+    global _deferred
+    _deferred = None
     base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
     cfg = validate(Config, data, path, ConfigError, context={"base": base})      # not a table: its first problem
     return replace(cfg, path=path, raw=data, services=cfg.services.with_environment())
@@ -859,8 +862,21 @@ _deferred = None
 def defer_pack_dirs(loader) -> None:
     """Have the first look-up of a pack call ``loader`` (which loads the config in force and
     so sets its ``pack_dirs``, :func:`use_pack_dirs`); None: no more."""
-    global _deferred
-    _deferred = loader
+    global _deferred, _problem
+    _deferred, _problem = loader, None
+
+
+#: why the config in force gave no pack folders (it could not be read), for the message of a
+#: pack not found (:func:`pack_dirs_problem`)
+_problem: str | None = None
+
+
+def pack_dirs_problem(problem: str | None = None) -> str | None:
+    """Record (with ``problem``) or read why the config in force gave no pack folders."""
+    global _problem
+    if problem is not None:
+        _problem = problem
+    return _problem
 
 
 def pack_dirs(extra=()) -> tuple[Path, ...]:

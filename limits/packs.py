@@ -1108,8 +1108,10 @@ def pack_path(name_or_path: str) -> Path:
         return p
     found = config.find_pack(name_or_path)
     if found is None:
+        problem = config.pack_dirs_problem()
         raise InputError(f"unknown rule pack {name_or_path!r} (known: {', '.join(available_packs())}; "
-                         f"searched {', '.join(map(str, config.pack_dirs()))})")
+                         f"searched {', '.join(map(str, config.pack_dirs()))}"
+                         + (f"; the config's pack_dirs were not read: {problem}" if problem else "") + ")")
     return found
 
 

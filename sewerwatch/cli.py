@@ -102,6 +102,20 @@ def database_error(exc: BaseException) -> SewerwatchError | None:
     return db.translate(exc)
 
 
+def _config_for_packs(ctx: Context) -> None:
+    """Load the config in force for its pack folders. One found by itself (``./sewerwatch.toml``)
+    that cannot be read leaves them out, so a command on files alone still runs, and is named
+    if a pack is then not found; one given (``--config``, ``$SEWERWATCH_CONFIG``) is an error."""
+    import os
+
+    try:
+        ctx.config
+    except SewerwatchError as exc:
+        if ctx.config_path or os.environ.get("SEWERWATCH_CONFIG"):
+            raise
+        sw_config.pack_dirs_problem(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -114,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = make_context(args.config)
     # a pack named by id is looked for in the config's pack_dirs too, on every command
     # (the config loaded when a pack is first looked up, not before)
-    sw_config.defer_pack_dirs(lambda: ctx.config)
+    sw_config.defer_pack_dirs(lambda: _config_for_packs(ctx))
     try:
         return int(args.func(args, ctx) or 0)
     except SewerwatchError as exc:

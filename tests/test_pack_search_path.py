@@ -80,3 +80,19 @@ def test_a_pack_id_found_twice_is_refused_naming_both_files(tmp_path):
     r = _run(d, "--config", "town.toml", "check", "--pack", "exampleford-mn", "--readings", "readings.csv",
              SEWERWATCH_PACK_PATH=str(d / "packs"))
     assert r.returncode == 0, r.stderr
+
+
+def test_a_config_that_cannot_be_read_leaves_a_command_on_files_alone_running(tmp_path):
+    d = _town(tmp_path)
+    (d / "sewerwatch.toml").write_text("[utility\n", encoding="utf-8")
+    r = _run(d, "check", "--pack", "palmyra-wi", "--readings", "readings.csv", "--json")
+    assert r.returncode == 0, r.stderr
+    # a pack only its pack_dirs hold: not found, and the message says why those were not searched
+    r = _run(d, "check", "--pack", "exampleford-mn", "--readings", "readings.csv")
+    assert r.returncode == 2
+    [line] = r.stderr.splitlines()
+    assert "unknown rule pack 'exampleford-mn'" in line and \
+        "the config's pack_dirs were not read: sewerwatch.toml: not valid TOML" in line, line
+    # another config checked by name is read on its own
+    r = _run(d, "config", "check", "town.toml")
+    assert r.returncode == 0 and "pack exampleford-mn" in r.stdout, r.stderr
