@@ -295,3 +295,16 @@ def test_the_portals_form_carries_the_sample_type_into_the_lab_csv():
     tz = ZoneInfo("America/Chicago")
     kinds = [_sample_kind(r, tz)[0] for r in LabReader("form", text=data.decode(), tz=tz) if hasattr(r, "extra")]
     assert kinds == ["grab", "composite", "grab"]         # none given: the store's default, grab
+
+
+def test_the_offices_typed_rows_carry_their_sample_type():
+    import csv
+    import io
+
+    from lab.store.uploads import rows_csv
+
+    data = rows_csv([{"sample_id": "C-9", "site": "plater", "collected": "2026-03-05", "analyte": "cu", "value": "1.9",
+                      "unit": "mg/l", "sample_type": "composite"},
+                     {"sample_type": "grab", "unit": ""}])          # a blank row: its default type alone keeps it blank
+    rows = list(csv.DictReader(io.StringIO(data.decode())))
+    assert [(r["sample_id"], r["sample_type"]) for r in rows] == [("C-9", "composite")]
