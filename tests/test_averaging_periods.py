@@ -94,3 +94,26 @@ def test_an_unknown_averaging_period_is_refused_in_one_line(tmp_path):
     [line] = check_pack(p)
     assert line == (f"{p}: rules[2] (cu-30-day).basis: expected one of sample, average, monthly, weekly, "
                     "rolling-30-day, got 'rolling-31-day'"), line
+
+
+@pytest.mark.services
+def test_a_rolling_average_reaches_back_before_the_period_checked(tmp_path, db):
+    import json
+    import shutil
+
+    from tests.test_sample_type_limits import _main
+
+    shutil.copy(TOWN / "town.toml", tmp_path / "town.toml")
+    pack_reading(tmp_path, "rolling-30-day")
+    (tmp_path / "lab.csv").write_text(
+        "sample_id,site,collected,analyte,value,unit,qualifier,sample_type\n"
+        "C-220,plater,2026-02-20T09:00:00-06:00,cu,1.5,mg/l,,composite\n"
+        "C-303,plater,2026-03-03T09:00:00-06:00,cu,0.8,mg/l,,composite\n", encoding="utf-8")
+    assert _main(tmp_path, db, "db", "migrate")[0] == 0
+    assert _main(tmp_path, db, "lab", "import", "lab.csv", "--actor", "lab")[0] == 0
+    code, out, err = _main(tmp_path, db, "lab", "check", "--since", "2026-03-01", "--until", "2026-04-01", "--json")
+    assert code == 0, err
+    got = [(v["rule"], v["evidence"]["window"], v["evidence"]["samples"]) for v in json.loads(out)["violations"]]
+    # the window ending Mar 3 (Feb 2 to Mar 3): (1.5 + 0.8) / 2 = 1.15 > 1.0, though March alone
+    # holds only 0.8; the window ending Feb 20 (1.5) ends before the period and is not March's
+    assert got == [("cu-30-day", ["2026-02-02", "2026-03-03"], ["C-220", "C-303"])]
