@@ -236,7 +236,7 @@ def test_stored_results_are_judged_listed_and_noticed_by_their_type(town, db):
     assert [x["stated"] for x in by["C-305"]["limits"]] == [
         "exceeding 2 mg/l in a composite sample", "exceeding 1 mg/l as a monthly average of composite samples"]
     assert by["G-302"]["exceeds"] == [] and by["C-305"]["exceeds"] == []
-    assert [x["rule"] for x in by["G-303"]["exceeds"]] == ["cu-grab"]
+    assert [(x["rule"], x["form"]) for x in by["G-303"]["exceeds"]] == [("cu-grab", "in a grab sample")]
 
     code, out, err = _main(town, db, "findings", "list", "--site", "plater", "--since", "2026-03-01", "--json")
     assert code == 0, err

@@ -91,6 +91,8 @@ def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] |
                     {"rule": v["rule"], "limit": v["limit"], "unit": v["unit"], "citation": v["citation"],
                      "statistic": v["evidence"]["statistic"], "stated": of_violation(v),
                      "words": _limit_words(v["evidence"]["statistic"], v["evidence"].get("sample_type")),
+                     "sample_type": v["evidence"].get("sample_type"),
+                     "form": sample_types.in_words(v["evidence"].get("sample_type"), v["evidence"]["statistic"]),
                      "average_mg_l": v["evidence"].get("average_mg_l"), "month": v["evidence"].get("month")})
         for r in site_rows:
             site_key, sample, collected, stype, analyte, qual, mg_l, version, by, at = r
