@@ -25,17 +25,19 @@ from lab.charges import BillInputs, charges, late_terms, rate_words, rates_appli
 from lab.checks.compliance import check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.formulas.money import cents
-from lab.formulas.nondetect import substitute
+from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.formulas.volumes import loading_lb
 from lab.ordinance import loading_limits, pack_timezone
 from lab.readers.rates import read_rates, read_rates_file
 from lab.store.flow import period_volume, stored_violations
+from lab.store.period_checks import with_rolling_lookback
 from lab.store.rates import stated
 from lab.store.results import load_results
 from limits.days import by_site_and_rule
 from limits.packs import ANALYTES as CONCENTRATION
 from limits.permit_store import current_permits
 from limits.permits import Permit
+from limits.readings import Readings
 
 
 #: A metered volume is the quarter's only when the flow readings cover at least this fraction
@@ -175,7 +177,8 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         need = permit_required(table, key, pack, daily_volumes_gal=list(metered["daily_gal"].values()))
     except InputError:
         pass
-    found = check_lab(table, pack, permit=permit)
+    found = with_rolling_lookback(conn, check_lab(table, pack, permit=permit), key, pack, permit, start, end,
+                                  DEFAULT_COMPLIANCE, Readings())
     incomplete: list[dict] = []
     held = None
     if permit is not None:

@@ -117,3 +117,10 @@ def test_a_rolling_average_reaches_back_before_the_period_checked(tmp_path, db):
     # the window ending Mar 3 (Feb 2 to Mar 3): (1.5 + 0.8) / 2 = 1.15 > 1.0, though March alone
     # holds only 0.8; the window ending Feb 20 (1.5) ends before the period and is not March's
     assert got == [("cu-30-day", ["2026-02-02", "2026-03-03"], ["C-220", "C-303"])]
+    # the office's results table of March says the same of C-303
+    from lab.store.listing import results_with_limits
+    with db.connect() as conn:
+        rows = results_with_limits(conn, datetime(2026, 3, 1, 6, tzinfo=UTC), datetime(2026, 4, 1, 5, tzinfo=UTC))
+    [c303] = [r for r in rows if r["sample"] == "C-303"]
+    assert [(x["rule"], x["form"]) for x in c303["exceeds"]] == [("cu-30-day", "as a rolling 30-day average of composite "
+                                                                   "samples")]

@@ -19,9 +19,11 @@ from datetime import datetime
 
 from lab.checks.compliance import check_lab, in_force
 from lab.ordinance import lab_limits
+from lab.store.period_checks import with_rolling_lookback
 from lab.store.results import list_results, load_results
 from limits import sample_types
 from limits.permit_store import current_permits
+from limits.readings import Readings
 from limits.statements import of_violation, stated
 
 #: How a limit's statistic reads.
@@ -85,7 +87,8 @@ def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] |
         for lim in lab_limits(pack, None):
             without.setdefault(lim.analyte, []).append(_limit(lim))
         exceeds: dict[tuple, list] = {}
-        for v in check_lab(table, pack, "dl", permit):
+        for v in with_rolling_lookback(conn, check_lab(table, pack, "dl", permit), site, pack, permit, start, end,
+                                       "dl", Readings()):
             for sample in v["evidence"]["samples"]:
                 exceeds.setdefault((sample, v["parameter"]), []).append(
                     {"rule": v["rule"], "limit": v["limit"], "unit": v["unit"], "citation": v["citation"],

@@ -35,7 +35,7 @@ def prohibited_episodes(conn, site: str, pack: str, start: datetime, end: dateti
     return out
 
 
-def _with_rolling_lookback(conn, found: list[dict], key: str, pack: str, permit, start: datetime, end: datetime,
+def with_rolling_lookback(conn, found: list[dict], key: str, pack: str, permit, start: datetime, end: datetime,
                            non_detect: str, readings: Readings) -> list[dict]:
     """``found`` with its rolling 30-day averages judged over the results of the 30 days before
     each day of the period too (a window ending on the period's first days reaches back before
@@ -73,7 +73,7 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False, non_dete
         tz = pack_timezone(pack)
         table = load_results(conn, start, end, [key])
         found = check_lab(table, pack, non_detect, permit, readings, (start, end))
-        found = _with_rolling_lookback(conn, found, key, pack, permit, start, end, non_detect, readings)
+        found = with_rolling_lookback(conn, found, key, pack, permit, start, end, non_detect, readings)
         vol = period_volume(conn, key, start, end)
         # §13.54(1)(f): the ordinance's own prohibitions, whatever the permit applies
         prohibited = (check_lab(table, pack, non_detect, None, readings, (start, end))
