@@ -227,6 +227,7 @@ def _lab_samples(conn, v: dict) -> dict:
     return {"kind": "lab", "analyte": v["parameter"], "limit": v["limit"], "unit": v["unit"] or "mg/l",
             "statistic": statistic_of(v), "average_mg_l": ev.get("average_mg_l"), "stated": of_violation(v),
             "comparison": ev.get("comparison"), "results": ev.get("results"), "month": ev.get("month"),
+            "week": ev.get("week"), "window": ev.get("window"),
             "day": ev.get("day"), "peak": v["peak"], "day_volume_gal": ev.get("day_volume_gal"),
             "lower_bound": ev.get("lower_bound"),
             "samples": [{"sample": k, "laboratory": lab, "collected": c.isoformat(), "sample_type": st,
@@ -252,7 +253,7 @@ def days_of_violation(vs: list[dict], tz, period=None) -> dict:
 def _how(vs: list[dict]) -> str:
     """How the days were counted, in words, by what the records are."""
     stats = {(v.get("evidence") or {}).get("statistic") for v in vs}
-    if stats & {"monthly-average", "period-average"}:
+    if stats & {"monthly-average", "period-average", "weekly-average", "rolling-30-day"}:
         whole = {(v.get("evidence") or {}).get("average_days") for v in vs} == {"period"}
         return ("every local day of the month (or period) averaged" if whole else
                 "the distinct local days of the samples (or the days metered whole) that make up the average")
@@ -301,6 +302,11 @@ def _summary(v: dict, tz) -> str:
         what = (f"{_nv(name, value)}, the average of {ev.get('results') or ev.get('days')} "
                 f"{'results' if v['parameter'] != 'flow' else 'whole days'} of {ev.get('month')}")
         return f"{what} ({limit})"
+    if st == "weekly-average":
+        return f"{_nv(name, value)}, the average of {ev.get('results')} results of the week of {ev.get('week')} ({limit})"
+    if st == "rolling-30-day" and ev.get("window"):
+        return (f"{_nv(name, value)}, the average of {ev.get('results')} results of the 30 days {ev['window'][0]} to "
+                f"{ev['window'][1]} ({limit})")
     if st == "period-average":
         return (f"{_nv(name, value)}, the average of {ev.get('results')} results from {start_l:%Y-%m-%d} to "
                 f"{end_l:%Y-%m-%d} ({limit})")

@@ -25,7 +25,10 @@ from lab.readers.labcsv import BadRow, LabReader, LabRow
 from lab.store.results import ImportReport, import_lab_file
 
 #: The columns of a CSV made from results entered in the form (the lab CSV's own header).
-FORM_COLUMNS = ("sample_id", "site", "collected", "analyte", "value", "unit", "qualifier", "laboratory", "method")
+#: the form's columns; ``sample_type`` (grab or composite, default grab) decides which of the
+#: limits by sample type judge the result (limits/sample_types.py)
+FORM_COLUMNS = ("sample_id", "site", "collected", "analyte", "value", "unit", "qualifier", "sample_type", "laboratory",
+                "method")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 from lab.ordinance import pack_timezone
+from limits.statements import of_violation
 
 #: Palmyra §13.54(4): "unless the person is notified by the Village within 60 days prior to the
 #: expiration of the permit": the renewal application opens this many days before the term ends.
@@ -66,15 +67,17 @@ def home(conn, site: dict, now: datetime) -> dict:
     out["continuous"] = [p for p in periods if p.state == "continuous"]
     out["reports"] = reports.list_reports(conn, now, site["key"])
     out["notices"] = [n for n in notices.list_notices(conn, site["key"]) if n["state"] != "drafted"]
-    out["results"] = [dict(zip(("sample", "collected", "analyte", "value", "unit", "qualifier", "version", "own"), r))
-                      for r in conn.execute(
+    out["results"] = [dict(zip(("sample", "collected", "analyte", "value", "unit", "qualifier", "version", "own",
+                                "sample_type"), r)) for r in conn.execute(
         "SELECT s.sample_key, s.collected, r.analyte, r.value_mg_l, 'mg/l', r.qualifier, r.version, "
-        "s.submission_id IS NOT NULL FROM lab_results_current r JOIN lab_samples s ON s.id = r.sample_id "
+        "s.submission_id IS NOT NULL, s.sample_type FROM lab_results_current r JOIN lab_samples s ON s.id = r.sample_id "
         "WHERE s.site_id = %s ORDER BY s.collected DESC, r.analyte LIMIT 60", (site["id"],)).fetchall()]
     out["violations"] = [dict(zip(("rule", "parameter", "start", "end", "peak", "limit", "unit", "days", "citation",
-                                   "source"), r)) for r in conn.execute(
-        "SELECT rule, parameter, start_time, end_time, peak, limit_value, unit, days_of_violation, citation, source "
-        "FROM violations WHERE site_id = %s ORDER BY start_time DESC LIMIT 60", (site["id"],)).fetchall()]
+                                   "source", "evidence"), r)) for r in conn.execute(
+        "SELECT rule, parameter, start_time, end_time, peak, limit_value, unit, days_of_violation, citation, source, "
+        "evidence FROM violations WHERE site_id = %s ORDER BY start_time DESC LIMIT 60", (site["id"],)).fetchall()]
+    for v in out["violations"]:     # the limit in words, of the sample's type ("4 mg/l in a grab sample")
+        v["stated"] = of_violation(v) if v["source"] == "lab" and v["limit"] is not None else None
     out["bills"] = [dict(zip(("id", "period", "issued_at", "total"), r)) for r in conn.execute(
         "SELECT id, period, issued_at, total_dollars FROM bills WHERE site_id = %s AND superseded_by IS NULL ORDER BY period_start DESC LIMIT 12",
         (site["id"],)).fetchall()]

@@ -27,7 +27,7 @@ from typing import Annotated, NamedTuple
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
 from foundation.backup_options import Backup
-from foundation.errors import ConfigError
+from foundation.errors import ConfigError, InputError
 from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
 from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
                                Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, beside, check, duplicates,
@@ -830,7 +830,10 @@ def load(path: str | os.PathLike | None = None) -> Config:
 
 
 def from_dict(data: dict, path: str = "<dict>") -> Config:
-    """Validate an already-parsed config (see :func:`load`)."""
+    """Validate an already-parsed config (see :func:`load`). A config being read says its own
+    pack folders: the config in force is no longer loaded for them (:func:`defer_pack_dirs`)."""
+    global _deferred
+    _deferred = None
     base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
     cfg = validate(Config, data, path, ConfigError, context={"base": base})      # not a table: its first problem
     return replace(cfg, path=path, raw=data, services=cfg.services.with_environment())
@@ -848,28 +851,86 @@ _config_pack_dirs: tuple[Path, ...] = ()
 def use_pack_dirs(folders) -> None:
     """Make ``folders`` the config's pack folders for this process (:func:`load` calls it
     with the loaded config's ``[utility] pack_dirs``; a config without them clears them)."""
-    global _config_pack_dirs
+    global _config_pack_dirs, _deferred
     _config_pack_dirs = tuple(Path(f) for f in folders)
+    _deferred = None
+
+
+#: ``() -> None`` loading the config in force when a pack is first looked up (the shell's
+#: :func:`defer_pack_dirs`), so a command on files alone that takes ``--pack`` searches the
+#: config's ``pack_dirs`` too without loading the config before it needs to.
+_deferred = None
+
+
+def defer_pack_dirs(loader) -> None:
+    """Have the first look-up of a pack call ``loader`` (which loads the config in force and
+    so sets its ``pack_dirs``, :func:`use_pack_dirs`); None: no more."""
+    global _deferred, _problem
+    _deferred, _problem = loader, None
+
+
+#: why the config in force gave no pack folders (it could not be read), for the message of a
+#: pack not found (:func:`pack_dirs_problem`)
+_problem: str | None = None
+
+
+def pack_dirs_problem(problem: str | None = None) -> str | None:
+    """Record (with ``problem``) or read why the config in force gave no pack folders."""
+    global _problem
+    if problem is not None:
+        _problem = problem
+    return _problem
 
 
 def pack_dirs(extra=()) -> tuple[Path, ...]:
-    """The folders searched for a rule pack ``<id>.toml``, in order (the first match wins).
+    """The folders searched for a rule pack ``<id>.toml``, in order.
 
     ``extra`` (e.g. the ``pack_dirs`` of a config being validated), then
-    ``$SEWERWATCH_PACK_PATH``, then the ``[utility] pack_dirs`` of the config loaded in this
-    process, then the packs shipped in ``limits/packs/``.
+    ``$SEWERWATCH_PACK_PATH``, then the ``[utility] pack_dirs`` of the config in force in
+    this process, then the packs shipped in ``limits/packs/``.
     """
+    global _deferred
+    if _deferred is not None:
+        load_now, _deferred = _deferred, None
+        load_now()
+    return tuple(folder for folder, _ in pack_sources(extra))
+
+
+def pack_sources(extra=()) -> tuple[tuple[Path, str], ...]:
+    """The pack folders of :func:`pack_dirs`, each with where it comes from in words: "the
+    config being checked", "$SEWERWATCH_PACK_PATH", "the config's pack_dirs", "shipped"."""
     env = tuple(Path(p) for p in os.environ.get(PACK_PATH_ENV, "").split(os.pathsep) if p)
-    return (*(Path(e) for e in extra), *env, *_config_pack_dirs, PACKS_DIR)
+    return (*((Path(e), "the config being checked") for e in extra), *((e, f"${PACK_PATH_ENV}") for e in env),
+            *((c, "the config's pack_dirs") for c in _config_pack_dirs), (PACKS_DIR, "shipped"))
+
+
+def pack_files(pack_id: str, extra=()) -> list[tuple[Path, str]]:
+    """Every file of rule pack ``pack_id`` on the search path, each once (a folder on the path
+    twice counts once), with where its folder comes from (:func:`pack_sources`)."""
+    pack_dirs(extra)                      # the config in force, if not yet loaded
+    seen: dict[Path, tuple[Path, str]] = {}
+    for folder, origin in pack_sources(extra):
+        p = folder / f"{pack_id}.toml"
+        if p.is_file():
+            seen.setdefault(p.resolve(), (p, origin))
+    return list(seen.values())
 
 
 def find_pack(pack_id: str, extra=()) -> Path | None:
-    """The file of rule pack ``pack_id`` on the search path (:func:`pack_dirs`), or None."""
-    for folder in pack_dirs(extra):
-        p = folder / f"{pack_id}.toml"
-        if p.is_file():
-            return p
-    return None
+    """The file of rule pack ``pack_id`` on the search path (:func:`pack_dirs`), or None.
+
+    Raises
+    ------
+    InputError
+        When two files on the path have that id (naming both): which one the utility means
+        is not for the program to guess.
+    """
+    found = pack_files(pack_id, extra)
+    if len(found) > 1:
+        (a, wa), (b, wb) = found[:2]
+        raise InputError(f"rule pack {pack_id!r} is found twice: {a} ({wa}) and {b} ({wb}); "
+                         "rename or remove one (a pack's id is its file's name)")
+    return found[0][0] if found else None
 
 
 def known_packs(extra=()) -> list[str]:

@@ -21,21 +21,23 @@ import numpy as np
 
 from foundation import moments
 from foundation.errors import InputError
-from lab.charges import BillInputs, charges, late_terms, rates_given, surcharged
+from lab.charges import BillInputs, charges, late_terms, rate_words, rates_applied, surcharged
 from lab.checks.compliance import check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.formulas.money import cents
-from lab.formulas.nondetect import substitute
+from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.formulas.volumes import loading_lb
 from lab.ordinance import loading_limits, pack_timezone
 from lab.readers.rates import read_rates, read_rates_file
 from lab.store.current import load_results
 from lab.store.flow import period_volume, stored_violations
+from lab.store.period_checks import with_rolling_lookback
 from lab.store.rates import stated
 from limits.days import by_site_and_rule
 from limits.packs import ANALYTES as CONCENTRATION
 from limits.permit_store import current_permits
 from limits.permits import Permit
+from limits.readings import Readings
 
 
 #: A metered volume is the quarter's only when the flow readings cover at least this fraction
@@ -153,11 +155,14 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
     inputs = BillInputs(key, pack, start.year, volume_mg, table, per_lb, rates_source, non_detect, notes)
     lines = []
     for provision, kind, terms in charges(pack, rates_doc, rates_source):
-        rates = rates_given(provision, rates_doc, key, rates_source)
-        if rates is None:
-            continue  # the rates file does not set this charge's rates
+        rates, applied, missing = rates_applied(provision, rates_doc, key, rates_source)
+        if missing:     # never a stand-in: the charge is not billed, and the bill says why
+            notes.append(f"{provision.name}: not billed: neither the utility's rates nor the ordinance give "
+                         f"{' or '.join(rate_words(m) for m in missing)}")
+            continue
         line = kind.line(provision, terms, inputs, rates)
         if line is not None:
+            line["rates"] = applied
             lines.append(line)
 
     total = cents(sum(c["dollars"] for c in lines))
@@ -172,7 +177,8 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
         need = permit_required(table, key, pack, daily_volumes_gal=list(metered["daily_gal"].values()))
     except InputError:
         pass
-    found = check_lab(table, pack, permit=permit)
+    found = with_rolling_lookback(conn, check_lab(table, pack, permit=permit), key, pack, permit, start, end,
+                                  DEFAULT_COMPLIANCE, Readings())
     incomplete: list[dict] = []
     held = None
     if permit is not None:

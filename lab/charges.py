@@ -34,7 +34,11 @@ from lab.formulas.surcharge import SiteSurcharge, group_results, model_2_surchar
 from lab.formulas.use_charge import UseChargeTerms, use_charge
 from lab.ordinance import normal_strength, pack_of
 from lab.results_table import LabTable
+from limits.packs import ANALYTES as _ANALYTES
 from limits.packs import Cited, Pack, Provision, RateKey, available_packs, load_pack
+
+#: the catalogue's analyte ids (a surcharge's rates may be named by them)
+ANALYTE_IDS = frozenset(_ANALYTES)
 
 #: billing periods a year: sewerwatch bills by quarter
 PERIODS_PER_YEAR = 4
@@ -113,6 +117,9 @@ class FormulaKind:
         Numbers the rates file gives, each mapped by the pack to a key of the file.
     terms : callable
         ``terms(params, provision, pack)`` -> the terms object of the formula.
+    per_analyte : bool
+        Its rates may also be named by analyte (a surcharge's rate per pound the ordinance
+        fixes, e.g. ``bod5``); the rates file's own rate for the analyte overrides it.
     line : callable or None
         For a charge: ``line(provision, terms, inputs, rates)`` -> a bill line
         (``charge``, ``citation``, ``dollars``, ``detail``) or None when it does not apply.
@@ -124,6 +131,7 @@ class FormulaKind:
     rates: tuple[str, ...]
     terms: Callable[[dict, Provision, Pack], Any]
     line: Callable[..., dict | None] | None = None
+    per_analyte: bool = False
 
 
 # --- bill lines, one per charge kind -----------------------------------------------------
@@ -136,7 +144,8 @@ def _surcharge_line(p: Provision, bases: dict, b: BillInputs, rates: dict) -> di
         return None
     grouped = {a: (b.table.value_mg_l[b.table.analyte == a], b.table.non_detect[b.table.analyte == a])
                for a in set(b.table.analyte)}
-    priced = {a: r for a, r in b.per_lb.items() if a in bases}
+    # the rates file's rate per pound, else the one the ordinance fixes (the pack's rates by analyte)
+    priced = {**{a: r for a, r in rates.items() if a in bases}, **{a: r for a, r in b.per_lb.items() if a in bases}}
     missing = sorted(a for a in grouped if a in bases and a not in priced)
     if missing:
         raise InputError(f"{b.rates_source}: no rate for {', '.join(missing)} (site '{b.site}' has results)")
@@ -180,9 +189,28 @@ def _bases(params: dict, p: Provision, pack: Pack) -> dict[str, tuple[float, str
     return {a: (s.value, s.citation) for a, s in normal_strength(pack.path or pack.id).items()}
 
 
+#: what each formula kind computes, in words (the reference page, :mod:`lab.reference`)
+DESCRIPTIONS = {
+    "epa-model-2": "EPA Model No. 2 surcharge: the period's mean of each analyte over the pack's normal strength "
+                   "x volume [MG] x 8.34 x the rate per pound (the rates file's `bod = ...`, or a rate the "
+                   "ordinance fixes, named by the analyte)",
+    "per-1000-gal": "a use charge per 1,000 gallons of the quarter's volume, with an optional quarterly minimum",
+    "sewer-rent-units": "sewer rents by units of use: the quarter's use / `gallons_per_unit` x the unit rent, at "
+                        "least `quarterly_minimum` of the annual per-unit fee; a first quarter billed at "
+                        "`first_quarter_factor` of the previous year's use; dwellings count fixed units",
+    "re-user-and-debt": "user and debt charges per residential equivalent: the user charge per RE in effect that "
+                        "year, and the fixed debt charge per RE until `debt_charge_computed_since`, then the "
+                        "annual debt budget shared over the total REs",
+    "flat": "a late charge of `rate` of the bill once `grace_days` have passed",
+    "monthly-interest": "a late charge of `rate` a month (of `days_per_month` days) after `grace_days`",
+    "sic-employee-hours": "residential equivalent connections from a table of flow by SIC code, employees and "
+                          "hours, at least `minimum`, rounded to `round_to`",
+}
+
+
 #: every formula kind a pack may name, by name
 FORMULAS: dict[str, FormulaKind] = {k.name: k for k in (
-    FormulaKind("epa-model-2", "charges", {}, (), _bases, _surcharge_line),
+    FormulaKind("epa-model-2", "charges", {}, (), _bases, _surcharge_line, per_analyte=True),
     FormulaKind("per-1000-gal", "charges", {"minimum_dollars": Param("usd", optional=True)}, ("per_1000_gal",),
                 lambda v, p, pack: UseChargeTerms(**v), _use_charge_line),
     FormulaKind("sewer-rent-units", "charges",
@@ -273,8 +301,11 @@ def terms_of(p: Provision, pack: Pack, section: str) -> tuple[FormulaKind, Any]:
         elif not spec.optional:
             raise InputError(f"{p.path}: {p.where}.params.{name}: missing (required by {kind.name})")
     for name in sorted(set(kind.rates) ^ set(p.rates)):
+        if kind.per_analyte and name in ANALYTE_IDS and name not in kind.rates:
+            continue            # a surcharge's rate per pound of an analyte the ordinance fixes
+        expected = ", ".join(kind.rates) or ("an analyte id (its rate per pound)" if kind.per_analyte else "none")
         problem = ("missing (the rates file's key for it)" if name in kind.rates
-                   else f"unknown rate of {kind.name} (expected: {', '.join(kind.rates) or 'none'})")
+                   else f"unknown rate of {kind.name} (expected: {expected})")
         raise InputError(f"{p.path}: {p.where}.rates.{name}: {problem}")
     return kind, kind.terms(values, p, pack)
 
@@ -402,6 +433,63 @@ def rec_terms(pack: str) -> RecTerms:
     if pk.residential_equivalents is None:
         raise InputError(f"pack '{pack}' has no [residential_equivalents]")
     return terms_of(pk.residential_equivalents, pk, "residential_equivalents")[1]
+
+
+#: a rate's name in the pack -> its words on a bill
+RATE_WORDS = {"per_1000_gal": "the rate per 1,000 gallons", "unit_rent": "the unit rent", "re": "the residential "
+              "equivalents", "annual_debt_budget": "the annual debt budget", "total_re": "the total residential "
+              "equivalents"}
+
+
+def rate_words(name: str) -> str:
+    """A rate's name in words ("per_1000_gal": "the rate per 1,000 gallons"; an analyte's rate
+    per pound by the analyte's name)."""
+    if name in RATE_WORDS:
+        return RATE_WORDS[name]
+    from limits.words import analyte_name
+    return f"the rate per pound of {analyte_name(name)}" if name in ANALYTE_IDS else name.replace("_", " ")
+
+
+def rates_applied(p: Provision, rates_doc: dict, site: str, rates_source: str
+                  ) -> tuple[dict[str, float], list[dict], list[str]]:
+    """The numbers ``p`` takes, which applied, and which are missing.
+
+    Each rate is the utility's where its rates give it under the pack's key (``{site}``
+    replaced by the site id); else the one the ordinance fixes (``value``, with its section and
+    effective date); else a ``default``; else it is missing.
+
+    Returns
+    -------
+    values : dict
+        name -> number.
+    applied : list of dict
+        ``name``, ``words``, ``value``, ``by`` (``rates``, ``ordinance`` or ``default``) and,
+        for the ordinance's, ``citation`` and ``effective``: what the bill states.
+    missing : list of str
+        The names neither gives (the charge bills nothing for them, and says so).
+    """
+    values, applied, missing = {}, [], []
+    for name, rk in p.rates.items():
+        key = rk.key.replace("{site}", site)
+        v: Any = rates_doc
+        for part in key.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        row = {"name": name, "words": rate_words(name)}
+        if v is not None:
+            if not _is_number(v) or v < 0:
+                raise InputError(f"{rates_source}: {key}: expected a number >= 0, got {v!r}")
+            row.update(value=float(v), by="rates")
+        elif rk.value is not None:
+            row.update(value=rk.value, by="ordinance", citation=rk.citation,
+                       effective=rk.effective.isoformat() if rk.effective else None)
+        elif rk.default is not None:
+            row.update(value=rk.default, by="default")
+        else:
+            missing.append(name)
+            continue
+        values[name] = row["value"]
+        applied.append(row)
+    return values, applied, missing
 
 
 def rates_given(p: Provision, rates_doc: dict, site: str, rates_source: str) -> dict[str, float] | None:

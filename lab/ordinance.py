@@ -61,6 +61,9 @@ class LabLimit:
     comparison : str
         The words of that operator as the ordinance or permit states the limit ("in excess
         of", "exceeding", "more than").
+    sample_type : str or None
+        The sample type the limit applies to (``grab``, ``composite``; None: any), see
+        :mod:`limits.sample_types`.
     """
 
     rule: str
@@ -75,6 +78,7 @@ class LabLimit:
     stricter_of: str | None = None
     provenance: str = ""
     comparison: str = ""        # the ordinance's (or permit's) comparison words: "more than"
+    sample_type: str | None = None
 
 
 def pack_of(pack: str) -> Pack:
@@ -118,7 +122,8 @@ def permit_thresholds(pack: str) -> tuple[dict[str, Strength], Strength | None]:
     return conc, volume
 
 
-_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "daily-maximum"}
+_BASIS = {"sample": "each", "average": "period-average", "monthly": "monthly-average", "daily": "daily-maximum",
+          "weekly": "weekly-average", "rolling-30-day": "rolling-30-day"}
 
 
 def site_rules(pack: str, permit: Permit | None = None) -> tuple[Rule, ...]:
@@ -131,7 +136,7 @@ def _lab_limit(p, r: Rule) -> LabLimit:
     return LabLimit(r.id, r.analyte, float(r.limit_canonical),
                     "each" if r.kind == "loading-limit" else _BASIS[r.basis], _cite(p, r), r.words,
                     r.unit if r.kind == "loading-limit" else (r.canonical_unit or "mg/l"), r.op, r.origin, r.stricter_of,
-                    r.provenance, r.comparison or "")
+                    r.provenance, r.comparison or "", r.sample_type)
 
 
 def lab_limits(pack: str, permit: Permit | None = None) -> tuple[LabLimit, ...]:

@@ -159,7 +159,7 @@ def describe(permit, pack_id: str, today: date) -> dict:
 
     st = renewal(permit, today)
     rules = [{"rule": r.id, "kind": r.kind, "parameter": r.parameter or r.analyte, "basis": r.basis,
-              "comparison": r.comparison, "limit": r.limit_canonical,
+              "sample_type": r.sample_type, "comparison": r.comparison, "limit": r.limit_canonical,
               "unit": r.unit if r.kind == "loading-limit" else (r.canonical_unit or r.unit),
               "citation": r.citation, "applies": r.origin, "stricter_of": r.stricter_of}
              for r in site_rules(pack_id, permit) if r.origin == "permit" or r.stricter_of]
@@ -193,9 +193,11 @@ def _print_permit(d: dict) -> None:
     print("  limits (with the ordinance's, the stricter applying):")
     for r in d["rules"]:
         form = {"sample": "each", "monthly": "monthly-average", "average": "period-average",
+                "weekly": "weekly-average", "rolling-30-day": "rolling-30-day",
                 "daily": "daily-loading" if r["kind"] == "loading-limit" else "daily-maximum"}.get(r["basis"] or "",
                                                                                              "reading")
-        print(f"    {r['rule']:<18} {stated(r['comparison'], r['limit'], r['unit'], form, r['parameter'])}  "
+        said = stated(r['comparison'], r['limit'], r['unit'], form, r['parameter'], r["sample_type"])
+        print(f"    {r['rule']:<18} {said}  "
               f"({r['citation']})"
               + (f"\n      {r['stricter_of']}" if r["stricter_of"] else ""))
     if d["monitoring"]:

@@ -37,15 +37,17 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, WithJsonSchema, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, model_validator
 
 from foundation import config, tomlfile, units
 from foundation.errors import InputError
 from foundation.schema import (SLUG, UNION_TAGS, Internal, IntRange, Number, OneOf, Positive, Strings, Table, Tables,
                                Text, TextList, TimeZone, check, duplicates, fail, fail_all, is_text, item_label,
-                               known_unit, one_of, refusing, show, table, then, validate)
+                               known_unit, one_of, refusing, table, then, validate)
 from limits import analytes
 from limits.core import exceeds
+from limits.pack_rates import RATE_KEY, RateKey, Rates  # noqa: F401 - RATE_KEY, RateKey: part of this module's API
+from limits.sample_types import SAMPLE_TYPES
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 
@@ -83,9 +85,23 @@ DEFINITION_UNITS = ("gal", "percent", "fraction", "usd", "days", "years")
 #: Units of a loading limit (a discharge permit's pounds a day, palmyra-wi §13.54(3)(g)).
 LOADING_UNITS = ("lb/d",)
 
-#: The bases of a lab limit: each result, the period's average, the calendar month's average
-#: (a permit's monthly average); of a loading limit: each day's.
-BASES = {"lab-limit": ("sample", "average", "monthly"), "loading-limit": ("daily",)}
+#: The bases of a lab limit: each result, the period's average (the period checked: the permit's
+#: reporting period), the calendar month's average (a permit's monthly average), the calendar
+#: week's (Sunday to Saturday), the rolling 30 days' ending on each day sampled; of a loading
+#: limit: each day's.
+BASES = {"lab-limit": ("sample", "average", "monthly", "weekly", "rolling-30-day"), "loading-limit": ("daily",)}
+#: each basis in words, and the days of violation of an average over it (the reference page)
+BASIS_WORDS = {
+    "sample": ("each result", "the day it was collected"),
+    "average": ("the average of the period checked (the reporting period: `lab check --since --until`, a "
+                "bill's quarter)", "the days of its samples, or every day of the period"),
+    "monthly": ("each calendar month's average, in the pack's time zone", "the days of its samples, or every "
+                "day of the month"),
+    "weekly": ("each calendar week's average, Sunday to Saturday", "the days of its samples, or the 7 days"),
+    "rolling-30-day": ("for each day a result was collected on, the average of the 30 days ending on it (that "
+                       "day included)", "the days of its samples, or its 30 days"),
+    "daily": ("each day's loading (a `loading-limit`)", "that day"),
+}
 
 #: The catalogue's analytes (``limits/analytes.csv``, :mod:`limits.analytes`) -> the
 #: parameter their units belong to; a pack may add its own (``[[analytes]]``).
@@ -101,7 +117,6 @@ SAMPLING_PERIODS = ("day", "week", "month", "quarter", "year")
 FORMULA_FROM = ("rates",)
 #: what the alert's report form can pre-fill from the readings, per field of the report
 REPORT_FILLS = ("location", "date-time", "measured", "concentration-volume", "blank")
-RATE_KEY = re.compile(r"^([A-Za-z0-9_-]+|\{site\})(\.([A-Za-z0-9_-]+|\{site\}))*$")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 #: definition id -> the readings its words allow, the program's default first (``reading``):
 #: palmyra-wi §13.54(4) "unless the person is notified by the Village within 60 days prior to
@@ -161,6 +176,9 @@ class Rule:
         ``permit-characteristics``: the ids of the prohibitions it refers to.
     reading : str or None
         ``definition``: which reading of its words the program takes (:data:`READINGS`).
+    sample_type : str or None
+        ``lab-limit``: the sample type it applies to (``grab``, ``composite``; None: any,
+        :mod:`limits.sample_types`).
     origin : str
         ``ordinance`` (a pack's rule) or ``permit`` (a discharge permit's limit,
         :mod:`limits.permits`).
@@ -194,6 +212,7 @@ class Rule:
     quantity: str | None = None
     rules: tuple[str, ...] = ()
     reading: str | None = None
+    sample_type: str | None = None
 
     @property
     def citation(self) -> str:
@@ -249,15 +268,6 @@ class Cited:
     value: float
     unit: str
     rule: Rule
-
-
-@dataclass(frozen=True)
-class RateKey:
-    """Where the rates file gives a number the utility sets: a dotted ``key`` (``{site}``
-    stands for the site id) and a ``default`` used when it is absent (None: required)."""
-
-    key: str
-    default: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -508,7 +518,16 @@ class LabLimit(Limited):
     analyte: Analyte
     """The analyte (an id of the lab CSV)."""
     basis: OneOf(*BASES["lab-limit"])
-    """``sample``: each result; ``average``: the period's average; ``monthly``: each calendar month's average."""
+    """What is judged: ``sample``, each result; ``average``, the average of the period checked (the reporting
+    period: ``lab check --since --until``, a bill's quarter); ``monthly``, each calendar month's average;
+    ``weekly``, each calendar week's (Sunday to Saturday); ``rolling-30-day``, for each day a result was
+    collected on, the average of the 30 days ending on it. Where the words say "30 day average" without
+    saying which, the pack says which it reads in ``note`` (a calendar month is the common reading: the
+    average of a month's samples a permit reports)."""
+    sample_type: OneOf(*SAMPLE_TYPES, what="sample type") | None = None
+    """The sample type it applies to: ``grab`` or ``composite`` (24-hour, flow- or time-proportional); absent:
+    any. An analyte has one limit per sample type and basis; a result of a type no limit of its analyte names is
+    judged by the limits naming none, and an average is taken over the results of the type the limit names."""
 
 
 @table(kw_only=True)
@@ -626,26 +645,8 @@ UNION_TAGS.update(KINDS)
 AnyRule = Annotated[Union[RULE_KINDS], Field(discriminator="kind")]
 
 
-def _rate(v):
-    if isinstance(v, RateKey):
-        return v
-    if isinstance(v, dict):
-        if set(v) != {"key", "default"}:
-            raise fail((), f"expected {{ key = ..., default = N }}, got {show(v)}")
-        if isinstance(v["default"], bool) or not isinstance(v["default"], (int, float)):
-            raise fail(("default",), f"expected a number, got {show(v['default'])}")
-        return RateKey(_rate(v["key"]).key, float(v["default"]))
-    if not isinstance(v, str) or not RATE_KEY.match(v):
-        raise fail((), f"expected the rates file's key such as \"bill.my-village.rate\" "
-                   f"(or {{ key = ..., default = N }}), got {show(v)}")
-    return RateKey(v)
-
-
 Params = dict[str, Annotated[Any, check(lambda v: not isinstance(v, (bool, str)),
                                         'a number, a table, a list or { rule = "<id>" }')]]
-Rates = dict[str, Annotated[RateKey, BeforeValidator(_rate), WithJsonSchema(
-    {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"key": {"type": "string"},
-                                                                       "default": {"type": "number"}}}]})]]
 
 
 @table(kw_only=True)
@@ -665,7 +666,10 @@ class FormulaEntry(Table):
     or ``{ rule = "<id>" }`` naming a ``definition`` rule of the pack."""
     rates: Rates = None
     """The numbers the utility sets each year, by the rates file's key (``"bill.x.y"``, ``{site}``
-    standing for the site id), or ``{ key = "...", default = N }``."""
+    standing for the site id), or ``{ key = "...", default = N }``; a rate the ordinance itself fixes
+    ``{ key = "...", value = N, section = "§...", effective = YYYY-MM-DD }`` (the utility's rates
+    override it under ``key``; the bill says which applied). A rate neither gives is billed nothing,
+    and the bill says so. The rates each formula kind reads: the formula kinds table below."""
 
 
 @table(kw_only=True)
@@ -997,8 +1001,10 @@ def _provision(path, where: str, e, pack: Pack, rules: dict, resolve: bool, sect
     params = {k: (Cited(float(rules[v['rule']].limit), rules[v['rule']].unit, rules[v['rule']])
                   if isinstance(v, dict) and "rule" in v else v) for k, v in (getattr(e, "params", None) or {}).items()}
     own = {k: getattr(e, k) for k in ("id", "name", "formula", "formula_from", "note", "words") if hasattr(e, k)}
+    rates = {k: replace(r, citation=cite(pack.code, r.section)) if r.section else r
+             for k, r in (getattr(e, "rates", None) or {}).items()}
     return Provision(**own, where=where, path=str(path), section=e.section, citation=cite(pack.code, e.section),
-                     provenance=f"{pack.seed} {e.section}", params=params, rates=dict(getattr(e, "rates", None) or {}))
+                     provenance=f"{pack.seed} {e.section}", params=params, rates=rates)
 
 
 def _report_duty(path, e, pack: Pack, resolve: bool) -> ReportDuty:
@@ -1063,7 +1069,8 @@ def _limits_what(r: Rule):
         return (r.kind, r.parameter, direction, r.longer_than_min), f"{r.parameter} {direction}" + (
             f" for more than {r.longer_than_min:g} min" if r.longer_than_min else "")
     if r.kind in ("lab-limit", "loading-limit"):
-        return (r.kind, r.analyte, r.basis), f"{r.analyte} ({r.kind}, basis {r.basis})"
+        typed = f", {r.sample_type} samples" if r.sample_type else ""
+        return (r.kind, r.analyte, r.basis, r.sample_type), f"{r.analyte} ({r.kind}, basis {r.basis}{typed})"
     if r.kind in ("normal-strength", "permit-threshold"):   # flow thresholds set different duties
         return (r.kind, r.analyte or r.parameter), f"the {r.kind} of {r.analyte or r.parameter}"
     return None, ""
@@ -1080,8 +1087,9 @@ def overlaps(pack: Pack) -> list[tuple[str, str]]:
             continue
         if key in first:
             j, q = first[key]
-            out.append((f"rules[{i}] ({r.id})", f"overlaps rules[{j}] ({q.id}): both limit {said}; an ordinance "
-                        "states one limit for it (a stricter one for a user belongs in the user's permit)"))
+            out.append((f"rules[{i}] ({r.id})", f"overlaps rules[{j}] ({q.id}): both limit {said} ({r.section} and "
+                        f"{q.section}); an ordinance states one limit for it (a stricter one for a user belongs in "
+                        "the user's permit)"))
         else:
             first[key] = (i, r)
     return out
@@ -1100,8 +1108,10 @@ def pack_path(name_or_path: str) -> Path:
         return p
     found = config.find_pack(name_or_path)
     if found is None:
+        problem = config.pack_dirs_problem()
         raise InputError(f"unknown rule pack {name_or_path!r} (known: {', '.join(available_packs())}; "
-                         f"searched {', '.join(map(str, config.pack_dirs()))})")
+                         f"searched {', '.join(map(str, config.pack_dirs()))}"
+                         + (f"; the config's pack_dirs were not read: {problem}" if problem else "") + ")")
     return found
 
 

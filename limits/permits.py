@@ -44,6 +44,7 @@ from foundation.schema import (UNION_TAGS, Bool, Date, IntRange, Number, OneOf, 
                                check, duplicates, fail, is_int, is_text, known_unit, table, validate)
 from limits import analytes
 from limits.packs import READINGS, Pack, Rule, load_pack
+from limits.sample_types import SAMPLE_TYPES as LIMIT_SAMPLE_TYPES
 
 #: how a sample is taken (palmyra-wi §13.53(3): "a representative 24-hour flow proportional
 #: sample"); ``continuous``: a sensor at the control manhole
@@ -164,7 +165,10 @@ def _limit_rules(p: Permit, lim: LimitEntry) -> list[Rule]:
         if kind != "loading-limit":
             v = float(units.to_canonical(q, lim.unit, [v])[0])
         low = key == "minimum"
-        out.append(Rule(id=f"{lim.analyte or lim.parameter}-{suffix}", kind=kind, section=f"condition {lim.condition}",
+        typed = f"-{lim.sample_type}" if lim.sample_type else ""
+        out.append(Rule(id=f"{lim.analyte or lim.parameter}{typed}-{suffix}", kind=kind,
+                        sample_type=lim.sample_type if kind == "lab-limit" else None,
+                        section=f"condition {lim.condition}",
                         words=lim.words, seed=Path(p.path).name if p.path else p.number, code=p.title, origin="permit",
                         parameter=lim.parameter, analyte=lim.analyte, basis=basis, op="<" if low else ">",
                         comparison="less than" if low else "more than", limit=v, limit_canonical=v,
@@ -197,8 +201,10 @@ def _same_limit(a: Rule, b: Rule) -> bool:
         return False
     if a.kind == "range":
         return a.parameter == b.parameter and _direction(a) == _direction(b)
-    # a permit's daily maximum and an ordinance's limit on each sample limit the same thing
-    return a.analyte == b.analyte and _PER_SAMPLE.get(a.basis, a.basis) == _PER_SAMPLE.get(b.basis, b.basis)
+    # a permit's daily maximum and an ordinance's limit on each sample limit the same thing,
+    # of the same sample type (limits.sample_types)
+    return a.analyte == b.analyte and a.sample_type == b.sample_type and \
+        _PER_SAMPLE.get(a.basis, a.basis) == _PER_SAMPLE.get(b.basis, b.basis)
 
 
 _PER_SAMPLE = {"daily": "sample"}
@@ -343,6 +349,9 @@ class LimitEntry(Table):
     """The unit the limits are written in."""
     words: Text
     """The permit's words."""
+    sample_type: OneOf(*LIMIT_SAMPLE_TYPES, what="sample type") | None = None
+    """A lab analyte's limits for one sample type only: ``grab`` or ``composite`` (absent: any); an analyte may
+    have one entry per sample type, each judged against the ordinance's limit of the same type."""
     daily_maximum: Positive | None = None
     """Each sample's concentration may not exceed it [unit]."""
     monthly_average: Positive | None = None
@@ -367,6 +376,7 @@ class LimitEntry(Table):
             return self
         known_unit(self.unit, self.parameter)
         _only(self, lab, "a continuous parameter has minimum and maximum")
+        _only(self, ("sample_type",), "a continuous parameter is measured, not sampled: a sample type is for a lab analyte")
         if self.minimum is None and self.maximum is None:
             raise fail((), "no limit: give minimum and/or maximum")
         if self.minimum is not None and self.maximum is not None and not self.minimum < self.maximum:
@@ -548,8 +558,9 @@ class PermitFile(Table):
             raise fail(("effective",), f"{self.effective} is before the permit was issued ({self.issued})")
         if self.expires <= self.effective:
             raise fail(("expires",), f"{self.expires} is not after the permit takes effect ({self.effective})")
-        for i, k, first in duplicates(self.limits, lambda lim: lim.analyte or lim.parameter):
-            raise fail(("limits", i), f"{k} is limited twice (first at limits[{first}]): one condition each")
+        for i, k, first in duplicates(self.limits, lambda lim: (lim.analyte or lim.parameter, lim.sample_type)):
+            what = f"{k[0]} in {k[1]} samples" if k[1] else k[0]
+            raise fail(("limits", i), f"{what} is limited twice (first at limits[{first}]): one condition each")
         return self
 
 

@@ -11,12 +11,16 @@ a violation record).
 
 from __future__ import annotations
 
+from limits.sample_types import in_words
+
 #: statistic -> what the limit applies to, in words
 FORMS = {
     "each": "in any sample",
     "daily-maximum": "as a daily maximum",
     "monthly-average": "as a monthly average",
     "period-average": "as an average over the period",
+    "weekly-average": "as a weekly average",
+    "rolling-30-day": "as a rolling 30-day average",
     "daily-loading": "as a daily loading",
     "reading": "at any time",
 }
@@ -45,10 +49,13 @@ def quantity(x: float, unit: str | None) -> str:
 
 
 def stated(comparison: str | None, limit: float, unit: str | None, statistic: str | None = None,
-           parameter: str | None = None) -> str:
-    """The limit in words: comparison, number and unit, and its form (:data:`FORMS`)."""
+           parameter: str | None = None, sample_type: str | None = None) -> str:
+    """The limit in words: comparison, number and unit, and its form (:data:`FORMS`); a limit
+    of one sample type says it (``more than 4 mg/l in a grab sample``, ``more than 1 mg/l as a
+    monthly average of composite samples``, :func:`limits.sample_types.in_words`)."""
     words = comparison or OPERATOR_WORDS[">"]
     form = (FLOW_FORMS.get(statistic or "") if parameter == "flow" else None) or FORMS.get(statistic or "", "")
+    form = in_words(sample_type, statistic) or form
     return f"{words} {quantity(limit, unit)}" + (f" {form}" if form else "")
 
 
@@ -68,4 +75,4 @@ def of_violation(v: dict) -> str:
     """The limit a violation record broke, stated (:func:`stated`)."""
     ev = v.get("evidence") or {}
     return stated(v.get("comparison") or ev.get("comparison"), v["limit"], v.get("unit"), statistic_of(v),
-                  v.get("parameter"))
+                  v.get("parameter"), ev.get("sample_type"))

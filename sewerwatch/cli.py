@@ -21,6 +21,7 @@ import lab.cli
 import limits.cli
 import limits.pack_cli
 import simulators.cli
+from foundation import config as sw_config
 from foundation.context import Context
 from foundation.errors import NotBuiltYet, SewerwatchError, report
 from sewerwatch import (__version__, cli_backup, cli_config, cli_db, cli_field, cli_portal, cli_run, cli_services, cli_web,
@@ -102,13 +103,33 @@ def database_error(exc: BaseException) -> SewerwatchError | None:
     return db.translate(exc)
 
 
+def _config_for_packs(ctx: Context) -> None:
+    """Load the config in force for its pack folders. One found by itself (``./sewerwatch.toml``)
+    that cannot be read leaves them out, so a command on files alone still runs, and is named
+    if a pack is then not found; one given (``--config``, ``$SEWERWATCH_CONFIG``) is an error."""
+    import os
+
+    try:
+        ctx.config
+    except SewerwatchError as exc:
+        if ctx.config_path or os.environ.get("SEWERWATCH_CONFIG"):
+            raise
+        sw_config.pack_dirs_problem(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2 if args.command is None else 0
+    if args.command == "pack" and getattr(args, "action", None) == "reference":
+        from sewerwatch.reference import reference_files      # the formula kinds too (lab, above limits)
+        args.reference_files = reference_files
     ctx = make_context(args.config)
+    # a pack named by id is looked for in the config's pack_dirs too, on every command
+    # (the config loaded when a pack is first looked up, not before)
+    sw_config.defer_pack_dirs(lambda: _config_for_packs(ctx))
     try:
         return int(args.func(args, ctx) or 0)
     except SewerwatchError as exc:
@@ -123,3 +144,5 @@ def main(argv: list[str] | None = None) -> int:
         if mapped is None:
             raise
         return report(mapped)
+    finally:
+        sw_config.defer_pack_dirs(None)

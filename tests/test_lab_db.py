@@ -254,7 +254,9 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     page = (out / "bill-2026Q1-mill-draft.html").read_text()
     assert "<svg" in page and "$216.17" in page and "§13.45(4)" in page
     assert "A wastewater discharge permit is required" in page and "§13.54(1)(a)" in page
-    assert "cyanide-max" in page and "&lt;" not in page.split("<h2>Lab results</h2>")[1].split("</table>")[0]
+    # the violation by the analyte's name and the limit's words, never the rule's id
+    assert "Cyanide (total): " in page and "in excess of 0.5 mg/l in any sample" in page and "cyanide-max" not in page
+    assert "&lt;" not in page.split("<h2>Lab results</h2>")[1].split("</table>")[0]
     assert json.loads((out / "bill-2026Q1-mill-draft.json").read_text())["total_dollars"] == 216.17
     with db.connect() as conn:   # a draft is not issued
         assert conn.execute("SELECT count(*) FROM bills").fetchone()[0] == 0

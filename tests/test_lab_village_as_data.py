@@ -155,14 +155,23 @@ def test_config_pack_dirs_are_searched_and_checked(tmp_path):
         load_pack("example-wi")
 
 
-def test_the_pack_path_variable_is_searched_first(monkeypatch, tmp_path):
-    # a folder on $SEWERWATCH_PACK_PATH comes before limits/packs/: a pack there overrides
+def test_the_pack_path_variable_is_searched_and_a_name_found_twice_is_refused(monkeypatch, tmp_path):
+    # a folder on $SEWERWATCH_PACK_PATH is searched beside limits/packs/; a pack there with a
+    # shipped pack's id is not a silent override: which one is meant is refused, naming both
     text = (ROOT / "limits" / "packs" / "superior-wi.toml").read_text(encoding="utf-8")
     (tmp_path / "superior-wi.toml").write_text(text.replace("rate = { rule = \"late-interest\" }", "rate = 0.02"))
     monkeypatch.setenv("SEWERWATCH_PACK_PATH", os.pathsep.join([str(tmp_path), str(VILLAGE)]))
     assert "example-wi" in available_packs() and "palmyra-wi" in available_packs()
-    # 45 days late at 2 % a month on $500: $15.00 (the shipped pack's 1 % gives $7.50)
-    assert late_charge("superior-wi", 500.0, date(2026, 4, 1), date(2026, 6, 15)).dollars == 15.0
+    with pytest.raises(InputError) as e:
+        late_charge("superior-wi", 500.0, date(2026, 4, 1), date(2026, 6, 15))
+    assert str(e.value) == (f"rule pack 'superior-wi' is found twice: {tmp_path / 'superior-wi.toml'} "
+                            f"($SEWERWATCH_PACK_PATH) and {ROOT / 'limits' / 'packs' / 'superior-wi.toml'} (shipped); "
+                            "rename or remove one (a pack's id is its file's name)")
+    # under an id of its own it is the utility's: 45 days late at 2 % a month on $500: $15.00
+    (tmp_path / "superior-wi.toml").unlink()
+    (tmp_path / "superior-local.toml").write_text(text.replace("rate = { rule = \"late-interest\" }", "rate = 0.02")
+                                                  .replace('id = "superior-wi"', 'id = "superior-local"', 1))
+    assert late_charge("superior-local", 500.0, date(2026, 4, 1), date(2026, 6, 15)).dollars == 15.0
 
 
 # --- a pack whose charges cannot be read is a one-line error naming file and key -------------

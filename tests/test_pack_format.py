@@ -14,7 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from limits.pack_cli import REFERENCE_DIR, check_pack, reference_files
+from limits.pack_cli import REFERENCE_DIR, check_pack
+from sewerwatch.reference import reference_files
 from limits.packs import PACKS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from enforcement.documents.episode_chart import episode_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
 from limits.statements import quantity, stated
-from limits.words import analyte_name
+from limits.words import analyte_name, term
 
 e = html.escape
 
@@ -61,14 +61,18 @@ def _occurrence(n: int) -> str:
 
 
 def _lab_evidence(ev: dict, tz: str) -> str:
+    """The lab results behind the finding, each named as the user's own records name it: its
+    sample id, when it was collected, the analyte, the value, the method and the sample type
+    (a corrected result says so); never the file or line it was imported from (staff see that
+    provenance on the office's pages)."""
     labs = sorted({s["laboratory"] or "not given in the lab's file" for s in ev["samples"]})
     head = ("<tr><th>sample id</th><th>collected</th><th>analyte</th><th class=n>mg/l</th><th>method</th>"
-            "<th>record</th></tr>")
+            "<th>sample type</th></tr>")
     rows = "".join(
         f"<tr><td class=n>{e(s['sample'])}</td><td>{e(_local(s['collected'], tz))}</td>"
         f"<td>{e(analyte_name(s['analyte']))}</td><td class=n>{'&lt;' if s['non_detect'] else ''}{s['mg_l']:g}</td>"
-        f"<td style='white-space:nowrap'>{e(s['method'] or '')}</td><td class=small>{e(_record(s['source']))}"
-        f"{' (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
+        f"<td style='white-space:nowrap'>{e(s['method'] or '')}</td><td class=small>{e(term(s.get('sample_type')))}"
+        f"{'; corrected (version ' + str(s['version']) + ')' if s['version'] and s['version'] > 1 else ''}</td></tr>"
         for s in ev["samples"])
     basis = f"<p>{e(_lab_basis(ev))}</p>" if ev.get("limit") is not None else ""
     return (f"<p>Laborator{'ies' if len(labs) > 1 else 'y'}: {e('; '.join(labs))}</p>"
@@ -84,6 +88,11 @@ def _lab_basis(ev: dict) -> str:
     st, avg, n = ev.get("statistic"), ev.get("average_mg_l"), ev.get("results") or len(ev.get("samples") or [])
     if st == "monthly-average" and avg is not None:
         return f"The average of these {n} results, the month {ev.get('month')}, is {avg:g} mg/l; the limit is {limit}."
+    if st == "weekly-average" and avg is not None:
+        return f"The average of these {n} results, the week of Sunday {ev.get('week')}, is {avg:g} mg/l; the limit is {limit}."
+    if st == "rolling-30-day" and avg is not None and ev.get("window"):
+        a, b = ev["window"]
+        return f"The average of these {n} results, the 30 days {a} to {b}, is {avg:g} mg/l; the limit is {limit}."
     if st == "period-average" and avg is not None:
         return f"The average of these {n} results is {avg:g} mg/l; the limit is {limit}."
     if st == "daily-maximum" and avg is not None and n > 1:
@@ -107,14 +116,6 @@ def _flow_evidence(ev: dict) -> str:
         lower = " (at least: the day's flow readings are incomplete)" if ev.get("lower_bound") else ""
         what = f"The metered flow of {ev.get('day')} is {quantity(ev['peak'], ev['unit'])}{lower}"
     return f"<p>{e(what)}; the limit is {e(ev.get('stated') or '')}.</p>"
-
-
-def _record(source: str | None) -> str:
-    """``lab.csv, line 3``: the file (its name) and line a result was imported from."""
-    if not source:
-        return ""
-    path, _, line = source.rpartition(":")
-    return f"{Path(path).name}, line {line}" if path and line.isdigit() else Path(source).name
 
 
 _SKIP = {"kind", "snc_criterion"}

@@ -43,7 +43,7 @@ from lab.formulas.nondetect import DEFAULT_COMPLIANCE, substitute
 from lab.formulas.volumes import loading_lb
 from lab.ordinance import LabLimit, lab_limits, pack_timezone
 from lab.results_table import LabTable, iso
-from limits import core
+from limits import core, sample_types
 from limits.days import day_intervals, local_midnight, record_days
 from limits.permits import Permit, renewal
 from limits.readings import Readings
@@ -58,6 +58,8 @@ def _violation(lim: LabLimit, pack: str, site: str, t0, t1, peak: float, samples
     condition existed otherwise than at ``[t0, t1]``'s samples."""
     ev = {"statistic": lim.statistic, "comparison": lim.comparison, "samples": [str(s) for s in samples],
           "values_mg_l": [float(v) for v in values], "non_detect": [bool(x) for x in nd]}
+    if lim.sample_type:
+        ev["sample_type"] = lim.sample_type
     if intervals:
         ev["intervals"] = intervals
     rec = {
@@ -81,14 +83,21 @@ def local_days(collected: np.ndarray, tz) -> np.ndarray:
 
 
 def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEFAULT_COMPLIANCE,
-                readings: Readings = Readings(), period: tuple[datetime, datetime] | None = None) -> list[dict]:
+                readings: Readings = Readings(), period: tuple[datetime, datetime] | None = None,
+                types_named: frozenset[str] = frozenset()) -> list[dict]:
     """Violations of one lab limit in ``table`` (all sites), in site and time order.
 
     ``readings``: how a daily maximum is judged and which days an average's violation has
     (:mod:`limits.readings`); ``period``: the instants ``[start, end)`` checked (an average
-    over the period has every day of it under ``average_days = "period"``).
+    over the period has every day of it under ``average_days = "period"``); ``types_named``:
+    the sample types the analyte's limits name (:func:`limits.sample_types.named`): a limit
+    naming a type judges, and averages, the results of that type only; one naming none the
+    results of the types no limit names (a table without sample types: every result).
     """
-    sel = table.select(table.analyte == lim.analyte)
+    mask = table.analyte == lim.analyte
+    if table.sample_type is not None and (lim.sample_type or types_named):
+        mask &= sample_types.judged_by(table.sample_type, lim.sample_type, types_named)
+    sel = table.select(mask)
     if len(sel) == 0:
         return []
     tz = pack_timezone(pack)
@@ -102,10 +111,16 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
         for i in np.flatnonzero(violates(values, lim.limit)):
             out.append(_violation(lim, pack, sel.site[i], sel.collected[i], sel.collected[i], values[i],
                                   [sel.sample[i]], [values[i]], [sel.non_detect[i]]))
-    elif statistic in ("daily-maximum", "period-average", "monthly-average"):
+    elif statistic == "rolling-30-day":
+        out += _rolling(lim, pack, sel, values, tz, readings)
+    elif statistic in ("daily-maximum", "period-average", "monthly-average", "weekly-average"):
         group = sel.site.astype(str)
         days = local_days(sel.collected, tz)
-        if statistic != "period-average":
+        if statistic == "weekly-average":          # the calendar week, Sunday to Saturday: its Sunday
+            n = days.astype(np.int64)
+            key = (n - (n + 4) % 7).astype("datetime64[D]").astype(str)
+            group = np.char.add(np.char.add(group, "|"), key)
+        elif statistic != "period-average":
             unit = "D" if statistic == "daily-maximum" else "M"
             # site ids are slugs: no "|"
             group = np.char.add(np.char.add(group, "|"), days.astype(f"datetime64[{unit}]").astype(str))
@@ -122,6 +137,10 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
                 month = days[m][0].astype("datetime64[M]")
                 spans = [[_z(local_midnight(_date(month), tz)),
                           _z(local_midnight(_date(month + np.timedelta64(1, "M")), tz))]]
+            elif statistic == "weekly-average":
+                sunday = np.datetime64(uniq[g].split("|")[1], "D")
+                spans = [[_z(local_midnight(_date(sunday), tz)),
+                          _z(local_midnight(_date(sunday + np.timedelta64(7, "D")), tz))]]
             else:
                 spans = [[_z(period[0]), _z(period[1])]] if period is not None else sampled
             out.append(_violation(lim, pack, sel.site[m][0], sel.collected[m].min(), sel.collected[m].max(),
@@ -133,11 +152,46 @@ def check_limit(table: LabTable, lim: LabLimit, pack: str, non_detect: str = DEF
                 ev["average_days"] = readings.average_days
             if statistic == "monthly-average":
                 ev["month"] = uniq[g].split("|")[1]
+            elif statistic == "weekly-average":
+                ev["week"] = uniq[g].split("|")[1]          # its Sunday
             elif statistic == "daily-maximum":
                 ev["day"] = uniq[g].split("|")[1]
     else:
         raise ValueError(f"unknown statistic {lim.statistic!r}")
     out.sort(key=lambda v: (v["site"], v["start"]))
+    return out
+
+
+#: the days a rolling average takes in, the day of the sample it ends on included
+ROLLING_DAYS = 30
+
+
+def _rolling(lim: LabLimit, pack: str, sel: LabTable, values: np.ndarray, tz, readings: Readings) -> list[dict]:
+    """A rolling 30-day average: for each local day a result was collected on, the mean of the
+    results of the 30 local days ending on it (that day included); each such window over the
+    limit is one record, its days of violation those of its samples (``average_days =
+    "sampled"``) or all 30 days of it (``"period"``)."""
+    out = []
+    violates = VIOLATES[lim.op]
+    days = local_days(sel.collected, tz)
+    for site in np.unique(sel.site.astype(str)):
+        at = sel.site.astype(str) == site
+        for end in np.unique(days[at]):
+            first = end - np.timedelta64(ROLLING_DAYS - 1, "D")
+            m = at & (days >= first) & (days <= end)
+            mean = float(values[m].mean())
+            if not violates(mean, lim.limit):
+                continue
+            if readings.average_days == "sampled":
+                spans = day_intervals(days[m].astype(str), tz)
+            else:
+                spans = [[_z(local_midnight(_date(first), tz)),
+                          _z(local_midnight(_date(end + np.timedelta64(1, "D")), tz))]]
+            rec = _violation(lim, pack, site, sel.collected[m].min(), sel.collected[m].max(), mean, sel.sample[m],
+                             values[m], sel.non_detect[m], spans)
+            rec["evidence"].update(average_mg_l=mean, results=int(m.sum()), average_days=readings.average_days,
+                                   window=[str(first), str(end)])
+            out.append(rec)
     return out
 
 
@@ -176,8 +230,10 @@ def check_lab(table: LabTable, pack: str, non_detect: str = DEFAULT_COMPLIANCE,
         parts = [(table.select(~m), None), (table.select(m), permit)]
     for part, p in parts:
         if len(part):
-            for lim in lab_limits(pack, p):
-                out.extend(check_limit(part, lim, pack, non_detect, readings, period))
+            limits = lab_limits(pack, p)
+            for lim in limits:
+                out.extend(check_limit(part, lim, pack, non_detect, readings, period,
+                                       sample_types.named(limits, lim.analyte)))
     out.sort(key=lambda v: (v["site"], v["start"], v["rule"]))
     return out
 

@@ -207,8 +207,11 @@ def pack_limits(pack: str, permit: Permit | None = None) -> dict[str, float | Ra
     analyte, else its other limit) and the pH range (palmyra-wi §13.48(2)(g): 6.0 to 9.0),
     the stricter of ordinance and ``permit`` where both limit one (:func:`lab.ordinance.site_rules`)."""
     out: dict[str, float | Range] = {}
-    for lim in sorted(lab_limits(pack, permit), key=lambda x: x.statistic in ("each", "daily-maximum")):
-        out[lim.analyte] = lim.limit          # the per-sample (daily maximum) limit last, so it wins
+    # the per-sample (daily maximum) limit last, so it wins; of limits by sample type, the one
+    # naming none or composites (the daily maximum a 24-hour sample is judged by) over a grab's
+    for lim in sorted(lab_limits(pack, permit), key=lambda x: (x.statistic in ("each", "daily-maximum"),
+                                                               x.sample_type != "grab")):
+        out[lim.analyte] = lim.limit
     rules = site_rules(pack, permit)
     ph = [r for r in rules if r.kind == "range" and r.parameter == "ph"]
     low = next((r for r in ph if r.op in ("<", "<=")), None)

@@ -18,6 +18,8 @@ from pathlib import Path
 from lab.checks.compliance import day_ranges
 from lab.documents.loadings_chart import chart_series, loadings_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
+from limits.statements import of_violation, quantity
+from limits.words import analyte_name, rule_name
 
 
 def money(x: float) -> str:
@@ -69,11 +71,28 @@ def correction_html(bill: dict) -> str:
             f"{money(bill['total_dollars'])}</td></tr><tr><th>difference</th><th class=n>{diff}</th></tr></table>")
 
 
+def rate_said(r: dict) -> str:
+    """Which rate applied, in words: "the rate per 1,000 gallons 4.25, fixed by Examplehaven City
+    Code Sec. 22-60 (effective 2020-01-01)", or "... 4.5, the utility's rates"."""
+    if r["by"] == "ordinance":
+        where = f"fixed by {r['citation']}" + (f" (effective {r['effective']})" if r.get("effective") else "")
+    elif r["by"] == "rates":
+        where = "the utility's rates"
+    else:
+        where = "the ordinance's default"
+    return f"{r['words']} {r['value']:g}, {where}"
+
+
+def _rates_html(c: dict) -> str:
+    rates = c.get("rates") or []
+    return f"<br><small>{html.escape('; '.join(rate_said(r) for r in rates))}</small>" if rates else ""
+
+
 def body_html(bill: dict) -> str:
     """The bill's body: everything under the letterhead."""
     e = html.escape
-    rows = "".join(f"<tr><td>{e(c['charge'])}</td><td>{e(c['citation'])}</td><td class=n>{money(c['dollars'])}</td></tr>"
-                   for c in bill["charges"])
+    rows = "".join(f"<tr><td>{e(c['charge'])}{_rates_html(c)}</td><td>{e(c['citation'])}</td>"
+                   f"<td class=n>{money(c['dollars'])}</td></tr>" for c in bill["charges"])
     if bill["charges"]:
         total_label = "total" if bill["volume_known"] else "total on the partial metered volume (not a bill)"
         charges = (f"<table><tr><th>charge</th><th>ordinance</th><th class=n>amount</th></tr>{rows}"
@@ -90,16 +109,17 @@ def body_html(bill: dict) -> str:
             srows += (f"<tr><td>{e(a)}</td><td class=n>{d['average_mg_l']:.2f}</td><td class=n>{d['base_mg_l']:.2f}</td>"
                       f"<td class=n>{d['pounds']:.2f}</td><td class=n>${d['rate_per_lb']:.4f}</td>"
                       f"<td class=n>{money(d['dollars'])}</td></tr>")
-    viol = "".join(f"<li>{e(v['rule'])} {e(v['parameter'])}: {v['peak']:g} {e(v['unit'])} over {v['limit']:g} "
-                   f"({e(v['start'][:10])}; {e(v['citation'])})"
+    # a limit by its words and citation, never the pack's id for it
+    viol = "".join(f"<li>{e(analyte_name(v['parameter']))}: {e(quantity(v['peak'], v['unit']))}, the limit "
+                   f"{e(of_violation(v))} ({e(v['start'][:10])}; {e(v['citation'])})"
                    + (f"<br><small>{e(v['stricter_of'])}</small>" if v.get("stricter_of") else "") + "</li>"
                    for v in bill["violations"]) or "<li>none</li>"
-    incomplete = "".join(f"<p class=note>{e(x['note'])} ({e(x['rule'])}, sample {e(x.get('sample', ''))})</p>"
+    incomplete = "".join(f"<p class=note>{e(x['note'])} ({e(rule_name(x['rule']))}, sample {e(x.get('sample', ''))})</p>"
                          for x in bill.get("incomplete", []))
-    days = "".join(f"<tr><td>{e(d['rule'])}</td><td class=n>{d['days']}</td><td>{e(day_ranges(d['dates']))}</td>"
+    days = "".join(f"<tr><td>{e(rule_name(d['rule']))}</td><td class=n>{d['days']}</td><td>{e(day_ranges(d['dates']))}</td>"
                    f"<td>{e(d['citation'] or '')}</td></tr>" for d in bill.get("days_of_violation", []))
     days_html = ("<h2>Days of violation</h2><p>Each day a condition contrary to the ordinance exists is a separate "
-                 "violation; two episodes on one day are one day.</p><table><tr><th>rule</th><th class=n>days</th>"
+                 "violation; two episodes on one day are one day.</p><table><tr><th>limit</th><th class=n>days</th>"
                  "<th>dates</th><th>ordinance</th></tr>" + days + "</table>") if days else ""
     held = bill.get("permit_standing")
     standing_html = ""

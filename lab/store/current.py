@@ -12,7 +12,7 @@ from lab.results_table import LabTable
 
 def load_results(conn, start: datetime, end: datetime, sites: list[str] | None = None) -> LabTable:
     """Current versions of the results collected in ``[start, end)`` as a :class:`LabTable`."""
-    q = ("SELECT t.key, s.sample_key, s.collected, r.analyte, r.value_mg_l, r.qualifier = '<' "
+    q = ("SELECT t.key, s.sample_key, s.collected, r.analyte, r.value_mg_l, r.qualifier = '<', s.sample_type "
          "FROM lab_results_current r JOIN lab_samples s ON s.id = r.sample_id JOIN sites t ON t.id = s.site_id "
          "WHERE s.collected >= %s AND s.collected < %s")
     params: list = [start, end]
@@ -20,7 +20,7 @@ def load_results(conn, start: datetime, end: datetime, sites: list[str] | None =
         q += " AND t.key = ANY(%s)"
         params.append(list(sites))
     rows = conn.execute(q + " ORDER BY t.key, s.collected, r.analyte", params).fetchall()
-    cols = list(zip(*rows)) if rows else [[]] * 6
+    cols = list(zip(*rows)) if rows else [[]] * 7
     return LabTable.from_columns(*[list(c) for c in cols])
 
 

@@ -20,17 +20,41 @@ from datetime import datetime
 from lab.checks.compliance import check_lab, in_force
 from lab.ordinance import lab_limits
 from lab.store.current import list_results, load_results
+from lab.store.period_checks import with_rolling_lookback
+from limits import sample_types
 from limits.permit_store import current_permits
+from limits.readings import Readings
+from limits.statements import of_violation, stated
 
 #: How a limit's statistic reads.
 STATISTIC_WORDS = {"each": "each sample", "daily-maximum": "daily maximum", "monthly-average": "monthly average",
-                   "period-average": "average", "daily-loading": "daily loading"}
+                   "period-average": "average", "daily-loading": "daily loading",
+                   "weekly-average": "weekly average", "rolling-30-day": "rolling 30-day average"}
+
+
+def _limit_words(statistic: str, sample_type: str | None) -> str:
+    """What a limit judges, in words: "each sample", "each grab sample", "monthly average of
+    composite samples"."""
+    words = STATISTIC_WORDS.get(statistic, statistic)
+    if sample_type:
+        words = f"each {sample_type} sample" if statistic == "each" else f"{words} of {sample_types.MANY[sample_type]}"
+    return words
 
 
 def _limit(lim) -> dict:
+    words = _limit_words(lim.statistic, lim.sample_type)
     return {"rule": lim.rule, "analyte": lim.analyte, "limit": lim.limit, "unit": lim.unit,
-            "statistic": lim.statistic, "words": STATISTIC_WORDS.get(lim.statistic, lim.statistic),
+            "statistic": lim.statistic, "words": words, "sample_type": lim.sample_type,
+            "stated": stated(lim.comparison, lim.limit, lim.unit, lim.statistic, None, lim.sample_type),
+            "form": sample_types.in_words(lim.sample_type, lim.statistic),
             "op": lim.op, "citation": lim.citation, "applies": lim.origin}
+
+
+def _for_type(limits: list[dict], stype: str | None) -> list[dict]:
+    """The limits of one analyte that judge a result of sample type ``stype``
+    (:func:`limits.sample_types.applies_to`)."""
+    typed = frozenset(x["sample_type"] for x in limits if x["sample_type"])
+    return [x for x in limits if sample_types.applies_to(x["sample_type"], stype, typed)]
 
 
 def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] | None = None,
@@ -63,12 +87,15 @@ def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] |
         for lim in lab_limits(pack, None):
             without.setdefault(lim.analyte, []).append(_limit(lim))
         exceeds: dict[tuple, list] = {}
-        for v in check_lab(table, pack, "dl", permit):
+        for v in with_rolling_lookback(conn, check_lab(table, pack, "dl", permit), site, pack, permit, start, end,
+                                       "dl", Readings()):
             for sample in v["evidence"]["samples"]:
                 exceeds.setdefault((sample, v["parameter"]), []).append(
                     {"rule": v["rule"], "limit": v["limit"], "unit": v["unit"], "citation": v["citation"],
-                     "statistic": v["evidence"]["statistic"],
-                     "words": STATISTIC_WORDS.get(v["evidence"]["statistic"], v["evidence"]["statistic"]),
+                     "statistic": v["evidence"]["statistic"], "stated": of_violation(v),
+                     "words": _limit_words(v["evidence"]["statistic"], v["evidence"].get("sample_type")),
+                     "sample_type": v["evidence"].get("sample_type"),
+                     "form": sample_types.in_words(v["evidence"].get("sample_type"), v["evidence"]["statistic"]),
                      "average_mg_l": v["evidence"].get("average_mg_l"), "month": v["evidence"].get("month")})
         for r in site_rows:
             site_key, sample, collected, stype, analyte, qual, mg_l, version, by, at = r
@@ -80,7 +107,8 @@ def results_with_limits(conn, start: datetime, end: datetime, sites: list[str] |
                         "analyte": analyte, "qualifier": qual or "", "mg_l": mg_l, "non_detect": qual == "<",
                         "version": version, "entered_by": by, "entered_at": at, "laboratory": lab, "method": method,
                         "sampled_by": sampled_by, "sampled_by_words": SAMPLED_BY_WORDS[sampled_by],
-                        "limits": applies.get(analyte, []), "exceeds": exceeds.get((sample, analyte), [])})
+                        "limits": _for_type(applies.get(analyte, []), stype),
+                        "exceeds": exceeds.get((sample, analyte), [])})
     return out
 
 

@@ -5,12 +5,12 @@ window's metered volume and loadings."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
-from lab.checks.compliance import check_flows, check_lab, check_loadings, in_force
+from lab.checks.compliance import ROLLING_DAYS, check_flows, check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
 from lab.checks.snc import pack_limits, snc
-from lab.ordinance import loading_limits, pack_of, pack_timezone
+from lab.ordinance import lab_limits, loading_limits, pack_of, pack_timezone
 from lab.store.current import load_results
 from lab.store.flow import composite_loadings, link_composite, period_volume, stored_violations, store_violations
 from limits.days import by_site_and_rule
@@ -33,6 +33,20 @@ def prohibited_episodes(conn, site: str, pack: str, start: datetime, end: dateti
             out.append({**v, "limit": v["limit"] if r.kind == "slug" else r.limit_canonical,
                         "comparison": r.comparison, "citation": r.citation})
     return out
+
+
+def with_rolling_lookback(conn, found: list[dict], key: str, pack: str, permit, start: datetime, end: datetime,
+                           non_detect: str, readings: Readings) -> list[dict]:
+    """``found`` with its rolling 30-day averages judged over the results of the 30 days before
+    each day of the period too (a window ending on the period's first days reaches back before
+    it): the records of windows ending in the period."""
+    if not any(lim.statistic == "rolling-30-day" for lim in lab_limits(pack, permit)):
+        return found
+    first = start.astimezone(pack_timezone(pack)).date().isoformat()
+    back = load_results(conn, start - timedelta(days=ROLLING_DAYS), end, [key])
+    rolling = [v for v in check_lab(back, pack, non_detect, permit, readings, (start, end))
+               if v["evidence"].get("statistic") == "rolling-30-day" and v["evidence"]["window"][1] >= first]
+    return [v for v in found if v["evidence"].get("statistic") != "rolling-30-day"] + rolling
 
 
 def check_db(conn, start: datetime, end: datetime, store: bool = False, non_detect: str = "dl",
@@ -59,6 +73,7 @@ def check_db(conn, start: datetime, end: datetime, store: bool = False, non_dete
         tz = pack_timezone(pack)
         table = load_results(conn, start, end, [key])
         found = check_lab(table, pack, non_detect, permit, readings, (start, end))
+        found = with_rolling_lookback(conn, found, key, pack, permit, start, end, non_detect, readings)
         vol = period_volume(conn, key, start, end)
         # §13.54(1)(f): the ordinance's own prohibitions, whatever the permit applies
         prohibited = (check_lab(table, pack, non_detect, None, readings, (start, end))

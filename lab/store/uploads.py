@@ -27,7 +27,7 @@ from lab.store.results import import_lab_file
 #: Good rows a preview lists (the counts cover them all).
 PREVIEW_ROWS = 200
 #: The columns of a file made from typed rows.
-TYPED_COLUMNS = (*REQUIRED, *OPTIONAL, "laboratory", "method")
+TYPED_COLUMNS = (*REQUIRED, *OPTIONAL, "sample_type", "laboratory", "method")
 
 COLS = ("id", "filename", "sha256", "size_bytes", "correct", "site_id", "uploaded_by", "uploaded_at", "preview",
         "state", "done_by", "done_at", "report")
