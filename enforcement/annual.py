@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
+from enforcement import notice_evidence
 from enforcement import notices as nts
 from enforcement import publication
 from enforcement import schedules
@@ -114,7 +115,7 @@ def _violations(conn, site_key: str, start: datetime, end: datetime, tz) -> list
         groups.setdefault(v["rule"], []).append(v)
     out = []
     for rule, vs in sorted(groups.items()):
-        req = nts.requirement_of_violation(vs[0])
+        req = notice_evidence.requirement_of_violation(vs[0])
         source = ", ".join(sorted({v["source"] for v in vs}))
         out.append({"rule": rule, "parameter": vs[0]["parameter"], "source": source, "episodes": len(vs),
                     "days_of_violation": nts.days_of_violation(vs, tz, (start, end))["days"],

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 from foundation.actor import Actor
 from foundation.errors import InputError
+from enforcement import notice_evidence
 from enforcement import notices as nt
 from enforcement.guide import Guide
 from lab.documents.pdf import Letterhead
@@ -71,7 +72,7 @@ def plan(conn, n: dict, guide: Guide, on: date) -> dict:
     from enforcement.findings import site
     from limits.packs import load_pack
 
-    said = nt._as_the_municipality(load_pack(site(conn, n["site"]).pack))
+    said = notice_evidence.as_the_municipality(load_pack(site(conn, n["site"]).pack))
     return {"to": esc.to, "respond_within_days": esc.respond_within_days, "reason": reason,
             "guide_reason": said(esc.reason), "row": esc.where, "guide": guide.name, "unanswered": unanswered,
             "needs_note": not unanswered}
