@@ -22,35 +22,30 @@ import re
 import tomllib
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
+from pydantic import BeforeValidator, ValidationInfo, model_validator
 
 from foundation.backup_options import Backup
-from foundation.errors import ConfigError, InputError
-from foundation.paths import PACKS_DIR, PROFILES_DIR, default_state_dir
-from foundation.schema import (SLUG, Address, Bool, Date, Internal, IntRange, Networks, Number, OneOf, Positive, Slug,
-                               Table, Tables, Text, TextList, TimeZone, TopicLevel, Url, beside, check, duplicates,
-                               fail, is_int, known_unit, refusing, show, table, validate)
+from foundation.field_options import ChecklistItem, FieldOptions, Instrument
+# the MQTT inputs' tables and names, read from here as well
+from foundation.mqtt_options import (DEFAULT_SPARKPLUG_HOST_ID, DEFAULT_TOPIC_PATTERN, MQTT_FORMATS,  # noqa: F401
+                                     SPARKPLUG_NAMESPACE, TELEGRAF_TIME_UNITS, TOPIC_PLACEHOLDERS, Metric, Mqtt,
+                                     MqttInput)
+# where rule packs are found (the process's state), read from here as well
+from foundation.pack_path import (PACK_PATH_ENV, defer_pack_dirs, find_pack, known_packs, pack_dirs,  # noqa: F401
+                                  pack_dirs_problem, pack_files, pack_sources, use_pack_dirs)
+from foundation.errors import ConfigError
+from foundation.paths import PROFILES_DIR, default_state_dir
+from foundation.schema import (SLUG, Address, Bool, Internal, IntRange, Networks, OneOf, Positive, Slug, Table, Tables,
+                               Text, TextList, TimeZone, Url, beside, check, duplicates, fail, known_unit, refusing,
+                               show, table, validate)
 from foundation.units import SENSOR_PARAMETERS, to_canonical
 
 DEFAULT_PG_PORT = 55432
 DEFAULT_MQTT_PORT = 51883
 #: The embedded broker's sites' listener is this far above ``mqtt_port`` unless configured.
 SITES_PORT_OFFSET = 1000
-#: The documented topic scheme (DESIGN.md): ``sewerwatch/<site>/<sensor>``.
-DEFAULT_TOPIC_PATTERN = "sewerwatch/{site}/{sensor}"
-#: Payload formats an ``[[mqtt.inputs]]`` entry may name (ingest/mqtt/README.md).
-MQTT_FORMATS = ("sewerwatch", "telegraf", "number", "sparkplug")
-#: The Sparkplug B topic namespace: ``spBv1.0/<group>/<type>/<edge node>[/<device>]``.
-SPARKPLUG_NAMESPACE = "spBv1.0"
-#: sewerwatch's Sparkplug host id by default (``spBv1.0/STATE/sewerwatch``).
-DEFAULT_SPARKPLUG_HOST_ID = "sewerwatch"
-#: Placeholders of a topic pattern: the site, the sensor, and any one level not used
-#: (Telegraf's default topic ``telegraf/<host>/<measurement>``).
-TOPIC_PLACEHOLDERS = ("{site}", "{sensor}", "{measurement}")
-#: Telegraf's ``json_timestamp_units`` -> microseconds per unit.
-TELEGRAF_TIME_UNITS = {"1ns": 0.001, "1us": 1, "1ms": 1000, "1s": 1_000_000}
 #: 40 CFR 403.12(o)(2): records of monitoring activities and results are kept at least
 #: three years (longer during litigation or when the Approval Authority asks).
 RECORDS_YEARS_MIN = 3
@@ -322,94 +317,6 @@ class RunOptions(Table):
 
 
 @table
-class ChecklistItem(Table):
-    """``[[field.checklist]]``: one item an inspector checks at an industrial user."""
-
-    item: Text
-    """What is checked, in words (\"Grease interceptor cleaning records kept\")."""
-    citation: Text | None = None
-    """The requirement behind it (\"Village of Palmyra Code §13.51\")."""
-
-
-@table
-class FieldOptions(Table):
-    """``[field]``: instruments and field work: maintenance windows, calibrations, drift
-    against grab samples, inspections."""
-
-    window_limit_h: Positive = 2.0
-    """A maintenance window open longer than this raises an alert [h]."""
-    window_grace_s: Positive = 60.0
-    """A window may start this long before it is recorded without counting as opened after the fact [s]; one
-    reaching further back over readings already judged waits for a second person's approval."""
-    drift_ph: Positive = 0.3
-    """A grab sample's pH further than this from the live sensor's raises a sensor-drift alert [pH]."""
-    drift_temperature_degf: Positive = 2.0
-    """A grab temperature further than this from the live sensor's raises a sensor-drift alert [degF]."""
-    drift_window_s: Positive = 120.0
-    """The sensor's readings this close to a grab sample's time are compared with it (their median) [s]."""
-    calibration_remind_days: Positive = 14.0
-    """A calibration due within this many days raises a reminder alert; after its due date it is overdue [days]."""
-    calibration_days: Annotated[dict[OneOf(*SENSOR_PARAMETERS, what="parameter"),
-                                     Annotated[int, check(lambda v: is_int(v) and v > 0,
-                                                          "a whole number of days > 0")]],
-                                check(lambda v: isinstance(v, dict) or v is None, "a table of parameter = days",
-                                      lambda v: v or {})] = Field(default_factory=dict)
-    """The utility's own calibration interval per parameter, e.g. ``{ ph = 14, flow = 365 }`` [days]; the
-    shortest of this, the instrument's, the ordinance's and the permit's applies."""
-    ph_check_tolerance: Positive = 0.1
-    """A pH calibration passes when every buffer reads within this of its value after calibration [pH]
-    (a check buffer within ±0.1 pH units: EPA Method 150.1, Standard Methods 4500-H+ B)."""
-    ph_slope_min_pct: Positive = 95.0
-    """The lowest electrode slope a pH calibration passes with [% of Nernstian]."""
-    ph_slope_max_pct: Positive = 105.0
-    """The highest electrode slope a pH calibration passes with [% of Nernstian]."""
-    ph_offset_max_mv: Positive = 30.0
-    """The largest electrode offset (zero point) a pH calibration passes with [mV]."""
-    flow_tolerance_pct: Positive = 10.0
-    """A flow meter verification passes when the meter is within this of the reference [%] (EPA NPDES Compliance
-    Inspection Manual: flow measurement within ±10 % of the actual flow)."""
-    temperature_tolerance_degf: Positive = 2.0
-    """A temperature probe check passes within this of the reference thermometer [degF]."""
-    photo_max_bytes: IntRange(1024, 1 << 30) = 10 << 20
-    """The largest photo an inspection takes [bytes]."""
-    photo_max_pixels: IntRange(1, 1 << 31) = 40_000_000
-    """The most pixels a photo may have (a larger one is refused, never decoded) [pixels]."""
-    check_every_s: Positive = 60.0
-    """How often ``sewerwatch run`` looks at open windows, calibrations due and new grab samples [s]."""
-    checklist: Tables(ChecklistItem) = ()
-    """The inspection checklist (default: the rule pack's)."""
-
-
-@table(kw_only=True)
-class Instrument(Table):
-    """``[[instruments]]``: the instrument at a sensor, written to the register by
-    ``sewerwatch db migrate``."""
-
-    sensor: Text
-    """The sensor, ``<site>/<name>``."""
-    make: Text | None = None
-    """The maker."""
-    model: Text | None = None
-    """The model."""
-    serial: Text | None = None
-    """The serial number (another one is another instrument: the register keeps the history)."""
-    range_low: Number | None = None
-    """The lowest value it measures [the sensor's unit]."""
-    range_high: Number | None = None
-    """The highest value it measures [the sensor's unit]."""
-    owner: OneOf("utility", "industrial-user") = "industrial-user"
-    """Who owns and maintains it (Palmyra §13.52(3): metering devices "owned and maintained by the property owner or
-    user")."""
-    installed: Date | None = None
-    """The day it was installed."""
-    calibration_interval_days: IntRange(1, 36600) | None = None
-    """How often it is calibrated [days] (the shortest of this, ``[field] calibration_days``, the ordinance's and the
-    permit's applies)."""
-    note: Text | None = None
-    """A free note."""
-
-
-@table
 class Retention(Table):
     """``[retention]``: the storage policy, applied by ``sewerwatch db maintain`` and periodically by ``run``."""
 
@@ -497,145 +404,6 @@ class WebOptions(Table):
     def link_base(self) -> str:
         """The public address the links start with, without a trailing slash."""
         return (self.public_url or f"http://{self.bind}:{self.port}").rstrip("/")
-
-
-class Metric(NamedTuple):
-    """``[[mqtt.inputs.metrics]]``: a Sparkplug B metric (``node``, ``device``: empty for the
-    node's own, ``metric``: its name) and the ``sensor`` it feeds (``<site>/<name>``)."""
-
-    node: Text
-    device: str
-    metric: Text
-    sensor: Text
-
-
-def _metrics(v):
-    if isinstance(v, tuple):
-        return v
-    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
-        raise fail((), f"expected an array of tables ([[mqtt.inputs.metrics]]), got {show(v)}")
-    return [{"device": "", **x} for x in v]
-
-
-@table
-class MqttInput(Table):
-    """``[[mqtt.inputs]]``: a topic pattern and the format of its payloads."""
-
-    topic: Text
-    """Pattern with ``{site}`` and ``{sensor}`` levels (``telegraf`` may leave out ``{sensor}``, and
-    ``{site}`` when a tag names it; ``sparkplug``: ``spBv1.0/<group id>``)."""
-    format: Text = "sewerwatch"
-    """One of sewerwatch (the documented JSON), telegraf (Telegraf's JSON output), number (a bare
-    number, stamped on receipt, in the sensor's unit), sparkplug (Sparkplug B)."""
-    site_from: str = ""
-    """telegraf: ``topic`` (the ``{site}`` level) or ``tag:<name>``."""
-    sensor_from: str = ""
-    """telegraf: ``topic``, ``field`` (each field a sensor), ``name`` (the metric's) or ``tag:<name>``."""
-    timestamp_units: OneOf(*TELEGRAF_TIME_UNITS) = "1s"
-    """telegraf: the ``json_timestamp_units`` Telegraf was configured with."""
-    metrics: Annotated[tuple[Metric, ...], BeforeValidator(_metrics)] = ()
-    """sparkplug: the metrics mapped to sensors (each edge node's to one site's sensors: it
-    publishes with that plant's broker account)."""
-    ignore_unmapped_fields: Bool = False
-    """telegraf: a field of a known site that names no sensor is passed over quietly (Telegraf
-    sends every field its inputs gather; its ``fieldinclude`` is the better filter), instead of
-    a dead letter for each message."""
-
-    @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo):
-        levels = self.topic.split("/")
-        if info.context is not None:
-            _check_input(self, levels)
-        if not self.site_from:
-            object.__setattr__(self, "site_from", "topic" if "{site}" in levels else "tag:site")
-        if not self.sensor_from:
-            object.__setattr__(self, "sensor_from", "topic" if "{sensor}" in levels else "field")
-        if info.context is not None and self.format == "telegraf":
-            _check_telegraf(self, levels)
-        return self
-
-
-#: keys of an input only some formats have -> those formats, and the problem in another
-_ONLY = {"metrics": (("sparkplug",), "only a sparkplug input maps metrics"),
-         "ignore_unmapped_fields": (("telegraf",), "only a telegraf input has fields to ignore"),
-         "site_from": (("telegraf",), "only a telegraf input says where site and sensor come from"),
-         "sensor_from": (("telegraf",), "only a telegraf input says where site and sensor come from")}
-
-
-def _check_input(m: MqttInput, levels: list[str]) -> None:
-    if m.format not in MQTT_FORMATS:         # a file's (the collectors make inputs of their own formats)
-        raise fail(("format",), f"expected one of {', '.join(MQTT_FORMATS)}, got {show(m.format)}")
-    for k, (formats, why) in _ONLY.items():
-        if getattr(m, k) and m.format not in formats:
-            raise fail((k,), why)
-    if m.format == "sparkplug":
-        if len(levels) != 2 or levels[0] != SPARKPLUG_NAMESPACE or not levels[1] or "{" in levels[1]:
-            raise fail(("topic",), f"a sparkplug input's topic is {SPARKPLUG_NAMESPACE}/<group id>, got {m.topic!r}")
-        if not m.metrics:
-            raise fail(("metrics",), "missing: [[mqtt.inputs.metrics]] map the edge nodes' metrics to sensors "
-                       "(node, device, metric, sensor)")
-        for j, x, first in duplicates(m.metrics, lambda x: x[:3]):
-            raise fail(("metrics", j), f"duplicate metric {x!r} (first at [{first}])")
-        owner: dict = {}
-        for j, x in enumerate(m.metrics):
-            site = x.sensor.split("/", 1)[0]
-            if owner.setdefault(x.node, (site, j))[0] != site:
-                raise fail(("metrics", j, "sensor"), f"edge node {x.node!r} maps a sensor of site {site!r} and one "
-                           f"of site {owner[x.node][0]!r} (metrics[{owner[x.node][1]}]): an edge node publishes "
-                           "with one plant's broker account, so it belongs to one site")
-        return
-    if any(lvl.startswith("{") and lvl.endswith("}") and lvl not in TOPIC_PLACEHOLDERS for lvl in levels):
-        raise fail(("topic",), f"pattern {m.topic!r}: the placeholders are {{site}}, {{sensor}} and {{measurement}} "
-                   "(any one level, not used)")
-    if "+" in m.topic or "#" in m.topic:
-        raise fail(("topic",), f"pattern {m.topic!r}: write {{site}}/{{sensor}} instead of MQTT wildcards")
-    if levels.count("{site}") > 1 or levels.count("{sensor}") > 1:
-        raise fail(("topic",), f"pattern {m.topic!r} has {{site}} or {{sensor}} twice")
-    if m.format != "telegraf" and (levels.count("{site}") != 1 or levels.count("{sensor}") != 1):
-        raise fail(("topic",), f"pattern {m.topic!r} needs exactly one {{site}} and one {{sensor}} level "
-                   f"for format {m.format!r}")
-
-
-def _check_telegraf(m: MqttInput, levels) -> None:
-    for k, choices, level in (("site_from", ("topic",), "{site}"),
-                              ("sensor_from", ("topic", "field", "name"), "{sensor}")):
-        v = getattr(m, k)
-        if not (v in choices or v.startswith("tag:") and len(v) > 4):
-            raise fail((k,), f"expected {', '.join(map(repr, choices))} or 'tag:<name>', got {v!r}")
-        if v == "topic" and level not in levels:
-            raise fail((k,), f"'topic' needs a {level} level in the topic pattern")
-
-
-def _topic_pattern(p: str) -> str:
-    levels = p.split("/")
-    if levels.count("{site}") != 1 or levels.count("{sensor}") != 1 or "+" in p or "#" in p:
-        raise fail((), f"pattern {p!r} needs exactly one {{site}} and one {{sensor}} level, and no + or #")
-    return p
-
-
-@table
-class Mqtt(Table):
-    """``[mqtt]``: the topic schemes the collectors subscribe to."""
-
-    topics: Annotated[TextList, AfterValidator(lambda v: tuple(map(_topic_pattern, v)))] = (DEFAULT_TOPIC_PATTERN,)
-    """Topic patterns with one ``{site}`` and one ``{sensor}`` level, carrying the sewerwatch JSON format."""
-    inputs: Tables(MqttInput) = ()
-    """More inputs: each a topic pattern and the format of its payloads."""
-    share_group: TopicLevel("the group of $share/<group>/...") | None = None
-    """The ``collect`` processes share the readings through the broker's shared subscriptions of this
-    group (``$share/<group>/...``), each message to one of them (``run`` takes all)."""
-    sparkplug_host_id: TopicLevel("the host id of spBv1.0/STATE/<host id>") = DEFAULT_SPARKPLUG_HOST_ID
-    """With sparkplug inputs, ``run`` is the Sparkplug 3.0 primary host of this id: its STATE on
-    ``spBv1.0/STATE/<host id>``, the id edge nodes are configured with."""
-
-    @model_validator(mode="after")
-    def _distinct(self):
-        for i, topic, first in duplicates(self.inputs, lambda m: m.topic):
-            raise fail(("inputs", i), f"duplicate topic pattern {topic!r} (first at mqtt.inputs[{first}])")
-        for i, m in enumerate(self.inputs):
-            if m.topic in self.topics:
-                raise fail(("inputs", i, "topic"), f"pattern {m.topic!r} is also in [mqtt] topics")
-        return self
 
 
 #: a table kept as data, checked by its owner (a copy of it)
@@ -837,117 +605,3 @@ def from_dict(data: dict, path: str = "<dict>") -> Config:
     base = Path(path).resolve().parent if Path(path).is_file() else Path.cwd()
     cfg = validate(Config, data, path, ConfigError, context={"base": base})      # not a table: its first problem
     return replace(cfg, path=path, raw=data, services=cfg.services.with_environment())
-
-
-# --- where rule packs are found ---------------------------------------------------------
-
-#: Environment variable: folders of rule packs (``os.pathsep``-separated), searched first.
-PACK_PATH_ENV = "SEWERWATCH_PACK_PATH"
-
-#: The ``[utility] pack_dirs`` of the config this process runs with (set by :func:`load`).
-_config_pack_dirs: tuple[Path, ...] = ()
-
-
-def use_pack_dirs(folders) -> None:
-    """Make ``folders`` the config's pack folders for this process (:func:`load` calls it
-    with the loaded config's ``[utility] pack_dirs``; a config without them clears them)."""
-    global _config_pack_dirs, _deferred
-    _config_pack_dirs = tuple(Path(f) for f in folders)
-    _deferred = None
-
-
-#: ``() -> None`` loading the config in force when a pack is first looked up (the shell's
-#: :func:`defer_pack_dirs`), so a command on files alone that takes ``--pack`` searches the
-#: config's ``pack_dirs`` too without loading the config before it needs to.
-_deferred = None
-
-
-def defer_pack_dirs(loader) -> None:
-    """Have the first look-up of a pack call ``loader`` (which loads the config in force and
-    so sets its ``pack_dirs``, :func:`use_pack_dirs`); None: no more."""
-    global _deferred, _problem
-    _deferred, _problem = loader, None
-
-
-#: why the config in force gave no pack folders (it could not be read), for the message of a
-#: pack not found (:func:`pack_dirs_problem`)
-_problem: str | None = None
-
-
-def pack_dirs_problem(problem: str | None = None) -> str | None:
-    """Record (with ``problem``) or read why the config in force gave no pack folders."""
-    global _problem
-    if problem is not None:
-        _problem = problem
-    return _problem
-
-
-def pack_dirs(extra=()) -> tuple[Path, ...]:
-    """The folders searched for a rule pack ``<id>.toml``, in order.
-
-    ``extra`` (e.g. the ``pack_dirs`` of a config being validated), then
-    ``$SEWERWATCH_PACK_PATH``, then the ``[utility] pack_dirs`` of the config in force in
-    this process, then the packs shipped in ``limits/packs/``.
-    """
-    global _deferred
-    if _deferred is not None:
-        load_now, _deferred = _deferred, None
-        load_now()
-    return tuple(folder for folder, _ in pack_sources(extra))
-
-
-def pack_sources(extra=()) -> tuple[tuple[Path, str], ...]:
-    """The pack folders of :func:`pack_dirs`, each with where it comes from in words: "the
-    config being checked", "$SEWERWATCH_PACK_PATH", "the config's pack_dirs", "shipped"."""
-    env = tuple(Path(p) for p in os.environ.get(PACK_PATH_ENV, "").split(os.pathsep) if p)
-    return (*((Path(e), "the config being checked") for e in extra), *((e, f"${PACK_PATH_ENV}") for e in env),
-            *((c, "the config's pack_dirs") for c in _config_pack_dirs), (PACKS_DIR, "shipped"))
-
-
-def pack_files(pack_id: str, extra=()) -> list[tuple[Path, str]]:
-    """Every file of rule pack ``pack_id`` on the search path, each once (a folder on the path
-    twice counts once), with where its folder comes from (:func:`pack_sources`)."""
-    pack_dirs(extra)                      # the config in force, if not yet loaded
-    seen: dict[Path, tuple[Path, str]] = {}
-    for folder, origin in pack_sources(extra):
-        p = folder / f"{pack_id}.toml"
-        if p.is_file():
-            seen.setdefault(p.resolve(), (p, origin))
-    return list(seen.values())
-
-
-def find_pack(pack_id: str, extra=()) -> Path | None:
-    """The file of rule pack ``pack_id`` on the search path (:func:`pack_dirs`), or None.
-
-    Raises
-    ------
-    InputError
-        When two files on the path have that id (naming both): which one the utility means
-        is not for the program to guess.
-    """
-    found = pack_files(pack_id, extra)
-    if len(found) > 1:
-        (a, wa), (b, wb) = found[:2]
-        raise InputError(f"rule pack {pack_id!r} is found twice: {a} ({wa}) and {b} ({wb}); "
-                         "rename or remove one (a pack's id is its file's name)")
-    return found[0][0] if found else None
-
-
-def known_packs(extra=()) -> list[str]:
-    """The ids of every rule pack on the search path, sorted.
-
-    A pack folder may also hold other TOML files (``pack_dirs = ["."]`` beside ``city.toml``
-    and ``rates.toml``): a file that parses and has neither ``id`` nor ``[[rules]]`` is no
-    pack and is not listed. A file that does not parse is listed, so that loading it names its
-    error.
-    """
-    return sorted({p.stem for folder in pack_dirs(extra) if folder.is_dir()
-                   for p in folder.glob("*.toml") if _may_be_pack(p)})
-
-
-def _may_be_pack(path: Path) -> bool:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return True
-    return "id" in data or "rules" in data

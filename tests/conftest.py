@@ -31,6 +31,7 @@ if _WORKER.startswith("gw"):
     os.environ["SEWERWATCH_MQTT_PORT"] = str(int(os.environ.get("SEWERWATCH_MQTT_PORT") or 51883) + _n)
 
 from foundation import config as sw_config
+from foundation import pack_path
 from sewerwatch import services as sw_services
 from sewerwatch.db import bootstrap, migrate, roles
 
@@ -115,7 +116,7 @@ def _config_pack_dirs_stay_in_their_test():
     """A test that loads a config in this process (``cli.main([...])``) sets the process's
     ``[utility] pack_dirs`` (``foundation.config.use_pack_dirs``); put them back after it, so
     that a later test on the same worker does not search a folder of the earlier test."""
-    before = sw_config._config_pack_dirs
+    before = pack_path.config_pack_dirs()
     yield
     sw_config.use_pack_dirs(before)
 
