@@ -161,3 +161,17 @@ def test_each_package_readme_says_what_it_may_import(package):
     text = (ROOT / package / "README.md").read_text(encoding="utf-8")
     assert "May import:" in text
     assert "tests/test_layers.py" in text
+
+
+#: The most lines a module of the packages may have: a room a newcomer reads in one sitting.
+MODULE_MAX_LINES = 700
+
+
+def test_no_module_of_the_packages_is_over_700_lines():
+    long = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > MODULE_MAX_LINES:
+                long[str(path.relative_to(ROOT))] = n
+    assert not long, f"modules over {MODULE_MAX_LINES} lines (split them along their sections): {long}"

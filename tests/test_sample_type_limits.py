@@ -259,7 +259,7 @@ def test_stored_results_are_judged_listed_and_noticed_by_their_type(town, db):
 def test_the_portal_states_the_limit_of_the_samples_type(town, db):
     import json
 
-    from web.portal.owed import home
+    from ereport.owed import home
 
     code, out, err = _main(town, db, "lab", "check", "--since", "2026-03-01", "--until", "2026-04-01", "--store",
                            "--json")
@@ -281,7 +281,7 @@ def test_the_portals_form_carries_the_sample_type_into_the_lab_csv():
 
     from lab.readers.labcsv import LabReader
     from lab.store.results import _sample_kind
-    from web.portal.labcheck import form_csv
+    from ereport.labcheck import form_csv
 
     data = form_csv("plater", [{"sample_id": "G-1", "collected": "2026-03-04", "analyte": "cu", "value": "4.1",
                                 "unit": "mg/l", "sample_type": "grab"},
