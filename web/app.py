@@ -46,6 +46,7 @@ from web.pages import inspections as inspection_pages
 from web.pages import instruments as instrument_pages
 from web.pages import maintenance as maintenance_pages
 from web.pages import rates as rates_page
+from web.pages import statements as statements_page
 
 log = logging.getLogger("sewerwatch.web")
 access_log = logging.getLogger("sewerwatch.web.access")
@@ -258,7 +259,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *inspection_pages.ROUTES, *ack.ROUTES,
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
-                *enforcement.ROUTES, *bills.ROUTES, *rates_page.ROUTES, *accounts_page.ROUTES,
+                *enforcement.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES, *accounts_page.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(
