@@ -27,8 +27,9 @@ since the preview) and records only the matched rows in ``payments``, with the l
 the ordinance adds where the payment comes after the grace period and none was recorded on
 that quarter yet (:func:`lab.charges.late_charge` on what was owed, palmyra-wi
 003_44f871d49a02d8f5.txt §13.46(8)); every other row goes to ``dead_letters`` (source
-``bank-payments``, the row as it was, the reason). A file is recorded once: the same bytes
-again are refused, naming the import that recorded them.
+``bank-payments``, topic ``bank file <id>, <file>:<line>``, the row as it was, the reason).
+A file is recorded once: the same bytes again are refused, naming the import that recorded
+them.
 """
 
 from __future__ import annotations
@@ -293,7 +294,7 @@ def record(conn, import_id: int, today: date, *, actor: Actor) -> dict:
             else:
                 conn.execute("INSERT INTO dead_letters (source, topic, payload, reason, detail) "
                              "VALUES (%s, %s, %s, %s, %s)",
-                             (SOURCE, f"bank file {import_id} ({name}):{r['line']}", r["raw"].encode("utf-8"),
+                             (SOURCE, f"bank file {import_id}, {name}:{r['line']}", r["raw"].encode("utf-8"),
                               r["reason"], json.dumps({"file": name, "import": import_id, "line": r["line"],
                                                        "actor": actor.audit_name})))
         conn.execute("UPDATE payment_imports SET state = 'recorded', recorded_by = %s, recorded_at = now(), "

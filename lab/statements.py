@@ -246,5 +246,5 @@ def owed(conn, bill_id: int) -> dict:
     q = next(x for x in a["quarters"] if root[x["bill"]] == root[bill_id])
     return {"bill": q["bill"], "owed": q["owed"], "late": q["late"], "due": date.fromisoformat(q["due"]),
             "issued": date.fromisoformat(q["issued"]), "pack": site["pack"], "site": site["key"],
-            "quarter": q["quarter"], "total": q["billed"],
+            "quarter": q["quarter"], "total": q["billed"], "paid": q["paid"],
             "replaced_by": q["bill"] if q["bill"] != bill_id else None}

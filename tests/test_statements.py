@@ -138,3 +138,28 @@ def test_bank_file_recorded_once_and_statements_aged_as_by_hand(db, tmp_path):
     r = run(t, db, "bills", "import-payments", "bad.csv")
     assert r.returncode == 2 and "bad.csv: line 1: no column date (expected the columns date, amount, reference" \
         in r.stderr
+
+
+@pytest.mark.timeout(900)
+def test_a_payment_one_by_one_takes_what_is_left_after_the_bank_file(db, tmp_path):
+    t = tmp_path
+    b = ss.seed_bills(t, db)
+    today = datetime.now(ZoneInfo("America/Chicago")).date()
+    (t / "bank.csv").write_text(ss.bank_csv(b, today), encoding="utf-8")
+    assert run(t, db, "bills", "import-payments", "bank.csv", "--record").returncode == 4
+    want = ss.expected(b, date(2026, 8, 15))["plating"]
+    p1, p2 = b[("plating", "2026Q1", "now")][0], b[("plating", "2026Q2", "first")][0]
+    left = round(b[("plating", "2026Q2", "first")][1] - 100, 2)
+    # the paid quarter corrected downward: nothing left to pay on its corrected bill
+    r = run(t, db, "bills", "pay", str(p1), "--on", "2026-06-01")
+    assert r.returncode == 2 and f"paid: bill {p1} (plating, 2026Q1) has $0.00 left to pay" in r.stderr, r.stderr
+    r = run(t, db, "bills", "pay", str(p2), "--on", "2026-08-01", "--dollars", "1000")
+    assert r.returncode == 2 and f"has ${left:,.2f} left to pay after the payments recorded" in r.stderr, r.stderr
+    # what is left, paid 2026-08-01: 22 days after the bill's date, so 3 % of it is added (§13.46(8))
+    r = run(t, db, "bills", "pay", str(p2), "--on", "2026-08-01")
+    assert r.returncode == 0, r.stderr
+    late = ss.cents(0.03 * left)
+    assert f"late charge ${late:,.2f}" in r.stdout
+    s = statement(t, db, "plating", "2026-08-15")
+    assert s["aging"]["0-30"] == pytest.approx(late)         # only the late charge is left on 2026Q2
+    assert s["balance"] == pytest.approx(ss.cents(want["balance"] - left + late))
