@@ -163,3 +163,24 @@ def test_a_payment_one_by_one_takes_what_is_left_after_the_bank_file(db, tmp_pat
     s = statement(t, db, "plating", "2026-08-15")
     assert s["aging"]["0-30"] == pytest.approx(late)         # only the late charge is left on 2026Q2
     assert s["balance"] == pytest.approx(ss.cents(want["balance"] - left + late))
+
+
+def test_recording_a_bank_file_takes_the_clerk_or_the_utility_heads_reading_any_staff(db, tmp_path):
+    from web_support import PEOPLE, cheap_hashes, csrf_of, office_client, sign_in
+
+    with cheap_hashes(), office_client(db, tmp_path) as c:
+        for user, (_, role) in PEOPLE.items():
+            c.cookies.clear()
+            token = csrf_of(sign_in(c, user).text)
+            assert c.get("/bills/receivables?as_of=2026-08-15").status_code == 200, user
+            assert c.get("/bills/statements/plating?as_of=2026-08-15").status_code == 200, user
+            r = c.post("/bills/payments", files={"file": ("bank.csv", b"date,amount,reference\n2026-07-01,1,BILL 1\n",
+                                                          "text/csv")}, data={"_csrf_token": token, "_form_key": f"{user:k<32}"},
+                       follow_redirects=False)
+            may = role in ("superintendent", "coordinator", "clerk")
+            assert r.status_code == (303 if may else 403), (user, r.status_code, re.sub(r"<[^>]+>", " ", r.text)[-1500:])
+            if not may:
+                assert "Not allowed for your role" in r.text
+    with db.connect() as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT staged_by) FROM payment_imports").fetchone() == (3, 3)
+        assert conn.execute("SELECT count(*) FROM payments").fetchone()[0] == 0        # staged, none recorded

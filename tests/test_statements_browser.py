@@ -122,6 +122,7 @@ def test_clerk_records_a_bank_file_and_reads_a_statement_aged_as_by_hand(office,
 
 
 def test_a_viewer_reads_but_does_not_record(office, chromium):
+    # after the first test: the bank file is recorded
     b, d, base = chromium, chromium.driver, office["base"]
     web_round.sign_in(b, base, "viewer")
     d.get(f"{base}/bills/receivables?as_of={AS_OF}")
@@ -131,3 +132,25 @@ def test_a_viewer_reads_but_does_not_record(office, chromium):
     assert wait_until(lambda: "Statement of account: Sweet Creek Confections" in b.text(), 30)
     assert money(b.text("balance")) == pytest.approx(ss.expected(office["bills"], date.fromisoformat(AS_OF))
                                                      ["candy"]["balance"])
+
+
+def test_a_portal_account_reads_its_own_statement_only(office, chromium):
+    # after the first test: the bank file is recorded
+    from portal_support import person
+
+    b, d, base = chromium, chromium.driver, office["base"]
+    person(office["db"].url, "plating", "pat", "Pat Plater", signatory=False)
+    web_round.sign_in(b, base, "pat")
+    d.get(f"{base}/portal")
+    d.find_element(By.ID, "portal-statement").click()
+    assert wait_until(lambda: "Statement of account: Lakeside Plating" in b.text(), 30), b.text()[:500]
+    d.execute_script("document.getElementById('as-of').value = arguments[0]", AS_OF)
+    click(b, "as-of-button")
+    assert wait_until(lambda: f"Balance as of {AS_OF}" in b.text(), 30)
+    hand = ss.expected(office["bills"], date.fromisoformat(AS_OF))["plating"]
+    assert money(b.text("balance")) == pytest.approx(hand["balance"])
+    assert money(b.text("aging-over-90")) == pytest.approx(hand["over-90"])
+    # the office's statements and receivables are not the portal's: another user's never shows
+    for path in ("/bills/statements/candy", "/bills/receivables"):
+        d.get(f"{base}{path}?as_of={AS_OF}")
+        assert "Sweet Creek Confections" not in b.text() and "Receivables as of" not in b.text(), path
