@@ -131,7 +131,7 @@ def check(conn, rows: list[dict], today: date) -> list[dict]:
     -------
     list of dict
         Per row ``line``, ``raw``, ``paid_on``, ``dollars`` [$], ``reference``, ``bill``
-        (the bill in force it counts on), ``site``, ``quarter``, ``owed`` [$] before it,
+        (the bill in force it counts on), ``site`` and its ``name``, ``quarter``, ``owed`` [$] before it,
         ``late_dollars`` [$] (the late charge recorded with it), ``matched`` and ``reason``
         (why not matched; a note for a matched row paying a replaced bill's number).
     """
@@ -160,8 +160,8 @@ def check(conn, rows: list[dict], today: date) -> list[dict]:
     out = []
     for r in rows:
         o = {"line": r["line"], "raw": r["raw"], "reference": r["reference"].strip(), "paid_on": None,
-             "dollars": None, "bill": None, "site": None, "quarter": None, "owed": None, "late_dollars": 0.0,
-             "matched": False, "reason": None}
+             "dollars": None, "bill": None, "site": None, "name": None, "quarter": None, "owed": None,
+             "late_dollars": 0.0, "matched": False, "reason": None}
         out.append(o)
         try:
             day, dollars = _day(r["date"]), _amount(r["amount"])
@@ -178,7 +178,7 @@ def check(conn, rows: list[dict], today: date) -> list[dict]:
             continue
         c = root[number]
         now = in_force[c]
-        o.update(bill=now["id"], site=now["site"], quarter=now["quarter"])
+        o.update(bill=now["id"], site=now["site"], name=now["name"], quarter=now["quarter"])
         if day > today:
             o["reason"] = f"date in the future: {day} is after today ({today}): a payment is recorded once it is made"
             continue
@@ -195,7 +195,7 @@ def check(conn, rows: list[dict], today: date) -> list[dict]:
         o["owed"] = cents(owed + lc)
         if dollars > o["owed"] + 0.004:
             o["reason"] = (f"amount over what is owed: ${dollars:,.2f} paid, ${max(o['owed'], 0):,.2f} owed on bill "
-                           f"{now['id']} ({now['site']}, {now['quarter']})")
+                           f"{now['id']} ({now['name']}, {now['quarter']})")
             continue
         o["matched"], o["late_dollars"] = True, lc
         if number != now["id"]:

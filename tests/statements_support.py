@@ -67,7 +67,8 @@ def seed_bills(tmp, db) -> dict:
     bill_quarter(tmp, db, "2026Q1", DATES["2026Q1"][0])
     b = issued(tmp, db)
     ok(tmp, db, "bills", "pay", str(b[("plating", "2026Q1", "first")][0]), "--on", "2026-04-20")   # in full
-    bill_quarter(tmp, db, "2026Q1", CORRECTED[0], "corrected.toml", "the sewer use charge was billed at last year's rate")
+    bill_quarter(tmp, db, "2026Q1", CORRECTED[0], "corrected.toml",
+                 "the sewer use charge was billed at last year's rate")
     bill_quarter(tmp, db, "2026Q2", DATES["2026Q2"][0])
     return issued(tmp, db)
 

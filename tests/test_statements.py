@@ -174,11 +174,11 @@ def test_recording_a_bank_file_takes_the_clerk_or_the_utility_heads_reading_any_
             token = csrf_of(sign_in(c, user).text)
             assert c.get("/bills/receivables?as_of=2026-08-15").status_code == 200, user
             assert c.get("/bills/statements/plating?as_of=2026-08-15").status_code == 200, user
-            r = c.post("/bills/payments", files={"file": ("bank.csv", b"date,amount,reference\n2026-07-01,1,BILL 1\n",
-                                                          "text/csv")}, data={"_csrf_token": token, "_form_key": f"{user:k<32}"},
-                       follow_redirects=False)
+            bank = b"date,amount,reference\n2026-07-01,1,BILL 1\n"
+            r = c.post("/bills/payments", files={"file": ("bank.csv", bank, "text/csv")},
+                       data={"_csrf_token": token, "_form_key": f"{user:k<32}"}, follow_redirects=False)
             may = role in ("superintendent", "coordinator", "clerk")
-            assert r.status_code == (303 if may else 403), (user, r.status_code, re.sub(r"<[^>]+>", " ", r.text)[-1500:])
+            assert r.status_code == (303 if may else 403), (user, r.status_code)
             if not may:
                 assert "Not allowed for your role" in r.text
     with db.connect() as conn:
