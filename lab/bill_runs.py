@@ -334,13 +334,17 @@ def _bills(conn, where: str, params=()) -> list[dict]:
 
 def bill(conn, bill_id: int) -> dict:
     """An issued bill: its row and its whole document (``detail``); ``replaced``: the bill
-    it replaced (a corrected bill), ``replaced_by``: the corrected bill that replaced it."""
+    it replaced (a corrected bill), ``replaced_by``: the corrected bill that replaced it;
+    ``payments``: its payments from the bank's files (:mod:`lab.payments`)."""
     rows = _bills(conn, "b.id = %s", (bill_id,))
     if not rows:
         raise InputError(f"no bill {bill_id} (sewerwatch bills list --issued shows them)")
     b = rows[0]
     b["replaced"] = _bills(conn, "b.id = %s", (b["supersedes"],))[0] if b["supersedes"] else None
     b["replaced_by"] = _bills(conn, "b.id = %s", (b["superseded_by"],))[0] if b["superseded_by"] else None
+    b["payments"] = [dict(zip(("id", "paid_on", "dollars", "reference", "late_dollars", "import_id"), r)) for r in
+                     conn.execute("SELECT id, paid_on, dollars::float8, reference, late_dollars::float8, import_id "
+                                  "FROM payments WHERE bill_id = %s ORDER BY paid_on, id", (bill_id,)).fetchall()]
     return b
 
 

@@ -77,6 +77,11 @@ def test_clerk_records_a_bank_file_and_reads_a_statement_aged_as_by_hand(office,
     click(b, "record-button")
     assert wait_until(lambda: "That could not be used" in b.text(), 30), b.text()[:800]
     assert "this bank file was recorded already as bank file " in b.text()
+    # the bill's page lists the payment from the bank file
+    p2 = office["bills"][("plating", "2026Q2", "first")][0]
+    d.get(f"{base}/bills/{p2}")
+    assert wait_until(lambda: "$100.00, bank file " in b.text("paid"), 30), b.text()[:800]
+    assert b.text("paid").startswith("2026-07-20 ($100.00, bank file ")
     # the same file uploaded again: refused, naming what was recorded
     d.get(f"{base}/bills/receivables")
     d.find_element(By.ID, "bank-file").send_keys(str(tmp / "bank.csv"))
