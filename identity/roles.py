@@ -41,6 +41,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # the actions the next pages bring (named here so the table is whole)
     "lab.import": frozenset(_EVERYTHING | {"clerk"}),
     "bills.issue": frozenset(_EVERYTHING | {"clerk"}),
+    # payments from the bank's file (the bills' statements of account are pages: view)
+    "payments.record": frozenset(_EVERYTHING | {"clerk"}),
     "field.record": frozenset(_EVERYTHING | {"inspector"}),
     "notices.issue": frozenset(_EVERYTHING),
     "accounts.manage": frozenset(_EVERYTHING),

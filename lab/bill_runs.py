@@ -46,6 +46,7 @@ from lab.charges import late_charge
 from lab.formulas.money import cents
 from lab.ordinance import pack_timezone
 from lab.readers.rates import read_non_detect_policy, read_rates
+from lab import statements
 
 RUN_COLS = ("id", "quarter", "state", "rates_name", "rates_text", "non_detect", "drafted_at", "drafted_by",
             "issued_on", "issued_at", "issued_by", "correction")
@@ -333,13 +334,17 @@ def _bills(conn, where: str, params=()) -> list[dict]:
 
 def bill(conn, bill_id: int) -> dict:
     """An issued bill: its row and its whole document (``detail``); ``replaced``: the bill
-    it replaced (a corrected bill), ``replaced_by``: the corrected bill that replaced it."""
+    it replaced (a corrected bill), ``replaced_by``: the corrected bill that replaced it;
+    ``payments``: its payments from the bank's files (:mod:`lab.payments`)."""
     rows = _bills(conn, "b.id = %s", (bill_id,))
     if not rows:
         raise InputError(f"no bill {bill_id} (sewerwatch bills list --issued shows them)")
     b = rows[0]
     b["replaced"] = _bills(conn, "b.id = %s", (b["supersedes"],))[0] if b["supersedes"] else None
     b["replaced_by"] = _bills(conn, "b.id = %s", (b["superseded_by"],))[0] if b["superseded_by"] else None
+    b["payments"] = [dict(zip(("id", "paid_on", "dollars", "reference", "late_dollars", "import_id"), r)) for r in
+                     conn.execute("SELECT id, paid_on, dollars::float8, reference, late_dollars::float8, import_id "
+                                  "FROM payments WHERE bill_id = %s ORDER BY paid_on, id", (bill_id,)).fetchall()]
     return b
 
 
@@ -358,7 +363,9 @@ def record_payment(conn, bill_id: int, paid_on: date, *, today: date | None = No
     the bill's village's time zone: a payment not yet made), a day before the bill's date (a
     statement is payable "from and after the date of the statement", palmyra-wi,
     003_44f871d49a02d8f5.txt §13.46(8), and the late charge counts from it), a bill replaced
-    by a corrected one, a bill recorded paid already.
+    by a corrected one, a bill recorded paid already; where parts were paid from the bank's
+    files (:mod:`lab.payments`) or on the bill a corrected one replaced, an amount over what is
+    left (the default: what is left).
     """
     with conn.transaction():
         if conn.execute("SELECT 1 FROM bills WHERE id = %s FOR UPDATE", (bill_id,)).fetchone() is None:
@@ -380,7 +387,15 @@ def record_payment(conn, bill_id: int, paid_on: date, *, today: date | None = No
         if dollars is not None and (isinstance(dollars, bool) or not 0 <= float(dollars) < 1e9):
             raise InputError(f"paid: expected dollars, 0 or more, got {dollars!r}")
         amount = b["total_dollars"]
+        owed = statements.owed(conn, bill_id)
+        if owed["paid"]:     # parts paid already (bank files, a bill it replaced): what is left is the default
+            amount = owed["owed"]
+            if amount <= 0 or (dollars is not None and float(dollars) > amount + 0.004):
+                raise InputError(f"paid: bill {bill_id} ({b['site']}, {b['quarter']}) has ${max(amount, 0):,.2f} "
+                                 "left to pay after the payments recorded on its quarter: nothing was changed")
         late = late_charge(b["pack"], amount, billed, paid_on) if b["detail"].get("payment") else None
+        if owed["late"]:     # a late charge is added to a quarter once (lab.statements)
+            late = None
         conn.execute("UPDATE bills SET paid_on = %s, paid_dollars = %s, late_days = %s, late_dollars = %s "
                      "WHERE id = %s", (paid_on, amount if dollars is None else round(float(dollars), 2),
                                       late.days_late if late else 0, late.dollars if late else 0.0, bill_id))

@@ -1,5 +1,6 @@
 """CLI: ``sewerwatch surcharge``, ``sewerwatch lab import|check|list|composites``, ``sewerwatch bill``,
-``sewerwatch bills draft|show|issue|list|pay`` (both over :mod:`lab.bill_runs`).
+``sewerwatch bills draft|show|issue|list|pay`` (both over :mod:`lab.bill_runs`); the statements of account
+and the bank's payments are :mod:`lab.statements_cli`'s.
 
 :func:`register` adds the parsers; each handler is ``func(args, ctx)`` (``ctx`` a
 :class:`foundation.context.Context`) and returns the exit code. The shell imports this module
@@ -23,7 +24,7 @@ from foundation.errors import InputError
 #: ``lab import``'s exit status when some rows became dead letters (0: every row imported;
 #: 2: the file could not be read at all), so that a script importing nightly notices.
 DEAD_LETTERS_EXIT = 4
-from lab import permit_cli, rates_cli
+from lab import permit_cli, rates_cli, statements_cli
 from lab.permit_cli import print_check, village_tz
 
 
@@ -150,6 +151,7 @@ def register(sub) -> None:
     q.add_argument("--on", required=True, help="the day it was paid (ISO date)")
     q.add_argument("--dollars", type=float, default=None, help="the amount paid (default: the bill's total)")
     q.set_defaults(func=_bills_pay)
+    statements_cli.register(bs)
 
     rates_cli.register(sub)
     permit_cli.register(sub)

@@ -476,7 +476,7 @@ def test_tenancy_every_portal_route_and_object_of_one_user_refused_to_another(db
                   "site": "plater", "name": "ph", "violation_id": "1", "finding_id": "1", "notice_id": "1", "page": "1",
                   "run_id": "1", "bill_id": "1", "inspection_id": "1", "photo_id": "1", "window_id": "1", "version": "1",
                   "year": "2026", "publication_id": "1",
-                  "path": "office/lab/"}
+                  "path": "office/lab/", "import_id": "1"}
         routes = _routes(c, values)
         portal_routes = [r for r in routes if r[2] == roles.PORTAL]
         assert len(portal_routes) >= 14
@@ -490,8 +490,10 @@ def test_tenancy_every_portal_route_and_object_of_one_user_refused_to_another(db
                                               "target": "notice:1"} if method == "POST" else None,
                           follow_redirects=False)
             tried += 1
-            if perm == roles.PORTAL and path in ("/portal", "/portal/drafts"):
-                assert r.status_code in (200, 303, 404), (method, path, r.status_code)   # B's own home, B's own draft
+            if perm == roles.PORTAL and path in ("/portal", "/portal/drafts", "/portal/statement",
+                                                 "/portal/statement/pdf"):
+                # B's own home, B's own draft, B's own statement of account
+                assert r.status_code in (200, 303, 404), (method, path, r.status_code)
             else:
                 assert r.status_code in (403, 404), (method, path, r.status_code, r.text[:300])
             for s in secrets_of_a:

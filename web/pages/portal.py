@@ -27,7 +27,7 @@ from markupsafe import Markup
 from ereport import certification, drafts, invitations, owed, record, uploads
 from foundation.errors import InputError
 from identity import roles
-from web import authz, forms
+from web import authz, formats, forms
 
 PORTAL = {authz.OPT: roles.PORTAL}
 PUBLIC = {authz.OPT: roles.PUBLIC}
@@ -316,8 +316,35 @@ def routes(office) -> list:
                                     username=str(data.get("username", ""))[:64])
         return Redirect(office.url("/login?why=account-made"), status_code=303)
 
+    def _statement(request: Request) -> dict:
+        """The account's own site's statement of account (:func:`lab.statements.statement`)
+        on the day asked (default today): never another user's."""
+        from lab import statements
+
+        office, account = request.app.state.office, request.state.account
+        as_of = formats.form_date(request.query_params.get("as_of"), "as of", office.today())
+        return office.read(lambda conn: statements.statement(conn, owed.site_of(conn, account.site_id)["key"], as_of))
+
+    @get("/portal/statement", opt=PORTAL, sync_to_thread=True)
+    def statement(request: Request) -> Template:
+        from lab.statements import BUCKETS
+        from lab.documents.statement_page import balance_words
+
+        s = _statement(request)
+        return Template("portal_statement.html", context=_ctx(request, s=s, buckets=BUCKETS,
+                                                                balance_words=balance_words(s)))
+
+    @get("/portal/statement/pdf", opt=PORTAL, sync_to_thread=True)
+    def statement_pdf(request: Request) -> Response:
+        from lab.documents.pdf import letterhead
+        from lab.documents.statement_page import write_statement
+
+        s = _statement(request)
+        return _file({"name": f"statement-{s['as_of']}.pdf", "media_type": "application/pdf"},
+                     write_statement(s, letterhead(request.app.state.office.cfg)))
+
     return [home, start, draft_page, save, upload, remove, draft_file, discard, sign_page, sign, submission,
-            submission_pdf, submission_file, correct, invitation, accept]
+            submission_pdf, submission_file, correct, invitation, accept, statement, statement_pdf]
 
 
 def _q(text: str) -> str:
