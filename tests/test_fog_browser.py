@@ -1,0 +1,109 @@
+"""The grease program in a real browser (Debian's Chromium, the session's one): the year of
+tests/fog_support.py loaded through the command line, then the viewer opens Grease from the
+menu (overdue first), searches by name, opens an establishment and reads its findings back;
+a search by address; the same findings as ``sewerwatch fog show`` prints. ``sewerwatch web``
+over a copy of the session's seeded village (``round_village``, tests/web_round.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fog_support as fs
+import web_round
+from enforcement_support import run
+from support import wait_until
+from test_fog_cli import load_year
+
+pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def grease_db(services, round_village):
+    yield from web_round.clone(services, round_village[0])
+
+
+@pytest.fixture(scope="module")
+def office(grease_db, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("grease-browser")
+    (tmp / "village.toml").write_text(web_round.CONFIG, encoding="utf-8")
+    (tmp / "licences.csv").write_text(fs.licence_csv(), encoding="utf-8")
+    (tmp / "pumpouts.csv").write_text(fs.pumpout_csv()[0], encoding="utf-8")
+    load_year(tmp, grease_db)
+    served = tmp / "served"
+    served.mkdir()
+    with web_round.served(grease_db, served) as base:
+        yield {"base": base, "db": grease_db, "tmp": tmp}
+
+
+def rows(d) -> list[list[str]]:
+    return [[c.text for c in r.find_elements(By.CSS_SELECTOR, "th, td")]
+            for r in d.find_elements(By.CSS_SELECTOR, "#establishments tbody tr")]
+
+
+def test_the_list_searches_and_an_establishment_shows_its_findings(office, chromium):
+    b, d, base = chromium, chromium.driver, office["base"]
+    web_round.sign_in(b, base, "viewer")
+    d.find_element(By.LINK_TEXT, "Grease").click()
+    assert wait_until(lambda: "Grease program" in b.text() and d.find_elements(By.ID, "establishments"), 15)
+    # as of the year's end, typed into the form
+    d.execute_script("document.getElementById('grease-as-of').value = '2026-12-31'")
+    d.find_element(By.ID, "grease-search-button").click()
+    assert wait_until(lambda: "as_of=2026-12-31" in d.current_url, 15)
+    listed = rows(d)
+    assert b.text("grease-summary") == "300 establishments; 5 with a device overdue."
+    # overdue first: the never-pumped ones, the most days first
+    assert [r[0] for r in listed[:5]] == ["Cafe 250", "Cafe 251", "Cafe 253", "Cafe 254", "Kitchen 252"]
+    assert listed[0][5] == "329 days overdue" and listed[1][5] == "274 days overdue"
+    assert listed[5][5].startswith("due 2027-")
+    # a search by name
+    box = d.find_element(By.ID, "grease-q")
+    box.clear()
+    box.send_keys("Kitchen 12")
+    d.find_element(By.ID, "grease-search-button").click()
+    assert wait_until(lambda: "q=Kitchen" in d.current_url, 15)
+    assert sorted(r[0] for r in rows(d)) == ["Kitchen 12", "Kitchen 120", "Kitchen 123", "Kitchen 126",
+                                             "Kitchen 129"]
+    assert "5 establishments matching “Kitchen 12”" in b.text("grease-summary")
+    d.find_element(By.LINK_TEXT, "Kitchen 123").click()
+    assert wait_until(lambda: d.find_elements(By.ID, "findings"), 15)
+    findings = b.text("findings")
+    assert "Findings (1)" in findings and "Over capacity" in findings
+    assert "1,250 gallons removed from a device that holds 1,000 gallons" in findings
+    assert "M-0123-0" in b.text() and "Palmyra WWTP" in b.text()
+    # the interceptor pumped too late: the interval halved, read back with its findings
+    d.get(base + "/grease?q=Cafe+8&as_of=2026-12-31")
+    d.find_element(By.LINK_TEXT, "Cafe 8").click()
+    assert wait_until(lambda: d.find_elements(By.ID, "findings"), 15)
+    text = b.text()
+    assert "Findings (3)" in text
+    assert "pumped too late: FOG and solids 13 in of 48 in liquid depth (27%, the rule is 25%); the interval is " \
+           "now 45 days (was 90)" in text
+    assert text.count("pumped 42 days after it was due") == 2
+    assert "Pumped every 45 days (shortened from 90 after a pump-out too late)" in text
+    assert "the duty of §13.51" in text and "continuous, efficient operation at all times" in text
+    # the same findings as the command line's
+    out = run(office["tmp"], office["db"], "fog", "show", "F0008", "--as-of", "2026-12-31").stdout
+    assert "findings as of 2026-12-31: 3" in out
+    # a search by address, and the unregistered hauler's establishment
+    d.get(base + "/grease")
+    box = d.find_element(By.ID, "grease-q")
+    box.send_keys(fs.address(fs.UNREG))
+    d.find_element(By.ID, "grease-search-button").click()
+    assert wait_until(lambda: "q=" in d.current_url, 15)
+    assert [r[0] for r in rows(d)] == [fs.name(fs.UNREG)]
+    d.find_element(By.LINK_TEXT, fs.name(fs.UNREG)).click()
+    assert wait_until(lambda: d.find_elements(By.ID, "findings"), 15)
+    assert "pumped by Quick Vac LLC, a hauler not registered with the village" in b.text("findings")
+    assert "not registered" in b.text()
+    # no key or path of the program's files on a page
+    for word in ("fog_", "palmyra-wi", ".toml", "depth_share"):
+        assert word not in b.text()
+
+
+def test_an_establishment_that_is_not_there_is_not_found(office, chromium):
+    b, d, base = chromium, chromium.driver, office["base"]
+    web_round.sign_in(b, base, "clerk")
+    d.get(base + "/grease/999999")
+    assert wait_until(lambda: "There is nothing here" in b.text(), 15), b.text()[:300]
+    assert "999999" not in b.text()
