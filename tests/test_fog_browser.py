@@ -56,6 +56,13 @@ def test_the_list_searches_and_an_establishment_shows_its_findings(office, chrom
     assert [r[0] for r in listed[:5]] == ["Cafe 250", "Cafe 251", "Cafe 253", "Cafe 254", "Kitchen 252"]
     assert listed[0][5] == "329 days overdue" and listed[1][5] == "274 days overdue"
     assert listed[5][5].startswith("due 2027-")
+    # the year's counts, as the annual report takes them
+    counts = b.text("grease-counts")
+    n = fs.pumpout_csv()[1] + 1
+    assert f"300 establishments, 306 devices, {n} pump-outs in 2026 to 2026-12-31" in counts
+    e = fs.EXPECTED
+    assert (f"Findings: {e['too late']} pumped too late, {e['overdue']} overdue, {e['over capacity']} over capacity, "
+            f"{e['unregistered hauler']} by an unregistered hauler") in counts
     # a search by name
     box = d.find_element(By.ID, "grease-q")
     box.clear()

@@ -1,5 +1,6 @@
 """The grease program in the office: the establishments (search by name, address or
-licence; overdue first) and one page per establishment with its grease removal devices,
+licence; overdue first; the year's counts for the annual report, :func:`fog.store.counts`)
+and one page per establishment with its grease removal devices,
 their pump-outs and the findings, as of today (or ``?as_of=``). Each page calls the function
 ``sewerwatch fog list`` and ``fog show`` call (:func:`fog.store.establishments`,
 :func:`fog.store.establishment`), with the village's rules (:func:`fog.rules.for_pack`).
@@ -48,9 +49,10 @@ def grease_page(request: Request, q: Q = None, as_of: Q = None) -> Template:
 
     _staff(request)
     day, rules = _as_of(request, as_of), _rules(request)
-    ests = request.app.state.office.read(lambda conn: store.establishments(conn, rules, day, q))
+    ests, counts = request.app.state.office.read(lambda conn: (store.establishments(conn, rules, day, q),
+                                                               store.counts(conn, rules, day.year, day)))
     return Template("fog_list.html", context={
-        "account": request.state.account, "nav": "grease", "establishments": ests, "q": q or "",
+        "account": request.state.account, "nav": "grease", "establishments": ests, "q": q or "", "counts": counts,
         "as_of": day, "asked_day": as_of or "", "rules": rules,
         "overdue": sum(1 for e in ests if e["overdue_days"])})
 
