@@ -93,7 +93,7 @@ class Rules:
 def _number(doc: dict, key: str, where: str, low: float, high: float) -> float:
     v = doc.get(key)
     if isinstance(v, bool) or not isinstance(v, int | float) or not low <= v <= high:
-        raise ConfigError(f"{where}: [program] {key}: expected a number from {low:g} to {high:g}, got {v!r}")
+        raise ConfigError(where, f"[program] {key}", f"expected a number from {low:g} to {high:g}, got {v!r}")
     return v
 
 
@@ -113,14 +113,14 @@ def for_pack(pack: str, folder: Path = HERE) -> Rules:
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: not TOML: {exc}") from None
+        raise ConfigError(where, "", f"not TOML: {exc}") from None
     prog = doc.get("program", {})
     sections = []
     for i, s in enumerate(doc.get("sections", [])):
         grounds = tuple(s.get("grounds", ()))
         bad = [g for g in grounds if g not in KINDS]
         if bad or not s.get("words") or not s.get("section"):
-            raise ConfigError(f"{where}: sections {i + 1}: needs section and words; grounds among {', '.join(KINDS)}")
+            raise ConfigError(where, f"sections {i + 1}", f"needs section and words; grounds among {', '.join(KINDS)}")
         sections.append(Section(s["section"], s.get("title", ""), s["words"], grounds))
     return Rules(pack=pack, interval_days=int(_number(prog, "interval_days", where, 1, 3650)),
                  depth_share=float(_number(prog, "depth_share", where, 0.01, 1.0)),
