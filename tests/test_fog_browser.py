@@ -13,6 +13,20 @@ import web_round
 from enforcement_support import run
 from support import wait_until
 from test_fog_cli import load_year
+from test_rates_browser import fill
+
+
+def type_date(d, element_id: str, iso: str) -> None:
+    """Type a date into a date field as a person does, from its first part (the field shows
+    the browser's own order of month, day and year)."""
+    el = d.find_element(By.ID, element_id)
+    y, m, day = iso.split("-")
+    for keys in (m + day + y, day + m + y, y + m + day):
+        d.execute_script("arguments[0].focus()", el)
+        el.send_keys(keys)
+        if el.get_attribute("value") == iso:
+            return
+    raise AssertionError(f"{element_id}: could not type {iso}, the field reads {el.get_attribute('value')!r}")
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -47,7 +61,7 @@ def test_the_list_searches_and_an_establishment_shows_its_findings(office, chrom
     d.find_element(By.LINK_TEXT, "Grease").click()
     assert wait_until(lambda: "Grease program" in b.text() and d.find_elements(By.ID, "establishments"), 15)
     # as of the year's end, typed into the form
-    d.execute_script("document.getElementById('grease-as-of').value = '2026-12-31'")
+    type_date(d, "grease-as-of", "2026-12-31")
     d.find_element(By.ID, "grease-search-button").click()
     assert wait_until(lambda: "as_of=2026-12-31" in d.current_url, 15)
     listed = rows(d)
@@ -106,6 +120,47 @@ def test_the_list_searches_and_an_establishment_shows_its_findings(office, chrom
     # no key or path of the program's files on a page
     for word in ("fog_", "palmyra-wi", ".toml", "depth_share"):
         assert word not in b.text()
+
+
+def test_the_inspector_records_a_pumpout_report_and_reads_its_finding(office, chromium):
+    b, d, base, db = chromium, chromium.driver, office["base"], office["db"]
+    web_round.sign_in(b, base, "inspector")
+    d.get(base + "/grease?q=" + fs.address(1).replace(" ", "+"))
+    d.find_element(By.LINK_TEXT, fs.name(1)).click()
+    assert wait_until(lambda: d.find_elements(By.ID, "pumpout-form"), 15)
+
+    def send(manifest: str, fog: str) -> None:
+        type_date(d, "p-date", "2026-12-20")
+        for el, text in (("p-hauler", "Lakeshore Pumping"), ("p-gallons", "950"), ("p-fog", fog), ("p-solids", "4"),
+                         ("p-facility", "Palmyra WWTP"), ("p-manifest", manifest)):
+            fill(d, el, text)
+        d.find_element(By.ID, "pumpout-save").click()
+
+    # a manifest number recorded already: refused, naming the pump-out that has it, the form kept
+    send("M-0123-0", "10")
+    assert wait_until(lambda: d.find_elements(By.ID, "problem"), 15), b.text()[:500]
+    assert "manifest M-0123-0 is recorded already: Kitchen 123, GI-1, pumped on 2026-03-15 by Lakeshore Pumping" \
+        in b.text("problem")
+    assert d.find_element(By.ID, "p-gallons").get_attribute("value") == "950"
+    # a new one, FOG 10 + solids 4 = 14 in of 48: pumped too late
+    send("M-NEW-1", "10")
+    assert wait_until(lambda: d.find_elements(By.ID, "saved"), 15), b.text()[:500]
+    assert "Recorded the pump-out of manifest M-NEW-1." in b.text("saved")
+    d.get(base + "/grease?as_of=2026-12-31&q=" + fs.address(1).replace(" ", "+"))
+    d.find_element(By.LINK_TEXT, fs.name(1)).click()
+    assert wait_until(lambda: d.find_elements(By.ID, "findings"), 15)
+    found = b.text("findings")
+    assert "Findings (1)" in found and "2026-12-20" in found
+    assert "pumped too late: FOG and solids 14 in of 48 in liquid depth (29%, the rule is 25%); the interval is " \
+           "now 45 days (was 90)" in found
+    import psycopg
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT source, recorded_by FROM fog_pumpouts WHERE manifest = 'M-NEW-1'").fetchone() == \
+            ("office", "inspector")
+    # the viewer reads it but has no form
+    web_round.sign_in(b, base, "viewer")
+    d.get(d.current_url if "/grease/" in d.current_url else base + "/grease")
+    assert not d.find_elements(By.ID, "pumpout-form")
 
 
 def test_an_establishment_that_is_not_there_is_not_found(office, chromium):
