@@ -52,6 +52,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # a maintenance window opened after the fact over readings already judged,
     # approved or rejected by a second person (/maintenance; field.windows.approve/reject)
     "field.approve": frozenset(_EVERYTHING),
+    # the grease program: a hauler's pump-out report entered in the office
+    "grease.record": frozenset(_EVERYTHING | {"clerk", "inspector"}),
     # the industrial users' portal: the coordinator's review of what users submit
     "portal.review": frozenset(_EVERYTHING),
     # the portal's own pages: no staff role holds it; an account of kind industrial-user does,

@@ -16,6 +16,7 @@ import sys
 import alerts.cli
 import dashboards.cli
 import enforcement.cli
+import fog.cli
 import ingest.cli
 import lab.cli
 import limits.cli
@@ -42,6 +43,7 @@ COMMAND_MODULES = (
     dashboards.cli,      # dashboards
     enforcement.cli,     # schedule, findings, user-reports, milestones, snc, notice, due, report
     cli_field,           # maintenance, instruments, calibrations, grab, inspections
+    fog.cli,             # fog (the grease program)
     cli_web,             # web, users
     cli_portal,          # portal
     cli_backup,          # backup now|list|check|restore, export

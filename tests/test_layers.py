@@ -3,7 +3,7 @@
 The import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``) say that
 imports run one way, down the floors: the shell (``sewerwatch``) on top; ``web`` (the office);
 ``ereport`` (electronic reporting: the portal's record); ``enforcement``; ``alerts``, ``lab``,
-``dashboards``, ``simulators``, ``field``; ``ingest``, ``limits`` and ``identity`` (accounts and
+``dashboards``, ``simulators``, ``field``, ``fog``; ``ingest``, ``limits`` and ``identity`` (accounts and
 roles), independent of each other; ``foundation`` at the bottom; that the collectors never
 import the alert manager; and that ``sewerwatch portal`` reaches nothing of the office. No
 loop either, between packages or between the modules of one package. Lazy imports inside

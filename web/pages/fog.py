@@ -1,0 +1,119 @@
+"""The grease program in the office: the establishments (search by name, address or
+licence; overdue first; the year's counts for the annual report, :func:`fog.store.counts`)
+and one page per establishment with its grease removal devices,
+their pump-outs and the findings, as of today (or ``?as_of=``). Each page calls the function
+``sewerwatch fog list`` and ``fog show`` call (:func:`fog.store.establishments`,
+:func:`fog.store.establishment`), with the village's rules (:func:`fog.rules.for_pack`).
+A pump-out report entered on the establishment's page (``grease.record``) calls
+:func:`fog.store.add_pumpout`, what ``sewerwatch fog pumpout add`` calls, once per form
+(:mod:`web.forms`). Staff only.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated
+
+from litestar import Request, get, post
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import NotFoundException
+from litestar.params import Body, FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from foundation.errors import InputError
+from web import authz, forms
+
+VIEW = {authz.OPT: "view"}
+RECORD = {authz.OPT: "grease.record"}
+#: The fields of the pump-out form, as :func:`fog.store.check_pumpout` names them.
+PUMPOUT_FIELDS = ("device", "date", "hauler", "gallons", "fog_depth_in", "solids_depth_in", "receiving_facility",
+                  "manifest")
+Q = FromQuery[str | None]
+
+
+def _staff(request: Request) -> None:
+    if request.state.account.kind != "staff":
+        raise NotFoundException("no such page")
+
+
+def _as_of(request: Request, text: str | None) -> date:
+    if not text:
+        return request.app.state.office.today()
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"as of: expected a date such as 2026-12-31, got {text!r}") from None
+
+
+def _rules(request: Request):
+    from fog.rules import for_pack
+
+    return for_pack(request.app.state.office.cfg.utility.pack)
+
+
+@get("/grease", opt=VIEW, sync_to_thread=True, name="grease")
+def grease_page(request: Request, q: Q = None, as_of: Q = None) -> Template:
+    from fog import store
+
+    _staff(request)
+    day, rules = _as_of(request, as_of), _rules(request)
+    ests, counts = request.app.state.office.read(lambda conn: (store.establishments(conn, rules, day, q),
+                                                               store.counts(conn, rules, day.year, day)))
+    return Template("fog_list.html", context={
+        "account": request.state.account, "nav": "grease", "establishments": ests, "q": q or "", "counts": counts,
+        "as_of": day, "asked_day": as_of or "", "rules": rules,
+        "overdue": sum(1 for e in ests if e["overdue_days"])})
+
+
+def _establishment_context(request: Request, establishment_id: int, as_of: str | None, **more) -> dict:
+    from fog import store
+
+    day, rules = _as_of(request, as_of), _rules(request)
+
+    def read(conn):
+        try:
+            return store.establishment(conn, rules, day, establishment_id), store.haulers(conn)
+        except InputError:
+            raise NotFoundException("no such establishment") from None
+
+    e, haulers = request.app.state.office.read(read)
+    bases = {k: rules.basis(k) for k in ("too late", "overdue", "over capacity", "unregistered hauler")}
+    typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
+    return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
+            "rules": rules, "bases": bases, "haulers": haulers, "typed": typed, **more}
+
+
+@get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
+def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
+                       again: Q = None) -> Template:
+    _staff(request)
+    return Template("fog_establishment.html", context=_establishment_context(
+        request, establishment_id, as_of, saved=saved, again=bool(again)))
+
+
+@post("/grease/{establishment_id:int}/pumpouts", opt=RECORD, sync_to_thread=True, status_code=303)
+def record_pumpout(request: Request, establishment_id: FromPath[int],
+                   data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect | Template:
+    """A hauler's pump-out report entered by staff: :func:`fog.store.add_pumpout`."""
+    from fog import store
+
+    _staff(request)
+    office = request.app.state.office
+    licence = office.read(lambda conn: conn.execute("SELECT licence FROM fog_establishments WHERE id = %s",
+                                                    (establishment_id,)).fetchone())
+    if licence is None:
+        raise NotFoundException("no such establishment")
+    rec = {"establishment": licence[0], **{k: str(data.get(k, "")).strip()[:200] for k in PUMPOUT_FIELDS}}
+
+    def work(conn, actor):
+        p = store.add_pumpout(conn, rec, actor, source="office")
+        return {"location": f"/grease/{establishment_id}?saved={p['manifest']}#findings", "manifest": p["manifest"]}
+
+    try:
+        return forms.redirect(request, forms.once(request, data, "grease.pumpout", work))
+    except InputError as exc:
+        return Template("fog_establishment.html", status_code=400, context=_establishment_context(
+            request, establishment_id, None, typed=rec, problem=str(exc)))
+
+
+ROUTES = [grease_page, establishment_page, record_pumpout]
