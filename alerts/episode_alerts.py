@@ -70,7 +70,15 @@ class EpisodeAlerts:
                           "into": into})
                 if into is not None and (sensor_id, rule, start) in self.alerted:
                     self.alerted.setdefault((sensor_id, rule, into), self.alerted[(sensor_id, rule, start)])
-                if a is not None and start in a.starts:
+                if a is not None and start in a.starts and into is not None and into not in a.starts:
+                    # merged into an episode this alert has not seen yet (its opening follows in
+                    # the same judgement): the same episode of this alert, going on under that start
+                    a.starts[a.starts.index(start)] = into
+                    if start in a.open_starts:
+                        a.open_starts[a.open_starts.index(start)] = into
+                    self.alerted.setdefault((sensor_id, rule, into), a.uid)
+                    self._dirty = True
+                elif a is not None and start in a.starts:
                     a.starts.remove(start)
                     if start in a.open_starts:
                         a.open_starts.remove(start)

@@ -38,7 +38,7 @@ from support import close_all, count, mqtt_client, publish_all, sensors_toml, wa
 ROOT = Path(__file__).resolve().parent.parent
 N = 60                   # readings of a plan, one a second by their stamps
 SITES = 12               # sites configured for the run (one per example, shrinking included)
-SETTLE_S = 10.0          # the bound [s] after the last reading is stored
+SETTLE_S = 20.0          # the bound [s] after the last reading is stored (1 s on a quiet machine; CI is loaded)
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -145,6 +145,10 @@ def _arrivals(plan, t, v):
 # two episodes reordered within windows of five, in batches of seven, some sent twice
 @example(plan={"starts": [5, 40], "step_at": 50, "offset_s": -61.0, "window": 5, "seed": 3, "batch": 7, "dups": 4,
                "restart_at": 3})
+# found by this test on a loaded machine: the clock steps back an hour inside the first episode,
+# readings permuted within windows of eight, some twice, run restarted after the fourth batch
+@example(plan={"starts": [10, 26], "step_at": 16, "offset_s": -3600.0, "window": 8, "seed": 5595, "batch": 8,
+               "dups": 4, "restart_at": 4})
 @given(plan=plans())
 def test_any_arrival_plan_through_the_broker_into_run_ends_as_check_does(db, services, tmp_path_factory, rig, plan):
     rig.start(db, services, tmp_path_factory.mktemp("arrivals"))
@@ -193,7 +197,10 @@ def test_any_arrival_plan_through_the_broker_into_run_ends_as_check_does(db, ser
         newest = float(stamps.max()) / 1e6
         return all((b is None and abs(wb - newest) <= 1.0) or (b is not None and abs(b - wb) <= 1.0)
                    for (_, _, b), (_, _, wb) in zip(rows, want))
-    assert wait_until(agrees, SETTLE_S, step=0.2), (plan, live(), want)
+    if not wait_until(agrees, SETTLE_S, step=0.2):
+        rows, episodes = live()
+        pytest.fail(f"plan {plan}: live rows {rows} and {episodes} alerted episodes, check finds {want} "
+                    f"({SETTLE_S:g} s after the last reading was stored)", pytrace=False)
 
 
 def _t(iso: str) -> float:
