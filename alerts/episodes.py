@@ -19,9 +19,10 @@ readings go on from the right history. The episodes found are matched with those
 before: a row continues under its new start, merged rows are withdrawn, new episodes open
 (and close) as any other; the moves and withdrawals are :meth:`take_changes` for the alert
 manager. Late readings that come while a sensor waits for its judgement again wait for the
-one after it (``_LateWork.then``), never moving the first one's target: a device that goes
-on sending late readings (a clock stepped back) has each batch judged once it is stored. Without a store of readings (``source``: tests and tools) late readings are
-counted in ``dropped_late`` and not judged.
+judgement, which then waits for the writer to store the newest batch: a device that goes on
+sending late readings (a clock stepped back) is judged again once it pauses (the guide's
+live-path page says so). Without a store of readings (``source``: tests and tools) late
+readings are counted in ``dropped_late`` and not judged.
 
 A sensor without a nominal interval is held back until its interval is learned: the time-weighted median spacing of its first readings (a start-up burst of
 readings milliseconds apart covers milliseconds of time and cannot move it), once at least
@@ -89,10 +90,14 @@ def sensors_from_db(conn) -> list[SensorInfo]:
 def learned_interval_us(times_us) -> int | None:
     """A sensor's nominal interval [us] from its first readings' stamps, or None (not yet).
 
-    The time-weighted median spacing: the spacing at which half of the time the readings
-    span is covered by spacings no longer than it. A burst of readings a few milliseconds
-    apart spans a few milliseconds and moves it by as much. Taken once at least
-    :data:`LEARN_AT_MEDIAN` spacings lie within 25 % of it.
+    The time-weighted median spacing, bounded by :data:`LEARN_MIN_S` and
+    :data:`LEARN_MAX_S`: the spacing at which half of the time the readings span is covered
+    by spacings no longer than it. Taken once at least :data:`LEARN_AT_MEDIAN` spacings lie
+    within 25 % of the bounded value. A start-up burst of readings a few milliseconds apart
+    spans a few milliseconds: it cannot move the median once the device's own spacings are
+    in, and on its own (a burst that arrives before the first regular reading) its
+    spacings are far under :data:`LEARN_MIN_S`, so none agrees and nothing is learned
+    from it.
     """
     t = np.unique(np.asarray(times_us, dtype=np.int64))
     if len(t) < LEARN_READINGS:
@@ -100,9 +105,12 @@ def learned_interval_us(times_us) -> int | None:
     d = np.sort(np.diff(t))
     cum = np.cumsum(d)
     med = int(d[np.searchsorted(cum, cum[-1] / 2.0)])
-    if med <= 0 or (int((np.abs(d - med) <= 0.25 * med).sum()) < LEARN_AT_MEDIAN and len(t) < LEARN_FALLBACK):
+    if med <= 0:
         return None
-    return int(min(max(med, LEARN_MIN_S * core.US), LEARN_MAX_S * core.US))
+    bounded = int(min(max(med, LEARN_MIN_S * core.US), LEARN_MAX_S * core.US))
+    if int((np.abs(d - bounded) <= 0.25 * bounded).sum()) < LEARN_AT_MEDIAN and len(t) < LEARN_FALLBACK:
+        return None
+    return bounded
 
 
 @dataclass
