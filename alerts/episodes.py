@@ -124,6 +124,28 @@ class _LateWork:
     since: float = 0.0           # [epoch s] first noted
     retry_at: float = 0.0        # [monotonic s]
     buffer: list = field(default_factory=list)   # readings judged live since (not yet stored, maybe)
+    #: late readings that came after ``needs_seq``: judged by the judgement after this one, once
+    #: the writer has stored them (never moving this one's target: a device streaming late
+    #: readings would otherwise keep its sensor waiting for ever)
+    then: "_LateWork | None" = None
+
+    def note(self, first: int, last: int, seq: int, readings: int, now_s: float) -> None:
+        """Late readings ``[first, last]`` of a batch of sequence number ``seq``: judged after
+        this work, by the work that follows it (:attr:`then`)."""
+        if self.then is None:
+            self.then = _LateWork(first, last, seq, readings, since=now_s)
+        else:
+            w = self.then
+            # everything pushed so far is stored once the writer reaches this batch
+            w.first, w.last, w.needs_seq = min(w.first, first), max(w.last, last), max(w.needs_seq, seq)
+            w.readings += readings
+            w.buffer.clear()
+
+    def keep_live(self, part) -> None:
+        """Readings judged live since (time, value, quality), for this judgement and the next."""
+        self.buffer.append(part)
+        if self.then is not None:
+            self.then.buffer.append(part)
 
 
 class LiveEpisodes:
@@ -173,6 +195,7 @@ class LiveEpisodes:
         self._known: dict[int, dict[tuple[int, int], int]] = {}    # sensor -> {(rule, start): last}
         self._changes: list[dict] = []
         self._seq = 0                          # the newest sink sequence number pushed
+        self._arrived: float | None = None     # when the batch being pushed arrived [epoch s]
         self.dropped_late = 0                  # late readings not judged (no source)
         self.rejudged = 0                      # judgements again done
         self.rejudge_error: str | None = None
@@ -201,6 +224,7 @@ class LiveEpisodes:
         """
         now_s = _time.time() if now_s is None else now_s
         self._seq = max(self._seq, int(seq))
+        self._arrived = None if received_s is None or not np.size(received_s) else float(np.max(received_s))
         sensor = np.asarray(sensor, dtype=np.int64)
         time_us, value, quality = np.asarray(time_us, dtype=np.int64), np.asarray(value), np.asarray(quality)
         if self.windows is not None:
@@ -256,7 +280,10 @@ class LiveEpisodes:
             for c in set(codes.tolist()) & set(self._late):
                 mine = (s == c) & ~older
                 if mine.any():
-                    self._late[c].buffer.append((t[mine], v[mine], q[mine]))
+                    self._late[c].keep_live((t[mine], v[mine], q[mine]))
+        if self._arrived is not None and older.any():
+            # a clock stepped back shows in the first batch that holds it (issue 20, item 1)
+            self.arrivals.note_step(s, t, older, behind, self._arrived)
         if not older.any():
             return s, t, v, q
         self.arrivals.note_order(s[older], behind[older])
@@ -276,10 +303,7 @@ class LiveEpisodes:
                     if w is None:
                         self._late[c] = _LateWork(a, b, self._seq, cnt, since=now_s)
                     else:
-                        # everything pushed so far is stored once the writer reaches this batch
-                        w.first, w.last, w.needs_seq = min(w.first, a), max(w.last, b), self._seq
-                        w.readings += cnt
-                        w.buffer.clear()
+                        w.note(a, b, self._seq, cnt, now_s)
         keep = ~older
         return s[keep], t[keep], v[keep], q[keep]
 
@@ -359,15 +383,25 @@ class LiveEpisodes:
             if w is None:
                 self._late[c] = _LateWork(win.start_us, last, self._seq, 0, since=now_s)
             else:
-                w.first, w.last, w.needs_seq = min(w.first, win.start_us), max(w.last, last), self._seq
-                w.buffer.clear()
+                w.note(win.start_us, last, self._seq, 0, now_s)
             n += 1
         return n
 
     @property
     def late_waiting(self) -> dict[int, dict]:
         """Sensors whose late readings wait to be judged again: readings, oldest [us], since."""
-        return {c: {"readings": w.readings, "oldest_us": w.first, "since": w.since} for c, w in self._late.items()}
+        out = {}
+        for c, w in self._late.items():
+            n, oldest = w.readings, w.first
+            if w.then is not None:
+                n, oldest = n + w.then.readings, min(oldest, w.then.first)
+            out[c] = {"readings": n, "oldest_us": oldest, "since": w.since}
+        return out
+
+    @property
+    def has_late(self) -> bool:
+        """Whether late readings of any sensor wait to be judged again."""
+        return bool(self._late)
 
     def _judge_late(self, now_s: float) -> tuple[list[dict], list[dict]]:
         if self.source is None:
@@ -394,7 +428,10 @@ class LiveEpisodes:
                 self.rejudge_error = text[:300]
                 continue
             self.rejudge_error = None
-            del self._late[c]
+            if w.then is not None:
+                self._late[c] = w.then          # late readings that came meanwhile: judged next
+            else:
+                del self._late[c]
             self.rejudged += 1
             opened += o
             closed += cl

@@ -81,6 +81,9 @@ DEGRADED_AFTER_S = 5.0
 RESTART_REPORTED_S = 60.0
 #: Late readings waiting longer than this to be judged again (the database up) are a problem [s].
 LATE_WAIT_S = 30.0
+#: How often the evaluator looks, while late readings wait, whether the writer has stored
+#: them (they are then judged again) [s].
+LATE_POLL_S = 0.1
 #: Readings read at a time by a new leader's warm-up.
 WARM_UP_CHUNK = 50_000
 
@@ -421,8 +424,11 @@ class Pipeline(PeriodicRounds, RunStatus):
         while True:
             comp.beat()
             if self._inflight is None:
+                # late readings wait for the writer to store them: looked at every LATE_POLL_S,
+                # so they are judged that soon after being stored, however the batches come
+                wait = LATE_POLL_S if self.episodes.has_late else 1.0
                 try:
-                    parts = [await asyncio.wait_for(self._queue.get(), 1.0)]
+                    parts = [await asyncio.wait_for(self._queue.get(), wait)]
                 except asyncio.TimeoutError:
                     # nothing came: readings held for their stamp, or late ones now stored, may be due,
                     # or maintenance windows changed (their sensors judged again)
