@@ -133,11 +133,13 @@ class EpisodeAlerts:
             a.starts.append(v["start"])
             self.alerted[episode] = a.uid
             self._dirty = True
+            # a next episode within the hold-off, or an earlier one found by late readings while
+            # a later one goes on: an episode of this alert either way
+            a.episodes += 1
             if was_ended:
-                a.episodes += 1
                 a.record = {**rec, "start": a.record.get("start", rec["start"])}
-                self._op({"op": "episode-continued", "uid": a.uid, "episodes": a.episodes, "details": a.record})
-                self._audit("alert-episode-continued", a, {"start": v["start"]}, violation_of=episode)
+            self._op({"op": "episode-continued", "uid": a.uid, "episodes": a.episodes, "details": a.record})
+            self._audit("alert-episode-continued", a, {"start": v["start"]}, violation_of=episode)
             return
         # The same episode seen again (readings redelivered after a restart, or replayed) was
         # alerted already: one alert per episode, never a second round of notifications.
@@ -181,6 +183,13 @@ class EpisodeAlerts:
             return          # an episode alerted before (see _episode_opened): its record is kept current
         a.record = {**v, "start": a.record.get("start", v["start"]),
                     "peak": worse(a.record.get("peak"), v["peak"], v.get("comparison"))}
+        self._dirty = True
+        if v["start"] not in a.open_starts and a.ended is not None:
+            return          # an episode that ended before, its end judged again: its row is kept current
+        if v["start"] in a.open_starts:
+            a.open_starts.remove(v["start"])
+        if a.open_starts:
+            return          # another episode of this alert goes on
         a.ended = self.clock()
         self._dirty = True
         self._op({"op": "episode-ended", "uid": a.uid, "at": a.ended, "details": a.record})

@@ -149,8 +149,6 @@ def _arrivals(plan, t, v):
 # readings permuted within windows of eight, some twice, run restarted after the fourth batch
 @example(plan={"starts": [10, 26], "step_at": 16, "offset_s": -3600.0, "window": 8, "seed": 5595, "batch": 8,
                "dups": 4, "restart_at": 4})
-@pytest.mark.xfail(run=False, reason="a device that goes on sending late readings is judged again only once it "
-                                     "pauses (each failing plan waits out its bound: minutes of the suite)")
 @given(plan=plans())
 def test_any_arrival_plan_through_the_broker_into_run_ends_as_check_does(db, services, tmp_path_factory, rig, plan):
     rig.start(db, services, tmp_path_factory.mktemp("arrivals"))

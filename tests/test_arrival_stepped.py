@@ -31,7 +31,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from support import close_all, count, mqtt_client, publish_all, sensors_toml, wait_until
 
@@ -54,8 +53,6 @@ def _flush(pub, topic: str) -> tuple[list[int], list[float]]:
     return stamps, values
 
 
-@pytest.mark.xfail(strict=True, reason="the stepped device goes on sending late readings after its flush, so it is "
-                                       "judged again only once it pauses (more than 5 s after the flush was stored)")
 def test_a_flushed_batch_of_a_clock_an_hour_behind_is_judged_alerted_and_said(db, services, tmp_path):
     u = uuid.uuid4().hex[:6]
     fresh, stepped = f"fresh-{u}", f"stepped-{u}"
