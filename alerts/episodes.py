@@ -193,6 +193,7 @@ class LiveEpisodes:
         self.arrivals = Arrivals(skew_limit_s)
         self._late: dict[int, _LateWork] = {}
         self._known: dict[int, dict[tuple[int, int], int]] = {}    # sensor -> {(rule, start): last}
+        self._ends: dict[int, dict[tuple[int, int], int]] = {}     # sensor -> {(rule, start): end reported}
         self._changes: list[dict] = []
         self._seq = 0                          # the newest sink sequence number pushed
         self._arrived: float | None = None     # when the batch being pushed arrived [epoch s]
@@ -282,7 +283,7 @@ class LiveEpisodes:
                 if mine.any():
                     self._late[c].keep_live((t[mine], v[mine], q[mine]))
         if self._arrived is not None and older.any():
-            # a clock stepped back shows in the first batch that holds it (issue 20, item 1)
+            # a clock stepped back shows in the first batch that holds it
             self.arrivals.note_step(s, t, older, behind, self._arrived)
         if not older.any():
             return s, t, v, q
@@ -328,7 +329,9 @@ class LiveEpisodes:
 
     def _remember(self, eps) -> None:
         for e in eps:
-            self._known.setdefault(int(e["sensor"]), {})[(int(e["rule"]), int(e["start"]))] = int(e["last"])
+            key = (int(e["rule"]), int(e["start"]))
+            self._known.setdefault(int(e["sensor"]), {})[key] = int(e["last"])
+            self._ends.setdefault(int(e["sensor"]), {})[key] = int(e["end"])
 
     def _prune(self, now_s: float) -> None:
         self._pruned_at = now_s
@@ -336,8 +339,10 @@ class LiveEpisodes:
         for c, eps in list(self._known.items()):
             for key in [key for key, last in eps.items() if last < horizon]:
                 del eps[key]
+                self._ends.get(c, {}).pop(key, None)
             if not eps:
                 del self._known[c]
+                self._ends.pop(c, None)
 
     # -- late readings ---------------------------------------------------------------------
 
@@ -496,6 +501,7 @@ class LiveEpisodes:
         recs = self._records(k, new) if len(new) else []
         still_keys = {(int(e["rule"]), int(e["start"])) for e in still} if live else set()
         old_last = {(int(o["rule"]), int(o["start"])): int(o["last"]) for o in old}
+        ends = self._ends.get(c, {})
         opened, closed = [], []
         for i, e in enumerate(new):
             row, rec = plan.rows[i], recs[i]
@@ -509,7 +515,9 @@ class LiveEpisodes:
             if row is None:
                 opened.append(rec)
                 closed.append(rec)
-            elif row != key[1] or old_last.get((key[0], row)) != int(e["last"]):
+            elif (row != key[1] or old_last.get((key[0], row)) != int(e["last"])
+                  or ends.get((key[0], row), int(e["end"])) != int(e["end"])):
+                # moved, grown, or ended at another reading (the one that ended it came late)
                 closed.append(rec)
         for ri, old_start, into in plan.withdrawn:
             self._changes.append({"op": "withdraw", "sensor_id": c, "rule": rules[ri].id,
@@ -517,6 +525,7 @@ class LiveEpisodes:
         known = self._known.setdefault(c, {})
         for o in old:
             known.pop((int(o["rule"]), int(o["start"])), None)
+            ends.pop((int(o["rule"]), int(o["start"])), None)
         self._remember(new)
         if live:
             ev.adopt(fresh, [c])
