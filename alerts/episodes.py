@@ -19,10 +19,10 @@ readings go on from the right history. The episodes found are matched with those
 before: a row continues under its new start, merged rows are withdrawn, new episodes open
 (and close) as any other; the moves and withdrawals are :meth:`take_changes` for the alert
 manager. Late readings that come while a sensor waits for its judgement again wait for the
-judgement, which then waits for the writer to store the newest batch: a device that goes on
-sending late readings (a clock stepped back) is judged again once it pauses (the guide's
-live-path page says so). Without a store of readings (``source``: tests and tools) late
-readings are counted in ``dropped_late`` and not judged.
+one after it (``_LateWork.then``), never moving the first one's target: a device that goes
+on sending late readings (a clock stepped back) has each batch judged once it is stored.
+Without a store of readings (``source``: tests and tools) late readings are counted in
+``dropped_late`` and not judged.
 
 A sensor without a nominal interval is held back until its interval is learned: the time-weighted median spacing of its first readings (a start-up burst of
 readings milliseconds apart covers milliseconds of time and cannot move it), once at least
@@ -537,10 +537,11 @@ class LiveEpisodes:
             if fresh_open:
                 opened += self._records(k, now_open[fresh_open])
             self._open[k] = (self._open[k] - mine) | new_keys
+        moves = [f"{ch['old_start']} to {ch['record']['start']}" for ch in self._changes
+                 if ch.get("sensor_id") == c and ch["op"] == "move"]
         log.info("sensor %d: %d late readings judged again from the stored readings (%s window, %d episodes, "
-                 "%d moved, %d withdrawn)", c, w.readings, "live" if live else "past", len(new),
-                 sum(1 for ch in self._changes if ch.get("sensor_id") == c and ch["op"] == "move"),
-                 len(plan.withdrawn))
+                 "%d moved%s, %d withdrawn)", c, w.readings, "live" if live else "past", len(new), len(moves),
+                 f": {', '.join(moves)}" if moves else "", len(plan.withdrawn))
         return opened, closed
 
     # -- learning intervals ------------------------------------------------------------------

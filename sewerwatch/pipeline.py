@@ -162,6 +162,7 @@ class Pipeline(PeriodicRounds, RunStatus):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._eval_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sewerwatch-eval")
         self._inflight: tuple | None = None     # (readings, sink sequence number, received [epoch s] or None)
+        self._carried: tuple | None = None      # a queued part of the other kind than the batch before it
         self._problem_since: dict[str, float] = {}
         self._restarted: dict[str, tuple[float, str]] = {}    # component -> (monotonic, what)
         self._eval_error: tuple[float, str] | None = None
@@ -428,15 +429,17 @@ class Pipeline(PeriodicRounds, RunStatus):
                 # so they are judged that soon after being stored, however the batches come
                 wait = LATE_POLL_S if self.episodes.has_late else 1.0
                 try:
-                    parts = [await asyncio.wait_for(self._queue.get(), wait)]
+                    if self._carried is not None:
+                        parts, self._carried = [self._carried], None
+                    else:
+                        parts = [await asyncio.wait_for(self._queue.get(), wait)]
                 except asyncio.TimeoutError:
                     # nothing came: readings held for their stamp, or late ones now stored, may be due,
                     # or maintenance windows changed (their sensors judged again)
                     if not self.episodes.due(self.clock()) and not self.windows.changed_pending():
                         continue
                     parts = [(Readings.empty(), 0, None)]
-                while not self._queue.empty():
-                    parts.append(self._queue.get_nowait())
+                self._carried = _take_same_kind(self._queue, parts)
                 done = any(p is None for p in parts)
                 parts = [p for p in parts if p is not None]
                 if not parts:
@@ -501,6 +504,24 @@ class Pipeline(PeriodicRounds, RunStatus):
             await self.manager.tick()
 
 
+
+
+def _take_same_kind(queue: asyncio.Queue, parts: list) -> tuple | None:
+    """Take the queued parts judged with ``parts`` (in place) and return the first of the
+    other kind, which waits for the next batch (None: the queue was emptied).
+
+    Stored readings (a new leader's warm-up, received None) and live ones are judged in
+    batches of their own, in the order they were queued: merged into one push, the live
+    readings of a sensor whose clock stands behind would be judged in order against nothing
+    (its stored history sorted after them), opening its episode again at the first live
+    reading, as a new episode of its alert.
+    """
+    while not queue.empty():
+        part = queue.get_nowait()
+        if part is not None and parts and parts[0] is not None and (part[2] is None) != (parts[0][2] is None):
+            return part
+        parts.append(part)
+    return None
 
 
 def _merge_parts(parts: list) -> tuple:

@@ -149,6 +149,10 @@ def _arrivals(plan, t, v):
 # readings permuted within windows of eight, some twice, run restarted after the fourth batch
 @example(plan={"starts": [10, 26], "step_at": 16, "offset_s": -3600.0, "window": 8, "seed": 5595, "batch": 8,
                "dups": 4, "restart_at": 4})
+# a clock an hour behind from its first reading, ``run`` restarted inside the episode: the new
+# run's warm-up must reach the sensor's own newest readings, an hour before its window
+@example(plan={"starts": [10], "step_at": 0, "offset_s": -3600.0, "window": 1, "seed": 0, "batch": 4, "dups": 0,
+               "restart_at": 3})
 @given(plan=plans())
 def test_any_arrival_plan_through_the_broker_into_run_ends_as_check_does(db, services, tmp_path_factory, rig, plan):
     rig.start(db, services, tmp_path_factory.mktemp("arrivals"))
