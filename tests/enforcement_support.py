@@ -115,9 +115,8 @@ def run(tmp_path: Path, db, *args, os_user: str | None = None) -> subprocess.Com
 
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    environment = env(db, **({"LOGNAME": os_user, "USER": os_user} if os_user else {}))
     os.environ.clear()
-    os.environ.update(environment)
+    os.environ.update(env(db, **({"LOGNAME": os_user, "USER": os_user} if os_user else {})))
     os.chdir(tmp_path)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
