@@ -96,7 +96,7 @@ def performance_summary(rep: dict, program) -> dict:
     add("NumberSIUs", len(siu), "significant industrial users", siu)
     without = [s for s in siu if not users[s].get("permit_in_force_at_year_end")]
     add("SIUsWithoutControlMechanism", len(without), "significant users without a discharge permit in force on "
-        f"{rep['period']['end']} (the day after the year)", without)
+        f"the year's last day ({year}-12-31)", without)
     not_inspected = [s for s in siu if not _inspections(users[s])]
     add("SIUsNotInspected", len(not_inspected), "significant users not inspected in the year", not_inspected)
     not_sampled = [s for s in siu if not users[s].get("samples_by_potw")]

@@ -107,15 +107,16 @@ def sw(tmp_path: Path, db, *args, timeout: float = 180) -> subprocess.CompletedP
                           capture_output=True, text=True, env=env(db), cwd=tmp_path, timeout=timeout)
 
 
-def run(tmp_path: Path, db, *args) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, db, *args, os_user: str | None = None) -> subprocess.CompletedProcess:
     """``sewerwatch --config village.toml ARGS`` in this process (the same ``main`` the
-    console script calls; a second faster than a subprocess), in ``tmp_path``."""
+    console script calls; a second faster than a subprocess), in ``tmp_path``; ``os_user``:
+    as that operating-system user (the login's ``LOGNAME`` and ``USER``)."""
     from sewerwatch.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     os.environ.clear()
-    os.environ.update(env(db))
+    os.environ.update(env(db, **({"LOGNAME": os_user, "USER": os_user} if os_user else {})))
     os.chdir(tmp_path)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
