@@ -50,11 +50,20 @@ COMMAND_MODULES = (
 )
 
 
-def not_built(name: str, issue: str):
-    """Return a handler for a subcommand whose capability is not built yet."""
+def not_built(name: str, coming: str):
+    """Return a handler for a subcommand whose capability is not built yet.
+
+    Parameters
+    ----------
+    name : str
+        The subcommand, as a person types it.
+    coming : str
+        A few words, in the utility's language, saying what is still to come (never a
+        tracker's number: the message is read at the terminal).
+    """
 
     def handler(args: argparse.Namespace, ctx: Context) -> int:
-        raise NotBuiltYet(f"'{name}' is not built yet ({issue}); see the guide for what works today")
+        raise NotBuiltYet(f"'{name}' is not built yet ({coming}); see the guide for what works today")
 
     handler.not_built = True
     return handler

@@ -33,8 +33,8 @@ PATH = re.compile(r"(?<![\w])(?:[\w.-]+/)+[\w.-]+\.(?:toml|py|csv|json|html|sql|
 EXCEPTION = re.compile(r"\b(?:[A-Z][a-z]+)+(?:Error|Exception|Warning)\b|\bTraceback\b|\bErrno\b")
 NEGATIVE = re.compile(r"(?<![\w.])-\d+(?:\.\d+)?\s*(?:days?|hours?|minutes?|seconds?|weeks?|months?|years?|[dhms])\b")
 #: A tracker's issue number, however written: "issue 26", "(issues 15, 20)", "Issue #7"; not the
-#: verb with a count ("Issue 3 bills", the bill run's button).
-ISSUE = re.compile(r"\b[Ii]ssues?\s+#?\d+(?!\d|\s+(?:corrected\s+)?bills?\b)")
+#: verb with a count ("Issue 3 bills", the bill run's button) or a quarter ("issues 2026Q1").
+ISSUE = re.compile(r"\b[Ii]ssues?\s+#?\d+(?!\d|Q[1-4]\b|\s+(?:corrected\s+)?bills?\b)")
 #: Chemical names and CAS-style numbers of the analyte catalogue written as an ordinance does.
 CHEMICAL = re.compile(r"^\d[\d,]*-")
 

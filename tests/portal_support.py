@@ -1,4 +1,4 @@
-"""Helpers for the portal's tests (issue 27): two industrial users in a test database, the
+"""Helpers for the portal's tests: two industrial users in a test database, the
 plater's permit (copper 1.0 mg/l daily maximum), a coordinator, portal people made through
 the invitation functions, lab CSVs with and without a spoiled row, and TOTP codes that are
 each used once (a step the account has not used yet, waiting for the next step only when the

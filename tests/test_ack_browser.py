@@ -1,4 +1,4 @@
-"""Acknowledging an alert from a phone, in a real headless Chromium (issue 14 item 7).
+"""Acknowledging an alert from a phone, in a real headless Chromium.
 
 The acid dump goes through Mosquitto, the collector, the evaluator and the alert manager of
 ``sewerwatch run``'s pipeline to a real SMTP server (aiosmtpd); the link in the received

@@ -1,4 +1,4 @@
-"""The acknowledgement page over plain HTTP (issue 14 item 7): links that are used, expired,
+"""The acknowledgement page over plain HTTP: links that are used, expired,
 changed or cut; GET never acknowledges; single use; acknowledged before by the command line;
 rate limiting per client address (behind a trusted proxy too); the database down; the
 access log and the console without tokens; ``[web]`` in the config.

@@ -1,4 +1,4 @@
-"""Issue 22 item 7: the acknowledgement page shows the episode as it is now (the violations
+"""The acknowledgement page shows the episode as it is now (the violations
 row ``run`` keeps current), the subject says "pH 3.1" once, ``run --no-modbus`` raises no
 device alert from health rows it did not write, and ``status`` offers ``deadletters
 replay`` only for the dead letters it can replay. Against a real database."""

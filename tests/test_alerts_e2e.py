@@ -92,7 +92,7 @@ def test_acid_dump_one_email_escalation_then_resolution(db, services, tmp_path):
             assert "13.48(2)(g)" in body                                     # the citation
             assert "sewerwatch check --from" in body                         # how to see the readings
             assert "Corrective actions" in body and "Concentration and volume" in body  # the §240-6 form
-            # issue 16 item 7: the ordinance by its title and section, not the seed file
+            # the ordinance by its title and section, not the seed file
             assert "Village of Palmyra Code §13.49" in body                   # Palmyra's duty to report
             assert "Ordinance:   Village of Palmyra Code §13.48(2)(g)" in body and ".txt" not in body
             peak = float(body.split("Value:")[1].split()[0])

@@ -1,4 +1,4 @@
-"""Bills that cannot mislead (issue 14, item 5), as the clerk types the commands and reads
+"""Bills that cannot mislead, as the clerk types the commands and reads
 the PDFs: a bill whose volume is unknown is not issued (exit 2 naming the site and what is
 missing) unless --draft, which marks every page DRAFT and prints the coverage; no bare $0.00
 for a bill that could not be computed; the chart draws every lab result the table lists; the

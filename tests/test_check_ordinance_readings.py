@@ -1,4 +1,4 @@
-"""``sewerwatch check`` reading the ordinances closer (issue 16): the slug during normal
+"""``sewerwatch check`` reading the ordinances closer: the slug during normal
 operation and on the first day, distinct days of violation, a permit's limits on readings.
 Expectations worked out by hand from the quoted words (see tests/test_limits_slug_baseline.py
 for the arithmetic of the slug)."""

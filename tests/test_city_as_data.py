@@ -1,4 +1,4 @@
-"""Any municipality's ordinance, from data files alone (issue 23, "Done when").
+"""Any municipality's ordinance, from data files alone.
 
 The City of Examplehaven, Minnesota is a FICTIONAL test fixture (tests/data/example-city/: its
 made-up ordinance, its rule pack, a config, a rates file, lab results and readings), with

@@ -52,9 +52,9 @@ def _unfinished() -> list[list[str]]:
 
 
 def test_not_built_handler_raises_with_exit_3():
-    handler = cli.not_built("frobnicate", "issue 99")
+    handler = cli.not_built("frobnicate", "the frobnicator comes later")
     assert handler.not_built
-    with pytest.raises(cli.NotBuiltYet, match="'frobnicate' is not built yet .issue 99.") as err:
+    with pytest.raises(cli.NotBuiltYet, match="'frobnicate' is not built yet .the frobnicator comes later.") as err:
         handler(None, None)
     assert err.value.exit_code == 3
 

@@ -432,7 +432,7 @@ def test_preview_cli(filled, tmp_path, capsys):
 
 
 def test_long_ranges_read_the_one_minute_aggregates_and_the_raw_readings_after_them(filled):
-    """Issue 15: a panel over more than two days reads readings_1m where the aggregates reach
+    """A panel over more than two days reads readings_1m where the aggregates reach
     (the raw readings there may be gone by the retention policy) and raw readings after; a
     short range reads raw readings, and the minutes where retention removed them."""
     from dashboards.definitions import RAW_RANGE_MAX

@@ -1,4 +1,4 @@
-"""Storage (issue 15): the narrow readings table, bytes per reading in ``db status``, the
+"""Storage: the narrow readings table, bytes per reading in ``db status``, the
 one-minute aggregates, evidence kept around violations, retention and the ``[retention]``
 config, all against the real TimescaleDB (Apache build: no compression, which ``db status``
 says)."""

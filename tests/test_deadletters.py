@@ -1,4 +1,4 @@
-"""Issue 14 item 3, no reading vanishes at the broker: the collector subscribes to the whole
+"""No reading vanishes at the broker: the collector subscribes to the whole
 ``sewerwatch/#`` tree, a topic of the wrong shape is a dead letter showing the expected form,
 and ``sewerwatch deadletters list|show|replay`` and ``status`` work with them (the CLI as a
 subprocess). Against the real Mosquitto and TimescaleDB; the broker's refusals (MQTT 5
@@ -197,6 +197,6 @@ def test_the_broker_refuses_a_publish_outside_the_site_mqtt5_says_so_and_the_log
     assert not acks3[denied3].is_failure                       # MQTT 3.1.1: acknowledged, silently dropped
     assert got == ["sewerwatch/acme/ph"]
     log = (state / "mqtt" / "mosquitto.log").read_text()
-    # the client ids are the accounts' names, whatever the clients asked for (issue 20, item 2)
+    # the client ids are the accounts' names, whatever the clients asked for
     assert "Denied PUBLISH from site-acme " in log and "'sewerwatch/candy/ph'" in log
     assert "Denied PUBLISH from site-acme.v3 " in log and "'sewerwatch/candy/flow'" in log

@@ -1,4 +1,4 @@
-"""Issue 20, item 10: every time a person reads carries its zone, so the repeated hour of
+"""Every time a person reads carries its zone, so the repeated hour of
 the autumn change is never ambiguous, and a reading of -0 is shown as 0."""
 
 from __future__ import annotations

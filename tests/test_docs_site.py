@@ -102,3 +102,40 @@ def test_the_readme_is_short_and_its_links_and_pictures_lead_somewhere():
     assert [p for p in paths if not (ROOT / p).is_file()] == []
     # the first hour and the two commands stay in the README (the guide's first page includes them)
     assert "## Your first hour" in text and "make demo\nmake test\n" in text
+
+
+@pytest.mark.slow
+def test_an_install_without_the_checkout_serves_the_guide(tmp_path):
+    """Installed as a deployment installs it (a wheel of the package, nothing of the checkout
+    beside it, no extra): the guide's tools come with the package's own requirements, its
+    sources are installed below the prefix, every one of them, and the office's guide finds and
+    builds them there."""
+    wheels, prefix, state = tmp_path / "wheels", tmp_path / "prefix", tmp_path / "state"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    r = subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # (--ignore-installed: otherwise pip would first remove this environment's own install)
+    r = subprocess.run([*pip, "install", "--no-deps", "--no-index", "--ignore-installed", "--prefix", str(prefix),
+                        *map(str, wheels.glob("sewerwatch-*.whl"))], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    share = prefix / guide.INSTALLED
+    wanted = {f.relative_to(ROOT).as_posix() for f in guide.Guide(tmp_path, ROOT).sources()}
+    assert {f.relative_to(share).as_posix() for f in share.rglob("*") if f.is_file()} == wanted
+    site_packages = next(prefix.glob("lib/python3*/site-packages"))
+    code = ("import importlib.metadata, re\n"
+            "from pathlib import Path\n"
+            "import web\nfrom web import guide\n"
+            "needs = {re.split(r'[<>=!~ ;\\[]', r)[0] for r in importlib.metadata.requires('sewerwatch') "
+            "if 'extra ==' not in r}\n"
+            f"site = guide.Guide(Path({str(state)!r})).ensure()\n"
+            "print(Path(web.__file__).resolve().parent.parent, guide.sources_root(), site, "
+            "'mkdocs-material' in needs, 'mkdocs' in needs)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(site_packages)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    packages, root, site, material, mkdocs = r.stdout.split()
+    assert Path(packages) == site_packages.resolve() and Path(root) == share.resolve()
+    assert (material, mkdocs) == ("True", "True")
+    assert (Path(site) / "office" / "lab" / "index.html").is_file()
+    assert list((Path(site) / "images" / "office").glob("*.png"))

@@ -123,7 +123,7 @@ def test_lab_violation_notice_names_the_laboratory_and_samples(db, tmp_path):
     assert "Laboratory: Rock River Environmental Laboratory" in text
     assert "P-02 2026-02-04 00:00 CST Cyanide (total) 0.62 SM 4500-CN E grab" in text
     assert "lab.csv" not in text and "line 3" not in text
-    # issue 23 item 4, issue 21 item 4: the limit with the ordinance's comparison words
+    # the limit with the ordinance's comparison words
     # (§13.48(2)(l) "in excess of one-half (0.5) mg/l"), on each sample
     assert "Prohibited: a result in excess of 0.5 mg/l in any sample." in text
 

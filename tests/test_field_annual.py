@@ -1,4 +1,4 @@
-"""Inspections with photos and the annual report's field work (issue 26, items 5 and 2):
+"""Inspections with photos and the annual report's field work:
 an inspection recorded with a photo (checked by its own bytes, re-encoded without the
 camera's metadata), its deficient item a finding; the annual report (JSON, HTML, and the PDF
 read back with pdftotext) lists the year's inspections and whether samples were taken

@@ -1,4 +1,4 @@
-"""The instrument register and calibration records (issue 26, items 1 and 3) on the command
+"""The instrument register and calibration records on the command
 line, against the real database: an instrument replaced keeps its history; the shortest
 calibration interval applies and says where it comes from; a pH calibration passes or fails
 against the tolerance (a check buffer within ±0.1 pH), a flow verification by its percent

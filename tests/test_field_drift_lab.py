@@ -1,4 +1,4 @@
-"""Drift against the laboratory's grab samples (issue 26, item 4): a grab sample's pH imported
+"""Drift against the laboratory's grab samples: a grab sample's pH imported
 by the lab file's path (``lab import``) is compared with the live sensor's readings at its time,
 as an inspector's grab reading is (tests/test_field_run.py): 0.6 pH apart, beyond the 0.3 pH
 tolerance, the sensor is drifting, with both numbers; 0.1 apart it is not; a composite's pH is no

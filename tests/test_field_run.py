@@ -1,4 +1,4 @@
-"""Maintenance windows through ``sewerwatch run`` (issue 26, "Done when"): the real pipeline
+"""Maintenance windows through ``sewerwatch run``: the real pipeline
 (sewerwatch/pipeline.py in the background) with a broker of the module's own whose ACL is
 made from the config, the MQTT collector, the streaming evaluator and the alert manager.
 

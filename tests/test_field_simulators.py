@@ -1,4 +1,4 @@
-"""The simulators play field work (issue 26, item 6) through ``sewerwatch run``: the real
+"""The simulators play field work through ``sewerwatch run``: the real
 pipeline (in the background) with the session's broker and database, fed by ``sewerwatch
 simulate`` itself.
 

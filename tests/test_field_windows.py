@@ -1,4 +1,4 @@
-"""Maintenance windows (issue 26, item 2) on the command line and in ``check --from --to``:
+"""Maintenance windows on the command line and in ``check --from --to``:
 a window over the acid dump of ``tests/enforcement_support.py`` opened after the fact waits
 for a second person, excludes nothing until approved, then its readings are stored with
 their own quality code (3) and judged by nothing; every window is listed in ``check``'s

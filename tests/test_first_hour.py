@@ -1,4 +1,4 @@
-"""The first hour of a new user (issue 14): a fresh state folder, no config, commands in
+"""The first hour of a new user: a fresh state folder, no config, commands in
 the wrong order, each answered with one clear line (never a traceback).
 
 Runs the CLI as a subprocess, as the user types it, against embedded services of its own
@@ -63,7 +63,7 @@ def test_the_first_hour_in_the_wrong_order(user):
     one_line(user("config", "check"), 2, "looked for --config FILE", str(home / "sewerwatch.toml"),
              "examples/demo-village.toml")
     # nothing running yet: status says how to start it, and exits 2 (not running: the
-    # monitoring-plugin convention, issue 20)
+    # monitoring-plugin convention)
     r = user("status")
     assert r.returncode == 2 and "sewerwatch services up" in r.stdout
     r = user("services", "up")

@@ -1,4 +1,4 @@
-"""Issue 14 item 4, the formats integrators send, selected per topic pattern
+"""The formats integrators send, selected per topic pattern
 (``[[mqtt.inputs]]``): Telegraf's JSON output and bare numbers, decoded into numpy batches;
 wrong shapes are dead letters naming the format expected with an example. The end-to-end
 test publishes with paho to an embedded broker of its own (its ACL generated from the

@@ -1,4 +1,4 @@
-"""Issue 20, item 7: health tells the truth.
+"""Health tells the truth.
 
 * A database held by a lock for 20 s (``readings`` and ``violations``, ACCESS EXCLUSIVE) is
   "database slow (N s behind)" in ``run``'s status and in the "sewerwatch degraded" alert, in
@@ -168,7 +168,7 @@ def test_a_full_state_folder_is_said_in_status_not_not_responding(services, tmp_
 
 
 def test_collect_says_the_database_is_up_before_its_first_write(db, services, tmp_path):
-    """Issue 21 item 6 (the writer's health): no 'DOWN (spooling)' and no degraded writer with
+    """The writer's health: no 'DOWN (spooling)' and no degraded writer with
     'the spool cannot be written (None)' while the database is up and nothing was written."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     path = tmp_path / "collect.toml"

@@ -393,7 +393,7 @@ def test_a_full_sink_does_not_block_polling():
 
 
 def test_the_maintenance_status_bit_marks_the_readings_and_opens_a_window_once():
-    """Issue 26: the ``calibration`` scenario at 09:01, device 0 in its maintenance window
+    """The ``calibration`` scenario at 09:01, device 0 in its maintenance window
     (bit 15 of generic-manhole's status register), device 1 not: device 0's readings are
     stored with the maintenance code, device 1's are good, and one window start is handed
     over for device 0 (not one per poll), with the sensors it covers."""

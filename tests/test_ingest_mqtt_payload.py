@@ -79,7 +79,7 @@ def test_unusable_payloads_say_why(payload, reason):
 def test_topic_map_patterns_and_explicit_topics():
     refs = [SensorRef(1, "candy/ph", "ph"), SensorRef(2, "plating/flow", "flow")]
     tm = TopicMap(refs, {"legacy/meter7": "plating/flow"}, ("sewerwatch/{site}/{sensor}", "plant/{site}/x/{sensor}"))
-    # whole trees (issue 14 item 3): a topic of the wrong shape still reaches the collector
+    # whole trees: a topic of the wrong shape still reaches the collector
     assert tm.subscriptions() == ["sewerwatch/#", "plant/#", "legacy/meter7"]
     assert tm.resolve("sewerwatch/candy/ph").id == 1
     assert tm.resolve("plant/plating/x/flow").id == 2
@@ -101,7 +101,7 @@ def test_topic_map_patterns_and_explicit_topics():
         TopicMap(refs, {}, ("sewerwatch/+/{sensor}",))
 
 
-# --- issue 12: whatever bytes arrive, a reason, never an exception ----------------------
+# --- whatever bytes arrive, a reason, never an exception ----------------------
 
 @pytest.mark.parametrize("payload, reason", [
     (b"[" * 1100 + b"]" * 1100, "JSON nested more than 16 deep"),

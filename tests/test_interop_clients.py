@@ -1,4 +1,4 @@
-"""Issue 22 items 1, 2, 3, 5 and 8: clients nobody here wrote, against the real collector, writer,
+"""Clients nobody here wrote, against the real collector, writer,
 Mosquitto (its ACL generated from the config) and TimescaleDB, each publishing with its
 site's own broker account (``sewerwatch services credentials SITE``):
 

@@ -1,4 +1,4 @@
-"""Issue 22 items 2, 3, 4 and 8: Eclipse Tahu's JavaScript ``sparkplug-client`` (from the npm
+"""Eclipse Tahu's JavaScript ``sparkplug-client`` (from the npm
 registry, installed by setup) as an edge node of sewerwatch, its primary host, against a real
 ``sewerwatch run`` subprocess, the embedded Mosquitto and TimescaleDB.
 

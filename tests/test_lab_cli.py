@@ -123,10 +123,10 @@ def test_non_detect_policy_from_rates_file_and_flag(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--volume-mg", "lots", "--pack", "palmyra-wi"), "--volume-mg: expected a volume >= 0"),
     (("--volume-mg", "-1", "--pack", "palmyra-wi"), "--volume-mg: expected a volume >= 0"),
-    # issue 23 item 5: the one pack search path, and where it looked
+    # the one pack search path, and where it looked
     (("--volume-mg", "1", "--pack", "springfield"), "unknown rule pack 'springfield' (known: palmyra-wi"),
     (("--volume-mg", "1", "--pack", "superior-wi"), "defines no normal sewage strength"),
-    # issue 23 item 4: no other village's pack by default
+    # no other village's pack by default
     (("--volume-mg", "1"), "surcharge needs --pack PACK"),
 ])
 def test_bad_arguments_exit_2_one_line(tmp_path, args, message):

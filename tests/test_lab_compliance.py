@@ -132,7 +132,7 @@ def test_snc_trc_factor_1_2_for_others_and_none_for_ph():
         snc_counts([3.0], 6.0, "ph")
 
 
-# issue 16 item 4: 40 CFR 403.8(f)(2)(viii)(A) covers every pollutant parameter, pH included
+# 40 CFR 403.8(f)(2)(viii)(A) covers every pollutant parameter, pH included
 # ("66 percent or more of all of the measurements ... exceed (by any magnitude)"); for a range,
 # exceeding is being outside it. Only (B) excludes pH ("1.2 for all other pollutants except pH").
 PALMYRA_PH = Range(6.0, 9.0, "<", ">")     # §13.48(2)(g) "lower than 6.0 or higher than 9.0"
@@ -162,7 +162,7 @@ def test_snc_for_ph_over_lab_results_and_the_packs_range():
 
 
 def test_snc_trc_is_exact_at_the_product():
-    # issue 16 item 5: "equal or exceed the product" of limit x 1.4, in exact arithmetic
+    # "equal or exceed the product" of limit x 1.4, in exact arithmetic
     below_140 = float(np.nextafter(140.0, 0.0))            # 139.99999999999997
     assert snc_counts([below_140], 100.0, "fog")["n_trc"] == 0
     assert snc_counts([140.0], 100.0, "fog")["n_trc"] == 1

@@ -96,7 +96,7 @@ def test_missing_file_and_a_header_that_is_not_utf8(tmp_path):
 
 
 def test_undecodable_bytes_or_a_nul_in_a_field_make_that_row_bad_and_the_rest_is_read(tmp_path):
-    """Issue 12: a Latin-1 byte or a NUL byte in one field spoils one row, never the file."""
+    """A Latin-1 byte or a NUL byte in one field spoils one row, never the file."""
     p = tmp_path / "mixed.csv"
     p.write_bytes(b"sample_id,site,collected,analyte,value,unit,qualifier\n"
                   b"S1,mill,2026-01-05,bod5,420,mg/l,\n"              # 2 good

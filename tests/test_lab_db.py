@@ -72,7 +72,7 @@ def test_import_stores_good_rows_and_dead_letters_bad_ones(db, tmp_path):
         assert bytes(dead[0][2]) == b"S2,brewery,2026-01-06,bod5,300,mg/l,,JK"
         assert "unknown site 'brewery'" in dead[0][3] and dead[0][4]["line"] == 5
         assert "duplicate" in dead[3][3]
-        # issue 23 item 1: the dead letter names the closest known ids
+        # the dead letter names the closest known ids
         assert dead[1][3].startswith("unknown analyte 'nitrat' (closest known: no3")
         audit = conn.execute("SELECT actor, action, object, detail FROM audit_log").fetchall()
         assert audit == [("lab-tech", "lab.import", str(f), {"stored": 4, "corrected": 0, "unchanged": 0, "bad": 4, "samples_created": 2,
@@ -181,7 +181,7 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
     ]) + "\n")
     r = subprocess.run([sys.executable, "-m", "sewerwatch", "lab", "import", str(lab), "--actor", "lab", "--json"],
                        capture_output=True, text=True, env=_env(db), cwd=tmp_path, timeout=120)
-    assert r.returncode == 4, r.stderr       # issue 23 item 8: a row became a dead letter
+    assert r.returncode == 4, r.stderr       # a row became a dead letter
     assert "1 of 7 rows became dead letters (not imported): line 7: value 'abc' is not a number" in r.stderr
     rep = json.loads(r.stdout)
     assert (rep["stored"], rep["bad"], rep["complete"]) == (6, 1, False)
@@ -219,7 +219,7 @@ def test_cli_lab_import_check_and_quarterly_bill(db, tmp_path):
                                       str(rates), "--out", str(out), *a], capture_output=True, text=True,
                                      env=_env(db), cwd=tmp_path, timeout=180)
     # mill's meter covers 3 of the quarter's 90 days and the rates file gives no volume: its
-    # volume is unknown, so no bill is issued (issue 14: a bill that cannot mislead)
+    # volume is unknown, so no bill is issued (a bill that cannot mislead)
     r = bill("--json")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("sewerwatch: error: bill 2026Q1: not issued, volume unknown for mill (the flow "
@@ -306,7 +306,7 @@ def test_bills_of_webster_ny_and_westfield_users(db, tmp_path):
                          "[bill.webster-ny]\nunit_rent = 400.0\n"
                          "[bill.westfield-wi]\nannual_debt_budget = 40000.0\ntotal_re = 500\n"
                          "[bill.re]\ncannery = 3.0\n"
-                         # issue 16 item 6: Westfield's ordinance sets no surcharge formula; the
+                         # Westfield's ordinance sets no surcharge formula; the
                          # village states it adopted none (else the bill is refused)
                          "[adopted.surcharge]\nformula = \"none\"\nby = \"Village Board minutes 2026-01-12\"\n")
         bills = {b["site"]: b for b in build_bills(conn, "2026Q2", str(rates), issued=date(2026, 7, 1))}

@@ -1,4 +1,4 @@
-"""Issue 12, "Lab import": a NUL byte or bytes that are not UTF-8 in a field spoil that row
+"""Lab import: a NUL byte or bytes that are not UTF-8 in a field spoil that row
 only (a dead letter with its line number and its bytes; the good rows stored; no
 traceback), the checks against earlier rows hold across the import's chunks, and a large
 file imports with memory that follows one chunk (1,000,000 rows under 300 MB: marked
@@ -41,7 +41,7 @@ def test_nul_and_undecodable_bytes_make_dead_letters_and_the_good_rows_are_store
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}, "SEWERWATCH_DB_URL": db.url}
     out = subprocess.run([sys.executable, "-m", "sewerwatch", "lab", "import", str(f), "--actor", "tech"],
                          capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
-    assert out.returncode == 4, out.stderr   # issue 23 item 8: rows became dead letters
+    assert out.returncode == 4, out.stderr   # rows became dead letters
     assert "Traceback" not in out.stderr
     assert "3 stored, 0 corrected, 0 unchanged, 3 bad" in out.stdout
     assert "line 3: not UTF-8 text" in out.stdout and "line 4: a NUL byte" in out.stdout

@@ -1,4 +1,4 @@
-"""A lab file previewed before anything is stored, then imported once (issue 25 items 1 and 7):
+"""A lab file previewed before anything is stored, then imported once:
 ``import_lab_file(dry_run=True)`` / ``lab import --dry-run``, ``--check``, the office's staged
 uploads (lab/store/uploads.py), against the real database.
 

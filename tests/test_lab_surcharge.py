@@ -134,7 +134,7 @@ def test_webster_wi_base_is_200_for_bod_once_the_village_states_its_formula():
 
 @pytest.mark.parametrize("pack", ["webster-wi", "westfield-wi"])
 def test_no_borrowed_formula_without_the_rates_file_saying_so(pack):
-    # issue 16 item 6: webster-wi §240-8(4) sets no formula, only "payment to cover the added
+    # webster-wi §240-8(4) sets no formula, only "payment to cover the added
     # cost"; westfield-wi none at all. Nothing is borrowed by default: refused, with the words.
     results = {"bod5": (np.array([260.0]), np.array([False]))}
     with pytest.raises(InputError) as e:

@@ -26,7 +26,7 @@ from limits.packs import available_packs, load_pack
 ROOT = Path(__file__).resolve().parent.parent
 VILLAGE = ROOT / "tests" / "data" / "example-village"
 SEED = "example-ordinance.txt"
-#: issue 16 item 7: documents cite the ordinance by its title (the pack's ``code``) and section
+#: documents cite the ordinance by its title (the pack's ``code``) and section
 CODE = "Village of Example Code"
 #: the real villages' seed files: none of them may show up in the fixture village's documents
 REAL_SEEDS = ("000_68bc5aa0322c9423", "001_344667c7b04e812e", "002_32e890e17155ca0d", "003_44f871d49a02d8f5",

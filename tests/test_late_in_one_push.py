@@ -1,4 +1,4 @@
-"""Issue 20, item 1: late readings judged again in the same push as live readings of their
+"""Late readings judged again in the same push as live readings of their
 sensor. The pipeline hands the alert manager a push's moves and withdrawals first, then its
 openings and closings; a record of the live part naming an episode the judgement again moved
 (or merged away) would, applied after the move, write that episode's old row again: one

@@ -1,4 +1,4 @@
-"""The law, exactly (issue 21): days of violation over half-open intervals, the village's
+"""The law, exactly: days of violation over half-open intervals, the village's
 calendar days on the command line, SNC as of a date as a pure question, limits stated as the
 permit states them, §13.54(1)(f), and the readings the program takes where the law can be
 read two ways.

@@ -54,7 +54,7 @@ def test_json_violations_with_units_converted(tmp_path, capsys):
     ]
     temp = got[2]
     assert temp["unit"] == "degF" and temp["peak"] == pytest.approx(104.9) and temp["limit"] == 104.0
-    # issue 16 item 7: the ordinance by its title and section; the seed file is provenance
+    # the ordinance by its title and section; the seed file is provenance
     assert temp["citation"] == "Village of Webster (WI) Code §240-5" and "exceeds 40° C." in temp["words"]
     assert temp["provenance"] == "000_68bc5aa0322c9423.txt §240-5"
     assert got[0]["peak"] == 4.99 and got[0]["limit"] == 5.0 and got[0]["days_of_violation"] == 1
@@ -74,7 +74,7 @@ def test_table_output(tmp_path, capsys):
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["site", "sensor", "rule"]
     assert "ph-min" in lines[1] and "§13.48(2)(g)" in lines[1] and lines[2] == "1 violation(s)"
-    # issue 16 item 3: the distinct days of violation per site and rule follow the table
+    # the distinct days of violation per site and rule follow the table
     assert lines[3] == "acme ph-min: 1 day(s) of violation (Village of Palmyra Code §13.48(2)(g); each day a new violation)"
 
 

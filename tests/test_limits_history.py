@@ -237,7 +237,7 @@ def test_windows_equal_one_batch_evaluation(db):
                                 sensors_per_read=per_read, window_readings=window_readings,
                                 readers=readers, stats=stats)
             assert got == want, (per_read, window_readings)
-            # two slug windows and the gap limit before --from (issue 16: the readings of the
+            # two slug windows and the gap limit before --from (the readings of the
             # window before --from are themselves judged above the slug line or not)
             assert stats["readings"] == conn.execute(
                 "SELECT count(*) FROM readings WHERE time >= %s AND time < %s",
@@ -278,7 +278,7 @@ def test_cli_database_mode(db, capsys):
 
 
 def test_history_says_where_the_slug_had_no_baseline_yet(db, capsys):
-    """Issue 16: the flow meter's readings begin at T0 and it has no permitted average flow,
+    """The flow meter's readings begin at T0 and it has no permitted average flow,
     so its first 24 hours are not judged for slug; check --from/--to says so (stderr with
     --json, under the table without), and not for a range that begins after that day."""
     with db.connect() as conn:

@@ -26,7 +26,7 @@ def test_every_rule_cites_its_seed_and_quotes_words(name):
     pack = load_pack(name)
     assert pack.rules
     for r in pack.rules:
-        # issue 16 item 7: people read the ordinance's title and section; the seed file is
+        # people read the ordinance's title and section; the seed file is
         # the rule's provenance
         assert r.citation.startswith(pack.code) and r.section in r.citation and ".txt" not in r.citation
         assert r.provenance == f"{pack.seed} {r.section}"

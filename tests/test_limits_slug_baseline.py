@@ -1,4 +1,4 @@
-"""The slug's baseline "during normal operation", and the first day (issue 16, items 1-2).
+"""The slug's baseline "during normal operation", and the first day.
 
 palmyra-wi, 003_44f871d49a02d8f5.txt §13.43 SLUG: "Any discharge of water or wastewater which
 in concentration of any given constituent or in quantity of flow exceeds for any period

@@ -1,4 +1,4 @@
-"""Issue 12, "Broker durability": the collector is offline, readings acknowledged by the broker
+"""Broker durability: the collector is offline, readings acknowledged by the broker
 wait in its persistent session, and the broker is killed with SIGKILL. What the generated
 Mosquitto config saved is delivered after the restart. Mosquitto 2.0 saves its whole state on
 an integer clock every second, which is every 2 s: readings acknowledged 3 s before the kill

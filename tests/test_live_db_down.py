@@ -1,4 +1,4 @@
-"""Issue 12, "Alerts never wait for the database": with the database stopped, an acid dump
+"""Alerts never wait for the database: with the database stopped, an acid dump
 reaches the superintendent's mail within 5 s; ``sewerwatch run`` is restarted while the
 database is still down (it starts from its copy of the sensors, remembers the alert, and
 takes the redelivered readings for the episode they are); once the database returns there

@@ -1,10 +1,10 @@
-"""Issue 12, "Live episodes equal batch episodes": one pH scenario played through ``sewerwatch
+"""Live episodes equal batch episodes: one pH scenario played through ``sewerwatch
 run`` as single messages one second apart, as batches, and over Modbus polls gives the same
 ``violations`` (count, starts, ends within one sample interval, days of violation) as
 ``sewerwatch check --from --to`` over the same stored readings, and one episode is one
 alert's one episode (before: pH 3.0 sent once a second gave 21 one-second rows).
 
-Issue 20, item 1: the same scenario with its batches published out of order (each pair
+The same scenario with its batches published out of order (each pair
 swapped), and in order but for eleven readings in the middle of an episode sent last (live
 sees two episodes, then the late readings join them into one: the row continues, the second
 is withdrawn, the alert counts one episode), gives the same rows too."""

@@ -1,4 +1,4 @@
-"""Issue 12, the live path: no message stops ingest, times out of range never blind the
+"""The live path: no message stops ingest, times out of range never blind the
 evaluator, implausible readings are kept but not judged, and each site's devices have an
 account of their own. Against the real Mosquitto and TimescaleDB, with ``sewerwatch run``
 as a subprocess where the issue asks for it."""

@@ -1,4 +1,4 @@
-"""Issue 12, the soak: ``sewerwatch run`` (a subprocess) at 1,000 readings/s from 100 pH sensors,
+"""The soak: ``sewerwatch run`` (a subprocess) at 1,000 readings/s from 100 pH sensors,
 with faults at random moments: the database killed and back, the broker restarted, poison
 messages, far-future stamps, and an acid-dump episode on another sensor every 5 s.
 

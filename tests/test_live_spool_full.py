@@ -1,4 +1,4 @@
-"""Issue 12, "A full or broken spool is loud and lossless": the database is down and the
+"""A full or broken spool is loud and lossless: the database is down and the
 spool's disk (a real 64 KiB tmpfs) fills up. ``sewerwatch run`` says so in its status (why,
 and how much space is free) and in a "sewerwatch degraded" alert, stops acknowledging so
 the broker keeps the messages, and when space and then the database return every

@@ -1,4 +1,4 @@
-"""Issue 12, "Supervision and honest status": a thread or task of ``sewerwatch run`` killed from
+"""Supervision and honest status: a thread or task of ``sewerwatch run`` killed from
 inside (an injected exception) is restarted, reported in the status, and announced by a
 "sewerwatch degraded" alert; readings keep flowing. Every component is killed in turn: the
 MQTT network loop and flusher, the Modbus loop, the writer, the evaluator, the alert timers."""

@@ -1,4 +1,4 @@
-"""Issue 20, items 3 and 9: what something outside ``run`` watches, and the broker's bounds.
+"""What something outside ``run`` watches, and the broker's bounds.
 
 * The dead man's switch: a local HTTP server (a healthchecks-style service's stand-in: it
   only counts GETs) gets a ping every ``deadman_every_s`` while ``run`` leads, none from a

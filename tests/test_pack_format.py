@@ -1,4 +1,4 @@
-"""The pack format documented and checked (issue 23 item 6): ``sewerwatch pack check`` names
+"""The pack format documented and checked: ``sewerwatch pack check`` names
 each problem of a malformed pack in one line (file, table, key); the reference pages and
 JSON Schemas are generated from the models that check the files and kept current here."""
 
@@ -151,7 +151,7 @@ def test_the_json_schemas_accept_the_shipped_files_and_refuse_a_wrong_key():
 
 
 def test_every_command_finds_packs_one_way_and_a_config_is_no_pack(tmp_path):
-    """Issue 23 item 5: ``surcharge --pack FILE.toml`` works like ``check --pack FILE.toml``;
+    """``surcharge --pack FILE.toml`` works like ``check --pack FILE.toml``;
     an unknown pack is named with where it was looked for; a config given as a pack is said to be one."""
     village = ROOT / "tests" / "data" / "example-village"
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SEWERWATCH_")}

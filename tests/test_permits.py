@@ -1,4 +1,4 @@
-"""Discharge permits as data (issue 16, items 8-11): the file, its rules, the stricter of
+"""Discharge permits as data: the file, its rules, the stricter of
 permit and ordinance, renewal and expiry, and the lab-side checks, each expectation worked
 out by hand from the words quoted.
 

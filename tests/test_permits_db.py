@@ -1,4 +1,4 @@
-"""Permits in the database (issue 16, items 3 and 8-10): versions and their audit trail,
+"""Permits in the database: versions and their audit trail,
 ``sewerwatch permit``, the lab check and the bill with a permit, days of violation in SQL
 and in Python, and the renewal reminder to the superintendent. Real TimescaleDB, real
 SMTP (aiosmtpd)."""
@@ -241,7 +241,7 @@ def test_the_bill_shows_permit_findings_days_of_violation_and_readable_citations
         import_lab_file(conn, tmp_path / "lab.csv", actor="t", now=datetime(2026, 4, 1, tzinfo=timezone.utc))
         rates = tmp_path / "rates.toml"
         rates.write_text("bod = 0.2\ntss = 0.15\n[bill.palmyra-wi]\nuse_per_1000_gal = 6.37\n")
-        # one metered day of the quarter: the volume is unknown, so drafts (issue 14: not issued)
+        # one metered day of the quarter: the volume is unknown, so drafts (not issued)
         bills = {b["site"]: b for b in build_bills(conn, "2026Q1", str(rates), issued=date(2026, 4, 5), draft=True)}
     b = bills["plating"]
     # two samples over the 1.0 daily maximum on two days; the loading of 02-02, 1.6 mg/l x

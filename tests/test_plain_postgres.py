@@ -1,4 +1,4 @@
-"""Plain PostgreSQL as a first-class target, or saying what it lacks (issue 14, item 2).
+"""Plain PostgreSQL as a first-class target, or saying what it lacks.
 
 A cluster of this test's own (no sewerwatch roles: what a managed or shared server looks
 like) shows ``db migrate`` by an owner without CREATEROLE explaining what it needs, and

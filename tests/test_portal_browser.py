@@ -1,4 +1,4 @@
-"""The industrial users' portal as people use it (issue 27 item 7): Debian's Chromium driven by
+"""The industrial users' portal as people use it: Debian's Chromium driven by
 selenium (the session's one browser, ``browser`` in ``conftest.py``) against ``sewerwatch web``
 (a process of its own, the same application ``run`` serves) over the real database, with a
 real SMTP server (aiosmtpd) receiving the invitation and the receipt.

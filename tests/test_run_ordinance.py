@@ -1,4 +1,4 @@
-"""``sewerwatch run`` reading the ordinances closer (issue 16): the 20-minute slug at 5.2 x
+"""``sewerwatch run`` reading the ordinances closer: the 20-minute slug at 5.2 x
 normal flow is one 20-minute episode in the live pipeline too, a permit's stricter pH limit
 alerts with the permit's citation, and the sensors without a slug baseline are known.
 

@@ -1,4 +1,4 @@
-"""Issue 15, item 3: several collectors share the load.
+"""Several collectors share the load.
 
 MQTT: two ``sewerwatch collect`` subprocesses in one shared-subscription group (real
 Mosquitto, real TimescaleDB), a publisher streaming readings, one collector killed with

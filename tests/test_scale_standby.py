@@ -1,4 +1,4 @@
-"""Issue 15, item 4: a standby for ``run``.
+"""A standby for ``run``.
 
 Two ``sewerwatch run --standby`` subprocesses against one database (real TimescaleDB, real
 Mosquitto, the project's MailCatcher for e-mail), each with its own state folder and the

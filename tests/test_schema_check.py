@@ -1,4 +1,4 @@
-"""The context's schema check (issue 14, item 1): a database without the schema, or with an
+"""The context's schema check: a database without the schema, or with an
 older one, is one line naming ``sewerwatch db migrate``; a table missing later is too."""
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def _command_lines() -> list[str]:
 
 
 def test_no_password_on_a_command_line_nor_in_any_output_without_show_secrets(tmp_path):
-    """Issue 20, item 8: ``services up`` (initdb, PostgreSQL, Mosquitto and its password files)
+    """``services up`` (initdb, PostgreSQL, Mosquitto and its password files)
     puts no password on any command line, watched every few milliseconds while it runs; no
     output of ``services up|status`` or ``status`` shows one, with or without ``--json``;
     ``--show-secrets`` shows them (for integrators)."""

@@ -1,4 +1,4 @@
-"""Issue 14 item 4, Sparkplug B: births and aliases honoured, sequence numbers checked (0-255,
+"""Sparkplug B: births and aliases honoured, sequence numbers checked (0-255,
 wrapping), data before birth and a gap in the sequence are dead letters with the reason and
 a rebirth request (NCMD ``Node Control/Rebirth``). Payloads are built with protobuf from the
 specification's schema; the end-to-end test publishes them with paho to an embedded broker

@@ -1,4 +1,4 @@
-"""Issue 22 items 2, 3, 4 and 6 as units: Sparkplug B values by their declared data type
+"""The Sparkplug B host as units: values by their declared data type
 (the specification's table: signed integers in unsigned protobuf fields), metric names as
 edge nodes really send them, compressed payloads, history held in time order, STATE and
 unconfigured groups passed over; Telegraf's default topic and ``ignore_unmapped_fields``.

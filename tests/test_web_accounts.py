@@ -1,4 +1,4 @@
-"""``sewerwatch users ...`` (issue 24 item 3): the command line calls the office's account
+"""``sewerwatch users ...``: the command line calls the office's account
 functions with the operating-system user as the actor; a password is never an argument."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The office as people use it (issue 24 item 8): Debian's Chromium driven by selenium (the
+"""The office as people use it: Debian's Chromium driven by selenium (the
 session's one browser, ``browser`` in ``conftest.py``) against the real database and one
 ``sewerwatch run`` subprocess shared by this module, with the real Mosquitto and a real SMTP
 server (aiosmtpd).

@@ -1,4 +1,4 @@
-"""A sensor's page in the office (issue 26): the maintenance window started and ended in two
+"""A sensor's page in the office: the maintenance window started and ended in two
 taps (the sensor in the list, then the reason), one window for a form sent twice, the
 calibration form; who may act. In process (Litestar's test client) against the real
 database; the phone-sized round in Chromium is in tests/test_web_field_browser.py."""

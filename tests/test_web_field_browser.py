@@ -1,4 +1,4 @@
-"""A sensor's maintenance window from a phone at the manhole (issue 26), in the session's
+"""A sensor's maintenance window from a phone at the manhole, in the session's
 Chromium at 390 px against ``sewerwatch web`` over this module's real database: the
 inspector taps the sensor in the list, then "Calibration": the window is open (two taps);
 one more tap ends it. The page fits the phone with every field labelled, its buttons a thumb's

@@ -1,4 +1,4 @@
-"""One submission, one action; two editors, one clear conflict (issue 25 item 7): web/forms.py
+"""One submission, one action; two editors, one clear conflict: web/forms.py
 against the real database, and the optimistic concurrency of permits (limits.permit_store).
 
 Two submissions of one form key at the same moment (a double click) run the action once and

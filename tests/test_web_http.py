@@ -1,5 +1,5 @@
-"""The office over HTTP, in process (Litestar's test client) against the real database
-(issue 24 items 2, 3, 6, 7): every route authorised, sessions, CSRF, the sign-in's rate limit
+"""The office over HTTP, in process (Litestar's test client) against the real database:
+every route authorised, sessions, CSRF, the sign-in's rate limit
 and lockout, the second factor, escaping, the error pages, one action one function (the audit
 trail names the account), the pages' contents.
 

@@ -1,4 +1,4 @@
-"""The pretreatment round in a real browser (issue 25 item 8, the lab and calendar steps):
+"""The pretreatment round in a real browser (the lab and calendar steps):
 the session's one Chromium (selenium, Debian's chromium-driver) against ``sewerwatch web``
 serving the office over this module's real database.
 

@@ -1,5 +1,5 @@
 """Lab results, permits and the compliance calendar over HTTP, in process (Litestar's test
-client) against the real database (issue 25 items 1, 2, 3 and 7): who may do what, what is
+client) against the real database: who may do what, what is
 refused and why, one submission one action, two editors one conflict, the CSV export, the
 iCalendar feed and its revocation. The browser round is tests/test_web_pretreatment_browser.py.
 """

@@ -1,5 +1,5 @@
-"""The pretreatment round in the office over HTTP, in process, against the real database
-(issue 25 items 4 to 7, part B): every new route authorised by role, the notice's lifecycle
+"""The pretreatment round in the office over HTTP, in process, against the real database:
+every new route authorised by role, the notice's lifecycle
 through the same functions as ``sewerwatch notice``, a double-submitted "issue" issuing once,
 two editors of one draft getting a conflict, the guide deciding what is editable, the
 state's ICIS-NPDES XML checked against EPA's schema and every figure against the annual

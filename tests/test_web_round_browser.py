@@ -1,4 +1,4 @@
-"""The pretreatment round in a real browser (issue 25 item 8, part B): Debian's Chromium (the
+"""The pretreatment round in a real browser: Debian's Chromium (the
 session's one browser) against ``sewerwatch web`` over the seeded village (the demo's lab
 results imported through the package, the copper result 1.6 mg/l a lab violation of the
 plater's permit, 1.0 mg/l daily maximum). The coordinator drafts the notice from the copper

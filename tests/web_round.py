@@ -1,4 +1,4 @@
-"""The pretreatment round's village for the office's tests (issue 25 part B): the demo
+"""The pretreatment round's village for the office's tests: the demo
 village's plater with its permit (copper 1.0 mg/l daily maximum, condition 3(a)), the demo's
 lab results imported and checked (the copper result 1.6 mg/l of 2026-02-04 a lab violation),
 the documents' letterhead, the program's facts for the state's report, and a rates file with

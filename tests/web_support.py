@@ -21,7 +21,7 @@ from support import add_site_and_sensors
 from identity import accounts
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-#: A phone's viewport [CSS px] (issue 24 item 7: every page works at 390 px).
+#: A phone's viewport [CSS px] (every page works at 390 px).
 PHONE = (390, 844)
 DESKTOP = (1280, 900)
 ADMIN = Actor("test-admin", "cli")

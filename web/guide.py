@@ -4,7 +4,10 @@ page's link to its section of it ("How do I …?").
 The site is built on the first visit of ``/help`` after a start, into the state folder
 (``<state>/help/<digest of the sources>``), by MkDocs in a subprocess of the interpreter that
 runs the office; a later start with the same sources serves that build again, one with other
-sources (a new checkout) builds anew and removes the old build. Why this way and not at setup
+sources (a new checkout) builds anew and removes the old build. The sources are the checkout's
+beside the packages (a developer's checkout, or an install made from it in place), else the
+copy an installed package carries under ``<prefix>/share/sewerwatch`` (``pyproject.toml``,
+``[tool.setuptools.data-files]``), so an office installed without its checkout has its guide too. Why this way and not at setup
 or in the tests: ``web/README.md``, "The guide at /help". Nothing of it is loaded from the
 internet (``mkdocs.yml``: no web fonts, a local search index); the few inline scripts of the
 Material theme are allowed by their hashes in the guide's own Content-Security-Policy
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.metadata
 import importlib.util
 import logging
 import mimetypes
@@ -30,6 +34,8 @@ log = logging.getLogger("sewerwatch.web.guide")
 
 #: The checkout the office runs from: ``mkdocs.yml`` and ``docs/`` beside the packages.
 ROOT = Path(__file__).resolve().parent.parent
+#: Where an installed package's copy of the guide's sources lies, below its prefix.
+INSTALLED = "share/sewerwatch"
 #: Where the office serves the guide.
 PATH = "/help"
 #: Longest a build may take [s].
@@ -105,6 +111,25 @@ def link(template: str | None, account=None) -> tuple[str, str]:
     return PAGES.get(template or "", DEFAULT)
 
 
+def sources_root() -> Path | None:
+    """The folder holding ``mkdocs.yml`` and ``docs/``: the checkout beside the packages, else
+    the installed package's copy below its prefix (found through the package's own record of
+    its files, wherever it was installed: a virtual environment, ``--prefix``, ``--user``).
+    None when neither is on this machine."""
+    if (ROOT / "mkdocs.yml").is_file() and (ROOT / "docs").is_dir():
+        return ROOT
+    try:
+        files = importlib.metadata.distribution("sewerwatch").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.as_posix().endswith(INSTALLED + "/mkdocs.yml"):
+            folder = Path(f.locate()).resolve().parent
+            if (folder / "docs").is_dir():
+                return folder
+    return None
+
+
 class Unavailable(Exception):
     """The guide cannot be served on this machine; the message says why in plain words."""
 
@@ -116,12 +141,12 @@ class Guide:
     ----------
     state_dir : Path
         The state folder; the builds go to its ``help/``.
-    root : Path
-        The checkout holding ``mkdocs.yml`` and ``docs/``.
+    root : Path, optional
+        The folder holding ``mkdocs.yml`` and ``docs/`` (default: :func:`sources_root`).
     """
 
-    def __init__(self, state_dir: Path, root: Path = ROOT):
-        self.root = Path(root)
+    def __init__(self, state_dir: Path, root: Path | None = None):
+        self.root = Path(root) if root is not None else (sources_root() or ROOT)
         self.builds = Path(state_dir) / "help"
         self.site: Path | None = None
         self.csp: str | None = None
@@ -150,8 +175,8 @@ class Guide:
         Raises
         ------
         Unavailable
-            Without ``mkdocs.yml`` beside the packages (an installation without its
-            checkout) or without MkDocs, or when the build fails.
+            Without the guide's sources (neither the checkout nor an installed copy: see
+            :func:`sources_root`) or without MkDocs, or when the build fails.
         """
         if self.site is not None:
             return self.site
@@ -163,10 +188,10 @@ class Guide:
 
     def _build(self) -> Path:
         if not (self.root / "mkdocs.yml").is_file() or not (self.root / "docs").is_dir():
-            raise Unavailable("The guide comes with sewerwatch's source, which is not on this machine.")
+            raise Unavailable("The guide's pages are not on this machine: sewerwatch was installed without them.")
         if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
-            raise Unavailable("The guide's tools are not installed on this machine: whoever runs sewerwatch "
-                              "installs them with its setup.")
+            raise Unavailable("The guide's tools are not installed on this machine: installing sewerwatch "
+                              "again brings them.")
         target = self.builds / self.digest()
         if (target / "index.html").is_file():
             return target
