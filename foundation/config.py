@@ -324,7 +324,9 @@ class Retention(Table):
     """Raw readings are kept this many days (default: the records period)."""
     records_years: IntRange(RECORDS_YEARS_MIN, 100, f"whole years from {RECORDS_YEARS_MIN} (the federal minimum, "
                             "40 CFR 403.12(o)(2)) to 100") = RECORDS_YEARS_MIN
-    """One-minute aggregates and the raw readings around every violation episode are kept this long [years]."""
+    """One-minute aggregates are kept this long [years]; what a violation, a notice, an SNC decision, a signed
+    report or an open enforcement case points to (the raw readings around every violation episode) is kept as long
+    as that record."""
     evidence_margin_min: Positive = 60.0
     """Raw readings kept either side of an episode [min]."""
     compress_after_days: Positive = 7.0
@@ -333,11 +335,20 @@ class Retention(Table):
     """Late readings this much older than the aggregates' end are still folded in [h]."""
     maintain_every_s: Positive = 900.0
     """How often ``run`` maintains [s]."""
+    dead_letters_days: IntRange(30, 366 * 100) | None = None
+    """Payloads that could not be used are kept this many days (default: the records period) [days]."""
+    sessions_days: Positive = 30.0
+    """Office sign-in sessions not used for this long are removed from the state folder [days]."""
 
     @property
     def records_days(self) -> int:
         """The records period [days] (a year counted as 366 days, never short)."""
         return 366 * self.records_years
+
+    @property
+    def dead_letters_keep_days(self) -> int:
+        """Dead letters kept [days]: ``dead_letters_days``, else the records period."""
+        return self.dead_letters_days if self.dead_letters_days is not None else self.records_days
 
     @property
     def raw_keep_days(self) -> int:

@@ -142,9 +142,9 @@ def storage_lines(conn, policy) -> list[str]:
         f"readings: {count} readings, {r['bytes'] / 1e6:,.1f} MB with indexes, {bpr}",
         f"compression: {r['compression']}"
         + (f" (ratio {r['compression_ratio']:.1f})" if r["compression_ratio"] else ""),
-        f"retention: raw readings kept {raw}; one-minute aggregates and the raw readings of violation "
-        f"episodes (± {policy.evidence_margin_min:g} min) kept {policy.records_years} years "
-        "(40 CFR 403.12(o)(2))",
+        f"retention: raw readings kept {raw}; one-minute aggregates kept {policy.records_years} years "
+        "(40 CFR 403.12(o)(2)); the raw readings of violation episodes "
+        f"(± {policy.evidence_margin_min:g} min) kept as long as the violations",
         f"aggregates (readings_1m): {r['aggregate_rows']:,} rows, {agg}; evidence rows: {r['evidence_rows']:,}",
     ]
 
@@ -170,11 +170,16 @@ def _maintain(args, ctx) -> int:
             a, b = parse_range(*args.refresh, village_zone(ctx.config))
             n = maintain.refresh_aggregates(conn, _utc(a), _utc(b), log_progress=_log)
             _log(f"aggregates recomputed: {n:,} sensor-minutes")
-        out = maintain.maintain(conn, ctx.config.retention, log_progress=_log)
+        out = maintain.maintain(conn, ctx.config.retention, log_progress=_log,
+                                state_dir=ctx.config.services.state_dir)
     _log(f"aggregates: {out['aggregated']:,} sensor-minutes written, complete to {out['aggregates_to']}")
     _log(f"raw readings before {out['raw_before']:%Y-%m-%d %H:%M} UTC removed ({out['raw_removed']:,} "
          f"chunks or rows); {out['evidence_rows']:,} evidence readings kept first")
     _log(f"records period: {out['records_removed']:,} old aggregate chunks/evidence rows removed")
+    if out["kept_sites"]:
+        _log(f"{out['kept_sites']} site(s) on legal hold or with an open enforcement case: nothing of theirs removed")
+    _log(f"dead letters removed: {out['dead_letters_removed']:,}; old office sessions removed: "
+         f"{out['sessions_removed']:,}")
     _log(f"compression: {out['compression']}; {out['compressed_chunks']} chunk(s) compressed now")
     return 0
 

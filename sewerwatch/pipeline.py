@@ -275,7 +275,8 @@ class Pipeline(PeriodicRounds, RunStatus):
         fieldwork = self.supervisor.add("field", check=lambda: self._round_problem("field"))
         periodic = [
             loop.create_task(supervise_task(
-                storage, lambda comp: storage_maintenance(self.owner_url, self.cfg.retention, stop=stopping),
+                storage, lambda comp: storage_maintenance(self.owner_url, self.cfg.retention, stop=stopping,
+                                                      state_dir=self.state_dir),
                 stopping), name="storage"),
             loop.create_task(supervise_task(enforcement, self._enforcement, stopping), name="enforcement"),
             loop.create_task(supervise_task(reminders, self._remind_daily, stopping), name="reminders"),

@@ -3,6 +3,7 @@ folder and port, the repository on another folder), restored to a time and to th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -12,23 +13,41 @@ import sys
 import threading
 import time
 from datetime import date, timedelta
+from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
-from enforcement import findings
+from enforcement import findings, notices
+from enforcement.guide import load_guide
+from enforcement.settings import DEFAULT_GUIDE
+from ereport import record as copies_of_record
 from foundation import config as sw_config
+from foundation.actor import Actor
+from identity import accounts
+from ingest.batch import Readings
+from ingest.sink import Chunk
+from ingest.spool import Spool
+from lab.documents.pdf import Letterhead
 from foundation.errors import InputError, ServiceError
 from sewerwatch import backup, services
 from sewerwatch.cli import main as cli_main
-from sewerwatch.db import migrate
+from sewerwatch.backup import record
+from sewerwatch.db import migrate, sync
 from sewerwatch.services.postgres import PG_BIN
 from sewerwatch.services.scratch import free_port, state_dir
-from tests.support import add_site_and_sensors, wait_until
+from tests.support import mqtt_client, publish_all, sensors_toml, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-TABLES = ("sites", "sensors", "readings", "lab_samples", "lab_results", "audit_log", "findings")
+TABLES = ("sites", "sensors", "readings", "lab_samples", "lab_results", "audit_log", "findings", "notices",
+          "notice_events", "bills", "portal_submissions", "violations")
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = load_guide(DEFAULT_GUIDE)
+HEAD = Letterhead("Village of Palmyra (drill)", ("123 Main Street",), "Pat Example", "Superintendent")
+#: The state folder's parts that live outside the database (the spool is a real one, below).
+STATE_FILES = {"web-sessions/drill-session": b'{"a": 1, "e": 0}', "portal-imports/acme-lab.csv": b"analyte,value\n"}
 
 
 @pytest.fixture
@@ -39,12 +58,18 @@ def program(monkeypatch):
     d = state_dir("sewerwatch-drill-")
     toml = d / "sewerwatch.toml"
     toml.write_text(f'[services]\nstate_dir = "{d / "state"}"\npg_port = {free_port()}\nmqtt_port = {free_port()}\n'
-                    f'[backup]\nrepo = "{d / "repo"}"\n')
+                    f'mqtt_sites_port = {free_port()}\n[backup]\nrepo = "{d / "repo"}"\n'
+                    '[alerts]\nconsole = false\nmqtt = false\ndigest_at = false\n'
+                    '[[sites]]\nid = "acme"\nname = "Acme Plating"\n'
+                    + sensors_toml("acme", {"ph": ("ph", "pH"), "flow": ("flow", "gpm")}))
     cfg = sw_config.load(toml)
     try:
         ep = services.up(cfg, mqtt=False)
         migrate.migrate(ep.db("owner"))
-        sensors = add_site_and_sensors(ep.db("owner"), "acme", {"ph": ("ph", "pH"), "flow": ("flow", "gpm")})
+        with psycopg.connect(ep.db("owner")) as conn:
+            sync.sync(conn, cfg)
+            conn.commit()
+            sensors = dict(conn.execute("SELECT name, id FROM sensors").fetchall())
         yield cfg, ep.db("owner"), sensors
     finally:
         services.down(cfg)
@@ -71,14 +96,66 @@ def counts(url: str) -> dict:
         return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
 
 
-def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
-    cfg, url, sensors = program
-    write(url, sensors, 500, "s-1")
+def sw(cfg, *args, timeout: float = 600):
+    """``sewerwatch --config CFG ARGS`` as the administrator types it (a subprocess)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    return subprocess.run([sys.executable, "-m", "sewerwatch", "--config", str(cfg.path), *args], env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def fill_the_record(url: str, today: date) -> dict:
+    """A signed self-monitoring report (its bytes, copy of record and their SHA-256), a notice
+    of violation issued, a quarter's bill; returns their ids."""
+    me = Actor.os_user()
     with psycopg.connect(url) as conn:
-        findings.record(conn, "acme", "interference", date(2026, 7, 1), "upset at the plant", by="drill")
+        fid = findings.record(conn, "acme", "interference", today, "upset at the plant", by="drill")
         conn.commit()
-    first = backup.take(cfg)
-    assert first["type"] == "full" and first["record_files"] >= 1
+        n = notices.draft(conn, GUIDE, HEAD, today, finding_id=fid, by="supt")
+        n = notices.issue(conn, n["id"], today, by="supt", pdf=b"%PDF-1.7 the notice as issued")
+        signer = accounts.add(conn, "clerk1", "A Clerk", "clerk", "a long enough passphrase 1", actor=me)
+        signed, pdf = b'{"report": "self-monitoring", "period": "the last month"}', b"%PDF-1.7 the copy of record"
+        sub = conn.execute(
+            "INSERT INTO portal_submissions (number, site_id, kind, title, document, sha256, certification, "
+            "signer_id, signer_username, signer_name, signer_email, signed_at, totp_step, pdf, pdf_sha256) "
+            "SELECT 'SMR-DRILL-001', id, 'self-monitoring', 'Last month', %s, %s, 'I certify', %s, 'clerk1', "
+            "'A Clerk', 'c@example.org', now(), 1, %s, %s FROM sites WHERE key = 'acme' RETURNING id",
+            (signed, hashlib.sha256(signed).hexdigest(), signer.id, pdf, hashlib.sha256(pdf).hexdigest())).fetchone()[0]
+        bill = conn.execute(
+            "INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) SELECT id, "
+            "'2026Q2', '2026-04-01T05:00Z', '2026-07-01T05:00Z', 1234.56, '{}' FROM sites WHERE key = 'acme' "
+            "RETURNING id").fetchone()[0]
+        conn.commit()
+    return {"notice": n["number"], "submission": sub, "sha256": hashlib.sha256(signed).hexdigest(), "bill": bill}
+
+
+def spool_readings(folder: Path, sensor: int, t_us: int, n: int = 3) -> None:
+    """Readings the writer took but the database never got: a real spool, fsynced."""
+    r = Readings(np.array([t_us + k * 1_000_000 for k in range(n)], dtype=np.int64), np.full(n, sensor, np.int32),
+                 np.full(n, 123.0), np.zeros(n, np.int16))
+    Spool(folder).append(Chunk(readings=r, dead_letters=[], health=[], callbacks=[]))
+
+
+def state_hashes(state: Path) -> dict:
+    return {str(p.relative_to(state)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for part in ("spool", "web-sessions", "portal-imports") for p in sorted((state / part).rglob("*"))
+            if p.is_file()}
+
+
+def test_restore_to_a_time_brings_back_exactly_the_record_then_and_run_judges_on_it(program, capsys):
+    cfg, url, sensors = program
+    state = cfg.services.state_dir
+    write(url, sensors, 500, "s-1")
+    ids = fill_the_record(url, date.today())
+    spool_at = int((time.time() - 600) * 1e6)          # ten minutes ago: the spool's readings
+    spool_readings(state / "spool", sensors["flow"], spool_at)
+    for rel, blob in STATE_FILES.items():
+        (state / rel).parent.mkdir(parents=True, exist_ok=True)
+        (state / rel).write_bytes(blob)
+    kept_state = state_hashes(state)
+    assert len(kept_state) >= 3
+
+    took = sw(cfg, "backup", "now")
+    assert took.returncode == 0 and ": full," in took.stdout, took.stderr
     for i in range(5):                      # written after the backup: only the WAL has them
         write(url, sensors, 300, f"s-after-{i}")
         time.sleep(0.3)
@@ -88,9 +165,14 @@ def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
     time.sleep(0.5)
     for i in range(3):                      # after T: must not come back
         write(url, sensors, 200, f"s-late-{i}")
+    with psycopg.connect(url) as conn:      # the notice answered and a bill issued after T
+        notices.respond(conn, ids["notice"], date.today(), by="supt", note="the user answered")
+        conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) SELECT "
+                     "id, '2026Q3', '2026-07-01T05:00Z', '2026-10-01T05:00Z', 99.0, '{}' FROM sites")
+        conn.commit()
     assert counts(url)["readings"] > at_t["readings"]
     assert any("archiving works" in line for line in backup.check(cfg))   # the last WAL reaches the repository
-    (cfg.services.state_dir / "secrets.json").rename(cfg.services.state_dir / "secrets.json.lost")
+    (state / "secrets.json").rename(state / "secrets.json.lost")
 
     pg = services.embedded(cfg)[0]
     with pytest.raises(InputError, match="services down"):
@@ -100,14 +182,25 @@ def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
     with pytest.raises(InputError, match="is in the future"):
         backup.restore(cfg, to=t + timedelta(days=1))
     services.down(cfg)
-    shutil.rmtree(pg.data_dir)              # the disk's data folder is gone
-    out = backup.restore(cfg, to=t)
-    assert out["kept"] is None and "secrets.json" in out["record"]
-    print(f"\nrestore to a time: {out['seconds']:.1f} s")
+    shutil.rmtree(pg.data_dir)              # the disk's data folder is gone, and the state folder's record
+    for part in ("spool", "web-sessions", "portal-imports"):
+        shutil.rmtree(state / part)
+    started = time.monotonic()
+    restored = sw(cfg, "backup", "restore", "--to", t.isoformat())
+    seconds = time.monotonic() - started
+    assert restored.returncode == 0, restored.stderr
     with capsys.disabled():
-        print(f"restore drill (to T): {out['seconds']:.1f} s for {at_t['readings']:,} readings")
+        print(f"\nrestore drill (to T, the command): {seconds:.1f} s for {at_t['readings']:,} readings")
     assert counts(url) == at_t
-    assert out["manifest"]["config_sha256"] == first["config_sha256"]
+    assert (state / "secrets.json").is_file()
+    assert state_hashes(state) == kept_state           # the spool, the sessions and the uploads are back
+    assert record.read_manifest(pg.data_dir)["config_sha256"] == record.hashes(cfg)["config"]
+    with psycopg.connect(url) as conn:
+        assert copies_of_record.verify(conn, ids["submission"])["all"]          # the signed bytes hash as signed
+        assert conn.execute("SELECT sha256 FROM portal_submissions WHERE id = %s",
+                            (ids["submission"],)).fetchone()[0] == ids["sha256"]
+        assert notices.notice(conn, ids["notice"])["state"] == "issued"          # as at T: not yet answered
+        assert conn.execute("SELECT period, total_dollars::float8 FROM bills").fetchall() == [("2026Q2", 1234.56)]
     # the program runs on it: new rows are written, and archiving goes on
     write(url, sensors, 10, "s-restored")
     assert counts(url)["readings"] == at_t["readings"] + 20
@@ -115,6 +208,38 @@ def test_restore_to_a_time_brings_back_exactly_the_rows_then(program, capsys):
     assert cli_main(["--config", str(cfg.path), "backup", "check"]) == 0
     assert cli_main(["--config", str(cfg.path), "backup", "list"]) == 0
     assert "full" in capsys.readouterr().out
+
+    # `run` on the restored database: the spool's readings are stored, a pH of 2 is a violation
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
+    err = open(state.parent / "run.err", "w")
+    run = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg.path), "run"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT)
+    pub = None
+    try:
+        def spooled():
+            with psycopg.connect(url) as conn:
+                return conn.execute("SELECT count(*) FROM readings WHERE sensor_id = %s AND value = 123.0",
+                                    (sensors["flow"],)).fetchone()[0] == 3
+        assert wait_until(spooled, 90), (state.parent / "run.err").read_text()[-3000:]
+        assert wait_until(lambda: "subscribed" in (state.parent / "run.err").read_text(), 60)
+        pub = mqtt_client(services.up(cfg).site_urls["acme"], "drill-acme")
+        now_ms = int(time.time() * 1000)
+        values = [7.2] * 5 + [2.0] * 10 + [7.2] * 5
+        publish_all(pub, [("sewerwatch/acme/ph", json.dumps({"u": "pH", "t": [now_ms - (20 - k) * 1000
+                                                                            for k in range(20)], "v": values}))])
+
+        def judged():
+            with psycopg.connect(url) as conn:
+                return conn.execute("SELECT count(*) FROM violations WHERE sensor_id = %s AND rule LIKE 'ph%%' "
+                                    "AND peak = 2.0", (sensors["ph"],)).fetchone()[0] >= 1
+        assert wait_until(judged, 90), (state.parent / "run.err").read_text()[-3000:]
+    finally:
+        if pub is not None:
+            pub.loop_stop()
+            pub.disconnect()
+        run.terminate()
+        run.wait(60)
+        err.close()
 
 
 def test_restore_latest_after_the_database_is_killed_mid_write(program):

@@ -181,11 +181,14 @@ def test_maintain_builds_minute_aggregates_then_keeps_evidence_and_drops_old_raw
                                (ids["ph"], T0 + timedelta(days=2, hours=12))).fetchone()[0]
         assert (n_before, n_after) == (6, 5)
 
-        # past the records period, aggregates and evidence go too
+        # past the records period, aggregates go too, but not the episode's: its raw readings and
+        # their minutes stay as long as the violation does
         later = T0 + timedelta(days=3 * 366 + 3)
         out = maintain.maintain(conn, policy, now=later)
-        assert conn.execute("SELECT count(*) FROM readings_evidence").fetchone()[0] == 0
-        assert conn.execute("SELECT min(minute) FROM readings_1m").fetchone()[0] >= later - timedelta(days=3 * 366 + 30)
+        assert conn.execute("SELECT count(*) FROM readings_evidence").fetchone()[0] == 6 * 140 + 1
+        old = conn.execute("SELECT count(*), count(DISTINCT sensor_id), min(minute), max(minute) FROM readings_1m "
+                           "WHERE minute < %s", (later - timedelta(days=3 * 366),)).fetchone()
+        assert old == (141, 1, T0 + timedelta(hours=29), T0 + timedelta(hours=31, minutes=20))
 
 
 def test_db_maintain_command_and_run_hook(db, capsys):

@@ -16,10 +16,19 @@ One job, :func:`maintain`, run by ``sewerwatch db maintain`` and every
    its start to as long after its end are copied into ``readings_evidence``. Never past
    the aggregates' end: what is removed has been aggregated.
 3. **Records period.** Aggregates and evidence older than ``records_years`` (at least 3,
-   40 CFR 403.12(o)(2)) are removed. A site on legal hold (``enforcement.holds``) loses
-   nothing: its raw readings are copied into ``readings_evidence`` before step 2 drops
-   them, and its evidence and aggregates stay past the records period.
-4. **Compression**, where the server's TimescaleDB build has it (``timescaledb.license``
+   40 CFR 403.12(o)(2)) are removed, but never what a record points to
+   (:data:`KEPT_WINDOWS`): the readings behind every violation stay at full resolution
+   (copied into ``readings_evidence`` in step 2) and with their aggregates for as long as
+   the violation is kept (the program deletes none); the aggregates of the periods of the
+   findings a notice rests on, of the SNC decisions and of the signed self-monitoring
+   reports stay too. A site on legal hold (``enforcement.holds``) or with an open
+   enforcement case (a notice issued, not yet closed) loses nothing: its raw readings are
+   copied into ``readings_evidence`` before step 2 drops them, and its evidence and
+   aggregates stay past the records period.
+4. **Dead letters and sessions.** Dead letters older than ``dead_letters_days`` are
+   removed (but those whose topic names a kept site); the office's session files not
+   written for ``sessions_days``, when the state folder is given.
+5. **Compression**, where the server's TimescaleDB build has it (``timescaledb.license``
    not ``apache``): chunks of ``readings`` older than ``compress_after_days`` are
    compressed, segmented by sensor and ordered by time. The Apache build has no
    compression; :func:`storage_report` says so.
@@ -66,32 +75,68 @@ ON CONFLICT (sensor_id, minute) DO UPDATE SET n = EXCLUDED.n, min = EXCLUDED.min
     mean = EXCLUDED.mean, twa = EXCLUDED.twa
 """
 
-KEEP_EVIDENCE = """
+#: The sites whose records are kept whole: on legal hold (enforcement/holds.py) or with an
+#: open enforcement case (a notice issued and not yet closed or escalated).
+KEPT_SITES = ("SELECT site_id FROM legal_holds WHERE released_at IS NULL "
+              "UNION SELECT site_id FROM notices WHERE state IN ('issued', 'response-received')")
+#: The sensors of those sites.
+KEPT_SENSORS = f"SELECT id FROM sensors WHERE site_id IN ({KEPT_SITES})"
+
+#: What the program's records point to, as (sensor, span, raw): the readings behind each
+#: violation (its episode, the days or month its average covers, ``margin`` either side; raw:
+#: kept at full resolution), and the periods of the findings a notice rests on, of the SNC
+#: decisions and of the signed self-monitoring reports (every sensor of the site; their
+#: one-minute aggregates are kept). Violations, findings, notices and signed reports are never
+#: deleted, so neither is what they point to.
+KEPT_WINDOWS = """
+CREATE TEMP TABLE kept_windows ON COMMIT DROP AS
+SELECT v.sensor_id, tstzrange(v.start_time - %(margin)s,
+                              greatest(coalesce(v.end_time, now()), v.start_time) + %(margin)s, '[]') AS span,
+       true AS raw
+FROM violations v WHERE v.sensor_id IS NOT NULL
+UNION ALL
+SELECT v.sensor_id, tstzrange(lower(r) - %(margin)s, upper(r) + %(margin)s, '[]'), true
+FROM violations v, violation_spans(v.start_time, v.end_time, v.evidence) r WHERE v.sensor_id IS NOT NULL
+UNION ALL
+SELECT s.id, tstzrange(coalesce(f.period_start, f.occurred) - interval '1 day',
+                       greatest(f.period_end, f.period_start, f.occurred) + interval '2 days'), false
+FROM findings f JOIN sensors s ON s.site_id = f.site_id
+WHERE f.kind = 'snc' OR EXISTS (SELECT 1 FROM notices n WHERE n.finding_id = f.id)
+UNION ALL
+SELECT s.id, tstzrange(u.period_start - interval '1 day', greatest(u.period_end, u.period_start) + interval '2 days'),
+       false
+FROM portal_submissions p JOIN user_reports u ON p.target = 'report:' || u.id
+JOIN sensors s ON s.site_id = u.site_id
+WHERE u.period_start IS NOT NULL AND u.period_end IS NOT NULL
+"""
+
+#: Raw readings older than the cutoff that a record points to, or of a kept site: copied into
+#: ``readings_evidence`` before the chunks holding them are dropped.
+KEEP_EVIDENCE = f"""
 INSERT INTO readings_evidence (time, value, sensor_id, quality)
 SELECT r.time, r.value, r.sensor_id, r.quality
-FROM violations v
-JOIN readings r ON r.sensor_id = v.sensor_id
- AND r.time >= v.start_time - %(margin)s
- AND r.time <= coalesce(v.end_time, now()) + %(margin)s
-WHERE v.sensor_id IS NOT NULL AND v.start_time - %(margin)s < %(cutoff)s AND r.time < %(cutoff)s
+FROM kept_windows w
+JOIN readings r ON r.sensor_id = w.sensor_id AND w.span @> r.time
+WHERE w.raw AND lower(w.span) < %(cutoff)s AND r.time < %(cutoff)s
+UNION
+SELECT r.time, r.value, r.sensor_id, r.quality
+FROM readings r WHERE r.time < %(cutoff)s AND r.sensor_id IN ({KEPT_SENSORS})
 ON CONFLICT DO NOTHING
 """
 
-
-#: The raw readings of the sites on legal hold (enforcement/holds.py) older than the cutoff:
-#: kept as evidence before the chunks holding them are dropped.
-KEEP_HELD = """
-INSERT INTO readings_evidence (time, value, sensor_id, quality)
-SELECT r.time, r.value, r.sensor_id, r.quality
-FROM readings r
-JOIN sensors s ON s.id = r.sensor_id
-JOIN legal_holds h ON h.site_id = s.site_id AND h.released_at IS NULL
-WHERE r.time < %(cutoff)s
-ON CONFLICT DO NOTHING
+#: Rows of ``{table}`` (its time column ``{time}``) past the records period that nothing keeps.
+FORGET = f"""
+DELETE FROM {{table}} x WHERE x.{{time}} < %(records)s
+  AND x.sensor_id NOT IN ({KEPT_SENSORS})
+  AND NOT EXISTS (SELECT 1 FROM kept_windows w WHERE w.sensor_id = x.sensor_id AND w.span @> x.{{time}})
 """
-#: The sensors of the sites on legal hold.
-HELD_SENSORS = ("SELECT s.id FROM sensors s JOIN legal_holds h ON h.site_id = s.site_id "
-                "AND h.released_at IS NULL")
+
+#: Dead letters past their days, but those naming a kept site in their topic.
+FORGET_DEAD_LETTERS = f"""
+DELETE FROM dead_letters d WHERE d.received_at < %(before)s
+  AND NOT EXISTS (SELECT 1 FROM sites t WHERE t.id IN ({KEPT_SITES})
+                  AND ('/' || d.topic || '/') LIKE '%%/' || t.key || '/%%')
+"""
 
 
 def held_sites(conn) -> int:
@@ -99,6 +144,30 @@ def held_sites(conn) -> int:
     if conn.execute("SELECT to_regclass('public.legal_holds')").fetchone()[0] is None:
         return 0
     return conn.execute("SELECT count(*) FROM legal_holds WHERE released_at IS NULL").fetchone()[0]
+
+
+def kept_sites(conn) -> int:
+    """How many sites keep every record (on legal hold or with an open enforcement case)."""
+    return conn.execute(f"SELECT count(*) FROM ({KEPT_SITES}) k").fetchone()[0]
+
+
+def forget_sessions(state_dir, older_than_days: float, now: float | None = None) -> int:
+    """Remove the office's session files in ``<state_dir>/web-sessions`` not written for
+    ``older_than_days`` [days]; returns how many. A missing folder is nothing to remove."""
+    import time
+    from pathlib import Path
+
+    folder = Path(state_dir) / "web-sessions"
+    if not folder.is_dir():
+        return 0
+    before = (now if now is not None else time.time()) - older_than_days * 86400.0
+    n = 0
+    for f in folder.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if f.is_file() and f.stat().st_mtime < before:
+                f.unlink()
+                n += 1
+    return n
 
 
 def _timescale(conn) -> bool:
@@ -172,25 +241,29 @@ def _refresh(conn, start: datetime, end: datetime, log_progress, job: str | None
     return rows
 
 
-def maintain(conn, policy: Retention, now: datetime | None = None, log_progress=None, halt=None) -> dict:
+def maintain(conn, policy: Retention, now: datetime | None = None, log_progress=None, halt=None,
+             state_dir=None) -> dict:
     """Run the storage upkeep once (see the module doc). ``conn``: the owner's (it runs in
     autocommit mode meanwhile, each step its own transaction).
 
     ``halt`` (a ``threading.Event``), when set, stops the run between slices of the
-    aggregates (the rest waits for the next run).
+    aggregates (the rest waits for the next run). ``state_dir`` (a path): the state folder
+    whose old office sessions are removed (none without it).
 
     Returns
     -------
     dict
         ``aggregated`` (minutes written), ``aggregates_to``, ``evidence_rows`` (copied),
         ``raw_removed`` (chunks dropped or rows deleted), ``raw_before``,
-        ``records_removed``, ``compressed_chunks``, ``compression`` (why not, where not).
+        ``records_removed``, ``held_sites``, ``kept_sites`` (on hold or with an open case),
+        ``dead_letters_removed``, ``sessions_removed``, ``compressed_chunks``,
+        ``compression`` (why not, where not).
     """
     with _autocommit(conn):
-        return _maintain(conn, policy, now or datetime.now(timezone.utc), log_progress, halt)
+        return _maintain(conn, policy, now or datetime.now(timezone.utc), log_progress, halt, state_dir)
 
 
-def _maintain(conn, policy: Retention, now: datetime, log_progress, halt) -> dict:
+def _maintain(conn, policy: Retention, now: datetime, log_progress, halt, state_dir) -> dict:
     out: dict = {}
     ts = _timescale(conn)
 
@@ -211,11 +284,11 @@ def _maintain(conn, policy: Retention, now: datetime, log_progress, halt) -> dic
     if agg_to is not None:
         cutoff = min(cutoff, agg_to)
     margin = timedelta(minutes=policy.evidence_margin_min)
-    held = out["held_sites"] = held_sites(conn)
+    out["held_sites"] = held_sites(conn)
+    out["kept_sites"] = kept_sites(conn)
     with conn.transaction():
-        out["evidence_rows"] = conn.execute(KEEP_EVIDENCE, {"margin": margin, "cutoff": cutoff}).rowcount
-        if held:    # a legal hold: the site's raw readings stay, as evidence
-            out["evidence_rows"] += conn.execute(KEEP_HELD, {"cutoff": cutoff}).rowcount
+        conn.execute(KEPT_WINDOWS, {"margin": margin})
+        out["evidence_rows"] = conn.execute(KEEP_EVIDENCE, {"cutoff": cutoff}).rowcount
         if ts:
             out["raw_removed"] = len(conn.execute(
                 "SELECT drop_chunks('readings', older_than => %s)", (cutoff,)).fetchall())
@@ -224,19 +297,29 @@ def _maintain(conn, policy: Retention, now: datetime, log_progress, halt) -> dic
         _set_state(conn, "raw-retention", cutoff)
     out["raw_before"] = cutoff
 
-    # 3. the records period
+    # 3. the records period: nothing a record points to, nothing of a kept site
     records = now - timedelta(days=policy.records_days)
-    not_held = f" AND sensor_id NOT IN ({HELD_SENSORS})" if held else ""
     with conn.transaction():
-        n = conn.execute("DELETE FROM readings_evidence WHERE time < %s" + not_held, (records,)).rowcount
-        if ts and not held:      # whole chunks: none while a site is on hold
+        conn.execute(KEPT_WINDOWS, {"margin": margin})
+        p = {"records": records}
+        n = conn.execute(FORGET.format(table="readings_evidence", time="time"), p).rowcount
+        pointed = conn.execute("SELECT EXISTS (SELECT 1 FROM kept_windows WHERE lower(span) < %s)",
+                               (records,)).fetchone()[0]
+        if ts and not pointed and not out["kept_sites"]:      # whole chunks when nothing old is kept
             n += len(conn.execute("SELECT drop_chunks('readings_1m', older_than => %s)", (records,)).fetchall())
         else:
-            n += conn.execute("DELETE FROM readings_1m WHERE minute < %s" + not_held, (records,)).rowcount
+            n += conn.execute(FORGET.format(table="readings_1m", time="minute"), p).rowcount
         _set_state(conn, "records-retention", records)
     out["records_removed"] = n
 
-    # 4. compression where the build has it
+    # 4. dead letters and the office's sessions past their days
+    with conn.transaction():
+        out["dead_letters_removed"] = conn.execute(
+            FORGET_DEAD_LETTERS, {"before": now - timedelta(days=policy.dead_letters_keep_days)}).rowcount
+    out["sessions_removed"] = (forget_sessions(state_dir, policy.sessions_days, now.timestamp())
+                               if state_dir is not None else 0)
+
+    # 5. compression where the build has it
     ok, why = compression_available(conn)
     out["compression"] = why
     out["compressed_chunks"] = 0
@@ -298,19 +381,20 @@ def _rows(conn, table: str, hypertable: bool) -> tuple[int, bool]:
 
 
 async def run_periodically(owner_url: str, policy: Retention, stop: asyncio.Event | None = None,
-                          first_delay_s: float = 60.0) -> None:
+                          first_delay_s: float = 60.0, state_dir=None) -> None:
     """Call :func:`maintain` every ``policy.maintain_every_s`` (in a worker thread) until
     cancelled or ``stop`` is set; a failed run is logged and tried again next time. The
     first run waits ``first_delay_s`` (a starting pipeline has more urgent work).
 
-    The hook ``sewerwatch run`` starts: ``asyncio.create_task(run_periodically(url, cfg.retention))``.
+    The hook ``sewerwatch run`` starts: ``asyncio.create_task(run_periodically(url, cfg.retention))``;
+    ``state_dir`` as :func:`maintain`'s.
     """
     loop = asyncio.get_running_loop()
     halt = threading.Event()   # a long first build stops between slices when cancelled
 
     def once():
         with psycopg.connect(owner_url) as conn:
-            return maintain(conn, policy, halt=halt)
+            return maintain(conn, policy, halt=halt, state_dir=state_dir)
 
     await asyncio.sleep(first_delay_s)
     while stop is None or not stop.is_set():
