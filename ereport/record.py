@@ -38,6 +38,8 @@ from foundation.actor import Actor
 from foundation.errors import InputError
 from identity import accounts
 from lab.ordinance import pack_timezone
+from limits import words
+from limits.statements import of_violation
 
 # WeasyPrint tells every step of every PDF at INFO: not for the office's log
 logging.getLogger("weasyprint.progress").setLevel(logging.WARNING)
@@ -466,11 +468,29 @@ def accept(conn, submission_id: int, *, actor: Actor, imports: Path) -> tuple[Su
             done = {"import": {k: v for k, v in rep.as_json().items() if k != "checked"},
                     "violations_found": len(judged["violations"]), "violations_stored": judged["stored"],
                     "judged": [judged["start"], judged["end"]],
-                    "rules": sorted({v["rule"] for v in judged["violations"]})}
+                    "rules": sorted({v["rule"] for v in judged["violations"]}),
+                    "limits": limits_in_words(judged["violations"])}
         _event(conn, sub.id, actor.audit_name, "accepted", None, {"via": actor.via, "by": actor.display, **done})
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'portal-accepted', %s, %s)",
                      (actor.audit_name, f"submission:{sub.number}", json.dumps({"via": actor.via, **done}, default=str)))
     return get(conn, submission_id), done
+
+
+def limits_in_words(violations: list[dict]) -> list[str]:
+    """The limits the accepted results broke, as the user reads them: the analyte by name, the
+    limit as the ordinance or permit states it for the sample's type, and its citation
+    ("Copper: exceeding 4 mg/l in a grab sample (Exampleford Town Code Sec. 40-12(a))");
+    one line a limit, in the order of the rules' ids. The ids stay in ``rules`` for the
+    audit log and the CLI."""
+    first: dict[str, dict] = {}
+    for v in violations:
+        first.setdefault(v["rule"], v)
+    out = []
+    for rule in sorted(first):
+        v = first[rule]
+        cite = f" ({v['citation']})" if v.get("citation") else ""
+        out.append(f"{words.analyte_name(v.get('parameter'))}: {of_violation(v)}{cite}")
+    return out
 
 
 #: The coordinator's decisions on a submission (:func:`review`).

@@ -9,6 +9,7 @@ a permit application with its renewal window becoming a permit version."""
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 from datetime import datetime, timedelta, timezone
@@ -169,6 +170,19 @@ def test_self_monitoring_report_checked_signed_recorded_rejected_corrected_accep
         r = c.post(f"/review/{sub2}/accept", data={"_csrf_token": csrf_of(page.text)}, follow_redirects=False)
         assert r.status_code == 303, r.text[:800]
         assert c.post(f"/review/{sub2}/accept", data={"_csrf_token": csrf_of(page.text)}).status_code == 409
+        # the acceptance's line on the submission's page names the broken limit in its words and
+        # citation, never the rule's id: on the coordinator's page and on the user's own
+        with psycopg.connect(db.url) as conn:
+            [(rule, cite, limit)] = conn.execute(
+                "SELECT DISTINCT v.rule, v.citation, v.limit_value FROM violations v JOIN sites s ON s.id = v.site_id "
+                "WHERE s.key = 'plater' AND v.parameter = 'cu'").fetchall()
+        for who, url in (("coord", f"/review/{sub2}"), ("rosa", f"/portal/submissions/{sub2}")):
+            if who == "rosa":
+                signin(c, "rosa", secret, db.url)
+            events = html.unescape(re.search(r'<ul id="events">(.*?)</ul>', c.get(url).text, re.S).group(1))
+            [accepted] = [li for li in re.findall(r"<li>(.*?)</li>", events, re.S) if "accepted" in li]
+            assert "Copper: " in accepted and f"{limit:g} mg/l" in accepted and f"({cite})" in accepted, accepted
+            assert rule not in accepted and "cu-" not in accepted, accepted
     with psycopg.connect(db.url) as conn:
         rows = conn.execute("SELECT r.analyte, r.value_mg_l, s.submission_id, r.source FROM lab_results r JOIN lab_samples s "
                             "ON s.id = r.sample_id ORDER BY r.analyte").fetchall()
