@@ -18,6 +18,7 @@ import tomllib
 from pathlib import Path
 
 import plain_words
+from tree_files import project_files
 from sewerwatch import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,8 +68,8 @@ def _tree() -> list[Path]:
     roots = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["root_packages"]
     files = []
     for top in [*roots, *OTHER_TREES]:
-        for f in sorted((ROOT / top).rglob("*")) if (ROOT / top).is_dir() else [ROOT / top]:
-            if (f.is_file() and f.suffix in TEXT_SUFFIXES and "migrations" not in f.parts
+        for f in project_files(ROOT, top):
+            if (f.suffix in TEXT_SUFFIXES and "migrations" not in f.parts
                     and "__pycache__" not in f.parts and "previews" not in f.parts and f not in PATTERN_FILES):
                 files.append(f)
     return files

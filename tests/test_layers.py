@@ -19,6 +19,7 @@ from pathlib import Path
 
 import grimp
 import pytest
+from tree_files import project_files
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Every top-level package, as the contracts name them.
@@ -171,8 +172,7 @@ OTHER_TREES = ("tests", "scripts", "benchmarks")
 
 def _modules() -> list[Path]:
     """Every ``.py`` of the packages, the tests, the scripts and the benchmarks."""
-    return [path for top in (*PACKAGES, *OTHER_TREES) if (ROOT / top).is_dir()
-            for path in sorted((ROOT / top).rglob("*.py")) if "__pycache__" not in path.parts]
+    return [path for top in (*PACKAGES, *OTHER_TREES) for path in project_files(ROOT, top, "*.py")]
 
 
 def test_no_module_is_over_700_lines():
