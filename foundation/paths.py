@@ -28,6 +28,9 @@ def default_state_dir() -> Path:
 
 #: The rule packs, one TOML per jurisdiction (read by ``limits.packs``; named in configs).
 PACKS_DIR = PROJECT_ROOT / "limits" / "packs"
+#: The schema's SQL migrations, one file a version (applied by ``sewerwatch.db.migrate``; their
+#: column comments are the year's export's README, ``enforcement.export``).
+MIGRATIONS_DIR = PROJECT_ROOT / "sewerwatch" / "db" / "migrations"
 #: The Modbus device profiles (read by ``ingest.profiles``; named in configs).
 PROFILES_DIR = PROJECT_ROOT / "ingest" / "profiles"
 #: The running pipeline's status in the state folder, rewritten every few seconds by

@@ -1,5 +1,6 @@
 """CLI: ``sewerwatch backup now|list|check|restore``, ``sewerwatch export`` and ``sewerwatch
-hold add|release|list``; the work is ``sewerwatch.backup``'s and ``enforcement.holds``'."""
+hold add|release|list``; the work is ``sewerwatch.backup``'s, ``enforcement.export``'s (the
+Reports page's download calls it too) and ``enforcement.holds``'."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ def register(sub) -> None:
                    "apart (it does not archive)")
     r.set_defaults(func=_restore)
     e = sub.add_parser("export", help="one year of the program's records as CSV and Parquet files for an auditor",
-                       description="Write every table's rows of one year as CSV and Parquet files, with a "
-                       "manifest of their SHA-256 and a README of the columns, readable without sewerwatch.")
+                       description="Write every table's rows of one year as CSV and Parquet files, the signed "
+                       "reports, notices and bills as their files, a manifest of their SHA-256 and a README of "
+                       "the columns, readable without sewerwatch.")
     e.add_argument("--year", type=int, required=True, help="the calendar year (in the village's time zone)")
     e.add_argument("dir", metavar="DIR", help="an empty or new folder")
     e.set_defaults(func=_export)
@@ -114,12 +116,12 @@ def _restore(args, ctx) -> int:
 
 
 def _export(args, ctx) -> int:
-    from sewerwatch.backup import export
+    from enforcement import export
 
     with ctx.connect("owner") as conn:
         out = export.export_year(conn, ctx.config, args.year, Path(args.dir), log=_log)
-    print(f"{out['tables']} tables, {out['rows']:,} rows of {args.year} in {out['dir']} "
-          f"(manifest: {out['manifest']})")
+    print(f"{out['tables']} tables, {out['rows']:,} rows and {out['documents']} documents of {args.year} in "
+          f"{out['dir']} (manifest: {out['manifest']})")
     return 0
 
 

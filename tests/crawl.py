@@ -28,7 +28,7 @@ from support import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Links to documents: fetched with the browser's cookies, not shown as a page.
-DOCUMENT = re.compile(r"(/pdf$|\.pdf$|\.csv$|\.ics$|\.xml$|\.png$|\.svg$|/files/\d+$|/drafts/\d+/uploads/\d+$|/photos/\d+$|"
+DOCUMENT = re.compile(r"(/pdf$|\.pdf$|\.zip$|\.csv$|\.ics$|\.xml$|\.png$|\.svg$|/files/\d+$|/drafts/\d+/uploads/\d+$|/photos/\d+$|"
                       r"/page/\d+$|/calendar/feed/|\.json$)")
 #: Never followed or submitted: signing out ends the crawl's session.
 NEVER = re.compile(r"/logout$")

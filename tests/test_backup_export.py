@@ -16,7 +16,7 @@ import pytest
 from foundation import config as sw_config
 from foundation.actor import Actor
 from foundation.errors import InputError
-from sewerwatch.backup import export
+from enforcement import export
 from tests.support import add_site_and_sensors
 from identity import accounts
 
@@ -84,5 +84,5 @@ def test_export_of_a_year_is_the_years_rows_with_their_hashes(db, tmp_path):
     with psycopg.connect(db.url) as conn:
         with pytest.raises(InputError, match="not an empty folder"):
             export.export_year(conn, cfg, 2026, folder)
-        with pytest.raises(InputError, match="--year"):
+        with pytest.raises(InputError, match="year: expected one such as 2026"):
             export.export_year(conn, cfg, 26, tmp_path / "x")

@@ -49,6 +49,7 @@ from web.pages import inspections as inspection_pages
 from web.pages import instruments as instrument_pages
 from web.pages import maintenance as maintenance_pages
 from web.pages import rates as rates_page
+from web.pages import records as records_page
 from web.pages import state_report as state_report_pages
 from web.pages import statements as statements_page
 
@@ -269,7 +270,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *inspection_pages.ROUTES, *ack.ROUTES,
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
                 *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
-                *enforcement.ROUTES, *state_report_pages.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
+                *enforcement.ROUTES, *state_report_pages.ROUTES, *records_page.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
                 *accounts_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]

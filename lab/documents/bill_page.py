@@ -184,6 +184,14 @@ def render_html(bill: dict, head: Letterhead | None = None) -> str:
                     draft="DRAFT: not issued" if draft else None, footer=footer)
 
 
+def render_pdf(bill: dict, head: Letterhead) -> bytes:
+    """The bill's PDF as the office serves it and the year's export keeps it: its stored
+    document (``detail``) drawn on the utility's letterhead, dated the day it was issued (a
+    draft: undated, marked as one). The same document gives the same bytes."""
+    b = {**bill, "village": head.village}
+    return write_pdf(render_html(b, head), issued=None if b.get("draft") else date.fromisoformat(b["issued"]))
+
+
 def write_bills(bills: list[dict], out_dir: str | Path, head: Letterhead | None = None) -> list[Path]:
     """Write ``bill-<quarter>-<site>.json``, ``.html`` and ``.pdf`` for each bill (a draft's
     names end in ``-draft``)."""

@@ -16,9 +16,9 @@ from pathlib import Path
 import psycopg
 
 from foundation.errors import DatabaseError
+from foundation.paths import MIGRATIONS_DIR
 from sewerwatch.db import roles
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 LOCK_KEY = 7_415_226_001  # advisory lock id of sewerwatch migrations
 

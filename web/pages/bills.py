@@ -111,16 +111,11 @@ def run_page(request: Request, run_id: FromPath[int]) -> Template:
 
 
 def _bill_pdf(office, name: str, bill: dict) -> bytes:
-    from lab.documents.bill_page import render_html
-    from lab.documents.pdf import letterhead, write_pdf
+    from lab.documents.bill_page import render_pdf
+    from lab.documents.pdf import letterhead
 
     head = letterhead(office.cfg)
-
-    def make():
-        b = {**bill, "village": head.village}
-        return write_pdf(render_html(b, head), issued=None if b.get("draft") else date.fromisoformat(b["issued"]))
-
-    return office.documents.pdf(name, make)
+    return office.documents.pdf(name, lambda: render_pdf(bill, head))
 
 
 @get("/bills/runs/{run_id:int}/{site:str}/pdf", opt=VIEW, sync_to_thread=True)

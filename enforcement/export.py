@@ -5,9 +5,15 @@ Every table of the database as ``<table>.csv`` (PostgreSQL's CSV with a header l
 ``<table>.parquet`` (typed columns, times in UTC), ``README.md`` naming each table's columns,
 types and the rows it holds (those of the year by the table's time column, in the village's
 calendar; all rows of the tables without one), ``manifest.json`` with each file's size and
-SHA-256 and ``SHA256SUMS`` (``sha256sum -c SHA256SUMS`` checks the folder). Password hashes
-and second-factor secrets are left out; so are the tables that only coordinate the running
-program (leases, sign-in counters).
+SHA-256 and ``SHA256SUMS`` (``sha256sum -c SHA256SUMS`` checks the folder). The documents of
+the year are there as their files: the reports industrial users signed (the bytes signed, the
+copy of record, the attachments), the notices issued and the bills of the year's quarters as
+PDFs, drawn by the functions the office serves them with. Password hashes and second-factor
+secrets are left out; so are the tables that only coordinate the running program (leases,
+sign-in counters).
+
+``sewerwatch export`` and the Reports page's download (:func:`zip_folder` of the folder) both
+call :func:`export_year`.
 """
 
 from __future__ import annotations
@@ -15,15 +21,18 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import zipfile
 from datetime import date, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from foundation.errors import InputError
 from foundation.moments import midnight, village_zone
+from foundation.paths import MIGRATIONS_DIR
 
 #: A table's time column, the first of these it has (the time the row's fact happened).
 TIME_COLUMNS = ("time", "minute", "at", "collected", "occurred", "start_time", "period_start", "taken_at",
@@ -47,18 +56,17 @@ BATCH = 50_000
 
 
 def column_notes() -> dict[tuple[str, str], str]:
-    """(table, column) -> the comment its migration gives it (``name type ..., -- what it is``)."""
+    """(table, column) -> the comment its migration gives it (``name type ..., -- what it is``),
+    read from the migration files in version order (a later file's comment wins)."""
     import re
-
-    from sewerwatch.db import migrate
 
     create = re.compile(r"^\s*CREATE TABLE (?:IF NOT EXISTS )?(\w+)\s*\(", re.I)
     column = re.compile(r"^\s+(\w+)\s+\w[^-]*--\s*(.+?)\s*$")
     added = re.compile(r"ALTER TABLE (?:IF EXISTS )?(\w+)\s+ADD COLUMN (?:IF NOT EXISTS )?(\w+)[^-]*--\s*(.+?)\s*$", re.I)
     notes: dict[tuple[str, str], str] = {}
-    for m in migrate.discover():
+    for path in sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.sql")):
         table = None
-        for line in m.sql.splitlines():
+        for line in path.read_text(encoding="utf-8").splitlines():
             if (c := create.match(line)):
                 table = c.group(1)
             elif table and line.lstrip().startswith(")"):
@@ -88,17 +96,25 @@ def _tables(conn) -> list[tuple[str, list[tuple[str, str, str | None]]]]:
 def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dict:
     """Write the year's export into ``folder`` (new or empty).
 
+    Every table is read in one read-only snapshot (``REPEATABLE READ``), so the files agree
+    with each other while ``run`` goes on writing; the connection's session is left as it was.
+
     Parameters
     ----------
     conn : psycopg.Connection
         The owner's connection.
     year : int
         The calendar year, in the village's time zone.
+    folder : Path
+        A new or empty folder.
+    log : callable, optional
+        Told each table's rows as it is written.
 
     Returns
     -------
     dict
-        ``dir``, ``tables`` (count), ``rows`` (all tables), ``manifest`` (its path).
+        ``dir``, ``tables`` (count), ``rows`` (all tables), ``documents`` (files of the
+        documents), ``manifest`` (its path).
 
     Raises
     ------
@@ -106,12 +122,20 @@ def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dic
         For a year outside 1970-2999 or a folder that is not empty.
     """
     if not 1970 <= year <= 2999:
-        raise InputError(f"--year: expected a year such as 2026, got {year}")
+        raise InputError(f"year: expected one such as 2026 (1970 to 2999), got {year}")
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise InputError(f"{folder}: not an empty folder; give a new or empty one")
     folder.mkdir(parents=True, exist_ok=True)
-    conn.execute("SET TIME ZONE 'UTC'")
+    idle = conn.info.transaction_status == TransactionStatus.IDLE
+    with conn.transaction():
+        if idle:                      # a transaction of its own (not a savepoint in the caller's)
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        conn.execute("SET LOCAL TIME ZONE 'UTC'")
+        return _write(conn, cfg, year, folder, log)
+
+
+def _write(conn, cfg, year: int, folder: Path, log) -> dict:
     tz = village_zone(cfg)
     start, end = midnight(date(year, 1, 1), tz), midnight(date(year + 1, 1, 1), tz)
     files, readme, total = {}, [], 0
@@ -139,6 +163,7 @@ def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dic
         readme.append(_describe(table, columns, tcol, n))
         log(f"{table}: {n:,} rows")
     docs = _documents(conn, folder, start, end)
+    docs.update(_issued(conn, cfg, folder, start, end))
     files.update(docs)
     head = (f"# The sewer use program's records of {year}\n\n"
             f"Written {datetime.now(tz):%Y-%m-%d %H:%M %Z} by sewerwatch for {cfg.utility.name}. Each table is "
@@ -151,14 +176,64 @@ def export_year(conn, cfg, year: int, folder: Path, log=lambda msg: None) -> dic
             "in the year are in `documents/submission-<id>/`: `<number>.signed` (the bytes the signature "
             "covers), `<number>.pdf` (the copy of record) and the attached files, each with the SHA-256 "
             "stored when it was signed (`portal_submissions.sha256`, `pdf_sha256`, "
-            "`portal_submission_files.sha256`).\n\n")
+            "`portal_submission_files.sha256`). The notices issued in the year are in `documents/notices/` "
+            "(`<number>.pdf`) and the bills of the year's quarters in `documents/bills/` "
+            "(`bill-<id>-<quarter>-<site>.pdf`), drawn from their stored documents as the office shows them; "
+            "a notice's entry in the manifest also gives `sha256_at_issue`, the SHA-256 of the PDF recorded "
+            "when it was issued (`notices.pdf_sha256`).\n\n")
     (folder / "README.md").write_text(head + "\n".join(readme))
     files["README.md"] = {"bytes": (folder / "README.md").stat().st_size, "sha256": _sha256(folder / "README.md")}
     manifest = {"year": year, "timezone": tz.key, "written_at": time.time(), "utility": cfg.utility.name,
                 "files": files}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (folder / "SHA256SUMS").write_text("".join(f"{v['sha256']}  {k}\n" for k, v in sorted(files.items())))
-    return {"dir": str(folder), "tables": len(readme), "rows": total, "manifest": str(folder / "manifest.json")}
+    return {"dir": str(folder), "tables": len(readme), "rows": total, "documents": len(docs),
+            "manifest": str(folder / "manifest.json")}
+
+
+def _issued(conn, cfg, folder: Path, start: datetime, end: datetime) -> dict:
+    """The PDFs of the notices issued in the year and of the bills of its quarters, each made
+    by the function the office serves it with (:func:`enforcement.documents.notice_page.render`,
+    :func:`lab.documents.bill_page.render_pdf`): the same stored document, the same bytes."""
+    from enforcement.documents.notice_page import file_name, render
+    from lab import bill_runs
+    from lab.documents.bill_page import render_pdf
+    from lab.documents.pdf import letterhead
+
+    out = {}
+    rows = conn.execute("SELECT number, document, issued_on, pdf_sha256 FROM notices WHERE issued_on >= %s "
+                        "AND issued_on < %s ORDER BY issued_on, number", (start.date(), end.date())).fetchall()
+    for number, document, issued_on, at_issue in rows:
+        pdf = render(document, issued_on)[1]
+        rel = Path("documents") / "notices" / file_name(document, issued_on)
+        out[str(rel)] = {**_put(folder, rel, pdf), "sha256_at_issue": at_issue}
+    head = letterhead(cfg)
+    ids = [r[0] for r in conn.execute("SELECT id FROM bills WHERE period_start >= %s AND period_start < %s "
+                                      "ORDER BY period_start, id", (start, end))]
+    for bill_id in ids:
+        b = bill_runs.bill(conn, bill_id)
+        if not (b["detail"] or {}).get("issued"):
+            continue                # a row without its document (entered by hand): its figures are in bills.csv
+        rel = Path("documents") / "bills" / f"bill-{bill_id}-{b['quarter']}-{b['site']}.pdf"
+        out[str(rel)] = _put(folder, rel, render_pdf(b["detail"], head))
+    return out
+
+
+def _put(folder: Path, rel: Path, blob: bytes) -> dict:
+    (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+    (folder / rel).write_bytes(blob)
+    return {"bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+
+
+def zip_folder(folder: Path, target: Path) -> Path:
+    """The export ``folder`` as one zip file ``target`` (its files under the folder's name),
+    for the Reports page's download; returns ``target``."""
+    folder, target = Path(folder), Path(target)
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file():
+                z.write(p, Path(folder.name) / p.relative_to(folder))
+    return target
 
 
 def _documents(conn, folder: Path, start: datetime, end: datetime) -> dict:
