@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import psycopg
@@ -91,13 +91,17 @@ def test_before_the_year_ends_the_calendar_shows_what_the_village_still_owes(vil
     assert '/inspections/new?site=plating">Lakeside Plating: not yet inspected this year</a>' in page
 
     # the user's own sample does not end it; the village's does, for that user only
-    _lab(tmp, db, "own.csv", f"O-01,candy,{year}-01-02 08:00,cn,0.1,mg/l,,Rock River Environmental Laboratory,user\n")
+    # (taken a few minutes ago, whatever the day of the year the suite runs on: never in the future)
+    own_at = datetime.now(TZ) - timedelta(minutes=3)
+    village_at = own_at + timedelta(minutes=1)
+    _lab(tmp, db, "own.csv",
+         f"O-01,candy,{own_at:%Y-%m-%d %H:%M},cn,0.1,mg/l,,Rock River Environmental Laboratory,user\n")
     assert _control(tmp, db, year)[("village-sampling", "candy")][0] == "due"
     _lab(tmp, db, "village.csv",
-         f"W-01,candy,{year}-01-02 09:00,cn,0.1,mg/l,,Rock River Environmental Laboratory,village\n")
+         f"W-01,candy,{village_at:%Y-%m-%d %H:%M},cn,0.1,mg/l,,Rock River Environmental Laboratory,village\n")
     got = _control(tmp, db, year)
     assert got[("village-sampling", "candy")] == (
-        "taken", f"Sweet Creek Confections: sampled by the village in {year} (first on {year}-01-02)")
+        "taken", f"Sweet Creek Confections: sampled by the village in {year} (first on {village_at:%Y-%m-%d})")
     assert got[("village-inspection", "candy")] == ("due", "Sweet Creek Confections: not yet inspected this year")
     assert got[("village-sampling", "plating")] == ("due", "Lakeside Plating: not yet sampled by the village this year")
 
