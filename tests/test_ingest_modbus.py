@@ -389,7 +389,10 @@ def test_a_full_sink_does_not_block_polling():
         return polls, missed
 
     polls, missed = asyncio.run(go())
-    assert polls >= 12 and missed == 0
+    # 15 polls are due in the 1.5 s; a collector blocked by the full sink makes one or two and
+    # misses the rest. A loaded machine (the suite's other worker) may delay a few: those are
+    # not the sink's, so the bounds leave room for them and none for a block.
+    assert polls >= 10 and missed <= 3, (polls, missed)
 
 
 def test_the_maintenance_status_bit_marks_the_readings_and_opens_a_window_once():
