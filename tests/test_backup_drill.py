@@ -12,7 +12,8 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 from pathlib import Path
 
 import numpy as np
@@ -145,7 +146,10 @@ def test_restore_to_a_time_brings_back_exactly_the_record_then_and_run_judges_on
     cfg, url, sensors = program
     state = cfg.services.state_dir
     write(url, sensors, 500, "s-1")
-    ids = fill_the_record(url, date.today())
+    # the village's day, not the machine's (after midnight UTC it is still yesterday in Chicago,
+    # and a response dated the machine's day would be refused as dated in the future)
+    today = datetime.now(ZoneInfo(cfg.utility.timezone)).date()
+    ids = fill_the_record(url, today)
     spool_at = int((time.time() - 600) * 1e6)          # ten minutes ago: the spool's readings
     spool_readings(state / "spool", sensors["flow"], spool_at)
     for rel, blob in STATE_FILES.items():
@@ -166,7 +170,7 @@ def test_restore_to_a_time_brings_back_exactly_the_record_then_and_run_judges_on
     for i in range(3):                      # after T: must not come back
         write(url, sensors, 200, f"s-late-{i}")
     with psycopg.connect(url) as conn:      # the notice answered and a bill issued after T
-        notices.respond(conn, ids["notice"], date.today(), by="supt", note="the user answered")
+        notices.respond(conn, ids["notice"], today, by="supt", note="the user answered")
         conn.execute("INSERT INTO bills (site_id, period, period_start, period_end, total_dollars, detail) SELECT "
                      "id, '2026Q3', '2026-07-01T05:00Z', '2026-10-01T05:00Z', 99.0, '{}' FROM sites")
         conn.commit()
