@@ -6,7 +6,9 @@ created the first time the site is seen and kept (a site's devices keep their pa
 ``keys`` holds signing keys: ``ack_links`` signs the acknowledgement links of alerts
 (``alerts.links``); ``web_csrf`` keys the web application's CSRF tokens
 (``web.app``); ``calendar_feeds`` signs the calendar feeds' addresses (``web.feeds``); ``backup_cipher``
-encrypts the backup repository (``sewerwatch.backup``).
+encrypts the backup repository (``sewerwatch.backup``). ``backup_s3`` holds the access key id
+and secret of an S3-compatible backup repository (``[backup.s3]``): given by the store's
+administrator, set with ``sewerwatch backup secrets`` (:func:`put`), never generated.
 Never in the config file, never logged.
 """
 
@@ -50,10 +52,30 @@ def load_or_create(state_dir: Path, sites=()) -> dict:
                 data[section][account] = _random.token_urlsafe(size)
                 changed = True
     if changed or not path.exists():
-        state_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2)
-        os.replace(tmp, path)
+        _write(path, data)
     return data
+
+
+#: ``secrets.json``'s section of the S3-compatible backup repository's credentials, and its keys.
+S3_SECTION = "backup_s3"
+S3_KEYS = ("access_key_id", "secret_access_key")
+
+
+def put(state_dir: Path, section: str, values: dict) -> Path:
+    """Set ``values`` in ``section`` of ``secrets.json`` (the rest kept, missing passwords
+    created); return the file's path."""
+    data = load_or_create(state_dir)
+    data.setdefault(section, {}).update(values)
+    path = state_dir / "secrets.json"
+    _write(path, data)
+    return path
+
+
+def _write(path: Path, data: dict) -> None:
+    """Write ``secrets.json`` whole (0600), replacing the old one at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2)
+    os.replace(tmp, path)

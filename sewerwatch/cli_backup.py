@@ -1,4 +1,4 @@
-"""CLI: ``sewerwatch backup now|list|check|restore``, ``sewerwatch export`` and ``sewerwatch
+"""CLI: ``sewerwatch backup now|list|check|restore|secrets``, ``sewerwatch export`` and ``sewerwatch
 hold add|release|list``; the work is ``sewerwatch.backup``'s, ``enforcement.export``'s (the
 Reports page's download calls it too) and ``enforcement.holds``'."""
 
@@ -29,6 +29,14 @@ def register(sub) -> None:
     r.add_argument("--into", metavar="DIR", help="restore into this empty folder instead, to start and read "
                    "apart (it does not archive)")
     r.set_defaults(func=_restore)
+    k = bsub.add_parser("secrets", help="set the S3-compatible store's access key id and secret (kept in "
+                        "secrets.json, never shown)",
+                        description="Keep the access key id and secret access key of the [backup.s3] store in the "
+                        "state folder's secrets.json (0600). They are asked without echo, or read as two lines "
+                        "(the key id, then the secret) from standard input with --stdin.")
+    k.add_argument("--stdin", action="store_true", help="read two lines from standard input: the access key id, "
+                   "then the secret access key")
+    k.set_defaults(func=_secrets)
     e = sub.add_parser("export", help="one year of the program's records as CSV and Parquet files for an auditor",
                        description="Write every table's rows of one year as CSV and Parquet files, the signed "
                        "reports, notices and bills as their files, a manifest of their SHA-256 and a README of "
@@ -112,6 +120,35 @@ def _restore(args, ctx) -> int:
         print(f"the data folder before the restore is kept in {out['kept']} (remove it when satisfied)")
     if out["record"]:
         print(f"state folder put back as it was at that backup: {', '.join(out['record'])}")
+    return 0
+
+
+def _secrets(args, ctx) -> int:
+    import getpass
+
+    from foundation import secrets
+    from foundation.errors import InputError
+    from sewerwatch.backup import archiving
+
+    cfg = ctx.config
+    if args.stdin:
+        lines = [sys.stdin.readline().strip() for _ in secrets.S3_KEYS]
+    else:
+        if not sys.stdin.isatty():
+            raise InputError("backup secrets: no terminal to ask on; give the access key id and the secret as "
+                             "two lines on standard input with --stdin")
+        lines = [getpass.getpass("S3 access key id: ").strip(), getpass.getpass("S3 secret access key: ").strip()]
+    for name, value in zip(secrets.S3_KEYS, lines):
+        if not value:
+            raise InputError(f"backup secrets: {name} is empty; nothing was changed")
+    path = secrets.put(cfg.services.state_dir, secrets.S3_SECTION, dict(zip(secrets.S3_KEYS, lines)))
+    print(f"the S3 access key id and secret are kept in {path}")
+    if cfg.backup is not None and cfg.backup.s3 is not None and not cfg.services.db_url:
+        r = archiving.repo(cfg)
+        if r.conf.is_file():              # pgBackRest's file in the state folder carries them from now on
+            r.write_conf()
+    elif cfg.backup is None or cfg.backup.s3 is None:
+        print(f"note: {cfg.path} has no [backup.s3] table yet; they are used once it has one")
     return 0
 
 

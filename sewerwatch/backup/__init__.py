@@ -71,7 +71,7 @@ def take(cfg, full: bool = False, log=lambda msg: None) -> dict:
         kind = "full" if full else _due_type(r, cfg.backup.full_every_days)
         manifest = record.write(cfg, r.data_dir, r.user)
         packs = ",".join(f"{k}:{v[:16]}" for k, v in manifest["packs_sha256"].items())
-        log(f"backing up the database ({kind}) to {r.repo}")
+        log(f"backing up the database ({kind}) to {r.where}")
         r.run("backup", f"--type={kind}", f"--annotation=config-sha256={manifest['config_sha256'] or 'none'}",
               f"--annotation=packs-sha256={packs or 'none'}", timeout=6 * 3600)
         newest = (r.info().get("backup") or [{}])[-1]
@@ -119,7 +119,7 @@ def backups(cfg) -> dict:
                      "annotation": b.get("annotation") or {}})
     archives = info.get("archive") or []
     arch = (archives[0].get("min"), archives[-1].get("max")) if archives else (None, None)
-    return {"repo": str(r.repo), "backups": rows, "archive": arch,
+    return {"repo": r.where, "backups": rows, "archive": arch,
             "status": (info.get("status") or {}).get("message")}
 
 
@@ -145,7 +145,7 @@ def check(cfg) -> list[str]:
     info = r.info()
     n = len(info.get("backup") or [])
     last = health(cfg)
-    return [f"archiving works: a WAL segment reached {r.repo}",
+    return [f"archiving works: a WAL segment reached {r.where}",
             f"backups in the repository: {n}" + ("" if n else " (take the first with 'sewerwatch backup now')"),
             f"last backup: {last['summary']}"]
 
@@ -320,7 +320,7 @@ def _reachable(r: Repo, to: datetime) -> None:
                          "as the archived WAL reaches")
     ends = [b["timestamp"]["stop"] for b in r.info().get("backup") or []]
     if not ends:
-        raise InputError(f"the repository {r.repo} holds no backup yet: nothing to restore")
+        raise InputError(f"the repository {r.where} holds no backup yet: nothing to restore")
     if to.timestamp() < min(ends):
         raise InputError(f"--to {to.astimezone(timezone.utc):{fmt}} is before the oldest backup ended "
                          f"({datetime.fromtimestamp(min(ends), timezone.utc):{fmt}}): no earlier time can be "

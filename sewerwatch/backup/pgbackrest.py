@@ -2,7 +2,9 @@
 folder, and the program run as the user the cluster runs as.
 
 The config file (``<state>/backup/pgbackrest.conf``, 0600, owned by that user) holds the
-repository, its encryption key (``secrets.json``'s ``keys.backup_cipher``), the retention and
+repository (a folder, or a bucket of an S3-compatible store with its access key id and secret
+from ``secrets.json``'s ``backup_s3``), its encryption key (``secrets.json``'s
+``keys.backup_cipher``), the retention and
 the stanza ``sewerwatch`` naming the cluster's data folder, port and socket. PostgreSQL's
 ``archive_command`` runs ``pgbackrest ... archive-push`` with the same file.
 """
@@ -33,7 +35,7 @@ class Repo:
     state_dir : pathlib.Path
         The embedded services' state folder.
     repo : pathlib.Path
-        The repository folder.
+        The repository folder; with ``s3``, the repository's folder inside the bucket.
     data_dir : pathlib.Path
         The cluster's data folder.
     port : int
@@ -48,6 +50,10 @@ class Repo:
         The system user the cluster runs as (``postgres`` when sewerwatch is root).
     policy : foundation.backup_options.Backup
         Retention.
+    s3 : foundation.backup_options.S3 or None
+        The S3-compatible store holding the repository; None: a folder.
+    s3_keys : tuple of str or None
+        With ``s3``: the access key id and the secret access key.
     """
 
     state_dir: Path
@@ -59,6 +65,13 @@ class Repo:
     admin_password: str
     user: str | None
     policy: object
+    s3: object | None = None
+    s3_keys: tuple[str, str] | None = None
+
+    @property
+    def where(self) -> str:
+        """The repository in words: its folder, or ``s3://<bucket><path> at <endpoint>``."""
+        return self.s3.url() if self.s3 is not None else str(self.repo)
 
     @property
     def base(self) -> Path:
@@ -80,6 +93,7 @@ class Repo:
             "# written by sewerwatch from its config's [backup] and secrets.json; edits are overwritten",
             "[global]",
             f"repo1-path={self.repo}",
+            *self._s3_lines(),
             "repo1-cipher-type=aes-256-cbc",
             f"repo1-cipher-pass={self.cipher}",
             *retention,
@@ -101,12 +115,26 @@ class Repo:
             "",
         ])
 
+    def _s3_lines(self) -> list[str]:
+        """pgBackRest 2.x's options of an S3 repository (none for a folder); the data folder's
+        small files bundled (``repo1-bundle``), a few requests to the store instead of one per file."""
+        s3 = self.s3
+        if s3 is None:
+            return []
+        key, secret = self.s3_keys
+        return ["repo1-type=s3", f"repo1-s3-endpoint={s3.host}", f"repo1-storage-port={s3.port}",
+                f"repo1-s3-bucket={s3.bucket}", f"repo1-s3-region={s3.region}", f"repo1-s3-uri-style={s3.uri_style}",
+                f"repo1-s3-key={key}", f"repo1-s3-key-secret={secret}",
+                f"repo1-storage-verify-tls={'y' if s3.verify_tls else 'n'}", "repo1-bundle=y",
+                *([f"repo1-storage-ca-file={s3.ca_file}"] if s3.ca_file else [])]
+
     def write_conf(self) -> bool:
         """Write the config file and make the repository's folder; True when the file changed."""
         for d in (self.base, self.base / "lock", self.base / "log"):
             d.mkdir(parents=True, exist_ok=True)
             os.chmod(d, 0o700)
-        self.repo.mkdir(parents=True, exist_ok=True)
+        if self.s3 is None:
+            self.repo.mkdir(parents=True, exist_ok=True)
         text = self.conf_text()
         changed = not self.conf.is_file() or self.conf.read_text() != text
         if changed:
@@ -116,7 +144,8 @@ class Repo:
                 f.write(text)
             os.replace(tmp, self.conf)
         if self.user:     # the folders and the file only: what pgBackRest writes is its user's already
-            for p in (self.base, self.base / "lock", self.base / "log", self.conf, self.repo):
+            for p in (self.base, self.base / "lock", self.base / "log", self.conf,
+                      *([self.repo] if self.s3 is None else [])):
                 chown(p, self.user)
         return changed
 
@@ -140,7 +169,7 @@ class Repo:
         again, yet takes a second); True when it was created now."""
         marker = self.stanza_marker()
         system_id = _system_id(self.data_dir)
-        key = f"{self.repo} {system_id}"
+        key = f"{self.where} {system_id}"
         if marker.is_file() and marker.read_text().strip() == key:
             return False
         self.run("stanza-create", timeout=300)
