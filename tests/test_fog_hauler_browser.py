@@ -46,7 +46,7 @@ def test_a_hauler_files_a_pumpout_and_the_coordinator_sees_it(office, chromium):
     assert wait_until(lambda: d.current_url.endswith("/portal/grease"), 15), d.current_url
     assert "Badger Grease Service" in b.text("hauler-h")
     assert "Corner Cafe" in b.text("devices") and "Dockside Diner" not in b.text()
-    d.find_element(By.LINK_TEXT, "Report a pump-out").click()         # the row's link: the device chosen
+    d.find_element(By.ID, "devices").find_element(By.LINK_TEXT, "Report a pump-out").click()   # the row: its device
     assert wait_until(lambda: d.find_elements(By.ID, "report-form"), 15)
     assert Select(d.find_element(By.ID, "r-device")).first_selected_option.text.startswith("Corner Cafe, 1 Main St: GI-1")
     if os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):
