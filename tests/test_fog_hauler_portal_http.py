@@ -104,6 +104,8 @@ def test_a_hauler_reports_a_pumpout_through_the_form_and_reads_its_findings(db, 
         assert 'value="Palmyra WWTP"' in r.text                      # the form keeps what was typed
         r, _ = _report(c, cafe, date=today.isoformat(), gallons="lots")
         assert r.status_code == 400 and "gallons: expected a number of gallons, got &#39;lots&#39;" in r.text
+        r, _ = _report(c, cafe, date=today.isoformat(), fog_depth_in="deep")
+        assert r.status_code == 400 and "FOG depth: expected a number of inches, got &#39;deep&#39;" in r.text
         # another hauler's device: not found, nothing said of it
         r, _ = _report(c, diner, date=today.isoformat())
         assert r.status_code == 404 and "Dockside" not in r.text
