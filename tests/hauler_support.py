@@ -16,7 +16,8 @@ The 25 % rule: 12 in of the 48 in interceptor.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import psycopg
 
@@ -35,11 +36,11 @@ STAFF = Actor("coord", "web")
 
 def grease_village(db_url: str, today: date | None = None) -> dict:
     """The establishments, haulers, assignments and hauler accounts above; returns the
-    device ids by licence and today's date."""
+    device ids by licence and today's date in the test villages' time zone."""
     from fog import haulers, imports, store
     from fog.rules import for_pack
 
-    today = today or date.today()
+    today = today or datetime.now(ZoneInfo("America/Chicago")).date()     # the office's today (its village's)
     rows = [HEADER] + [f"{lic},{name},{addr},Owner,{cat},GI-1,interceptor,1000,48,kitchen,2020-06-01,90"
                        for lic, name, addr, cat in ESTABLISHMENTS]
     with psycopg.connect(db_url, autocommit=True) as conn:

@@ -1,6 +1,6 @@
 """A grease hauler in the portal, in a real browser (Debian's Chromium, the session's one):
 the hauler's person signs in and lands on its pump-outs, opens the report form from the
-device it was hired for, files a pump-out pumped too late (the form as served: its action,
+device it was hired for (at 390 px: nothing to scroll sideways), files a pump-out pumped too late (the form as served: its action,
 CSRF token and form key), reads it back on its report's page with the finding, finds it in
 its list; the coordinator then sees it on the establishment's page in the office, with the
 same finding. ``sewerwatch web`` over a copy of the session's seeded village
@@ -49,10 +49,11 @@ def test_a_hauler_files_a_pumpout_and_the_coordinator_sees_it(office, chromium):
     d.find_element(By.ID, "devices").find_element(By.LINK_TEXT, "Report a pump-out").click()   # the row: its device
     assert wait_until(lambda: d.find_elements(By.ID, "report-form"), 15)
     assert Select(d.find_element(By.ID, "r-device")).first_selected_option.text.startswith("Corner Cafe, 1 Main St: GI-1")
+    b.phone((390, 844))                     # a phone in the truck: the form fits, nothing to scroll sideways
+    assert b.scroll_width() <= 390, b.scroll_width()
     if os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):
-        b.phone((390, 844))
         b.screenshot(PREVIEWS / "hauler-report-form-390.png")
-        b.desktop()
+    b.desktop()
     type_date(d, "r-date", day.isoformat())
     for el, text in (("r-gallons", "950"), ("r-fog", "9"), ("r-solids", "5"), ("r-facility", "Palmyra WWTP"),
                      ("r-manifest", "BGS-2041")):
