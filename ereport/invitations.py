@@ -16,6 +16,11 @@ while an earlier one is still open supersedes it (the earlier is revoked in the 
 transaction, the reason ``superseded by invitation N`` in the audit trail, and its link then
 says it was replaced); inviting is serialised per site and address (an advisory lock), so two
 coordinators at once still leave one open invitation.
+
+A registered grease hauler's people are invited the same way (:func:`invite_hauler`): the
+invitation names the hauler instead of a site, the account made is of kind ``grease-hauler``,
+bound to the hauler, and reports the hauler's pump-outs (:mod:`fog.haulers`); a hauler's
+person is never a signatory.
 """
 
 from __future__ import annotations
@@ -93,9 +98,9 @@ class InviteLinks:
 @dataclass(frozen=True)
 class Invitation:
     id: int
-    site_id: int
-    site_key: str
-    site_name: str
+    site_id: int | None
+    site_key: str | None
+    site_name: str | None
     email: str
     full_name: str
     title: str | None
@@ -111,6 +116,20 @@ class Invitation:
     revoked_at: datetime | None
     mailed: bool
     mail_error: str | None
+    #: a grease hauler's invitation (then no site): the hauler's id, company and licence
+    hauler_id: int | None = None
+    hauler_name: str | None = None
+    hauler_licence: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Whose people the invitation is for, in words (the industrial user or the hauler)."""
+        return self.site_name if self.hauler_id is None else self.hauler_name
+
+    @property
+    def object(self) -> str:
+        """The audit trail's object of the invitation (``site:KEY`` or ``hauler:LICENCE``)."""
+        return f"site:{self.site_key}" if self.hauler_id is None else f"hauler:{self.hauler_licence}"
 
     @property
     def state(self) -> str:
@@ -125,7 +144,8 @@ class Invitation:
 
 _COLS = ("i.id", "i.site_id", "s.key", "s.name", "i.email", "i.full_name", "i.title", "i.signatory",
          "i.subscriber_agreement_on", "i.token_id", "i.totp_secret", "i.invited_by", "i.invited_at", "i.expires_at",
-         "i.accepted_at", "i.account_id", "i.revoked_at", "i.mailed", "i.mail_error")
+         "i.accepted_at", "i.account_id", "i.revoked_at", "i.mailed", "i.mail_error", "i.hauler_id", "h.company",
+         "h.licence")
 
 
 @dataclass(frozen=True)
@@ -149,8 +169,8 @@ class Invited:
 
 
 def _invitations(conn, where: str, params=()) -> list[Invitation]:
-    rows = conn.execute(f"SELECT {', '.join(_COLS)} FROM portal_invitations i JOIN sites s ON s.id = i.site_id "
-                        f"WHERE {where} ORDER BY i.id", params).fetchall()
+    rows = conn.execute(f"SELECT {', '.join(_COLS)} FROM portal_invitations i LEFT JOIN sites s ON s.id = i.site_id "
+                        f"LEFT JOIN fog_haulers h ON h.id = i.hauler_id WHERE {where} ORDER BY i.id", params).fetchall()
     return [Invitation(*r) for r in rows]
 
 
@@ -194,6 +214,38 @@ def invite(conn, site_key: str, email: str, full_name: str, *, signatory: bool, 
     site = conn.execute("SELECT id, name FROM sites WHERE key = %s", (site_key,)).fetchone()
     if site is None:
         raise InputError(f"no industrial user {site_key!r}")
+    return _invite(conn, ("site_id", site[0], site[1], f"site:{site_key}"), email, full_name, signatory=signatory,
+                   title=title, subscriber_agreement_on=subscriber_agreement_on, actor=actor, links=links,
+                   mailer=mailer, utility=utility)
+
+
+def invite_hauler(conn, hauler: str, email: str, full_name: str, *, actor: Actor, links: InviteLinks,
+                  mailer: Mailer, utility: str) -> Invited:
+    """Invite a person of the registered grease hauler ``hauler`` (its company or licence) to
+    the portal, to report the hauler's pump-outs; as :func:`invite` otherwise (one working link
+    per person, the mail sent once). Never a signatory.
+
+    Raises
+    ------
+    foundation.errors.InputError
+        A hauler not registered, an address that is not one bare address, a name missing or too long.
+    """
+    from fog.store import find_hauler
+    h = find_hauler(conn, hauler or "")
+    if h is None:
+        raise InputError(f"no registered hauler {hauler!r} (register it first: sewerwatch fog hauler add)")
+    licence = conn.execute("SELECT licence FROM fog_haulers WHERE id = %s", (h[0],)).fetchone()[0]
+    return _invite(conn, ("hauler_id", h[0], h[1], f"hauler:{licence}"), email, full_name, signatory=False,
+                   title=None, subscriber_agreement_on=None, actor=actor, links=links, mailer=mailer, utility=utility)
+
+
+def _invite(conn, owner: tuple, email: str, full_name: str, *, signatory: bool, title: str | None,
+            subscriber_agreement_on: date | None, actor: Actor, links: InviteLinks, mailer: Mailer,
+            utility: str) -> Invited:
+    """An invitation for ``owner`` (its column ``site_id`` or ``hauler_id``, its id, its name,
+    the audit trail's object), superseding the open ones to the same address, mailed."""
+    column, owner_id, owner_name, obj = owner
+    assert column in ("site_id", "hauler_id")
     address = check_address(email)
     name = _text(full_name, "the person's name")
     position = _text(title, "the position (as the authorisation names it)", required=signatory)
@@ -206,26 +258,28 @@ def invite(conn, site_key: str, email: str, full_name: str, *, signatory: bool, 
     expires = datetime.now(timezone.utc) + timedelta(seconds=links.lifetime_s)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('sewerwatch-portal-invite'), hashtext(%s))",
-                     (f"{site[0]}:{address.lower()}",))
-        earlier = _invitations(conn, "i.site_id = %s AND lower(i.email) = lower(%s) AND i.revoked_at IS NULL AND "
-                               "i.accepted_at IS NULL AND i.expires_at > now()", (site[0], address))
+                     (f"{obj}:{address.lower()}",))
+        earlier = _invitations(conn, f"i.{column} = %s AND lower(i.email) = lower(%s) AND i.revoked_at IS NULL AND "
+                               "i.accepted_at IS NULL AND i.expires_at > now()", (owner_id, address))
         iid = conn.execute(
-            "INSERT INTO portal_invitations (site_id, email, full_name, title, signatory, subscriber_agreement_on, "
+            f"INSERT INTO portal_invitations ({column}, email, full_name, title, signatory, subscriber_agreement_on, "
             "token_id, invited_by, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (site[0], address, name, position, bool(signatory), subscriber_agreement_on, token_id, actor.audit_name,
+            (owner_id, address, name, position, bool(signatory), subscriber_agreement_on, token_id, actor.audit_name,
              expires)).fetchone()[0]
-        _audit(conn, actor, "portal-invited", f"site:{site_key}", {"invitation": iid, "email": address, "name": name,
+        _audit(conn, actor, "portal-invited", obj, {"invitation": iid, "email": address, "name": name,
                                                                     "signatory": bool(signatory),
                                                                     "supersedes": [e.id for e in earlier]})
         for e in earlier:
             conn.execute("UPDATE portal_invitations SET revoked_at = now() WHERE id = %s", (e.id,))
-            _audit(conn, actor, "portal-invitation-revoked", f"site:{site_key}",
+            _audit(conn, actor, "portal-invitation-revoked", obj,
                    {"invitation": e.id, "superseded_by": iid,
                     "reason": f"superseded by invitation {iid} to the same address"})
     url = links.url(iid, token_id)
-    body = invitation_body(utility, site[1], name, bool(signatory), url, expires)
+    hauling = column == "hauler_id"
+    body = invitation_body(utility, owner_name, name, bool(signatory), url, expires, hauler=hauling)
     try:
-        mailer.send(address, f"{utility}: your invitation to the industrial users' portal", body)
+        mailer.send(address, f"{utility}: your invitation to the "
+                    + ("portal, to report grease pump-outs" if hauling else "industrial users' portal"), body)
         conn.execute("UPDATE portal_invitations SET mailed = true WHERE id = %s", (iid,))
     except (MailError, InputError) as exc:
         conn.execute("UPDATE portal_invitations SET mail_error = %s WHERE id = %s", (str(exc)[:500], iid))
@@ -251,15 +305,19 @@ def superseded_by(conn, inv: Invitation) -> int | None:
     """The invitation that superseded ``inv`` (from the audit trail), or None."""
     row = conn.execute("SELECT detail->>'superseded_by' FROM audit_log WHERE object = %s AND action = "
                        "'portal-invitation-revoked' AND detail->>'invitation' = %s AND detail->>'superseded_by' "
-                       "IS NOT NULL ORDER BY id DESC LIMIT 1", (f"site:{inv.site_key}", str(inv.id))).fetchone()
+                       "IS NOT NULL ORDER BY id DESC LIMIT 1", (inv.object, str(inv.id))).fetchone()
     return int(row[0]) if row and row[0] else None
 
 
-def invitation_body(utility: str, site_name: str, name: str, signatory: bool, url: str, expires: datetime) -> str:
-    """The invitation's text (plain; no part of it is a header)."""
+def invitation_body(utility: str, site_name: str, name: str, signatory: bool, url: str, expires: datetime,
+                    hauler: bool = False) -> str:
+    """The invitation's text (plain; no part of it is a header); ``hauler``: a grease hauler's
+    person (``site_name`` the hauler's company)."""
     role = ("an authorised signatory: you will set up a second factor (an authenticator app) and can sign and "
             "submit reports" if signatory else "a preparer: you can enter and upload data; a signatory signs it")
-    return (f"{name},\n\n{utility} invites you to its industrial users' portal for {site_name}, as {role}.\n\n"
+    what = (f"its portal for {site_name}, to report the grease pump-outs of the interceptors and traps you are hired "
+            "for" if hauler else f"its industrial users' portal for {site_name}, as {role}")
+    return (f"{name},\n\n{utility} invites you to {what}.\n\n"
             f"Open this link to choose your user name and password (it works once, until "
             f"{expires.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC):\n\n{url}\n\n"
             "If you did not expect this message, ignore it: nothing happens until the link is used.\n")
@@ -296,13 +354,16 @@ def totp_uri(inv: Invitation, utility: str) -> str:
 
 def suggested_username(inv: Invitation) -> str:
     local = re.sub(r"[^a-z0-9._-]", "", inv.email.split("@", 1)[0].lower())[:40] or "user"
+    if inv.hauler_id is not None:
+        return local
     return f"{inv.site_key}.{local}"[:64] if re.fullmatch(r"[a-z0-9]", inv.site_key[:1] or "") else local
 
 
 def accept(conn, token: str, username: str, password: str, password_again: str, code: str, *,
            links: InviteLinks) -> accounts.Account:
-    """Use an invitation: the account of kind ``industrial-user`` bound to the invitation's site,
-    with the password chosen and (a signatory) the second factor, whose code must be right."""
+    """Use an invitation: the account of kind ``industrial-user`` bound to the invitation's site
+    (or of kind ``grease-hauler`` bound to its hauler), with the password chosen and (a
+    signatory) the second factor, whose code must be right."""
     inv = open_invitation(conn, token, links)
     if password != password_again:
         raise InputError("the two passwords differ")
@@ -316,13 +377,14 @@ def accept(conn, token: str, username: str, password: str, password_again: str, 
                         (inv.id,)).fetchone()[0] is not None:
             raise InvitationError("This invitation has been used already.")
         acc = accounts.add(conn, (username or "").strip().lower(), inv.full_name, None, password, actor=actor,
-                           kind="industrial-user", site_key=inv.site_key,
+                           kind="industrial-user" if inv.hauler_id is None else "grease-hauler",
+                           site_key=inv.site_key, hauler=inv.hauler_licence,
                            portal={"email": inv.email, "signatory": inv.signatory, "title": inv.title,
                                    "subscriber_agreement_on": inv.subscriber_agreement_on,
                                    "totp_secret": inv.totp_secret if inv.signatory else None})
         conn.execute("UPDATE portal_invitations SET accepted_at = now(), account_id = %s WHERE id = %s", (acc.id, inv.id))
         _audit(conn, actor, "portal-invitation-accepted", f"account:{acc.username}",
-               {"invitation": inv.id, "site": inv.site_key, "signatory": inv.signatory})
+               {"invitation": inv.id, "site": inv.site_key, "hauler": inv.hauler_licence, "signatory": inv.signatory})
     return acc
 
 
@@ -336,24 +398,28 @@ def revoke_invitation(conn, invitation_id: int, *, actor: Actor) -> Invitation:
     with conn.transaction():
         conn.execute("UPDATE portal_invitations SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL "
                      "AND accepted_at IS NULL", (invitation_id,))
-        _audit(conn, actor, "portal-invitation-revoked", f"site:{found[0].site_key}", {"invitation": invitation_id})
+        _audit(conn, actor, "portal-invitation-revoked", found[0].object, {"invitation": invitation_id})
     return _invitations(conn, "i.id = %s", (invitation_id,))[0]
 
 
 def revoke(conn, username: str, *, actor: Actor) -> accounts.Account:
-    """Revoke an industrial user's account: it cannot sign in or sign, its sessions end at their
-    next request (``web_accounts.disabled_at``); its submissions stay in the record."""
+    """Revoke an industrial user's (or a grease hauler's) account: it cannot sign in or sign, its
+    sessions end at their next request (``web_accounts.disabled_at``); its submissions and
+    reports stay in the record."""
     acc = accounts.get(conn, username)
-    if acc is None or acc.kind != "industrial-user":
+    if acc is None or acc.kind not in ("industrial-user", "grease-hauler"):
         raise InputError(f"no portal account {username!r}")
     with conn.transaction():
         accounts.disable(conn, username, actor=actor)
-        _audit(conn, actor, "portal-account-revoked", f"account:{username}", {"site_id": acc.site_id})
+        _audit(conn, actor, "portal-account-revoked", f"account:{username}", {"site_id": acc.site_id,
+                                                                              "hauler_id": acc.hauler_id})
     return accounts.get(conn, username)
 
 
 def people(conn, site_key: str | None = None) -> dict:
-    """The portal's accounts and invitations (of one site, or all)."""
+    """The portal's accounts and invitations of the industrial users (of one site, or all), and
+    of the grease haulers (``haulers``: each account with its hauler's licence and company;
+    ``hauler_invitations``), those only when no site is asked."""
     if site_key:
         known = [k for (k,) in conn.execute("SELECT key FROM sites ORDER BY key").fetchall()]
         if site_key not in known:
@@ -362,7 +428,14 @@ def people(conn, site_key: str | None = None) -> dict:
     rows = conn.execute(f"SELECT a.id, s.key, s.name FROM web_accounts a JOIN sites s ON s.id = a.site_id "
                         f"WHERE a.kind = 'industrial-user' AND {where} ORDER BY s.key, a.username", params).fetchall()
     accs = [(accounts.by_id(conn, r[0]), r[1], r[2]) for r in rows]
-    return {"accounts": accs, "invitations": _invitations(conn, where.replace("s.key", "s.key"), params)}
+    out = {"accounts": accs, "invitations": _invitations(conn, f"i.site_id IS NOT NULL AND {where}", params),
+           "haulers": [], "hauler_invitations": []}
+    if not site_key:
+        rows = conn.execute("SELECT a.id, h.licence, h.company FROM web_accounts a JOIN fog_haulers h ON "
+                            "h.id = a.hauler_id WHERE a.kind = 'grease-hauler' ORDER BY h.company, a.username").fetchall()
+        out["haulers"] = [(accounts.by_id(conn, r[0]), r[1], r[2]) for r in rows]
+        out["hauler_invitations"] = _invitations(conn, "i.hauler_id IS NOT NULL")
+    return out
 
 
 def signatories(conn, site_id: int) -> list[accounts.Account]:

@@ -1,6 +1,6 @@
 """CLI: ``sewerwatch fog ...``: the grease program (establishments and their grease removal
 devices, haulers, pump-outs, the findings and what is due). The office's Grease pages call
-the same functions (:mod:`fog.store`, :mod:`fog.imports`).
+the same functions (:mod:`fog.store`, :mod:`fog.imports`, :mod:`fog.haulers`).
 
 Each handler is ``func(args, ctx)`` and returns the exit code; the work is imported lazily.
 """
@@ -62,6 +62,16 @@ def register(sub) -> None:
     q.set_defaults(func=_hauler_add)
     q = hs.add_parser("list", help="the registered haulers")
     q.set_defaults(func=_hauler_list)
+    q = hs.add_parser("assign", help="hire a hauler for a device: it may then report the device's pump-outs in "
+                                     "the portal (assigned already is refused)")
+    q.add_argument("hauler", help="the hauler's company or licence number")
+    q.add_argument("--establishment", required=True, metavar="LICENCE")
+    q.add_argument("--device", default="", help="the device's label (may be left out when there is one)")
+    q.add_argument("--actor", help="who assigns it (default: $USER)")
+    q.set_defaults(func=_hauler_assign)
+    q = hs.add_parser("devices", help="the devices a hauler was hired for (assigned, or pumped by it before)")
+    q.add_argument("hauler", help="the hauler's company or licence number")
+    q.set_defaults(func=_hauler_devices)
 
     u = s.add_parser("pumpout", help="pump-out reports")
     us = u.add_subparsers(dest="pumpout_command", metavar="ACTION", required=True)
@@ -261,6 +271,32 @@ def _hauler_list(args: argparse.Namespace, ctx) -> int:
         print("no haulers registered (sewerwatch fog hauler add COMPANY --licence NUMBER)")
     for h in hs:
         print(f"{h['company']} (licence {h['licence']}), registered {h['recorded_at']:%Y-%m-%d}")
+    return 0
+
+
+def _hauler_assign(args: argparse.Namespace, ctx) -> int:
+    from fog import haulers
+
+    with ctx.connect("owner") as conn:
+        a = haulers.assign(conn, args.hauler, args.establishment, args.device, _actor(args))
+    print(f"{a['hauler']} is hired for {a['establishment']} {a['device']}: it may report its pump-outs in the portal")
+    return 0
+
+
+def _hauler_devices(args: argparse.Namespace, ctx) -> int:
+    from fog import haulers, store
+
+    with ctx.connect("owner") as conn:
+        h = store.find_hauler(conn, args.hauler)
+        if h is None:
+            raise InputError(f"no registered hauler {args.hauler!r} (sewerwatch fog hauler list)")
+        found = haulers.devices(conn, h[0])
+    if not found:
+        print(f"{h[1]} is hired for no device yet (sewerwatch fog hauler assign)")
+    for d in found:
+        how = "assigned" if d["assigned"] else "pumped it before"
+        print(f"{d['licence']} {d['name']}, {d['label']} ({d['kind']}): {how}; it last pumped it "
+              f"{d['last_pumped'] or 'never'}")
     return 0
 
 

@@ -102,6 +102,12 @@ def _day(value, what: str) -> date:
         raise InputError(f"{what}: expected a date such as 2026-03-01, got {value!r}") from None
 
 
+#: Each field of a pump-out report in the words a refusal names it by.
+FIELD_WORDS = {"establishment": "establishment", "date": "date", "hauler": "hauler", "gallons": "gallons",
+               "fog_depth_in": "FOG depth", "solids_depth_in": "solids depth",
+               "receiving_facility": "receiving facility", "manifest": "manifest"}
+
+
 def check_pumpout(conn, rec: dict) -> dict:
     """A pump-out report checked and resolved (the establishment, device and hauler found),
     ready for :func:`add_pumpout`; nothing stored.
@@ -123,7 +129,7 @@ def check_pumpout(conn, rec: dict) -> dict:
     for key in ("establishment", "date", "hauler", "gallons", "fog_depth_in", "solids_depth_in",
                 "receiving_facility", "manifest"):
         if str(rec.get(key) or "").strip() == "":
-            raise InputError(f"{key}: missing")
+            raise InputError(f"{FIELD_WORDS[key]}: missing")
     est, dev = _device_of(conn, str(rec["establishment"]), str(rec.get("device") or "").strip() or None)
     manifest = str(rec["manifest"]).strip()
     same = conn.execute("SELECT p.id, p.pumped_on, e.name, d.label, p.hauler_name FROM fog_pumpouts p "
@@ -138,8 +144,8 @@ def check_pumpout(conn, rec: dict) -> dict:
             "hauler_name": hauler[1] if hauler else str(rec["hauler"]).strip(),
             "pumped_on": _day(rec["date"], "date"),
             "gallons": _number(rec["gallons"], "gallons", "gallons"),
-            "fog_depth_in": _number(rec["fog_depth_in"], "fog_depth_in", "inches"),
-            "solids_depth_in": _number(rec["solids_depth_in"], "solids_depth_in", "inches"),
+            "fog_depth_in": _number(rec["fog_depth_in"], "FOG depth", "inches"),
+            "solids_depth_in": _number(rec["solids_depth_in"], "solids depth", "inches"),
             "receiving_facility": str(rec["receiving_facility"]).strip(), "manifest": manifest}
 
 

@@ -51,7 +51,7 @@ _DUMMY_HASH = _hasher.hash("not a password of any account")
 
 COLS = ("id", "username", "full_name", "kind", "role", "site_id", "disabled_at", "failed_logins", "locked_until",
         "session_epoch", "totp_secret", "created_at", "last_login_at", "email", "signatory", "title",
-        "subscriber_agreement_on")
+        "subscriber_agreement_on", "hauler_id")
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ class Account:
     signatory: bool = False
     title: str | None = None
     subscriber_agreement_on: object = None
+    #: a grease hauler's account: the registered hauler it reports for
+    hauler_id: int | None = None
 
     @property
     def totp(self) -> bool:
@@ -164,7 +166,7 @@ def _check_role(role: str) -> str:
 
 
 def add(conn, username: str, full_name: str, role: str | None, password: str, *, actor: Actor, kind: str = "staff",
-        site_key: str | None = None, portal: dict | None = None) -> Account:
+        site_key: str | None = None, portal: dict | None = None, hauler: str | None = None) -> Account:
     """Add an account (audited ``account-added``).
 
     Parameters
@@ -172,7 +174,8 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
     username : str
         Lower-case letters, digits, ``.``, ``_`` and ``-`` (at most 64).
     kind : str
-        ``staff`` (with a role); ``industrial-user`` accounts are bound to ``site_key``.
+        ``staff`` (with a role); ``industrial-user`` accounts are bound to ``site_key``,
+        ``grease-hauler`` accounts to the registered hauler whose licence is ``hauler``.
     portal : dict, optional
         An industrial user's person (:mod:`ereport.invitations`): ``email``, ``signatory``,
         ``title``, ``subscriber_agreement_on``, ``totp_secret`` (a signatory's second factor).
@@ -185,9 +188,15 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
         raise InputError("users add: --name needs the person's name (records show it)")
     if kind not in KINDS:
         raise InputError(f"unknown kind of account {kind!r} (kinds: {', '.join(KINDS)})")
-    site_id = None
+    site_id = hauler_id = None
     if kind == "staff":
         _check_role(role)
+    elif kind == "grease-hauler":
+        row = conn.execute("SELECT id FROM fog_haulers WHERE licence = %s", ((hauler or "").strip(),)).fetchone()
+        if row is None:
+            raise InputError(f"users add: a grease hauler's account needs its registered hauler; no hauler with "
+                             f"licence {hauler!r} (sewerwatch fog hauler list)")
+        hauler_id = row[0]
     else:
         row = conn.execute("SELECT id FROM sites WHERE key = %s", (site_key,)).fetchone()
         if row is None:
@@ -199,14 +208,15 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
             raise InputError(f"users add: an account {username!r} exists already")
         p = portal or {}
         conn.execute("INSERT INTO web_accounts (username, full_name, kind, role, site_id, password_hash, created_by, "
-                     "email, signatory, title, subscriber_agreement_on, totp_secret) "
-                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                     "email, signatory, title, subscriber_agreement_on, totp_secret, hauler_id) "
+                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                      (username, full_name.strip(), kind, role if kind == "staff" else None, site_id,
                       _hasher.hash(password), actor.audit_name, p.get("email"), bool(p.get("signatory")),
-                      p.get("title"), p.get("subscriber_agreement_on"), p.get("totp_secret")))
+                      p.get("title"), p.get("subscriber_agreement_on"), p.get("totp_secret"), hauler_id))
         _audit(conn, actor, "account-added", username, {"role": role, "kind": kind, "full_name": full_name.strip(),
                                                         **({"site": site_key, "signatory": bool(p.get("signatory"))}
-                                                           if kind != "staff" else {})})
+                                                           if kind == "industrial-user" else {}),
+                                                        **({"hauler": hauler} if kind == "grease-hauler" else {})})
     return get(conn, username)
 
 
@@ -257,7 +267,7 @@ def set_role(conn, username: str, role: str, *, actor: Actor) -> Account:
     with conn.transaction():
         acc = _require(conn, username, "role")
         if acc.kind != "staff":
-            raise InputError(f"users role: {username!r} is an industrial user's account, which has no staff role")
+            raise InputError(f"users role: {username!r} is a portal account ({acc.kind}), which has no staff role")
         if acc.totp and role not in second_factor_roles():
             conn.execute("UPDATE web_accounts SET totp_secret = NULL, totp_last_step = NULL WHERE id = %s", (acc.id,))
         conn.execute("UPDATE web_accounts SET role = %s, session_epoch = session_epoch + 1 WHERE id = %s",

@@ -5,7 +5,9 @@ Every route of the web application names one permission (:data:`PERMISSIONS`); t
 something name ``view``; an action names its own. The industrial users' portal (an account
 of kind ``industrial-user``, bound to one site) gets permissions of its own, checked with
 the object's site: :data:`PORTAL` (its pages, under ``/portal``), which no staff role holds,
-and :func:`web.authz.require_site` on every object.
+and :func:`web.authz.require_site` on every object. A grease hauler's account (kind
+``grease-hauler``, bound to one registered hauler) gets :data:`HAULER` (its pages, under
+``/portal/grease``) and sees only its own hauler's reports and the devices it was hired for.
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ ROLE_WORDS = {
     "viewer": "read only (a council member, the state's auditor)",
 }
 
-#: Account kinds: the utility's staff, and an industrial user's people (the portal).
-KINDS = ("staff", "industrial-user")
+#: Account kinds: the utility's staff, an industrial user's people and a grease hauler's
+#: people (the portal).
+KINDS = ("staff", "industrial-user", "grease-hauler")
+
+#: What each kind of portal account is, in words (the menu, the people page).
+KIND_WORDS = {"industrial-user": "industrial user", "grease-hauler": "grease hauler"}
 
 _ALL = set(ROLES)
 _EVERYTHING = {"superintendent", "coordinator"}
 
 #: The permission of the portal's pages.
 PORTAL = "portal"
+#: The permission of a grease hauler's pages in the portal.
+HAULER = "hauler"
 
 #: permission -> the staff roles that hold it.
 PERMISSIONS: dict[str, frozenset[str]] = {
@@ -59,6 +67,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # the portal's own pages: no staff role holds it; an account of kind industrial-user does,
     # for its own site only (web.authz.guard, web.authz.require_site)
     PORTAL: frozenset(),
+    # a grease hauler's pages: no staff role holds it; an account of kind grease-hauler does,
+    # for its own hauler only (web.authz.guard, fog.hauler_portal)
+    HAULER: frozenset(),
 }
 
 #: Routes anyone may open without a session: the sign-in and the acknowledgement link

@@ -1,5 +1,5 @@
 """CLI: ``sewerwatch portal ...``, the industrial users' portal from the command line:
-invite a person, list the portal's people, revoke an account or an invitation, the review
+invite a person (of an industrial user, or of a grease hauler), list the portal's people, revoke an account or an invitation, the review
 queue, a copy of record with its hash checked again, accept and reject (the signatory told by
 mail), and an accepted permit application's permit version. Each calls the function the
 coordinator's pages call (:mod:`ereport.invitations`, :mod:`ereport.record`) with the
@@ -26,6 +26,12 @@ def register(sub) -> None:
     q.add_argument("--title", help="the position the authorisation names (a signatory's)")
     q.add_argument("--agreement-on", type=date.fromisoformat, metavar="YYYY-MM-DD",
                    help="the day the signed subscriber agreement was received (a signatory's)")
+    q.set_defaults(func=_invite)
+    q = s.add_parser("invite-hauler", help="invite a person of a registered grease hauler by e-mail, to report its "
+                                           "pump-outs (an open invitation to the same address stops working)")
+    q.add_argument("hauler", help="the hauler's company or licence number")
+    q.add_argument("--email", required=True)
+    q.add_argument("--name", required=True, help="the person's name")
     q.set_defaults(func=_invite)
     q = s.add_parser("people", help="the portal's accounts and invitations")
     q.add_argument("--site")
@@ -72,7 +78,7 @@ def _when(ctx, t) -> str:
 
 
 def _invite(args, ctx) -> int:
-    from ereport.invitations import InviteLinks, invite
+    from ereport.invitations import InviteLinks, invite, invite_hauler
     from ereport.mail import Mailer
     from foundation import secrets
     from foundation.config import WebOptions
@@ -82,9 +88,13 @@ def _invite(args, ctx) -> int:
     key = secrets.load_or_create(cfg.services.state_dir)["keys"]["portal_invites"]
     links = InviteLinks(key, opts.link_base, opts.invitation_days * 86400.0)
     with ctx.connect("owner") as conn:
-        made = invite(conn, args.site, args.email, args.name, signatory=args.signatory, title=args.title,
-                      subscriber_agreement_on=args.agreement_on, actor=_actor(), links=links,
-                      mailer=Mailer(opts.mail_url), utility=cfg.name)
+        if getattr(args, "hauler", None):
+            made = invite_hauler(conn, args.hauler, args.email, args.name, actor=_actor(), links=links,
+                                 mailer=Mailer(opts.mail_url), utility=cfg.name)
+        else:
+            made = invite(conn, args.site, args.email, args.name, signatory=args.signatory, title=args.title,
+                          subscriber_agreement_on=args.agreement_on, actor=_actor(), links=links,
+                          mailer=Mailer(opts.mail_url), utility=cfg.name)
     inv, url = made.invitation, made.url
     for old in made.superseded:
         print(f"invitation {old.id} of {_when(ctx, old.invited_at)} to {old.email} no longer works: "
@@ -103,17 +113,26 @@ def _people(args, ctx) -> int:
         found = people(conn, args.site)
     if args.json:
         print(json.dumps({"accounts": [{**a.summary(), "site": key, "email": a.email, "signatory": a.signatory,
-                                        "title": a.title} for a, key, _ in found["accounts"]],
+                                        "title": a.title} for a, key, _ in found["accounts"]]
+                          + [{**a.summary(), "hauler": licence, "email": a.email} for a, licence, _ in found["haulers"]],
                           "invitations": [{"id": i.id, "site": i.site_key, "email": i.email, "name": i.full_name,
                                            "signatory": i.signatory, "state": i.state, "mailed": i.mailed}
-                                          for i in found["invitations"]]}, default=str))
+                                          for i in found["invitations"]]
+                          + [{"id": i.id, "hauler": i.hauler_licence, "email": i.email, "name": i.full_name,
+                              "state": i.state, "mailed": i.mailed} for i in found["hauler_invitations"]]},
+                         default=str))
         return 0
     for a, key, name in found["accounts"]:
         print(f"{a.username:<20} {key:<12} {'signatory' if a.signatory else 'preparer':<10} "
               f"{'REVOKED' if a.disabled_at else 'active':<8} {a.full_name} <{a.email}>")
     for i in found["invitations"]:
         print(f"invitation {i.id:<5} {i.site_key:<12} {i.state:<9} {i.full_name} <{i.email}>")
-    if not found["accounts"] and not found["invitations"]:
+    for a, licence, company in found["haulers"]:
+        print(f"{a.username:<20} {licence:<12} {'hauler':<10} {'REVOKED' if a.disabled_at else 'active':<8} "
+              f"{a.full_name} <{a.email}> ({company})")
+    for i in found["hauler_invitations"]:
+        print(f"invitation {i.id:<5} {i.hauler_licence:<12} {i.state:<9} {i.full_name} <{i.email}> ({i.hauler_name})")
+    if not any(found.values()):
         print("nobody yet ('sewerwatch portal invite SITE --email ... --name ...')")
     return 0
 

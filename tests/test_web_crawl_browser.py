@@ -1,13 +1,14 @@
 """Every page and every form of the office as served, in a real browser, for each role
 (``tests/crawl.py``): Debian's Chromium signs in as the viewer, the inspector, the clerk, the
-coordinator, the superintendent and an industrial user's portal account in turn, follows every
+coordinator, the superintendent, an industrial user's portal account and a grease hauler's in turn, follows every
 link it reaches (a few pages of each shape of address, no sign-out) and submits every form it
 finds as the browser would (its action, method, hidden fields and CSRF token; sample values by
 field name). No page or form may answer 404 or 500, and every page loads its style sheet and
 scripts. Each page's link to its part of the guide (``/help``) must answer; the guide itself is
 the project's documentation and is not crawled for the utility's words. The permit edit, its conflict between two browsers and Sign out from every page are
 its first named cases. The village is a copy of the session's seeded round
-(``tests/web_round.py``) with live sensors, an open alert and a portal account added.
+(``tests/web_round.py``) with live sensors, an open alert, a portal account and the small grease
+program of ``tests/hauler_support.py`` (its hauler Lakeshore Pumping's account crawls) added.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ SAMPLE_FILES = {"permit": ROOT / "examples" / "permits" / "plating.toml",
 ROLES = ("viewer", "inspector", "clerk", "coord", "super")
 #: Forms no crawl submits: those that change the crawling accounts themselves (a role, a
 #: password, disabled), which would end the next crawl before it starts.
-OTHERS = tuple(f"/accounts/{u}/" for u in ROLES) + ("/portal-people/plater-pm/",)
+OTHERS = tuple(f"/accounts/{u}/" for u in ROLES) + ("/portal-people/plater-pm/", "/portal-people/lakeshore/")
+#: The portal accounts crawled after the staff, and where each starts.
+PORTAL_ACCOUNTS = {"plater-pm": "/portal", "lakeshore": "/portal/grease"}
 
 
 def live_village(db) -> None:
@@ -78,12 +81,14 @@ def crawl_db(services, round_village):
 
 @pytest.fixture(scope="module")
 def office(crawl_db, tmp_path_factory):
+    import hauler_support
     import portal_support
     tmp = tmp_path_factory.mktemp("crawl")
     (tmp / "rates.toml").write_text(web_round.RATES, encoding="utf-8")
     live_village(crawl_db)
     with cheap_hashes():
         portal_support.person(crawl_db.url, "plating", "plater-pm", "Pat Plater", signatory=False)
+        hauler_support.grease_village(crawl_db.url)
         with psycopg.connect(crawl_db.url, autocommit=True) as conn:      # the one account a crawl may change
             accounts.add(conn, "spare", "Sid Spare", "viewer", PASSWORD, actor=ADMIN)
     with web_round.served(crawl_db, tmp, login_per_min=1000) as base:
@@ -106,7 +111,7 @@ def crawls(office, browser):
     files = {k: v for k, v in SAMPLE_FILES.items() if v is not None}
     files["rates"] = office["tmp"] / "rates.toml"
     shared = crawl.Shared()
-    for user in ROLES + ("plater-pm",):
+    for user in ROLES + tuple(PORTAL_ACCOUNTS):
         sign_in(browser, base, user)
         # the viewer presses every button it is shown (each refused) without using up the
         # forms the others may submit
@@ -114,7 +119,7 @@ def crawls(office, browser):
         c = crawl.Crawler(browser, base, user, lambda u=user: sign_in(browser, base, u), today=today(),
                           samples=files, skip_actions=OTHERS, shared=mine)
         started = time.monotonic()
-        out[user] = c.run("/portal" if user == "plater-pm" else "/")
+        out[user] = c.run(PORTAL_ACCOUNTS.get(user, "/"))
         print(f"crawl {user}: {len(out[user].pages)} pages, {len(out[user].forms)} forms, "
               f"{len(out[user].documents)} documents in {time.monotonic() - started:.0f} s")
     if os.environ.get("SEWERWATCH_CRAWL_DUMP"):
@@ -138,10 +143,12 @@ def test_crawl_reached_the_round(crawls):
     """The crawl saw the round's pages: it cannot pass by reaching nothing."""
     seen = {crawl.shape(v.url) for c in crawls.values() for v in c.pages}
     for must in ("/", "/alerts/N", "/permits", "/permits/PAL-IU-N-N", "/permits/PAL-IU-N-N/edit", "/lab",
-                 "/bills", "/enforcement", "/calendar", "/notices/N", "/portal"):
+                 "/bills", "/enforcement", "/calendar", "/notices/N", "/portal", "/portal/grease",
+                 "/portal/grease/report", "/portal/grease/reports/N", "/grease/N"):
         assert must in seen, (must, sorted(seen))
     posted = {crawl.shape(f["key"].split(" ")[1]) for c in crawls.values() for f in c.forms}
-    for must in ("/permits/PAL-IU-N-N/versions", "/alerts/N/acknowledge", "/bills/draft", "/notices/draft"):
+    for must in ("/permits/PAL-IU-N-N/versions", "/alerts/N/acknowledge", "/bills/draft", "/notices/draft",
+                 "/portal/grease/reports", "/grease/N/haulers", "/portal-people/invite-hauler"):
         assert any(p.endswith(must) for p in posted), (must, sorted(posted))
     # each page's "How do I …?" link to its part of the guide answered (checked, not crawled)
     guide = {u for c in crawls.values() for u in c.guide}
@@ -152,7 +159,7 @@ def test_plain_words_on_every_page_and_document(crawls):
     """Every page the crawl reached and every document it downloaded speaks the utility's
     words: no keys, subscripts, file paths, exception names or negative durations."""
     found = []
-    allow = plain_words.FORMATS | set(PEOPLE) | {"plater-pm", "spare"} | {
+    allow = plain_words.FORMATS | set(PEOPLE) | {"plater-pm", "spare", "lakeshore", "badger"} | {
         f["marker"] for c in crawls.values() for f in c.forms}
     for who, c in crawls.items():
         for v in c.pages:

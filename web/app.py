@@ -38,7 +38,7 @@ from identity import roles
 from limits import words
 from web import authz, formats, forms, guide, sessions
 from web.office import DatabaseDown, Office
-from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_people, review, sensors,
+from web.pages import (ack, alerts, bills, enforcement, lab, login, permits, portal, portal_grease, portal_people, review, sensors,
                        sites, today)
 from web.pages import accounts as accounts_page
 from web.pages import help as help_page
@@ -225,6 +225,10 @@ def _http_words(request: Request, exc: HTTPException) -> tuple[str, list[str]]:
         return "This form could not be accepted", [
             "It was not sent from a page of this office, or the page had been open a long time.",
             "Go back, reload the page and send the form again."]
+    if status == 403 and account is not None and account.kind == "grease-hauler":
+        return "This page is not a hauler's", [
+            "Your account reports a grease hauler's pump-outs: its pages are under Your pump-outs.",
+            "Ask the utility's pretreatment coordinator if you need something they do not show."]
     if status == 403 and account is not None and account.kind == "industrial-user":
         return "This page is the utility's", [
             "Your account belongs to the industrial users' portal: its pages are under Your portal.",
@@ -269,7 +273,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *sensors.ROUTES, *field_pages.ROUTES, *maintenance_pages.ROUTES, *instrument_pages.ROUTES,
                 *inspection_pages.ROUTES, *ack.ROUTES,
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES,
-                *portal.routes(office), *portal_people.ROUTES, *review.ROUTES,
+                *portal.routes(office), *portal_grease.ROUTES, *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *state_report_pages.ROUTES, *records_page.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
                 *accounts_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},

@@ -7,8 +7,10 @@ static files). :func:`guard`, the application's only guard, loads the session's 
 (:func:`web.sessions.current_account`) and lets the request through when its role holds the
 permission; a route that names none is refused (fails closed). The portal's pages
 (:data:`identity.roles.PORTAL`) are for accounts of kind ``industrial-user`` only, and staff pages
-for staff only: neither sees the other's. Objects: an account of kind ``industrial-user``
-sees only its own site (:func:`require_site`, :func:`own`).
+for staff only: neither sees the other's. A grease hauler's pages (:data:`identity.roles.HAULER`)
+are for accounts of kind ``grease-hauler`` only. Objects: an account of kind ``industrial-user``
+sees only its own site (:func:`require_site`, :func:`own`), a hauler's account only its own
+hauler's reports and the devices it was hired for (:func:`own_hauler`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ async def guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
     connection.state.account = account
     if permission == roles.PORTAL:
         allowed = account.kind == "industrial-user"      # its own site's objects: require_site
+    elif permission == roles.HAULER:
+        allowed = account.kind == "grease-hauler"        # its own hauler's objects: own_hauler
     else:
         allowed = account.kind == "staff" and roles.may(account.role, permission)
     if not allowed:
@@ -74,4 +78,11 @@ def own(account, site_id: int | None, what: str = "no such page") -> None:
     """A portal object (a draft, an upload, a submission, a notice, a report owed): it must be
     the account's own site's, else "not found" (which says nothing about it)."""
     if account.kind != "industrial-user" or site_id is None or account.site_id != site_id:
+        raise NotFoundException(what)
+
+
+def own_hauler(account, hauler_id: int | None, what: str = "no such page") -> None:
+    """A grease hauler's object (a pump-out report, a device it was hired for): it must be the
+    account's own hauler's, else "not found" (which says nothing about it)."""
+    if account.kind != "grease-hauler" or hauler_id is None or account.hauler_id != hauler_id:
         raise NotFoundException(what)

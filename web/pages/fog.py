@@ -6,7 +6,8 @@ their pump-outs and the findings, as of today (or ``?as_of=``). Each page calls 
 :func:`fog.store.establishment`), with the village's rules (:func:`fog.rules.for_pack`).
 A pump-out report entered on the establishment's page (``grease.record``) calls
 :func:`fog.store.add_pumpout`, what ``sewerwatch fog pumpout add`` calls, once per form
-(:mod:`web.forms`). Staff only.
+(:mod:`web.forms`); a hauler assigned to a device there calls :func:`fog.haulers.assign`,
+what ``sewerwatch fog hauler assign`` calls. Staff only.
 """
 
 from __future__ import annotations
@@ -71,24 +72,54 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
     day, rules = _as_of(request, as_of), _rules(request)
 
     def read(conn):
+        from fog.haulers import assigned
         try:
-            return store.establishment(conn, rules, day, establishment_id), store.haulers(conn)
+            return (store.establishment(conn, rules, day, establishment_id), store.haulers(conn),
+                    assigned(conn, establishment_id))
         except InputError:
             raise NotFoundException("no such establishment") from None
 
-    e, haulers = request.app.state.office.read(read)
+    e, haulers, hired = request.app.state.office.read(read)
     bases = {k: rules.basis(k) for k in ("too late", "overdue", "over capacity", "unregistered hauler")}
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
-            "rules": rules, "bases": bases, "haulers": haulers, "typed": typed, **more}
+            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, **more}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
-                       again: Q = None) -> Template:
+                       again: Q = None, hired: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
-        request, establishment_id, as_of, saved=saved, again=bool(again)))
+        request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired))
+
+
+def _licence(request: Request, establishment_id: int) -> str:
+    row = request.app.state.office.read(lambda conn: conn.execute(
+        "SELECT licence FROM fog_establishments WHERE id = %s", (establishment_id,)).fetchone())
+    if row is None:
+        raise NotFoundException("no such establishment")
+    return row[0]
+
+
+@post("/grease/{establishment_id:int}/haulers", opt=RECORD, sync_to_thread=True, status_code=303)
+def assign_hauler(request: Request, establishment_id: FromPath[int],
+                  data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect | Template:
+    """A hauler hired for a device (it may then report it in the portal): :func:`fog.haulers.assign`."""
+    from fog import haulers
+
+    _staff(request)
+    licence = _licence(request, establishment_id)
+    hauler, device = str(data.get("hauler", "")).strip()[:200], str(data.get("device", "")).strip()[:60]
+
+    def work(conn, actor):
+        a = haulers.assign(conn, hauler, licence, device, actor)
+        return {"location": f"/grease/{establishment_id}?hired={a['device']}#hired", "device": a["device"]}
+    try:
+        return forms.redirect(request, forms.once(request, data, "grease.assign", work))
+    except InputError as exc:
+        return Template("fog_establishment.html", status_code=400, context=_establishment_context(
+            request, establishment_id, None, problem=str(exc)))
 
 
 @post("/grease/{establishment_id:int}/pumpouts", opt=RECORD, sync_to_thread=True, status_code=303)
@@ -98,12 +129,7 @@ def record_pumpout(request: Request, establishment_id: FromPath[int],
     from fog import store
 
     _staff(request)
-    office = request.app.state.office
-    licence = office.read(lambda conn: conn.execute("SELECT licence FROM fog_establishments WHERE id = %s",
-                                                    (establishment_id,)).fetchone())
-    if licence is None:
-        raise NotFoundException("no such establishment")
-    rec = {"establishment": licence[0], **{k: str(data.get(k, "")).strip()[:200] for k in PUMPOUT_FIELDS}}
+    rec = {"establishment": _licence(request, establishment_id), **{k: str(data.get(k, "")).strip()[:200] for k in PUMPOUT_FIELDS}}
 
     def work(conn, actor):
         p = store.add_pumpout(conn, rec, actor, source="office")
@@ -116,4 +142,4 @@ def record_pumpout(request: Request, establishment_id: FromPath[int],
             request, establishment_id, None, typed=rec, problem=str(exc)))
 
 
-ROUTES = [grease_page, establishment_page, record_pumpout]
+ROUTES = [grease_page, establishment_page, record_pumpout, assign_hauler]

@@ -32,8 +32,11 @@ def landing(account, target: str) -> str:
     """Where an account goes after signing in: the portal's people to the portal, staff to the
     office (neither to the other's pages)."""
     portal = target == "/portal" or target.startswith("/portal/")
+    hauling = target == "/portal/grease" or target.startswith("/portal/grease/")
+    if account.kind == "grease-hauler":
+        return target if hauling else "/portal/grease"
     if account.kind == "industrial-user":
-        return target if portal else "/portal"
+        return target if portal and not hauling else "/portal"
     return "/" if portal else target
 
 
