@@ -25,6 +25,7 @@ from enforcement.guide import load_guide
 from enforcement.settings import DEFAULT_GUIDE
 from ereport import record as copies_of_record
 from foundation import config as sw_config
+from limits.packs import load_pack
 from foundation.actor import Actor
 from identity import accounts
 from ingest.batch import Readings
@@ -148,7 +149,7 @@ def test_restore_to_a_time_brings_back_exactly_the_record_then_and_run_judges_on
     write(url, sensors, 500, "s-1")
     # the village's day, not the machine's (after midnight UTC it is still yesterday in Chicago,
     # and a response dated the machine's day would be refused as dated in the future)
-    today = datetime.now(ZoneInfo(cfg.utility.timezone)).date()
+    today = datetime.now(ZoneInfo(cfg.utility.timezone or load_pack(cfg.utility.pack).timezone)).date()
     ids = fill_the_record(url, today)
     spool_at = int((time.time() - 600) * 1e6)          # ten minutes ago: the spool's readings
     spool_readings(state / "spool", sensors["flow"], spool_at)
