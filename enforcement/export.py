@@ -32,7 +32,7 @@ from psycopg.pq import TransactionStatus
 
 from foundation.errors import InputError
 from foundation.moments import midnight, village_zone
-from foundation.paths import MIGRATIONS_DIR
+from foundation.paths import MIGRATIONS_DIR, file_sha256
 
 #: A table's time column, the first of these it has (the time the row's fact happened).
 TIME_COLUMNS = ("time", "minute", "at", "collected", "occurred", "start_time", "period_start", "taken_at",
@@ -159,7 +159,7 @@ def _write(conn, cfg, year: int, folder: Path, log) -> dict:
         n = _parquet(conn, select + order, params, columns, pq_path)
         total += n
         for p in (csv_path, pq_path):
-            files[p.name] = {"bytes": p.stat().st_size, "sha256": _sha256(p), "rows": n}
+            files[p.name] = {"bytes": p.stat().st_size, "sha256": file_sha256(p), "rows": n}
         readme.append(_describe(table, columns, tcol, n))
         log(f"{table}: {n:,} rows")
     docs = _documents(conn, folder, start, end)
@@ -182,7 +182,7 @@ def _write(conn, cfg, year: int, folder: Path, log) -> dict:
             "a notice's entry in the manifest also gives `sha256_at_issue`, the SHA-256 of the PDF recorded "
             "when it was issued (`notices.pdf_sha256`).\n\n")
     (folder / "README.md").write_text(head + "\n".join(readme))
-    files["README.md"] = {"bytes": (folder / "README.md").stat().st_size, "sha256": _sha256(folder / "README.md")}
+    files["README.md"] = {"bytes": (folder / "README.md").stat().st_size, "sha256": file_sha256(folder / "README.md")}
     manifest = {"year": year, "timezone": tz.key, "written_at": time.time(), "utility": cfg.utility.name,
                 "files": files}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -312,11 +312,3 @@ def _describe(table: str, columns, tcol: str | None, n: int) -> str:
              "| column | type | meaning |", "|---|---|---|"]
     lines += [f"| {c} | {t} | {(d or '').replace('|', '/').replace(chr(10), ' ')} |" for c, t, d in columns]
     return "\n".join(lines) + "\n"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

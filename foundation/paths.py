@@ -38,3 +38,12 @@ PROFILES_DIR = PROJECT_ROOT / "ingest" / "profiles"
 RUN_STATUS_FILE = "run-status.json"
 #: ``sewerwatch collect``'s status in the state folder, rewritten every two seconds.
 COLLECT_STATUS_FILE = "collect-status.json"
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, hex (read a mebibyte at a time)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -17,7 +17,6 @@ with the database as it was at that backup. It holds:
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -27,21 +26,13 @@ import time
 from pathlib import Path
 
 from foundation.config import find_pack
+from foundation.paths import file_sha256
 
 #: The folder in the data folder holding the record.
 RECORD_DIR = "sewerwatch-record"
 #: Files and folders of the state folder that are the record (globs).
 STATE_PARTS = ("secrets.json", "spool*", "alerts-state.json", "alerts-outbox.jsonl", "web-sessions",
                "portal-imports")
-
-
-def sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def packs_of(cfg) -> dict[str, Path]:
@@ -54,8 +45,8 @@ def packs_of(cfg) -> dict[str, Path]:
 def hashes(cfg) -> dict:
     """``{"config": sha256 or None, "packs": {id: sha256}}`` of the config and packs in use."""
     path = Path(cfg.path)
-    return {"config": sha256(path) if path.is_file() else None,
-            "packs": {n: sha256(p) for n, p in packs_of(cfg).items()}}
+    return {"config": file_sha256(path) if path.is_file() else None,
+            "packs": {n: file_sha256(p) for n, p in packs_of(cfg).items()}}
 
 
 def write(cfg, data_dir: Path, user: str | None) -> dict:
