@@ -526,17 +526,15 @@ def _take_same_kind(queue: asyncio.Queue, parts: list) -> tuple | None:
 
 
 def _merge_parts(parts: list) -> tuple:
-    """Queued ``(readings, seq, received)`` parts as one: readings concatenated, the newest
-    sequence number, each reading's arrival time (None for stored readings)."""
+    """Queued ``(readings, seq, received)`` parts of one kind as one: readings concatenated,
+    the newest sequence number, each reading's arrival time (None for stored readings)."""
     if len(parts) == 1:
         return parts[0]
     readings = Readings.concat([p[0] for p in parts])
     seq = max(p[1] for p in parts)
-    if all(p[2] is None for p in parts):
+    if parts[0][2] is None:          # stored readings: never merged with live ones (_take_same_kind)
         return readings, seq, None
-    now = time.time()
-    received = np.concatenate([np.full(len(p[0]), now if p[2] is None else p[2]) for p in parts])
-    return readings, seq, received
+    return readings, seq, np.concatenate([np.full(len(p[0]), p[2]) for p in parts])
 
 
 def run_until_signalled(pipeline: Pipeline) -> None:
