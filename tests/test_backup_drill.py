@@ -46,6 +46,7 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 TABLES = ("sites", "sensors", "readings", "lab_samples", "lab_results", "audit_log", "findings", "notices",
           "notice_events", "bills", "portal_submissions", "violations")
 ROOT = Path(__file__).resolve().parent.parent
+WRITE_AFTER_BACKUP_S = 60.0     # "writes more for a minute, notes a time T"
 GUIDE = load_guide(DEFAULT_GUIDE)
 HEAD = Letterhead("Village of Palmyra (drill)", ("123 Main Street",), "Pat Example", "Superintendent")
 #: The state folder's parts that live outside the database (the spool is a real one, below).
@@ -161,9 +162,13 @@ def test_restore_to_a_time_brings_back_exactly_the_record_then_and_run_judges_on
 
     took = sw(cfg, "backup", "now")
     assert took.returncode == 0 and ": full," in took.stdout, took.stderr
-    for i in range(5):                      # written after the backup: only the WAL has them
-        write(url, sensors, 300, f"s-after-{i}")
-        time.sleep(0.3)
+    # a minute of writing after the backup (a transaction every 2 s): only the WAL has these
+    ends, i = time.monotonic() + WRITE_AFTER_BACKUP_S, 0
+    while time.monotonic() < ends:
+        write(url, sensors, 50, f"s-after-{i}")
+        i += 1
+        time.sleep(2.0)
+    assert i >= 20, f"only {i} transactions in the minute"
     at_t = counts(url)
     with psycopg.connect(url) as conn:
         t = conn.execute("SELECT now()").fetchone()[0]
