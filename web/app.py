@@ -118,10 +118,15 @@ class Edge:
                 message = {**message, "headers": headers}
             await send(message)
 
+        writes = scope["method"] not in ("GET", "HEAD")
+        if writes:
+            self.office.wrote()          # no read begun before a write is shared after it
         try:
             await self.app(scope, receive, send_with_headers)
         finally:
             took = time.perf_counter() - started
+            if writes:
+                self.office.wrote()      # nor one begun while it wrote
             path = scope["path"] + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else "")
             self.office.timings.append((scope["method"], scope["path"], status[0], took))
             # the Today page's own refreshes (every 2 s a browser) and static files only at debug level

@@ -10,6 +10,7 @@ names who acted and no rule lives in a handler.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,6 +31,15 @@ log = logging.getLogger("sewerwatch.web")
 
 class DatabaseDown(Exception):
     """The database could not be reached; the text says why (one line)."""
+
+
+class _Flight:
+    """One read that requests asking meanwhile share (:meth:`Office.shared`)."""
+
+    __slots__ = ("writes", "done", "value", "error")
+
+    def __init__(self, writes: int):
+        self.writes, self.done, self.value, self.error = writes, threading.Event(), None, None
 
 
 class Office:
@@ -74,6 +84,13 @@ class Office:
         self.stats = {"requests": 0, "errors": 0, "database_down": 0, "signed_in": 0, "refused_sign_ins": 0,
                       "forbidden": 0}
         self._cache: dict[str, tuple[float, object]] = {}
+        #: The reads in flight that every request asking meanwhile shares (:meth:`shared`), and
+        #: the count of the office's writes (a read begun before one is never shared after it).
+        self._flights: dict[str, _Flight] = {}
+        self._flights_lock = threading.Lock()
+        self._writes = 0
+        #: how many :meth:`shared` reads were made and how many requests were served by them
+        self.shared_reads = {"made": 0, "served": 0}
         #: Threads for a read that runs while the page does the rest (:meth:`read_meanwhile`).
         self._meanwhile = ThreadPoolExecutor(max_workers=max(1, pool_size // 2),
                                              thread_name_prefix="sewerwatch-web-read")
@@ -149,6 +166,44 @@ class Office:
         value = make()
         self._cache[key] = (now, value)
         return value
+
+    def shared(self, key: str, make: Callable):
+        """``make()`` once for every request that asks for ``key`` while it is being made.
+
+        Many viewers of one page (a control-room screen, the superintendent's phone, the
+        coordinator's desk, each refreshing Today every 2 s) then cost the database one read
+        for those that arrive together, not one each. Nothing older than the request is served:
+        a read is shared only with requests that arrive while it runs, and never after a write
+        of the office's (:meth:`wrote`) that came in between; it is not kept once made.
+        """
+        with self._flights_lock:
+            flight = self._flights.get(key)
+            leader = flight is None or flight.writes != self._writes
+            if leader:
+                flight = self._flights[key] = _Flight(self._writes)
+                self.shared_reads["made"] += 1
+            self.shared_reads["served"] += 1
+        if not leader:
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            return flight.value
+        try:
+            flight.value = make()
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self._flights_lock:
+                if self._flights.get(key) is flight:
+                    del self._flights[key]
+            flight.done.set()
+        return flight.value
+
+    def wrote(self) -> None:
+        """A request that may have written is done: reads in flight are not shared after it."""
+        with self._flights_lock:
+            self._writes += 1
 
     def run_status(self) -> dict | None:
         try:

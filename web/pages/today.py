@@ -84,10 +84,18 @@ def gather(office: Office, card=None) -> dict:
             "alerts_full_max": ALERTS_FULL_MAX}
 
 
+def shared_gather(office: Office, request: Request) -> dict:
+    """:func:`gather`, one read for every viewer whose request arrives while it is made
+    (:meth:`web.office.Office.shared`): what the page shows is the same for every staff account
+    (the alerts' buttons are drawn by role from it), so many viewers refreshing together cost
+    the database one read. A copy, for the page to add its own to."""
+    return dict(office.shared("today", lambda: gather(office, _card(request))))
+
+
 @get("/", opt=VIEW, sync_to_thread=True, name="today")
 def today_page(request: Request, done: FromQuery[str | None] = None) -> Template:
     office = request.app.state.office
-    ctx = gather(office, _card(request))
+    ctx = shared_gather(office, request)
     ctx.update(account=request.state.account, nav="today", flash=_flash(done))
     return Template("today.html", context=ctx, status_code=200 if ctx["today"] is not None else 503)
 
@@ -96,7 +104,7 @@ def today_page(request: Request, done: FromQuery[str | None] = None) -> Template
 def today_live(request: Request) -> Template:
     """The live part of the page alone (the refresh; not a click for the idle timer)."""
     office = request.app.state.office
-    ctx = gather(office, _card(request))
+    ctx = shared_gather(office, request)
     ctx.update(account=request.state.account)
     return Template("today_live.html", context=ctx, status_code=200 if ctx["today"] is not None else 503)
 
