@@ -12,10 +12,7 @@ is worked out by hand from those words.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import re
 import shutil
 from datetime import datetime, timezone
@@ -24,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from lab.checks.compliance import check_lab
-from lab.results_table import LabTable
 from limits.pack_cli import check_pack
 from limits.packs import load_pack
 from limits.statements import of_violation
+from tests.ordinance_cases import judged, sewerwatch, table
 
 ROOT = Path(__file__).resolve().parent.parent
 TOWN = ROOT / "tests" / "data" / "fortville-in"
@@ -62,22 +59,14 @@ def test_the_pack_states_each_number_of_the_quoted_list_and_its_grab_product():
     assert {r.basis for a in numbers for r in pack.lab_limits(a)} == {"sample"}
 
 
-def table(*rows):
-    """rows: (sample, 'YYYY-MM-DDTHH:MM' UTC, analyte, mg/l, sample type), one site."""
-    cols = list(zip(*rows))
-    when = [datetime.fromisoformat(x).replace(tzinfo=UTC) for x in cols[1]]
-    return LabTable.from_columns(["plater"] * len(rows), cols[0], when, cols[2], cols[3], [False] * len(rows), cols[4])
-
-
 def test_under_at_and_over_each_column():
     # copper: composites 0.5 under, 0.6 at (lawful), 0.61 over 0.6; grabs 0.8 (over the
     # composite's 0.6, under the grab's 0.9), 0.9 at (lawful), 0.95 over 0.9
     tb = table(("C1", "2026-04-01T13:00", "cu", 0.5, "composite"), ("C2", "2026-04-02T13:00", "cu", 0.6, "composite"),
                ("C3", "2026-04-03T13:00", "cu", 0.61, "composite"), ("G1", "2026-04-04T13:00", "cu", 0.8, "grab"),
                ("G2", "2026-04-05T13:00", "cu", 0.9, "grab"), ("G3", "2026-04-06T13:00", "cu", 0.95, "grab"))
+    assert judged(tb, PACK) == [("cu-composite", ["C3"], 0.6), ("cu-grab", ["G3"], 0.9)]
     vs = check_lab(tb, PACK)
-    assert [(v["rule"], v["evidence"]["samples"], v["limit"]) for v in vs] == [("cu-composite", ["C3"], 0.6),
-                                                                               ("cu-grab", ["G3"], 0.9)]
     assert [of_violation(v) for v in vs] == ["in excess of 0.6 mg/l in a composite sample",
                                              "in excess of 0.9 mg/l in a grab sample"]
     assert vs[1]["citation"] == "Fortville Code of Ordinances, local limits, (A)(7)"
@@ -92,21 +81,7 @@ def test_under_at_and_over_each_column():
 
 def _main(tmp_path: Path, db, *args) -> tuple[int, str, str]:
     """``sewerwatch --config town.toml ARGS`` in this process, in ``tmp_path``."""
-    from sewerwatch.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update({k: v for k, v in saved_env.items() if not k.startswith("SEWERWATCH_")}, SEWERWATCH_DB_URL=db.url)
-    os.chdir(tmp_path)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["--config", str(tmp_path / "town.toml"), *args])
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-    return code, out.getvalue(), err.getvalue()
+    return sewerwatch(tmp_path, db, "town.toml", *args)
 
 
 @pytest.mark.services

@@ -18,11 +18,11 @@ import pytest
 
 from foundation.errors import InputError
 from lab.checks.compliance import check_lab
-from lab.results_table import LabTable
 from limits.pack_cli import check_pack
 from limits.permits import parse_permit, site_rules
 from limits.packs import load_pack
 from limits.statements import of_violation
+from tests.ordinance_cases import judged, sewerwatch, table
 
 ROOT = Path(__file__).resolve().parent.parent
 TOWN = ROOT / "tests" / "data" / "by-sample-type"
@@ -30,16 +30,8 @@ PACK = str(TOWN / "exampleford-mn.toml")
 UTC = timezone.utc
 
 
-def table(*rows, typed=True):
-    """rows: (sample, 'YYYY-MM-DDTHH:MM' UTC, analyte, mg/l, sample type), one site."""
-    cols = list(zip(*rows))
-    when = [datetime.fromisoformat(x).replace(tzinfo=UTC) for x in cols[1]]
-    return LabTable.from_columns(["plater"] * len(rows), cols[0], when, cols[2], cols[3], [False] * len(rows),
-                                 cols[4] if typed else None)
-
-
 def found(tb, permit=None):
-    return [(v["rule"], v["evidence"]["samples"], v["limit"]) for v in check_lab(tb, PACK, permit=permit)]
+    return judged(tb, PACK, permit)
 
 
 # --- pack check: one limit per analyte, sample type and statistic ------------------------------
@@ -175,25 +167,7 @@ def test_a_permit_refuses_two_limits_of_one_type():
 
 def _main(tmp_path: Path, db, *args) -> tuple[int, str, str]:
     """``sewerwatch --config town.toml ARGS`` in this process, in ``tmp_path``."""
-    import contextlib
-    import io
-    import os
-
-    from sewerwatch.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update({k: v for k, v in saved_env.items() if not k.startswith("SEWERWATCH_")}, SEWERWATCH_DB_URL=db.url)
-    os.chdir(tmp_path)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["--config", str(tmp_path / "town.toml"), *args])
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-    return code, out.getvalue(), err.getvalue()
+    return sewerwatch(tmp_path, db, "town.toml", *args)
 
 
 @pytest.fixture
