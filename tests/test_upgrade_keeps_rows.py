@@ -30,7 +30,7 @@ pytestmark = pytest.mark.services
 
 #: The commit before the portal, field work, bills issued once and rate versions (migrations
 #: up to 0152): the schema an installation of that time has.
-EARLIER = "6da19bbf2f826136cf75a8726d92a4c4eca25fa3"
+EARLIER = "6da19bbf2f826136cf75a8726d92a4c4eca25fa3"    # tag v0.1.0 (CHANGELOG.md)
 ROOT = Path(__file__).resolve().parent.parent
 
 
