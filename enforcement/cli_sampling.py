@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from enforcement import cli_common as common
+from foundation import moments
 from foundation.actor import Actor
 from foundation.display import local_time
 
@@ -26,6 +27,20 @@ def register(sub) -> None:
     common.add_site(q)
     common.add_json(q)
     q.set_defaults(func=_plan)
+    q = ss.add_parser("add", help="plan one sampling event by hand")
+    q.add_argument("--site", required=True, help="the industrial user")
+    q.add_argument("--at", required=True, metavar="WHEN",
+                   help="when the sample is to be taken (for a composite: when it starts); " + moments.HELP)
+    q.add_argument("--parameters", required=True, help="what to analyse, separated by commas, e.g. bod5,tss")
+    q.add_argument("--type", default="grab", choices=("grab", "composite"), help="grab (default) or composite")
+    q.add_argument("--by", default="user", choices=("user", "utility"),
+                   help="who samples: the industrial user (default) or the utility")
+    q.add_argument("--point", default=None, help="where (default: the control manhole)")
+    q.add_argument("--lab", default=None, help="the laboratory (default: the one of the user's last sample)")
+    q.set_defaults(func=_add)
+    q = ss.add_parser("cancel", help="cancel a planned sampling event")
+    q.add_argument("event", metavar="SAMPLE_ID", help="the event's sample id")
+    q.set_defaults(func=_cancel)
     q = ss.add_parser("list", help="the sampling events of a month, and where each stands")
     q.add_argument("--month", default=None, help="the month, e.g. 2026-05 (default: this month)")
     common.add_site(q)
@@ -58,6 +73,27 @@ def _plan(args, ctx) -> int:
     return 0
 
 
+def _add(args, ctx) -> int:
+    from lab.sampling import events   # lazy
+
+    at = moments.instant(args.at, "--at", common.tz(ctx))
+    with ctx.connect("owner") as conn:
+        ev = events.create(conn, args.site, at, args.parameters.split(","), sample_type=args.type, sampler=args.by,
+                           point=args.point, laboratory=args.lab, actor=Actor.os_user().audit_name)
+    print("sampling event planned:")
+    _line(ev)
+    return 0
+
+
+def _cancel(args, ctx) -> int:
+    from lab.sampling import events   # lazy
+
+    with ctx.connect("owner") as conn:
+        ev = events.cancel(conn, args.event, Actor.os_user().audit_name)
+    print(f"sampling event {ev.sample_key} cancelled")
+    return 0
+
+
 def _line(ev) -> None:
     print(f"  {ev.sample_key}  {local_time(ev.planned_at, ev.tz, seconds=False)}  {ev.site_name}: "
           f"{', '.join(ev.parameters)} ({ev.sample_type}, by {ev.sampler})  {_state(ev)}")
@@ -78,7 +114,6 @@ def _state(ev) -> str:
 def _list(args, ctx) -> int:
     from enforcement.periods import add_months   # lazy
     from enforcement.sampling_plan import month_of
-    from foundation import moments
     from lab.sampling import events
 
     tz = common.tz(ctx)

@@ -148,8 +148,16 @@ def test_the_command_line_lists_shows_and_prints(db, tmp_path):
     with db.connect() as conn:
         conn.execute("INSERT INTO sites (key, name, pack) VALUES ('dairy', 'Webster Dairy', 'webster-wi') "
                      "ON CONFLICT (key) DO NOTHING")
-        ev = events.create(conn, "dairy", datetime(2026, 5, 15, 9, tzinfo=CHI), ["bod5", "tss"], sampler="utility")
-        conn.commit()
+    r = run(tmp_path, db, "sampling", "add", "--site", "dairy", "--at", "2026-05-15T09:00", "--parameters", "bod5,tss",
+            "--by", "utility")
+    assert r.returncode == 0, r.stderr
+    key = r.stdout.split()[3]
+    r = run(tmp_path, db, "sampling", "add", "--site", "dairy", "--at", "2026-05-16", "--parameters", "bod5,xyz")
+    assert r.returncode == 2 and "parameters: unknown analyte 'xyz'" in r.stderr
+    with db.connect() as conn:
+        ev = events.show(conn, key)
+        assert (ev.planned_at, ev.sampler, ev.parameters) == (datetime(2026, 5, 15, 9, tzinfo=CHI), "utility",
+                                                              ["bod5", "tss"])
         import_lab_file(conn, _lab_file(tmp_path, "NONE-1", ev.sample_key), actor="lab",
                         now=datetime(2026, 5, 21, 12, tzinfo=CHI))
     r = run(tmp_path, db, "sampling", "list", "--month", "2026-05")
@@ -162,5 +170,7 @@ def test_the_command_line_lists_shows_and_prints(db, tmp_path):
     r = run(tmp_path, db, "sampling", "custody", ev.sample_key, "--out", "coc.pdf")
     assert r.returncode == 0, r.stderr
     assert ev.sample_key in pdf_text(tmp_path / "coc.pdf")
+    r = run(tmp_path, db, "sampling", "cancel", ev.sample_key)
+    assert r.returncode == 2 and "results returned already: it cannot be cancelled" in r.stderr
     r = run(tmp_path, db, "sampling", "show", "SW-0000-0000")
     assert r.returncode == 2 and "no event has the sample id 'SW-0000-0000'" in r.stderr
