@@ -68,3 +68,26 @@ def test_the_coordinator_plans_prints_and_matches_the_lab_file(office, chromium,
     assert [x.strip() for x in b.text("extra").splitlines()] == ["Biochemical oxygen demand, 5-day 20 °C"]
     returned = b.text("returned")
     assert "Copper" in returned and "24.0 hours (at most 6 months)" in returned
+
+
+def test_the_coordinator_plans_one_event_by_hand(office, chromium):
+    """The form of the month's Sampling events page: the candy maker's pH and FOG grab, sampled
+    by the village, two days from now at 09:00 village time; the event's page reads it back."""
+    b, d, base = chromium, chromium.driver, office["base"]
+    sign_in(b, base, "coord")
+    d.get(f"{base}/calendar")
+    d.find_element(By.ID, "sampling-events").click()
+    assert wait_until(lambda: "Plan one event" in b.text(), 15)
+    day = datetime.now(CHI).date()            # the month's days from today are offered
+    d.find_element(By.CSS_SELECTOR, "#add-site option[value=candy]").click()
+    d.find_element(By.CSS_SELECTOR, f"#add-day option[value='{day.isoformat()}']").click()
+    assert d.find_element(By.ID, "add-time").get_attribute("value") == "09:00"
+    for a in ("ph", "fog"):
+        d.find_element(By.ID, f"add-p-{a}").click()
+    d.find_element(By.CSS_SELECTOR, "#add-by option[value=utility]").click()
+    click(b, "add-event")
+    assert wait_until(lambda: "Chain of custody (PDF)" in b.text(), 30), b.text()[:800]
+    text = b.text()
+    assert "Sweet Creek Confections" in text and "the utility" in text and "grab" in text
+    assert f"{day.isoformat()} 09:00" in text
+    assert "analyse at the sampling point" in text and "15 minutes" in text and "glass, wide mouth" in text

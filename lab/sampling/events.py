@@ -25,6 +25,8 @@ SAMPLE_TYPES = {"grab": "grab", "composite": "24-hour composite"}
 #: Where a sample is taken when nothing else is said (palmyra-wi 003_44f871d49a02d8f5.txt
 #: §13.53(1): the "control manhole" a user maintains for sampling and metering).
 DEFAULT_POINT = "control manhole"
+#: The analytes the office's form offers (any analyte of the catalogue may be planned from the command line).
+COMMON = ("bod5", "tss", "tkn", "tp", "fog", "cn", "ph", "cu", "ni", "zn", "pb", "cd")
 STATES = {"planned": "planned", "returned": "results returned", "cancelled": "cancelled"}
 
 

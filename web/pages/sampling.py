@@ -6,7 +6,7 @@ form as PDF (:mod:`lab.sampling.custody`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Annotated
 from zoneinfo import ZoneInfo
 
@@ -38,7 +38,11 @@ def sampling_page(request: Request, month: Q = None, planned: Q = None, again: Q
         first = office.today().replace(day=1)
     a, b = moments.midnight(first, tz), moments.midnight(add_months(first, 1), tz)
     evs = office.read(lambda conn: events.listing(conn, a, b))
+    sites = office.read(lambda conn: conn.execute("SELECT key, name FROM sites ORDER BY name").fetchall())
+    today = office.today()
+    days = [first + timedelta(days=i) for i in range((add_months(first, 1) - first).days)]
     return Template("sampling.html", context={
+        "sites": sites, "days": [d for d in days if d >= today], "analytes": [(a, events.analyte_name(a)) for a in events.COMMON],
         "account": request.state.account, "nav": "calendar", "first": first, "events": evs,
         "month": first.strftime("%Y-%m"), "prev": add_months(first, -1).strftime("%Y-%m"),
         "next": add_months(first, 1).strftime("%Y-%m"), "planned": planned, "again": bool(again),
@@ -57,6 +61,27 @@ def plan(request: Request, data: Annotated[dict, Body(media_type=RequestEncoding
         return {"location": f"/sampling?month={p.month}&planned={len(p.created)}", "created": len(p.created)}
 
     return forms.redirect(request, forms.once(request, data, "sampling.plan", work))
+
+
+@post("/sampling/add", opt=PLAN, sync_to_thread=True, status_code=303)
+def add(request: Request, data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect:
+    """Plan one event by hand (``sampling add``)."""
+    from foundation import moments
+    from lab.sampling import events
+
+    office = request.app.state.office
+    chosen = data.get("parameters")
+    params = [str(p) for p in (chosen if isinstance(chosen, list) else [chosen]) if p]
+
+    def work(conn, actor):
+        at = moments.instant(f"{data.get('day') or ''}T{data.get('time') or '09:00'}", "planned day and time",
+                             ZoneInfo(office.tz))
+        ev = events.create(conn, str(data.get("site") or ""), at, params, sample_type=str(data.get("type") or "grab"),
+                           sampler=str(data.get("by") or "user"), point=str(data.get("point") or "").strip() or None,
+                           laboratory=str(data.get("lab") or "").strip() or None, actor=actor.audit_name)
+        return {"location": f"/sampling/{ev.sample_key}"}
+
+    return forms.redirect(request, forms.once(request, data, "sampling.add", work))
 
 
 @get("/sampling/{key:str}", opt=VIEW, sync_to_thread=True)
@@ -85,4 +110,4 @@ def custody_pdf(request: Request, key: FromPath[str]) -> Response:
                     headers={"content-disposition": f'inline; filename="custody-{ev.sample_key}.pdf"'})
 
 
-ROUTES = [sampling_page, plan, event_page, custody_pdf]
+ROUTES = [sampling_page, plan, add, event_page, custody_pdf]
