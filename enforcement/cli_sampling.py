@@ -142,7 +142,7 @@ def _show(args, ctx) -> int:
     print(f"sample {ev.sample_key}: {ev.site_name}, {ev.point}; {ev.sample_type}, sampled by {ev.sampler}; "
           f"laboratory {ev.laboratory or 'not named'}")
     print(f"  planned {local_time(ev.planned_at, ev.tz, seconds=False)}; "
-          f"sampled {local_time(ev.taken_at, ev.tz, seconds=False) if ev.taken_at else 'not yet'}; {_state(ev)}")
+          f"sampled {local_time(ev.sampled_at, ev.tz, seconds=False) if ev.sampled_at else 'not yet'}; {_state(ev)}")
     for p in ev.parameters:
         m = method(p)
         print(f"  {p:<6} {m.container}; {m.preservation}; analyse within {m.words}")

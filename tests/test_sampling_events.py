@@ -131,7 +131,7 @@ def test_results_matched_missing_extra_and_held_too_long(db, tmp_path):
         assert m["unknown"] == ["LP-0515"]
         assert [(h["sample"], h["analyte"], h["held_hours"]) for h in m["over_hold"]] == [(dairy, "bod5", 50.0)]
         ev = events.show(conn, dairy)
-        assert ev.state == "returned" and ev.taken_at == datetime(2026, 5, 15, 9, tzinfo=CHI)
+        assert ev.state == "returned" and ev.sampled_at == datetime(2026, 5, 15, 9, tzinfo=CHI)
         bod = next(r for r in ev.results if r["analyte"] == "bod5")
         assert (bod["value"], bod["over_hold"], bod["held_hours"]) == (190, True, 50.0)   # kept, flagged
         st = {s.requirement.id: s for s in schedules.schedule(conn, datetime(2026, 5, 21, 12, tzinfo=CHI),

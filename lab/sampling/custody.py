@@ -37,7 +37,7 @@ def body_html(ev: Event) -> str:
     rows = "".join(
         f"<tr><td>{e(analyte_name(p))}</td><td>{e(method(p).container)}</td><td>{e(method(p).preservation)}</td>"
         f"<td>{e(method(p).words)}</td></tr>" for p in ev.parameters)
-    taken = _when(ev.taken_at, ev.tz) or "date ____________  time ________"
+    taken = _when(ev.sampled_at, ev.tz) or "date ____________  time ________"
     sign = "".join("<tr><td></td><td></td><td></td><td></td></tr>" for _ in range(HANDOFFS))
     lab = e(ev.laboratory) if ev.laboratory else "____________________________"
     composite = (" (started at the planned time, collected 24 hours later)" if ev.sample_type == "composite" else "")

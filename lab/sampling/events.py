@@ -36,8 +36,8 @@ class Event:
 
     Attributes
     ----------
-    planned_at, taken_at : datetime
-        Aware; ``taken_at`` the lab file's collection time, None until results come back.
+    planned_at, sampled_at : datetime
+        Aware; ``sampled_at`` the lab file's collection time, None until results come back.
     """
 
     id: int
@@ -54,7 +54,7 @@ class Event:
     parameters: list[str]
     laboratory: str | None
     state: str
-    taken_at: datetime | None
+    sampled_at: datetime | None
     created_by: str
     results: list[dict] = field(default_factory=list)
 
@@ -155,7 +155,7 @@ def create(conn, site: str, planned_at: datetime, parameters, *, sample_type: st
 
 
 _COLS = ("SELECT e.id, e.sample_key, s.key, s.name, s.pack, e.requirement, e.period, e.planned_at, e.sampler, "
-         "e.point, e.sample_type, e.parameters, e.laboratory, e.state, e.taken_at, e.created_by "
+         "e.point, e.sample_type, e.parameters, e.laboratory, e.state, e.sampled_at, e.created_by "
          "FROM sampling_events e JOIN sites s ON s.id = e.site_id ")
 
 

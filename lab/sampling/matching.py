@@ -75,7 +75,7 @@ def after_import(conn, sample_ids, now: datetime | None = None) -> dict:
     unknown = [k for k, _c, e in rows if e is None] if matched else []
     out = []
     for key, collected in matched:
-        conn.execute("UPDATE sampling_events SET state = 'returned', taken_at = coalesce(taken_at, %s), "
+        conn.execute("UPDATE sampling_events SET state = 'returned', sampled_at = coalesce(sampled_at, %s), "
                      "returned_at = coalesce(returned_at, %s) WHERE sample_key = %s",
                      (collected, now or datetime.now(timezone.utc), key))
         ev = events.show(conn, key)

@@ -18,7 +18,7 @@ CREATE TABLE sampling_events (
     parameters    text[] NOT NULL CHECK (cardinality(parameters) > 0),
     laboratory    text,
     state         text NOT NULL DEFAULT 'planned' CHECK (state IN ('planned', 'returned', 'cancelled')),
-    taken_at      timestamptz,                   -- the actual time: the lab file's collection time
+    sampled_at      timestamptz,                   -- the actual time: the lab file's collection time
     returned_at   timestamptz,                   -- the first import that brought results for it
     created_by    text NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now()
