@@ -139,6 +139,13 @@ def test_results_matched_missing_extra_and_held_too_long(db, tmp_path):
         q2 = st["webster-wi:§240-8"]
         assert (q2.period.name, q2.state, q2.counts) == ("2026Q2", "due", {"bod5": 0, "tss": 1})
         assert conn.execute("SELECT count(*) FROM dead_letters WHERE source = 'lab-import'").fetchone()[0] == 1
+        # the calendar: each event on its planned day; the dairy's held too long, the sausage
+        # maker's missing FOG, the two not returned still due
+        from enforcement import calendar
+        got = sorted((e.day.isoformat(), e.site, e.state) for e in calendar.entries(
+            conn, date(2026, 5, 1), date(2026, 6, 1), datetime(2026, 5, 21, 12, tzinfo=CHI)) if e.kind == "sampling-event")
+        assert got == [("2026-05-08", "sausage", "missing"), ("2026-05-15", "dairy", "missing"),
+                       ("2026-05-15", "plating", "due"), ("2026-05-22", "sausage", "due")]
 
 
 def test_the_command_line_lists_shows_and_prints(db, tmp_path):
