@@ -14,7 +14,7 @@ from enforcement import schedules
 from enforcement.sampling_plan import plan_month
 from enforcement_support import run, write_village
 from foundation.errors import InputError
-from lab.documents.pdf import Letterhead, pdf_text
+from lab.documents.pdf import Letterhead, page_count, pdf_text
 from lab.sampling import custody, events
 from lab.store.results import import_lab_file
 
@@ -81,7 +81,9 @@ def test_the_chain_of_custody_reads_back(db):
         village(conn)
         plan = plan_month(conn, "2026-05", NOW, actor="coordinator")
         ev = next(e for e in plan.created if e.site == "sausage")
-        text = " ".join(pdf_text(custody.render_pdf(ev, HEAD, date(2026, 4, 20)), layout=False).split())
+        pdf = custody.render_pdf(ev, HEAD, date(2026, 4, 20))
+        text = " ".join(pdf_text(pdf, layout=False).split())
+    assert page_count(pdf) == 1                    # five parameters and the hand-offs on one sheet
     assert f"Sample id: {ev.sample_key}" in text
     assert "Kettle Moraine Sausage" in text and "control manhole" in text and "24-hour composite" in text
     assert "2026-05-08 09:00 CDT" in text

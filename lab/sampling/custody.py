@@ -20,8 +20,12 @@ from lab.sampling.methods import method
 HANDOFFS = 4
 
 _CSS = """<style>
-.sid { font-family: monospace; font-size: 20pt; font-weight: bold; letter-spacing: 1pt; }
-table.sign td { height: 0.45in; }
+.sid { font-family: monospace; font-size: 18pt; font-weight: bold; letter-spacing: 1pt; }
+table.facts th, table.facts td, table.kept th, table.kept td { padding-top: 1pt; padding-bottom: 1pt; }
+table.kept { font-size: 8.5pt; }
+h2 { margin-top: 8pt; margin-bottom: 4pt; }
+.custody { break-inside: avoid; }
+table.sign td { height: 0.28in; border-bottom: 1px solid #555; }
 td.blank { border-bottom: 1px solid #000; min-width: 1.5in; }
 </style>"""
 
@@ -44,7 +48,7 @@ def body_html(ev: Event) -> str:
     return f"""{_CSS}<h1>Chain of custody: sample {e(ev.sample_key)}</h1>
 <p>Sample id: <span class=sid>{e(ev.sample_key)}</span></p>
 <p>Write this sample id on every container and in the laboratory's results.</p>
-<table>
+<table class=facts>
 <tr><th>Industrial user</th><td>{e(ev.site_name)}</td></tr>
 <tr><th>Sampling point</th><td>{e(ev.point)}</td></tr>
 <tr><th>Sampled by</th><td>{e(SAMPLERS[ev.sampler])}</td></tr>
@@ -54,13 +58,13 @@ def body_html(ev: Event) -> str:
 <tr><th>Actually sampled</th><td>{e(taken)}</td></tr>
 </table>
 <h2>Parameters, containers and preservation</h2>
-<table><tr><th>parameter</th><th>container</th><th>preservation</th><th>analyse within</th></tr>{rows}</table>
+<table class=kept><tr><th>parameter</th><th>container</th><th>preservation</th><th>analyse within</th></tr>{rows}</table>
 <p class=small>Containers, preservation and holding times: {e(cite)}. A result analysed later than its holding time
 after sampling is flagged and does not count as a sample taken.</p>
-<h2>Custody</h2>
+<div class=custody><h2>Custody</h2>
 <table class=sign><tr><th>relinquished by (signature)</th><th>date and time</th><th>received by (signature)</th>
 <th>date and time</th></tr>{sign}</table>
-<p>Sampler's notes: ______________________________________________________________________</p>
+<p>Sampler's notes: ______________________________________________________________________</p></div>
 """
 
 
