@@ -39,7 +39,7 @@ calendar program that subscribes to the office's feed shows the same dates.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 from enforcement import milestones, notices, reports, schedules
 from enforcement.findings import sites
@@ -48,10 +48,10 @@ from lab.ordinance import pack_timezone
 from limits.permit_store import current_permits
 from limits.permits import renewal
 
-KINDS = ("sampling", "report", "notice-response", "milestone", "permit-renewal", "permit-notice", "snc-decision",
+KINDS = ("sampling", "sampling-event", "report", "notice-response", "milestone", "permit-renewal", "permit-notice", "snc-decision",
          "annual-report", "village-sampling", "village-inspection")
 #: How each kind reads in a legend.
-KIND_WORDS = {"sampling": "samples", "report": "report owed", "notice-response": "notice response",
+KIND_WORDS = {"sampling": "samples", "sampling-event": "sampling event", "report": "report owed", "notice-response": "notice response",
               "milestone": "compliance milestone", "permit-renewal": "permit term ends",
               "permit-notice": "last day for renewal notice", "snc-decision": "SNC decision",
               "annual-report": "annual report", "village-sampling": "the village's own sampling",
@@ -138,6 +138,7 @@ def entries(conn, first: date, end: date, now: datetime, *, site: str | None = N
     names = {k: s.name for k, s in all_sites.items()}
     out: list[Entry] = []
     out += _sampling(conn, first, end, now, site, names)
+    out += _events(conn, first, end, site, all_sites)
     out += _reports(conn, first, end, now, site)
     out += _notices(conn, first, end, now, site, all_sites)
     out += _milestones(conn, first, end, now, site, names)
@@ -173,6 +174,26 @@ def _sampling(conn, first, end, now, site, names) -> list[Entry]:
         out.append(Entry(_uid("sampling", r.id, p.name), p.last_day, "sampling", st.state, r.site,
                          names.get(r.site, r.site), f"{names.get(r.site, r.site)}: {words} for {p.name} ({got})",
                          r.citation, {"requirement": r.id, "period": p.name}))
+    return out
+
+
+def _events(conn, first, end, site, all_sites) -> list[Entry]:
+    """The sampling events planned on the range's days (:mod:`lab.sampling.events`): due until
+    results come back, then taken, or missing where a result is missing or was held too long."""
+    from lab.sampling import events
+
+    out = []
+    # a day more each side in UTC: every local day of the range, whatever the user's zone
+    a = datetime.combine(first - timedelta(days=1), datetime.min.time(), tzinfo=timezone.utc)
+    b = datetime.combine(end + timedelta(days=1), datetime.min.time(), tzinfo=timezone.utc)
+    for ev in events.listing(conn, a, b, site):
+        day = local_date(ev.planned_at, pack_timezone(all_sites[ev.site].pack))
+        if ev.state == "cancelled" or not _within(day, first, end):
+            continue
+        state = "due" if ev.state == "planned" else ("missing" if ev.missing or ev.over_hold else "taken")
+        out.append(Entry(_uid("sampling-event", ev.sample_key), day, "sampling-event", state, ev.site, ev.site_name,
+                         f"{ev.site_name}: sample {ev.sample_key} ({', '.join(ev.parameters)})", "",
+                         {"event": ev.sample_key}))
     return out
 
 

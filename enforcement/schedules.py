@@ -136,10 +136,13 @@ def judge(req: Requirement, samples: list[tuple[date, str, str]], first: date, e
 
 
 def site_samples(conn, site_key: str, tz) -> list[tuple[date, str, str]]:
-    """Every current lab result of a site as (local day collected, sample id, analyte)."""
+    """Every current lab result of a site as (local day collected, sample id, analyte); a result
+    analysed after its holding time (``lab_result_holds``, 40 CFR 136.3(e) Table II,
+    :mod:`lab.sampling.matching`) is kept and flagged but is no sample taken."""
     rows = conn.execute("SELECT ls.collected, ls.sample_key, r.analyte FROM lab_results_current r "
                         "JOIN lab_samples ls ON ls.id = r.sample_id JOIN sites s ON s.id = ls.site_id "
-                        "WHERE s.key = %s", (site_key,)).fetchall()
+                        "WHERE s.key = %s AND NOT EXISTS (SELECT 1 FROM lab_result_holds h "
+                        "WHERE h.result_id = r.id)", (site_key,)).fetchall()
     return [(local_date(t, tz), k, a) for t, k, a in rows]
 
 

@@ -57,6 +57,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # a new version of a permit (a file or the form); one's own calendar feed link
     "permits.edit": frozenset(_EVERYTHING),
     "calendar.feed": frozenset(_ALL - {"viewer"}),
+    # sampling events planned from the schedule (/sampling, the calendar's button)
+    "sampling.plan": frozenset(_EVERYTHING),
     # a maintenance window opened after the fact over readings already judged,
     # approved or rejected by a second person (/maintenance; field.windows.approve/reject)
     "field.approve": frozenset(_EVERYTHING),

@@ -234,6 +234,10 @@ def _lab_import(args: argparse.Namespace, ctx) -> int:
               f"{report['bad']} bad (kept as dead letters)")
         for b in report["bad_rows"]:
             print(f"  line {b['line']}: {b['reason']}")
+    if not args.json and report.get("sampling"):
+        from lab.sampling.matching import words   # lazy
+        for line in words(report["sampling"]):
+            print(line)
     if not args.json and report.get("checked") is not None:
         c = report["checked"]
         verb = "would be found" if args.dry_run else f"found ({c['stored']} new stored)"

@@ -59,6 +59,8 @@ PAGES: dict[str, tuple[str, str]] = {
     "permit_edit.html": ("office/permits/", "How do I make a new version of a permit?"),
     "permit_new.html": ("office/permits/", "How do I make a first permit?"),
     "calendar.html": ("office/calendar/", "How do I see what is due?"),
+    "sampling.html": ("office/sampling/#planning-a-month", "How do I plan a month's sampling?"),
+    "sampling_event.html": ("office/sampling/#when-the-results-come-back", "How do I see what the laboratory returned?"),
     "field_sensor.html": ("office/field/#maintenance-windows", "How do I open a maintenance window?"),
     "field_calibration.html": ("office/field/#calibrations-and-instruments", "How do I record a calibration?"),
     "field_instrument.html": ("office/field/#calibrations-and-instruments", "How do I record an instrument?"),

@@ -26,6 +26,7 @@ import psycopg
 from foundation.actor import Actor
 from lab.ordinance import pack_timezone
 from lab.readers.labcsv import BadRow, LabReader, LabRow, check_against_earlier, parse_collected
+from lab.sampling.matching import after_import
 from lab.store.flow import link_composite
 
 SOURCE = "lab-import"
@@ -61,6 +62,9 @@ class ImportReport:
     rows: list[dict] = field(default_factory=list)
     #: ``check``: the months judged (local dates, ``[start, end)``) and what was found in them
     checked: dict | None = None
+    #: the sampling events the file's samples matched, its unknown sample ids, the results held
+    #: too long (:func:`lab.sampling.matching.after_import`)
+    sampling: dict | None = None
 
     @property
     def good(self) -> int:
@@ -73,7 +77,8 @@ class ImportReport:
                 "bad_rows": [{"line": b.line, "reason": b.reason} for b in self.bad],
                 "composites_linked": self.composites_linked,
                 "complete": not self.bad, "dry_run": self.dry_run, "rows": self.rows,
-                **({"checked": self.checked} if self.checked is not None else {})}
+                **({"checked": self.checked} if self.checked is not None else {}),
+                **({"sampling": self.sampling} if self.sampling is not None else {})}
 
 
 def _extra(row: LabRow, *names: str) -> str | None:
@@ -120,6 +125,26 @@ def _sampled_by(row: LabRow) -> str:
         raise ValueError(f"sampled_by: unknown '{v}' (expected village, user, village-contractor or "
                          "user-contractor)")
     return SAMPLED_BY[v]
+
+
+#: The optional column of the time the laboratory analysed a result (its holding time,
+#: :mod:`lab.sampling.methods`), as labs spell it.
+ANALYSED = ("analysed_at", "analyzed_at", "analysed", "analyzed")
+
+
+def _analysed(row: LabRow, now: datetime, tz) -> datetime | None:
+    """The optional analysis time of a row: not before the sample was collected, not in the future."""
+    text = _extra(row, *ANALYSED)
+    if text is None:
+        return None
+    t = parse_collected(text, tz)
+    f = "%Y-%m-%d %H:%M %Z"
+    if t < row.collected:
+        raise ValueError(f"analysed_at: {t.astimezone(tz).strftime(f)} is before the sample was collected "
+                         f"({row.collected.astimezone(tz).strftime(f)})")
+    if t > now + CLOCK_SLACK:
+        raise ValueError(f"analysed_at: {t.astimezone(tz).strftime(f)} is in the future")
+    return t
 
 
 #: How far ahead of now a collection time may be (a laboratory's clock a little fast) [s].
@@ -231,6 +256,7 @@ def import_lab_file(conn, path: str | Path, *, actor: Actor | str | None = None,
             conn.execute("UPDATE lab_samples SET submission_id = %s, sampled_by = CASE WHEN sampled_by = "
                          "'user-contractor' THEN sampled_by ELSE 'user' END WHERE id = ANY(%s)",
                          (submission, sorted(job.sample_ids)))
+        report.sampling = after_import(conn, job.sample_ids, now)
         conn.execute(
             "INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'lab.import', %s, %s)",
             (actor, path, json.dumps({"stored": report.stored, "corrected": report.corrected, "unchanged": report.unchanged,
@@ -303,7 +329,7 @@ class _Import:
                 kind = _sample_kind(row, tz)
                 _dates(row, kind, now, tz)
                 _sampled_by(row)
-                kinds.append((row, *kind))
+                kinds.append((row, *kind, _analysed(row, now, tz)))
             except ValueError as exc:
                 bad.append(BadRow(row.line, str(exc), row.raw))
         if kinds:
@@ -354,7 +380,7 @@ class _Import:
             existing[(site_id, key)] = (sid, collected, kind)
         # new samples, each as its first row in the file says, in one statement
         first: dict = {}
-        for row, kind, wstart, wend in kinds:
+        for row, kind, wstart, wend, analysed in kinds:
             key = (sites[row.site], row.sample_id)
             if key not in existing and key not in first:
                 first[key] = (row.collected, kind, wstart, wend, _extra(row, "laboratory", "lab"), _sampled_by(row))
@@ -373,7 +399,7 @@ class _Import:
                 "WHERE sample_id = ANY(%s)", ([existing[k][0] for k in keys if k in existing],)).fetchall():
             current[(sample_id, analyte)] = (version, value, qualifier)
         results, audits = [], []
-        for row, kind, wstart, wend in kinds:
+        for row, kind, wstart, wend, analysed in kinds:
             sample = existing[(sites[row.site], row.sample_id)]
             if sample[1] != row.collected:
                 bad.append(BadRow(row.line, f"sample '{row.sample_id}' is stored as collected "
@@ -402,7 +428,8 @@ class _Import:
                     continue
                 version, reason = pversion + 1, f"correction from {source}"
             results.append((sid, row.analyte, version, row.value_mg_l, row.qualifier, repr(row.value), row.unit,
-                            self.actor, reason, source, _extra(row, "method")))
+                            self.actor, reason, source, _extra(row, "method"),
+                            analysed))
             current[(sid, row.analyte)] = (version, row.value_mg_l, row.qualifier)
             self.sample_ids.add(sid)
             self._seen(row, "new" if version == 1 else "correction")
@@ -418,7 +445,7 @@ class _Import:
         with conn.cursor() as cur:
             if results:
                 with cur.copy("COPY lab_results (sample_id, analyte, version, value_mg_l, qualifier, raw_value, "
-                              "raw_unit, entered_by, reason, source, method) FROM STDIN") as cp:
+                              "raw_unit, entered_by, reason, source, method, analysed) FROM STDIN") as cp:
                     for r in results:
                         cp.write_row(r)
             if audits:
