@@ -39,6 +39,10 @@ TZ = ZoneInfo("America/Chicago")
 SAMPLE_FILES = {"permit": ROOT / "examples" / "permits" / "plating.toml",
                 "rates": None, "lab": ROOT / "examples" / "demo" / "lab-results.csv",
                 "photo": None, "default": ROOT / "examples" / "demo" / "lab-results.csv"}
+#: Every role's crawl of every page and form is made in the first test's set-up: it takes
+#: minutes, longer than the suite's default limit of a test on a loaded machine.
+pytestmark = pytest.mark.timeout(1200)
+
 #: The order the roles are crawled in: the one who only looks first, so every later crawl
 #: meets what the earlier ones made.
 ROLES = ("viewer", "inspector", "clerk", "coord", "super")
