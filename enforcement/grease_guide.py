@@ -26,8 +26,9 @@ FINDING_KINDS = ("overdue", "too late", "missing device", "unregistered hauler",
 @dataclass(frozen=True)
 class Step:
     """``[steps.<id>]``: ``id``, ``title``, number ``prefix``, opening ``words``, ``demand``,
-    ``respond_within_days`` [days], ``amount_dollars`` [$] (None: it charges nothing) and
-    ``amount_words`` (what the amount is for)."""
+    ``respond_within_days`` [days], ``amount_dollars`` [$] (None: it charges nothing),
+    ``amount_words`` (what the amount is for) and ``forfeiture`` (its notice quotes the
+    ordinance's forfeiture range)."""
 
     id: str
     title: str
@@ -37,6 +38,7 @@ class Step:
     respond_within_days: int
     amount_dollars: float | None = None
     amount_words: str = ""
+    forfeiture: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ def parse(doc: dict, path: str) -> GreaseGuide:
         steps[sid] = Step(sid, _text(path, f"{w}.title", s.get("title")), _text(path, f"{w}.prefix", s.get("prefix")),
                           _text(path, f"{w}.words", s.get("words")), _text(path, f"{w}.demand", s.get("demand")),
                           days, float(amount) if amount is not None else None,
-                          _text(path, f"{w}.amount_words", s.get("amount_words")) if amount is not None else "")
+                          _text(path, f"{w}.amount_words", s.get("amount_words")) if amount is not None else "",
+                          s.get("forfeiture") is True)
     if not steps:
         raise InputError(f"{path}: steps: expected at least one step ([steps.<id>])")
     responses, seen = [], {}

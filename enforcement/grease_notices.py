@@ -138,7 +138,7 @@ def document(conn, est: dict, p: dict, all_found: list[dict], *, number: str, is
             "blockage": blockage, "history": history,
             "amount_dollars": step.amount_dollars, "amount_words": step.amount_words,
             "penalties": [{"citation": f.section, "words": f.words} for f in forfeitures(pack, 1)]
-            if step.amount_dollars is not None else [],
+            if step.forfeiture else [],
             "demand": said(step.demand), "respond_within_days": step.respond_within_days,
             "respond_by": str(issued_on + timedelta(days=step.respond_within_days)), "guide": guide.name}
 

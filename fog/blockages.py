@@ -139,7 +139,7 @@ def findings_of(conn, establishment_ids: list[int], as_of: date) -> dict[int, li
             (establishment_ids, as_of)).fetchall():
         place = {"id": None, "label": location}
         out.setdefault(est, []).append((place, Finding("blockage", on, f"grease blockage at {location}: {found} "
-                                                       f"(found by {by}), traced to the establishment",
+                                                       f"(found by {by})",
                                                        blockage_id=bid)))
     return out
 

@@ -68,7 +68,8 @@ def body_html(doc: dict, issued_on: date) -> str:
 <p>{e(doc['words'])}</p>
 <h2>Finding</h2>
 <p>{e(f['on'])}, {e(f['device'])}: {e(f['kind_words'])}: {e(f['words'])}.</p>
-<p class=small>{e(f['basis'])}. This is {e(doc['occurrence'])} in the twelve months up to it.</p>
+<p class=small>{e(f['basis'][:1].upper() + f['basis'][1:])}. This is {e(doc['occurrence'])} in the twelve months
+up to it.</p>
 <h2>The ordinance</h2>
 {sections or '<p>The ordinance of the ' + e(lh['village']) + ' has no section on grease interceptors.</p>'}
 <h2>Evidence</h2>
