@@ -15,7 +15,9 @@ import fog_enforcement_support as fe
 import fog_support as fs
 import web_round
 from support import wait_until
+from test_fog_browser import type_date
 from test_fog_cli import load_year, ok
+from test_rates_browser import fill
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -96,13 +98,27 @@ def test_the_coordinator_issues_the_proposed_warning_letter_once(office, chromiu
     assert [r[3] for r in _steps(d)] == ["Warning letter", "Notice of violation", "Notice of forfeiture ($250.00)"]
     # the inspector reads the steps but has no form to issue
     web_round.sign_in(b, base, "inspector")
-    d.get(f"{base}/grease?q=Cafe+60&as_of={day}")
-    d.find_element(By.LINK_TEXT, "Cafe 60").click()
+    d.get(f"{base}/grease?q={fs.name(60).replace(' ', '+')}&as_of={day}")
+    d.find_element(By.LINK_TEXT, fs.name(60)).click()
     assert wait_until(lambda: d.find_elements(By.ID, "proposals"), 15)
     assert not d.find_elements(By.CSS_SELECTOR, "button.issue-notice")
     # the hot spots, from the link on the page
     d.find_element(By.LINK_TEXT, "Blockages and hot spots").click()
     assert wait_until(lambda: d.find_elements(By.ID, "hot-spots"), 15)
     spots = b.text("hot-spots")
-    assert f"{fe.SEGMENT} 3" in spots and "Kitchen 42" in spots and "Cafe 300 (400 Oak St)" in spots
+    assert (f"{fe.SEGMENT}\t3\t2026-11-09\tKitchen 42\tCafe 300 (400 Oak St); Cafe 43 (143 Main St); "
+            "Kitchen 42 (142 Oak St)\nMH-3\t1\t2026-05-05") in spots
+    # the inspector records a blockage traced to Kitchen 60: a finding for it, with the guide's step
+    type_date(d, "k-date", str(fe.today()))
+    for el, text in (("k-location", "MH-9"), ("k-found", "grease mat 2 in thick"), ("k-by", "K. Olson"),
+                     ("k-establishment", "F0060")):
+        fill(d, el, text)
+    d.find_element(By.ID, "blockage-save").click()
+    assert wait_until(lambda: d.find_elements(By.ID, "saved"), 15), b.text()[:500]
+    assert "Recorded the blockage at MH-9." in b.text("saved")
+    assert f"{fe.today()}\tMH-9\tgrease mat 2 in thick\tK. Olson\tKitchen 60" in b.text("blockages")
+    d.get(f"{base}/grease?q={fs.name(60).replace(' ', '+')}")
+    d.find_element(By.LINK_TEXT, fs.name(60)).click()
+    assert wait_until(lambda: d.find_elements(By.ID, "proposals"), 15)
+    assert [str(fe.today()), "MH-9", "Blockage", "Notice of cost recovery ($475.00)"] in _steps(d)
 

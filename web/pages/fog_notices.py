@@ -137,7 +137,7 @@ def blockages_page(request: Request, since: Q = None, until: Q = None, saved: Q 
                                                                       again=bool(again)))
 
 
-@post("/grease/blockages", opt=RECORD, sync_to_thread=True, status_code=303)
+@post("/grease/blockages/record", opt=RECORD, sync_to_thread=True, status_code=303)
 def add_blockage(request: Request, data: Form) -> Redirect | Template:
     """A blockage the crew found: :func:`fog.blockages.add_blockage`."""
     from fog import blockages
