@@ -1,9 +1,9 @@
 """The sewer crew's grease blockages and the hot spots they make: each report (the day, the
 manhole or segment, what was found, by whom, the establishment it was traced to if any), the
 manholes and segments by their count of blockages over a period with the establishments
-upstream of them (those given that segment, ``fog_establishments.segment``), and the
-blockages traced to an establishment as its findings (kind ``blockage``,
-:class:`fog.findings.Finding`). ``sewerwatch fog blockage add|list``, ``fog hotspots``,
+upstream of them (those given that segment, ``fog_establishments.segment``); the
+blockages traced to an establishment are its findings (kind ``blockage``,
+:mod:`fog.blockage_findings`). ``sewerwatch fog blockage add|list``, ``fog hotspots``,
 ``fog segment`` and the office's Grease pages call these functions.
 
 A blockage is a record of something found: a day after today in the village is refused.
@@ -14,7 +14,6 @@ from __future__ import annotations
 from datetime import date
 
 from foundation.errors import InputError
-from fog.findings import Finding
 from fog.store import _audit, _day, actor_name
 
 #: The columns of a blockage report, as the CSV import and the forms name them.
@@ -126,27 +125,3 @@ def set_segment(conn, licence: str, segment: str, actor) -> dict:
     conn.execute("UPDATE fog_establishments SET segment = %s WHERE id = %s", (segment, est[0]))
     _audit(conn, actor, "fog.segment", licence.strip(), {"segment": segment})
     return {"name": est[1], "segment": segment}
-
-
-def findings_of(conn, establishment_ids: list[int], as_of: date) -> dict[int, list]:
-    """The blockages traced to each establishment up to ``as_of``, as its findings:
-    establishment id -> ``[(place, Finding)]``, ``place`` standing where a device stands
-    beside a device's finding (``label``: the manhole or segment)."""
-    out: dict[int, list] = {}
-    for bid, est, on, location, found, by in conn.execute(
-            "SELECT id, establishment_id, found_on, location, found, found_by FROM fog_blockages "
-            "WHERE establishment_id = ANY(%s) AND found_on <= %s ORDER BY found_on, id",
-            (establishment_ids, as_of)).fetchall():
-        place = {"id": None, "label": location}
-        out.setdefault(est, []).append((place, Finding("blockage", on, f"grease blockage at {location}: {found} "
-                                                       f"(found by {by})",
-                                                       blockage_id=bid)))
-    return out
-
-
-def counts(conn, year: int, end: date) -> dict:
-    """The year's blockages to ``end``: found, and traced to an establishment [count]."""
-    n, traced = conn.execute(
-        "SELECT count(*), count(establishment_id) FROM fog_blockages WHERE found_on BETWEEN %s AND %s",
-        (date(year, 1, 1), end)).fetchone()
-    return {"blockages": n, "blockages_traced": traced}

@@ -175,8 +175,8 @@ _EST = ("id", "licence", "name", "address", "contact", "category", "segment")
 def _judged(conn, rules: Rules, as_of: date, where: str = "", params: tuple = ()) -> list[dict]:
     """The establishments (``where`` on ``e``) with their devices, each device's pump-outs and
     schedule (:func:`fog.findings.schedule`), and the blockages traced to them
-    (:func:`fog.blockages.findings_of`) among their findings."""
-    from fog.blockages import findings_of
+    (:func:`fog.blockage_findings.findings_of`) among their findings."""
+    from fog.blockage_findings import findings_of
 
     ests = [dict(zip(_EST, r)) for r in conn.execute(
         f"SELECT {', '.join('e.' + c for c in _EST)} FROM fog_establishments e {where} ORDER BY e.name, e.id",
@@ -257,9 +257,9 @@ def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
     """What the program reports for ``year`` (the annual report): establishments and devices
     on record at its end, pump-outs in it, the findings of each kind dated in it (the overdue
     devices as of ``as_of`` or the year's end, whichever is earlier); the sewer crew's grease
-    blockages found in it (:func:`fog.blockages.counts`); the notices issued in it, by step
+    blockages found in it (:func:`fog.blockage_findings.counts`); the notices issued in it, by step
     (``actions``: title -> count, the grease program's enforcement)."""
-    from fog.blockages import counts as blockage_counts
+    from fog.blockage_findings import counts as blockage_counts
 
     end = min(as_of, date(year, 12, 31))
     ests = _judged(conn, rules, end)

@@ -83,11 +83,22 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
     e, haulers, hired = request.app.state.office.read(read)
     bases = {k: rules.basis(k) for k in KINDS}
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
-    from web.pages.fog_notices import enforcement_context
-
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
             "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed,
-            **enforcement_context(request, e), **more}
+            **_enforcement(request, e), **more}
+
+
+def _enforcement(request: Request, e: dict) -> dict:
+    """The establishment's findings with the grease guide's step and the notices issued for
+    each (``proposals``), and its notices (``notices``): :mod:`enforcement.grease_notices`
+    (issued from the page by :mod:`web.pages.fog_notices`)."""
+    from enforcement import grease_notices
+    from enforcement.grease_guide import load
+
+    guide = load()
+    props, issued = request.app.state.office.read(lambda conn: (grease_notices.proposals(conn, guide, e),
+                                                                grease_notices.notices(conn, e["id"])))
+    return {"proposals": props, "notices": issued, "guide": guide}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)

@@ -41,17 +41,6 @@ def _guide():
     return load()
 
 
-def enforcement_context(request: Request, e: dict) -> dict:
-    """What the establishment's page shows of enforcement: ``proposals`` (its findings with the
-    guide's step and the notices issued for each) and ``notices`` (issued, newest first)."""
-    from enforcement import grease_notices
-
-    guide = _guide()
-    props, issued = request.app.state.office.read(lambda conn: (grease_notices.proposals(conn, guide, e),
-                                                                grease_notices.notices(conn, e["id"])))
-    return {"proposals": props, "notices": issued, "guide": guide}
-
-
 def _day(text: str, what: str) -> date:
     try:
         return date.fromisoformat(str(text).strip())
