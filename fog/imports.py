@@ -151,7 +151,7 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
     for line, row, raw in _rows(text, filename, EST_COLUMNS, EST_REQUIRED):
         try:
             if row is None:
-                raise InputError(f"more fields than the header's {len(EST_COLUMNS)} columns")
+                raise InputError("more fields than the header has columns")
             d = _device_row(row, rules, registered_on)
             name_was = known.get(d["licence"])
             if name_was is not None and name_was != d["name"]:
