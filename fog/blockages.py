@@ -7,6 +7,9 @@ blockages traced to an establishment are its findings (kind ``blockage``,
 ``fog segment`` and the office's Grease pages call these functions.
 
 A blockage is a record of something found: a day after today in the village is refused.
+The crew's CSV (:data:`FIELDS`) is imported as the licence list is (:mod:`fog.imports`): a
+preview unless committed, each rejected row to the dead letters (``fog-blockage-import``)
+with its reason.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from __future__ import annotations
 from datetime import date
 
 from foundation.errors import InputError
+from fog.imports import Report, _dead, _rows
 from fog.store import _audit, _day, actor_name
 
 #: The columns of a blockage report, as the CSV import and the forms name them.
 FIELDS = ("date", "location", "found", "found_by", "establishment")
+#: The dead letters' source of the rows of a blockage CSV that could not be used.
+SOURCE = "fog-blockage-import"
 #: Each field in the words a refusal names it by.
 FIELD_WORDS = {"date": "date", "location": "manhole or segment", "found": "what was found", "found_by": "found by",
                "establishment": "establishment"}
@@ -70,6 +76,28 @@ def add_blockage(conn, rec: dict, actor, today: date, source: str = "cli") -> di
          actor_name(actor))).fetchone()[0]
     _audit(conn, actor, "fog.blockage.add", row["location"], {"on": on, "establishment": row["establishment"]})
     return row
+
+
+def import_blockages(conn, text: str, filename: str, actor, today: date, *, commit: bool = False) -> Report:
+    """Import the crew's CSV of blockages (:data:`FIELDS`; ``establishment`` may be empty),
+    each row checked as :func:`add_blockage` checks one entered by hand (in a savepoint:
+    a row refused stores nothing). Without ``commit`` nothing is kept."""
+    report = Report(filename)
+    with conn.transaction(force_rollback=not commit):
+        for line, row, raw in _rows(text, filename, FIELDS, tuple(f for f in FIELDS if f != "establishment")):
+            try:
+                if row is None:
+                    raise InputError("more fields than the header has columns")
+                with conn.transaction():
+                    add_blockage(conn, row, actor, today, source=f"import {filename}")
+            except InputError as exc:
+                report.rejected.append((line, str(exc), raw))
+                continue
+            report.good.append(row)
+        if commit:
+            _dead(conn, SOURCE, report, actor)
+            report.committed = True
+    return report
 
 
 def blockages(conn, since: date | None = None, until: date | None = None) -> list[dict]:

@@ -1,4 +1,4 @@
-"""CLI: the sewer crew's grease blockages (``sewerwatch fog blockage add|list``), the hot
+"""CLI: the sewer crew's grease blockages (``sewerwatch fog blockage add|import|list``), the hot
 spots they make (``fog hotspots``) and the sewer segment an establishment drains to (``fog
 segment``). The office's Grease pages call the same functions (:mod:`fog.blockages`).
 
@@ -27,6 +27,12 @@ def register(actions) -> None:
                    help="the establishment it was traced to (its business licence number)")
     q.add_argument("--actor", help="who enters it (default: $USER)")
     q.set_defaults(func=_add)
+    q = bs.add_parser("import", help="the crew's CSV of blockages: a preview unless --commit")
+    q.add_argument("file", metavar="FILE.csv", help="columns: date, location, found, found_by, establishment")
+    q.add_argument("--commit", action="store_true", help="store the good rows; the rejected ones go to the dead "
+                   "letters with their reasons")
+    q.add_argument("--actor", help="who imports it (default: $USER)")
+    q.set_defaults(func=_import)
     q = bs.add_parser("list", help="the blockages found, newest first")
     q.add_argument("--since", metavar="DATE")
     q.add_argument("--until", metavar="DATE")
@@ -66,6 +72,27 @@ def _add(args: argparse.Namespace, ctx) -> int:
         b = blockages.add_blockage(conn, rec, _actor(args), _today(ctx))
     traced = f", traced to {b['establishment']} (a finding for it)" if b["establishment"] else ""
     print(f"recorded the grease blockage at {b['location']} on {b['found_on']}{traced}")
+    return 0
+
+
+def _import(args: argparse.Namespace, ctx) -> int:
+    from pathlib import Path
+
+    from fog import blockages
+    from foundation.errors import InputError
+
+    try:
+        text = Path(args.file).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{args.file}: no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{args.file}: not UTF-8 text: expected a CSV file") from None
+    with ctx.connect("owner") as conn:
+        rep = blockages.import_blockages(conn, text, Path(args.file).name, _actor(args), _today(ctx),
+                                         commit=args.commit)
+    print(rep.summary())
+    for line, reason, _ in rep.rejected:
+        print(f"  line {line}: {reason}")
     return 0
 
 

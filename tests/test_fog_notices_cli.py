@@ -52,6 +52,23 @@ def test_blockages_make_hot_spots_and_a_finding_and_bad_input_is_refused(db, vil
     assert r.returncode == 2 and "manhole or segment: missing" in r.stderr
     with psycopg.connect(db.url) as conn:
         assert conn.execute("SELECT count(*) FROM fog_blockages").fetchone()[0] == len(fe.BLOCKAGES)
+    # the crew's CSV: two good rows, two refused (a day after today, an unknown licence) to the dead letters
+    (village / "crew.csv").write_text(
+        "date,location,found,found_by,establishment\n2026-08-01,MH-3,grease,K. Olson,\n"
+        "2099-01-01,MH-3,grease,K. Olson,\n2026-08-02,MH-9,grease,K. Olson,F0999\n"
+        "2026-08-03,MH-9,grease and rags,K. Olson,F0001\n", encoding="utf-8")
+    out = ok(village, db, "fog", "blockage", "import", "crew.csv")
+    assert "crew.csv: 2 rows would store (a preview: nothing stored; --commit stores); 2 rejected" in out
+    out = ok(village, db, "fog", "blockage", "import", "crew.csv", "--commit")
+    assert "crew.csv: 2 rows stored; 2 rejected" in out
+    assert "line 3: date: 2099-01-01 is after today" in out and "line 4: establishment: no establishment" in out
+    with psycopg.connect(db.url) as conn:
+        assert conn.execute("SELECT count(*) FROM fog_blockages").fetchone()[0] == len(fe.BLOCKAGES) + 2
+        dead = conn.execute("SELECT topic, convert_from(payload, 'UTF8') FROM dead_letters "
+                            "WHERE source = 'fog-blockage-import' ORDER BY id").fetchall()
+    assert dead == [("crew.csv:3", "2099-01-01,MH-3,grease,K. Olson,"),
+                    ("crew.csv:4", "2026-08-02,MH-9,grease,K. Olson,F0999")]
+    assert "2026-08-03  MH-9: blockage" in ok(village, db, "fog", "show", "F0001", "--as-of", str(day))
 
 
 def test_the_findings_lead_to_the_notices_worked_out_by_hand(db, village, tmp_path):  # noqa: F811
