@@ -28,7 +28,8 @@ def register(actions) -> None:
     q.add_argument("--actor", help="who enters it (default: $USER)")
     q.set_defaults(func=_add)
     q = bs.add_parser("import", help="the crew's CSV of blockages: a preview unless --commit")
-    q.add_argument("file", metavar="FILE.csv", help="columns: date, location, found, found_by, establishment")
+    q.add_argument("file", metavar="FILE.csv", help="the crew's reports, one blockage a row (the guide names the "
+                   "columns)")
     q.add_argument("--commit", action="store_true", help="store the good rows; the rejected ones go to the dead "
                    "letters with their reasons")
     q.add_argument("--actor", help="who imports it (default: $USER)")
