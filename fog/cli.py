@@ -23,6 +23,7 @@ def register(sub) -> None:
         "interceptors and traps, the haulers who pump them, the pump-out reports, and the findings "
         "(pumped too late, overdue, more gallons than the device holds, an unregistered hauler).")
     s = p.add_subparsers(dest="fog_command", metavar="ACTION", required=True)
+    p.actions = s        # the packages above add their own (enforcement: ``fog notices``)
     q = s.add_parser("import", help="the business-licence list (CSV, one row a device): a preview unless --commit")
     q.add_argument("file", metavar="FILE.csv")
     q.add_argument("--commit", action="store_true", help="store the good rows; the rejected ones go to the dead "
@@ -73,6 +74,9 @@ def register(sub) -> None:
     q.add_argument("hauler", help="the hauler's company or licence number")
     q.set_defaults(func=_hauler_devices)
 
+    from fog import cli_blockages
+
+    cli_blockages.register(s)
     u = s.add_parser("pumpout", help="pump-out reports")
     us = u.add_subparsers(dest="pumpout_command", metavar="ACTION", required=True)
     q = us.add_parser("add", help="record one pump-out report (a manifest number recorded already is refused)")
@@ -148,7 +152,8 @@ def _finding_line(d: dict, f) -> str:
 
 
 def _plain_est(e: dict) -> dict:
-    return {**{k: e[k] for k in ("licence", "name", "address", "contact", "category", "overdue_days", "next_due")},
+    return {**{k: e[k] for k in ("licence", "name", "address", "contact", "category", "segment", "overdue_days",
+                                 "next_due")},
             "devices": [{**{k: d[k] for k in ("label", "kind", "capacity_gal", "liquid_depth_in", "location",
                                               "installed_on", "interval_days", "registered_on")},
                          "interval_now": d["schedule"].interval_days, "due_on": d["schedule"].due_on,
@@ -250,6 +255,8 @@ def _counts(args: argparse.Namespace, ctx) -> int:
           f"{c['devices']} devices, {c['pumpouts']} pump-outs")
     for k, n in c["findings"].items():
         print(f"  {k}: {n}")
+    print(f"grease blockages found: {c['blockages']}, {c['blockages_traced']} traced to an establishment")
+    print("notices issued: " + (", ".join(f"{t}: {n}" for t, n in c["actions"].items()) or "none"))
     return 0
 
 

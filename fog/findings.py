@@ -25,13 +25,15 @@ from fog.rules import Rules
 @dataclass(frozen=True)
 class Finding:
     """One finding: ``kind`` (:data:`fog.rules.KINDS`), the day it is of, what it says, the
-    pump-out it is about (None for an overdue device as of a day) and ``days`` overdue."""
+    pump-out it is about (None for an overdue device as of a day), ``days`` overdue and, for
+    a grease blockage traced to the establishment, the crew's report (:mod:`fog.blockages`)."""
 
     kind: str
     on: date
     words: str
     pumpout_id: int | None = None
     days: int | None = None
+    blockage_id: int | None = None
 
 
 @dataclass

@@ -24,9 +24,10 @@ PUMP_SOURCE = "fog-pumpout-import"
 
 #: The columns of the business-licence list (one row per device; an establishment with two
 #: devices has two rows with the same licence). ``contact``, ``location``, ``installed`` and
-#: ``interval_days`` may be empty.
+#: ``interval_days`` may be empty; ``segment`` (the sewer segment or manhole the establishment
+#: drains to, :mod:`fog.blockages`) may be empty or absent.
 EST_COLUMNS = ("licence", "name", "address", "contact", "category", "device", "kind", "capacity_gal",
-               "liquid_depth_in", "location", "installed", "interval_days")
+               "liquid_depth_in", "location", "installed", "interval_days", "segment")
 EST_REQUIRED = ("licence", "name", "address", "category", "device", "kind", "capacity_gal", "liquid_depth_in")
 #: The columns of a hauler's pump-out CSV (``device`` may be empty for a one-device establishment).
 PUMP_COLUMNS = ("establishment", "device", "date", "hauler", "gallons", "fog_depth_in", "solids_depth_in",
@@ -113,8 +114,10 @@ def _device_row(row: dict, rules: Rules, registered_on: date) -> dict:
             raise InputError(f"interval_days: expected a whole number of days from 1 to 3650, "
                              f"got {row['interval_days']!r}")
         interval = int(row["interval_days"])
+    if len(row["segment"]) > 60:
+        raise InputError(f"segment: at most 60 characters, got {len(row['segment'])}")
     return {"licence": row["licence"], "name": row["name"], "address": row["address"], "contact": row["contact"],
-            "category": cat, "label": row["device"], "kind": kind,
+            "category": cat, "segment": row["segment"], "label": row["device"], "kind": kind,
             "capacity_gal": _positive(row, "capacity_gal", "gallons"),
             "liquid_depth_in": _positive(row, "liquid_depth_in", "inches"), "location": row["location"],
             "installed_on": installed, "interval_days": interval, "registered_on": registered_on}
@@ -148,7 +151,7 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
     for line, row, raw in _rows(text, filename, EST_COLUMNS, EST_REQUIRED):
         try:
             if row is None:
-                raise InputError(f"more fields than the header's {len(EST_COLUMNS)} columns")
+                raise InputError("more fields than the header has columns")
             d = _device_row(row, rules, registered_on)
             name_was = known.get(d["licence"])
             if name_was is not None and name_was != d["name"]:
@@ -172,9 +175,10 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
         for d in report.good:
             if d["licence"] not in ids:
                 ids[d["licence"]] = conn.execute(
-                    "INSERT INTO fog_establishments (licence, name, address, contact, category, recorded_by) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                    (d["licence"], d["name"], d["address"], d["contact"], d["category"], who)).fetchone()[0]
+                    "INSERT INTO fog_establishments (licence, name, address, contact, category, segment, recorded_by) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    (d["licence"], d["name"], d["address"], d["contact"], d["category"], d["segment"],
+                     who)).fetchone()[0]
         conn.cursor().executemany(
             "INSERT INTO fog_devices (establishment_id, label, kind, capacity_gal, liquid_depth_in, location, "
             "installed_on, interval_days, registered_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",

@@ -21,7 +21,7 @@ from foundation.errors import ConfigError
 HERE = Path(__file__).with_name("packs")
 
 #: The kinds of finding, as pages and the command line name them.
-KINDS = ("too late", "overdue", "over capacity", "unregistered hauler")
+KINDS = ("too late", "overdue", "over capacity", "unregistered hauler", "blockage")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,8 @@ class Rules:
         program = {"too late": f"the program's rule: FOG and solids at {self.depth_share:.0%} of the liquid depth",
                    "overdue": f"the program's pumping interval ({self.interval_days} days unless the device's own)",
                    "over capacity": "the program's rule: more gallons than the device holds",
-                   "unregistered hauler": "the program's rule: haulers registered with the village"}[kind]
+                   "unregistered hauler": "the program's rule: haulers registered with the village",
+                   "blockage": "the sewer crew's report of a grease blockage traced to the establishment"}[kind]
         return program + (f"; the duty of {', '.join(cited)}" if cited else "")
 
     def _factor(self) -> str:

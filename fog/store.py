@@ -169,12 +169,15 @@ _DEV = ("id", "establishment_id", "label", "kind", "capacity_gal", "liquid_depth
         "interval_days", "registered_on")
 _PUMP = ("id", "device_id", "hauler_id", "hauler_name", "pumped_on", "gallons", "fog_depth_in", "solids_depth_in",
          "receiving_facility", "manifest", "source")
-_EST = ("id", "licence", "name", "address", "contact", "category")
+_EST = ("id", "licence", "name", "address", "contact", "category", "segment")
 
 
 def _judged(conn, rules: Rules, as_of: date, where: str = "", params: tuple = ()) -> list[dict]:
     """The establishments (``where`` on ``e``) with their devices, each device's pump-outs and
-    schedule (:func:`fog.findings.schedule`)."""
+    schedule (:func:`fog.findings.schedule`), and the blockages traced to them
+    (:func:`fog.blockage_findings.findings_of`) among their findings."""
+    from fog.blockage_findings import findings_of
+
     ests = [dict(zip(_EST, r)) for r in conn.execute(
         f"SELECT {', '.join('e.' + c for c in _EST)} FROM fog_establishments e {where} ORDER BY e.name, e.id",
         params).fetchall()]
@@ -192,9 +195,11 @@ def _judged(conn, rules: Rules, as_of: date, where: str = "", params: tuple = ()
         d["pumpouts"] = pumps.get(d["id"], [])
         d["schedule"] = schedule(d, d["pumpouts"], rules, as_of)
         by_est.setdefault(d["establishment_id"], []).append(d)
+    traced = findings_of(conn, ids, as_of)
     for e in ests:
         e["devices"] = by_est.get(e["id"], [])
-        e["findings"] = sorted(((d, f) for d in e["devices"] for f in d["schedule"].findings),
+        e["findings"] = sorted([*((d, f) for d in e["devices"] for f in d["schedule"].findings),
+                                *traced.get(e["id"], [])],
                                key=lambda df: (df[1].on, df[0]["label"]))
         e["overdue_days"] = max((d["schedule"].overdue_days for d in e["devices"]), default=0)
         e["next_due"] = min((d["schedule"].due_on for d in e["devices"]), default=None)
@@ -251,7 +256,11 @@ def due(conn, rules: Rules, as_of: date, within_days: int = 0) -> list[dict]:
 def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
     """What the program reports for ``year`` (the annual report): establishments and devices
     on record at its end, pump-outs in it, the findings of each kind dated in it (the overdue
-    devices as of ``as_of`` or the year's end, whichever is earlier)."""
+    devices as of ``as_of`` or the year's end, whichever is earlier); the sewer crew's grease
+    blockages found in it (:func:`fog.blockage_findings.counts`); the notices issued in it, by step
+    (``actions``: title -> count, the grease program's enforcement)."""
+    from fog.blockage_findings import counts as blockage_counts
+
     end = min(as_of, date(year, 12, 31))
     ests = _judged(conn, rules, end)
     found = [f for e in ests for _, f in e["findings"] if f.on.year == year]
@@ -260,4 +269,8 @@ def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
             "pumpouts": sum(1 for e in ests for d in e["devices"] for p in d["pumpouts"]
                             if p["pumped_on"].year == year and p["pumped_on"] <= end),
             "findings": {k: sum(1 for f in found if f.kind == k) for k in
-                         ("too late", "overdue", "over capacity", "unregistered hauler")}}
+                         ("too late", "overdue", "over capacity", "unregistered hauler")},
+            **blockage_counts(conn, year, end),
+            "actions": dict(conn.execute(
+                "SELECT title, count(*) FROM fog_notices WHERE issued_on BETWEEN %s AND %s GROUP BY title "
+                "ORDER BY title", (date(year, 1, 1), end)).fetchall())}

@@ -16,6 +16,7 @@ import sys
 import alerts.cli
 import dashboards.cli
 import enforcement.cli
+import enforcement.grease_cli
 import fog.cli
 import ingest.cli
 import lab.cli
@@ -44,6 +45,7 @@ COMMAND_MODULES = (
     enforcement.cli,     # schedule, findings, user-reports, milestones, snc, notice, due, report
     cli_field,           # maintenance, instruments, calibrations, grab, inspections
     fog.cli,             # fog (the grease program)
+    enforcement.grease_cli,  # fog notices (the grease program's enforcement)
     cli_web,             # web, users
     cli_portal,          # portal
     cli_backup,          # backup now|list|check|restore, export

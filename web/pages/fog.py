@@ -22,6 +22,7 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from foundation.errors import InputError
+from fog.rules import KINDS
 from web import authz, forms
 
 VIEW = {authz.OPT: "view"}
@@ -80,18 +81,33 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
             raise NotFoundException("no such establishment") from None
 
     e, haulers, hired = request.app.state.office.read(read)
-    bases = {k: rules.basis(k) for k in ("too late", "overdue", "over capacity", "unregistered hauler")}
+    bases = {k: rules.basis(k) for k in KINDS}
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
-            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, **more}
+            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed,
+            **_enforcement(request, e), **more}
+
+
+def _enforcement(request: Request, e: dict) -> dict:
+    """The establishment's findings with the grease guide's step and the notices issued for
+    each (``proposals``), and its notices (``notices``): :mod:`enforcement.grease_notices`
+    (issued from the page by :mod:`web.pages.fog_notices`)."""
+    from enforcement import grease_notices
+    from enforcement.grease_guide import load
+
+    guide = load()
+    props, issued = request.app.state.office.read(lambda conn: (grease_notices.proposals(conn, guide, e),
+                                                                grease_notices.notices(conn, e["id"])))
+    return {"proposals": props, "notices": issued, "guide": guide}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
-                       again: Q = None, hired: Q = None) -> Template:
+                       again: Q = None, hired: Q = None, issued: Q = None, segment: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
-        request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired))
+        request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired, issued_now=issued,
+        segment_saved=segment))
 
 
 def _licence(request: Request, establishment_id: int) -> str:
