@@ -55,6 +55,8 @@ import psycopg
 from alerts import content
 from alerts.active import Active
 from alerts.channels import Route, primary
+from alerts.dischargers import DischargerMail
+from alerts.dischargers import message as discharger_message
 from alerts.episode_alerts import EpisodeAlerts
 from alerts.keys import DEVICE_UNREACHABLE, AlertKey, object_subject
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
@@ -132,6 +134,9 @@ class AlertManager(EpisodeAlerts):
         self._dirty = False
         self._state_error: str | None = None
         self.stats = {"opened": 0, "resolved": 0, "escalated": 0, "sent": 0, "failed": 0, "lost": 0}
+        mail_url = cfg.web.mail_url if getattr(cfg, "web", None) is not None else None
+        # the discharger's copy of an alert that calls for its report (the address book's emergency contacts)
+        self.dischargers = DischargerMail(mail_url, db_url) if mail_url else None
 
     # -- life -------------------------------------------------------------------------
 
@@ -142,7 +147,21 @@ class AlertManager(EpisodeAlerts):
         self.outbox.load()
         self._outbox_task = asyncio.get_running_loop().create_task(self.outbox.run(), name="alert outbox")
         await self.outbox.probe()
+        await self._read_dischargers()
         return self
+
+    async def _read_dischargers(self) -> None:
+        """Read the emergency contacts again when due (off the loop; a failure keeps the last)."""
+        now = self.clock()
+        if self.dischargers is None or not self.dischargers.due(now):
+            return
+        try:
+            found = await asyncio.get_running_loop().run_in_executor(self._pool, self.dischargers.read)
+        except psycopg.Error as exc:
+            log.warning("could not read the emergency contacts: %s", str(exc).strip().splitlines()[0]
+                        if str(exc).strip() else type(exc).__name__)
+            found = None
+        self.dischargers.took(now, found)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Wait (up to ``timeout`` s) for deliveries in flight and for the database writes,
@@ -438,6 +457,8 @@ class AlertManager(EpisodeAlerts):
                 await self._maybe_digest(now)
             except psycopg.Error as exc:
                 log.warning("could not prepare the daily digest: %s", exc)
+        if self.outbox.db_up:
+            await self._read_dischargers()
         if self._dirty:
             self._save()
 
@@ -503,8 +524,13 @@ class AlertManager(EpisodeAlerts):
 
     def _notify(self, a: Active, event: str) -> None:
         title, body, payload = self.message(a, event)
-        for r in self._routes_for(a, event):
-            t = asyncio.get_running_loop().create_task(self._deliver(a, event, r, title, body, payload))
+        sends = [(r, title, body) for r in self._routes_for(a, event)]
+        if self.dischargers is not None and a.kind == "violation" and event == "open":
+            told = discharger_message(a.record, site_name=a.site_name, utility=self.cfg.name, tz=self.tz)
+            if told is not None:
+                sends += [(r, *told) for r in self.dischargers.routes(a.site)]
+        for r, t_, b_ in sends:
+            t = asyncio.get_running_loop().create_task(self._deliver(a, event, r, t_, b_, payload))
             self._deliveries.add(t)
             t.add_done_callback(self._deliveries.discard)
 
