@@ -14,12 +14,11 @@ import psycopg
 
 from alerts.catchers import MailCatcher
 from alerts.channels import AppriseChannel, Route
-from alerts.episodes import LiveEpisodes
+from alerts.episodes import LiveEpisodes, sensors_from_db
 from alerts.manager import AlertManager
 from foundation import config as sw_config
 from foundation.actor import Actor
 from identity import contacts
-from limits.evaluator import sensors_from_db
 from support import add_site_and_sensors
 
 T0 = 1_780_290_000_000_000          # 2026-06-01 05:00 UTC [us]

@@ -50,7 +50,7 @@ def test_a_viewer_reads_a_clerk_changes_a_portal_account_is_refused(db, tmp_path
         sign_in(client, "viewer")
         page = client.get(f"/contacts/{c['id']}")
         assert page.status_code == 200 and "Bo Banks" in page.text and 'id="edit-contact"' not in page.text
-        r = client.post(f"/contacts/{c['id']}", data={**form, "_csrf_token": csrf_of(page.text)})
+        r = client.post(f"/contacts/{c['id']}/edit", data={**form, "_csrf_token": csrf_of(page.text)})
         assert r.status_code == 403
         with psycopg.connect(db.url) as conn:
             assert contacts.contact(conn, c["id"])["version"] == 1
@@ -58,7 +58,7 @@ def test_a_viewer_reads_a_clerk_changes_a_portal_account_is_refused(db, tmp_path
         client.cookies.clear()
         sign_in(client, "clerk")
         page = client.get(f"/contacts/{c['id']}")
-        r = client.post(f"/contacts/{c['id']}", data=_form(page.text, "edit-contact", full_name="Bo Banks",
+        r = client.post(f"/contacts/{c['id']}/edit", data=_form(page.text, "edit-contact", full_name="Bo Banks",
                                                            roles="billing", title="Controller", phone="",
                                                            email="ap@plant.example", note="promoted"))
         assert r.status_code == 200 and "Saved as version 2" in r.text

@@ -62,7 +62,7 @@ def contacts_page(request: Request, key: FromPath[str]) -> Template:
     return _site_page(request, key)
 
 
-@post("/sites/{key:str}/contacts", opt=EDIT, sync_to_thread=True, status_code=200)
+@post("/sites/{key:str}/contacts/add", opt=EDIT, sync_to_thread=True, status_code=200)
 def add(request: Request, key: FromPath[str], data: Form) -> Redirect | Template:
     v = _values(data)
 
@@ -114,7 +114,7 @@ def contact_page(request: Request, contact_id: FromPath[int]) -> Template:
     return _contact_page(request, contact_id)
 
 
-@post("/contacts/{contact_id:int}", opt=EDIT, sync_to_thread=True, status_code=200)
+@post("/contacts/{contact_id:int}/edit", opt=EDIT, sync_to_thread=True, status_code=200)
 def edit(request: Request, contact_id: FromPath[int], data: Form) -> Redirect | Template:
     v = _values(data)
     remove = {"remove": True, "restore": False}.get(str(data.get("state", "")))
