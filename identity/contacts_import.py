@@ -2,7 +2,7 @@
 
 **The file** (UTF-8, a header row; other columns are ignored)::
 
-    site,entry,name,title,phone,email,street,city,state,postal_code
+    site,entry,name,title,phone,email,street,city,state,zip
     plating,representative; emergency,Dana Reyes,Plant owner,608-555-0101,dana@plating.example,,,,
     plating,mailing address,,,,,"PO Box 12",Palmyra,WI,53156
 
@@ -10,7 +10,7 @@
 ``representative``, ``plant-manager``, ``billing``, ``emergency``, or their words,
 ``authorised representative``..., separated by ``;``) with ``name`` and any of ``title``,
 ``phone``, ``email``; or an address (``facility address``, ``mailing address``, ``billing
-address``) with ``street``, ``city``, ``state`` and ``postal_code``.
+address``) with ``street``, ``city``, ``state`` and ``zip``.
 
 A person already in the book (the same user and e-mail address, else the same name) gets a
 new version where the row differs, nothing where it is the same; a new one is added. An
@@ -37,7 +37,9 @@ SOURCE = "contacts-import"
 #: Largest file taken [bytes].
 MAX_BYTES = 1024 * 1024
 REQUIRED = ("site", "entry")
-COLUMNS = ("site", "entry", "name", "title", "phone", "email", "street", "city", "state", "postal_code")
+COLUMNS = ("site", "entry", "name", "title", "phone", "email", "street", "city", "state", "zip")
+#: column -> the address field it fills
+_ADDRESS_COLUMNS = {"street": "street", "city": "city", "state": "state", "zip": "postal_code"}
 _ADDRESS_ENTRIES = {f"{k} address": k for k in book.ADDRESS_KINDS} | {f"{k}-address": k for k in book.ADDRESS_KINDS}
 
 
@@ -86,9 +88,9 @@ def _check_row(conn, r: dict, name: str, sites: dict) -> dict:
     entry = r["entry"].lower()
     if entry in _ADDRESS_ENTRIES:
         a = {}
-        for c in ("street", "city", "state", "postal_code"):
-            a[c] = col(c, lambda c=c: book.check_address({**{k: "x" for k in ("street", "city")}, "state": "WI",
-                                                          "postal_code": "00000", c: r[c]})[c])
+        for column, f in _ADDRESS_COLUMNS.items():     # each column checked alone, so its error names it
+            a[f] = col(column, lambda column=column, f=f: book.check_address(
+                {"street": "x", "city": "x", "state": "WI", "postal_code": "00000", f: r[column]})[f])
         return {"kind": "address", "site": site, "address": _ADDRESS_ENTRIES[entry], "values": a}
     roles = col("entry", lambda: book.check_roles(r["entry"], "entry"))
     v = {"roles": roles,

@@ -23,7 +23,7 @@ def register(sub) -> None:
     q = s.add_parser("import", help="read people and addresses from a CSV file: shows what it would do; "
                                     "--commit saves it (rows that cannot be used are kept aside with the reason)")
     q.add_argument("file", help="the CSV file (columns site, entry, name, title, phone, email, street, city, "
-                                "state, postal_code)")
+                                "state, zip)")
     q.add_argument("--commit", action="store_true", help="save it (without: only show what it would do)")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_import)

@@ -108,7 +108,7 @@ def test_addresses_are_versioned_and_address_a_document(db):
         assert rows == [("pat", "address.set"), ("lee", "address.set")]
 
 
-CSV = """site,entry,name,title,phone,email,street,city,state,postal_code
+CSV = """site,entry,name,title,phone,email,street,city,state,zip
 plating,representative; emergency,Dana Reyes,Owner,608-555-0101,dana@plating.example,,,,
 plating,billing,Sam Ortiz,Bookkeeper,,ap@plating.example,,,,
 plating,mailing address,,,,,PO Box 12,Palmyra,WI,53156
@@ -130,7 +130,7 @@ def test_csv_preview_commit_dead_rows_counted_in_out(db, tmp_path):
     assert "8 rows: 4 to add, 0 to change, 0 unchanged, 4 cannot be used; nothing saved" in out
     assert "book.csv line 6, column phone: not a telephone number" in out
     assert "book.csv line 7, column site: no industrial user 'nowhere'" in out
-    assert "book.csv line 8, column postal_code: five digits" in out
+    assert "book.csv line 8, column zip: five digits" in out
     assert "book.csv line 9, column entry: the same person as line 3 of this file" in out
     with db.connect() as conn:
         assert conn.execute("SELECT count(*) FROM contacts").fetchone()[0] == 0
