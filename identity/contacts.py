@@ -243,11 +243,10 @@ def addressee(conn, site_key: str, role: str, address_kind: str) -> Addressee:
     people.sort(key=lambda c: c["id"])
     addrs = addresses_of(conn, site_key)
     addr = addrs.get(address_kind) or (addrs.get("mailing") if address_kind != "mailing" else None)
-    missing = []
-    if not people:
-        missing.append(f"no {ROLES[role]} contact on file" if role == "billing" else f"no {ROLES[role]} on file")
-    if addr is None:
-        missing.append(f"no {ADDRESS_KINDS[address_kind]} address on file")
+    who = f"{ROLES[role]} contact" if role == "billing" else ROLES[role]
+    where = f"{ADDRESS_KINDS[address_kind]} address"
+    missing = ([f"no {who} or {where} on file"] if not people and addr is None else
+               [f"no {who} on file"] if not people else [f"no {where} on file"] if addr is None else [])
     p = people[0] if people else None
     return Addressee(p["full_name"] if p else None, p["title"] if p else None, p["email"] if p else None,
                      tuple(addr["lines"]) if addr else (), tuple(missing))

@@ -83,7 +83,7 @@ def test_addresses_are_versioned_and_address_a_document(db):
     me, other = Actor("pat", "cli"), Actor("lee", "web")
     with db.connect(autocommit=True) as conn:
         assert contacts.addressee(conn, "plating", "representative", "mailing").missing == (
-            "no authorised representative on file", "no mailing address on file")
+            "no authorised representative or mailing address on file",)
         contacts.set_address(conn, "plating", "mailing", {"street": "PO Box 12", "city": "Palmyra", "state": "wi",
                                                           "postal_code": "53156"}, actor=me)
         a = contacts.set_address(conn, "plating", "mailing", {"street": "PO Box 40\nAttn: office", "city": "Palmyra",

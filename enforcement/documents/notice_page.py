@@ -182,8 +182,7 @@ def body_html(doc: dict, issued_on: date | None) -> str:
     sign = "".join(f"<div>{e(x)}</div>" for x in (lh.get("signed_by"), lh.get("signer_title"), lh["village"]) if x)
     return f"""<h1>{e(doc['title'])} {e(doc['number'])}</h1>
 <p>{e(dated)}</p>
-{block_html(doc.get('addressee'), f"{e(site['name'])} ({e(site['key'])})")}
-<p>{permit}{', SIC ' + e(site['sic']) if site.get('sic') else ''}</p>
+<p>{block_html(doc.get('addressee'), f"{e(site['name'])} ({e(site['key'])})")}<br>{permit}{', SIC ' + e(site['sic']) if site.get('sic') else ''}</p>
 <p>{e(doc['action']['words'])}</p>
 {prev_html}
 <h2>Finding</h2>

@@ -15,22 +15,22 @@ e = html.escape
 
 
 def block_html(to: dict | None, user_line: str, *, label: str = "To") -> str:
-    """``<p>`` with the addressee: ``label``, the person (name, position), ``user_line`` (the
-    user's name, already HTML), the address lines; then what is not on file.
+    """The addressee's lines (HTML, joined by ``<br>``, for the caller's paragraph): ``label``
+    and the person (name, position), ``user_line`` (the user's name, already HTML), the address
+    lines; what is not on file said after the user's line, on the same line when nothing is.
 
     Parameters
     ----------
     to : dict or None
         :meth:`identity.contacts.Addressee.as_json` as the document keeps it (None: a document
-        from before the address book).
+        from before the address book: the user's line alone).
     user_line : str
         The industrial user's line, HTML (escaped by the caller).
     """
     if to is None:
-        return f"<p><b>{e(label)}:</b> {user_line}</p>"
+        return f"<b>{e(label)}:</b> {user_line}"
+    missing = "; ".join(to.get("missing") or [])
     person = ", ".join(e(x) for x in (to.get("name"), to.get("title")) if x)
     lines = [person] if person else []
-    lines += [user_line, *(e(x) for x in to.get("lines") or ())]
-    missing = to.get("missing") or []
-    note = (f"<p class=small>{e('; '.join(missing)[:1].upper() + '; '.join(missing)[1:])}.</p>" if missing else "")
-    return f"<p><b>{e(label)}:</b> " + "<br>".join(lines) + "</p>" + note
+    lines += [user_line + (f" &#8212; {e(missing)}" if missing else ""), *(e(x) for x in to.get("lines") or ())]
+    return f"<b>{e(label)}:</b> " + "<br>".join(lines)
