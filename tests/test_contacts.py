@@ -181,3 +181,45 @@ def test_edit_from_an_older_version_is_a_conflict(db):
         assert gone["removed"] and contacts.contacts_of(conn, "candy") == []
         with pytest.raises(InputError):
             contacts.contact(conn, 99999)
+
+
+def test_a_contact_invited_from_the_command_line_is_one_person_with_its_account(db, tmp_path):
+    """``portal invite-contact``: the invitation names the contact (no mail server: the link is
+    printed); the account made from it is linked to the contact; a second invitation is then
+    refused, naming the account. An account made from an invitation typed by hand links to the
+    contact with the same e-mail address."""
+    from ereport.invitations import InviteLinks, accept, invite
+    from ereport.mail import Mailer
+    from foundation import secrets
+    files(tmp_path)
+    (tmp_path / "village.toml").write_text(web_round.CONFIG + f'\n[services]\nstate_dir = "{tmp_path / "state"}"\n',
+                                           encoding="utf-8")
+    out = ok(tmp_path, db, "contacts", "add", "candy", "--name", "Jo Baker", "--roles", "representative",
+             "--email", "jo@sweetcreek.example")
+    cid = int(out.split()[1])
+    out = ok(tmp_path, db, "portal", "invite-contact", str(cid))
+    assert "NOT mailed" in out and "give Jo Baker this link another way" in out
+    url = out.strip().splitlines()[-1]
+    key = secrets.load_or_create(tmp_path / "state")["keys"]["portal_invites"]
+    links = InviteLinks(key, url.split("/portal/")[0], 86400.0)
+    with db.connect(autocommit=True) as conn:
+        assert conn.execute("SELECT contact_id FROM portal_invitations").fetchall() == [(cid,)]
+        acc = accept(conn, url.rsplit("/", 1)[1], "jobaker", "a long first password", "a long first password", "",
+                     links=links)
+        assert conn.execute("SELECT contact_id FROM web_accounts WHERE id = %s", (acc.id,)).fetchone() == (cid,)
+        assert contacts.contact(conn, cid)["account"]["username"] == "jobaker"
+    r = run(tmp_path, db, "portal", "invite-contact", str(cid))
+    assert r.returncode == 2 and "Jo Baker has a portal account already (jobaker): nobody was invited" in r.stderr
+    # by hand, to the address a contact has: the account is linked to that contact
+    before = json.loads(ok(tmp_path, db, "contacts", "list", "--site", "candy", "--json"))["contacts"]
+    assert [c["full_name"] for c in before] == ["Jo Baker"]
+    out = ok(tmp_path, db, "contacts", "add", "candy", "--name", "Sam Ortiz", "--roles", "billing",
+             "--email", "sam@sweetcreek.example")
+    sid = int(out.split()[1])
+    with db.connect(autocommit=True) as conn:
+        made = invite(conn, "candy", "SAM@sweetcreek.example", "Sam Ortiz", signatory=False, title=None,
+                      subscriber_agreement_on=None, actor=Actor("pat", "cli"), links=links, mailer=Mailer(None),
+                      utility="Village of Palmyra")
+        acc = accept(conn, made.url.rsplit("/", 1)[1], "samortiz", "a long first password", "a long first password",
+                     "", links=links)
+        assert conn.execute("SELECT contact_id FROM web_accounts WHERE id = %s", (acc.id,)).fetchone() == (sid,)
