@@ -137,6 +137,7 @@ class AlertManager(EpisodeAlerts):
         mail_url = cfg.web.mail_url if getattr(cfg, "web", None) is not None else None
         # the discharger's copy of an alert that calls for its report (the address book's emergency contacts)
         self.dischargers = DischargerMail(mail_url, db_url) if mail_url else None
+        self._dis_task: asyncio.Task | None = None
 
     # -- life -------------------------------------------------------------------------
 
@@ -147,8 +148,15 @@ class AlertManager(EpisodeAlerts):
         self.outbox.load()
         self._outbox_task = asyncio.get_running_loop().create_task(self.outbox.run(), name="alert outbox")
         await self.outbox.probe()
-        await self._read_dischargers()
+        self._read_dischargers_soon()
         return self
+
+    def _read_dischargers_soon(self) -> None:
+        """Start reading the emergency contacts when due, never waiting for it."""
+        if self.dischargers is None or not self.dischargers.due(self.clock()):
+            return
+        if self._dis_task is None or self._dis_task.done():
+            self._dis_task = asyncio.get_running_loop().create_task(self._read_dischargers(), name="emergency contacts")
 
     async def _read_dischargers(self) -> None:
         """Read the emergency contacts again when due (off the loop; a failure keeps the last)."""
@@ -157,7 +165,7 @@ class AlertManager(EpisodeAlerts):
             return
         try:
             found = await asyncio.get_running_loop().run_in_executor(self._pool, self.dischargers.read)
-        except psycopg.Error as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed read keeps the last; alerts go on
             log.warning("could not read the emergency contacts: %s", str(exc).strip().splitlines()[0]
                         if str(exc).strip() else type(exc).__name__)
             found = None
@@ -174,6 +182,8 @@ class AlertManager(EpisodeAlerts):
         if self.outbox.db_up and (self.gate is None or await self.gate(0.0)) and not await self.outbox.flush(timeout):
             log.error("%d alert writes not applied at shutdown; kept in the journal", len(self.outbox))
         self._save()
+        if self._dis_task is not None:
+            self._dis_task.cancel()
         if self._outbox_task is not None:
             self._outbox_task.cancel()
             try:
@@ -191,6 +201,8 @@ class AlertManager(EpisodeAlerts):
         """Wait until no delivery is in flight and, with the database up, every write is
         applied (tests, shutdown)."""
         end = time.monotonic() + timeout
+        if self._dis_task is not None and not self._dis_task.done():      # the emergency contacts' read
+            await asyncio.wait({self._dis_task}, timeout=max(0.0, end - time.monotonic()))
         while self._deliveries and time.monotonic() < end:
             await asyncio.wait(set(self._deliveries), timeout=max(0.0, end - time.monotonic()))
         if self.outbox.db_up:
@@ -458,7 +470,7 @@ class AlertManager(EpisodeAlerts):
             except psycopg.Error as exc:
                 log.warning("could not prepare the daily digest: %s", exc)
         if self.outbox.db_up:
-            await self._read_dischargers()
+            self._read_dischargers_soon()
         if self._dirty:
             self._save()
 

@@ -61,6 +61,7 @@ def test_the_report_request_goes_to_the_emergency_contact(db):
 
         async def scenario():
             m = await AlertManager(cfg, db.url, [staff], sites).start()
+            await m.idle()                  # the address book read (off the loop, never waited for by an alert)
             await m.on_episodes(*_push(ev, ids["ph"], [7.0, 7.1, 4.0, 3.9, 4.2]))
             await m.idle()
             await m.close()
@@ -98,6 +99,7 @@ def test_no_emergency_contact_no_new_mail(db):
 
         async def scenario():
             m = await AlertManager(cfg, db.url, [staff], sites).start()
+            await m.idle()                  # the address book read (off the loop, never waited for by an alert)
             await m.on_episodes(*_push(ev, ids["ph"], [7.0, 7.1, 4.0, 3.9, 4.2]))
             await m.idle()
             await m.close()
