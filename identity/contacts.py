@@ -122,7 +122,7 @@ def check_roles(value, what: str = "roles") -> list[str]:
         if r not in out:
             out.append(r)
     if not out:
-        raise InputError(f"{what}: at least one role ({', '.join(ROLES)})")
+        raise InputError(f"{what}: at least one of {', '.join(ROLES.values())}")
     return out
 
 
