@@ -91,7 +91,8 @@ def _import(args, ctx) -> int:
               + (f"\n        {r['reason']}" if r["reason"] else ""))
     print(f"{rep['total']} rows: {rep['add']} {verb['add']}, {rep['change']} {verb['change']}, "
           f"{rep['unchanged']} unchanged, {rep['dead']} {verb['dead']}"
-          + ("; the rows not used are kept with their reasons ('sewerwatch deadletters list', the office's Dead letters): import the corrected rows again" if args.commit and rep["dead"]
+          + ("; the rows not used are kept with their reasons ('sewerwatch deadletters list', the office's "
+             "Dead letters): import the corrected rows again" if args.commit and rep["dead"]
              else "" if args.commit else "; nothing saved: add --commit to save it"))
     return 0
 
