@@ -55,6 +55,8 @@ import psycopg
 from alerts import content
 from alerts.active import Active
 from alerts.channels import Route, primary
+from alerts.dischargers import DischargerMail
+from alerts.dischargers import message as discharger_message
 from alerts.episode_alerts import EpisodeAlerts
 from alerts.keys import DEVICE_UNREACHABLE, AlertKey, object_subject
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
@@ -132,6 +134,10 @@ class AlertManager(EpisodeAlerts):
         self._dirty = False
         self._state_error: str | None = None
         self.stats = {"opened": 0, "resolved": 0, "escalated": 0, "sent": 0, "failed": 0, "lost": 0}
+        mail_url = cfg.web.mail_url if getattr(cfg, "web", None) is not None else None
+        # the discharger's copy of an alert that calls for its report (the address book's emergency contacts)
+        self.dischargers = DischargerMail(mail_url, db_url) if mail_url else None
+        self._dis_task: asyncio.Task | None = None
 
     # -- life -------------------------------------------------------------------------
 
@@ -142,7 +148,28 @@ class AlertManager(EpisodeAlerts):
         self.outbox.load()
         self._outbox_task = asyncio.get_running_loop().create_task(self.outbox.run(), name="alert outbox")
         await self.outbox.probe()
+        self._read_dischargers_soon()
         return self
+
+    def _read_dischargers_soon(self) -> None:
+        """Start reading the emergency contacts when due, never waiting for it."""
+        if self.dischargers is None or not self.dischargers.due(self.clock()):
+            return
+        if self._dis_task is None or self._dis_task.done():
+            self._dis_task = asyncio.get_running_loop().create_task(self._read_dischargers(), name="emergency contacts")
+
+    async def _read_dischargers(self) -> None:
+        """Read the emergency contacts again when due (off the loop; a failure keeps the last)."""
+        now = self.clock()
+        if self.dischargers is None or not self.dischargers.due(now):
+            return
+        try:
+            found = await asyncio.get_running_loop().run_in_executor(self._pool, self.dischargers.read)
+        except Exception as exc:  # noqa: BLE001 - a failed read keeps the last; alerts go on
+            log.warning("could not read the emergency contacts: %s", str(exc).strip().splitlines()[0]
+                        if str(exc).strip() else type(exc).__name__)
+            found = None
+        self.dischargers.took(now, found)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Wait (up to ``timeout`` s) for deliveries in flight and for the database writes,
@@ -155,6 +182,8 @@ class AlertManager(EpisodeAlerts):
         if self.outbox.db_up and (self.gate is None or await self.gate(0.0)) and not await self.outbox.flush(timeout):
             log.error("%d alert writes not applied at shutdown; kept in the journal", len(self.outbox))
         self._save()
+        if self._dis_task is not None:
+            self._dis_task.cancel()
         if self._outbox_task is not None:
             self._outbox_task.cancel()
             try:
@@ -172,6 +201,8 @@ class AlertManager(EpisodeAlerts):
         """Wait until no delivery is in flight and, with the database up, every write is
         applied (tests, shutdown)."""
         end = time.monotonic() + timeout
+        if self._dis_task is not None and not self._dis_task.done():      # the emergency contacts' read
+            await asyncio.wait({self._dis_task}, timeout=max(0.0, end - time.monotonic()))
         while self._deliveries and time.monotonic() < end:
             await asyncio.wait(set(self._deliveries), timeout=max(0.0, end - time.monotonic()))
         if self.outbox.db_up:
@@ -438,6 +469,8 @@ class AlertManager(EpisodeAlerts):
                 await self._maybe_digest(now)
             except psycopg.Error as exc:
                 log.warning("could not prepare the daily digest: %s", exc)
+        if self.outbox.db_up:
+            self._read_dischargers_soon()
         if self._dirty:
             self._save()
 
@@ -503,8 +536,13 @@ class AlertManager(EpisodeAlerts):
 
     def _notify(self, a: Active, event: str) -> None:
         title, body, payload = self.message(a, event)
-        for r in self._routes_for(a, event):
-            t = asyncio.get_running_loop().create_task(self._deliver(a, event, r, title, body, payload))
+        sends = [(r, title, body) for r in self._routes_for(a, event)]
+        if self.dischargers is not None and a.kind == "violation" and event == "open":
+            told = discharger_message(a.record, site_name=a.site_name, utility=self.cfg.name, tz=self.tz)
+            if told is not None:
+                sends += [(r, *told) for r in self.dischargers.routes(a.site)]
+        for r, t_, b_ in sends:
+            t = asyncio.get_running_loop().create_task(self._deliver(a, event, r, t_, b_, payload))
             self._deliveries.add(t)
             t.add_done_callback(self._deliveries.discard)
 

@@ -46,6 +46,7 @@ from zoneinfo import ZoneInfo
 
 from foundation.actor import Actor
 from foundation.errors import Conflict, InputError
+from identity.contacts import addressee
 from enforcement import findings as fnd
 from enforcement.forfeitures import forfeitures, is_inhibiting
 from enforcement.guide import Guide
@@ -168,6 +169,8 @@ def draft(conn, guide: Guide, head: Letterhead, drafted_on: date, *, violation_i
                        "signer_title": head.signer_title},
         "ordinance": ordinance_title(pack),
         "site": {"key": s.key, "name": s.name, "permit": permit.number if permit else None, "sic": s.sic},   # the stored permit, never the config's
+        # the authorised representative at the mailing address, from the office's address book
+        "addressee": addressee(conn, s.key, "representative", "mailing").as_json(),
         "finding": {k: subject.get(k) for k in ("ref", "kind", "rule", "summary", "occurred", "violation_ids",
                                                  "alert_id")},
         "finding_words": subject.get("finding_words") or KIND_WORDS[kind],

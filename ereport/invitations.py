@@ -37,6 +37,7 @@ import pyotp
 from itsdangerous import BadData, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
 from ereport.mail import MailError, Mailer, check_address, clean_header_text
+from identity import contacts
 from foundation.actor import Actor
 from foundation.errors import InputError
 from identity import accounts
@@ -239,9 +240,35 @@ def invite_hauler(conn, hauler: str, email: str, full_name: str, *, actor: Actor
                    title=None, subscriber_agreement_on=None, actor=actor, links=links, mailer=mailer, utility=utility)
 
 
+def invite_contact(conn, contact_id: int, *, actor: Actor, links: InviteLinks, mailer: Mailer,
+                   utility: str) -> Invited:
+    """Invite a person of the office's address book (:mod:`identity.contacts`) to the portal:
+    the contact's name, e-mail address and position, for its industrial user; the invitation
+    names the contact, and the account made from it is linked to it (one person). Not a
+    signatory (the coordinator invites a signatory with the subscriber agreement's day).
+
+    Raises
+    ------
+    foundation.errors.InputError
+        No such contact, one no longer a contact of the user, one without an e-mail address, or
+        one that has a portal account already (naming it).
+    """
+    c = contacts.contact(conn, contact_id)
+    if c["removed"]:
+        raise InputError(f"{c['full_name']} is no longer a contact of {c['site_name']}: nobody was invited")
+    if not c["email"]:
+        raise InputError(f"{c['full_name']} has no e-mail address in the address book: add one, then invite")
+    if c["account"] and not c["account"]["disabled_at"]:
+        raise InputError(f"{c['full_name']} has a portal account already ({c['account']['username']}): "
+                         "nobody was invited")
+    return _invite(conn, ("site_id", c["site_id"], c["site_name"], f"site:{c['site']}"), c["email"], c["full_name"],
+                   signatory=False, title=c["title"], subscriber_agreement_on=None, actor=actor, links=links,
+                   mailer=mailer, utility=utility, contact_id=contact_id)
+
+
 def _invite(conn, owner: tuple, email: str, full_name: str, *, signatory: bool, title: str | None,
             subscriber_agreement_on: date | None, actor: Actor, links: InviteLinks, mailer: Mailer,
-            utility: str) -> Invited:
+            utility: str, contact_id: int | None = None) -> Invited:
     """An invitation for ``owner`` (its column ``site_id`` or ``hauler_id``, its id, its name,
     the audit trail's object), superseding the open ones to the same address, mailed."""
     column, owner_id, owner_name, obj = owner
@@ -263,9 +290,9 @@ def _invite(conn, owner: tuple, email: str, full_name: str, *, signatory: bool, 
                                "i.accepted_at IS NULL AND i.expires_at > now()", (owner_id, address))
         iid = conn.execute(
             f"INSERT INTO portal_invitations ({column}, email, full_name, title, signatory, subscriber_agreement_on, "
-            "token_id, invited_by, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            "token_id, invited_by, expires_at, contact_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (owner_id, address, name, position, bool(signatory), subscriber_agreement_on, token_id, actor.audit_name,
-             expires)).fetchone()[0]
+             expires, contact_id)).fetchone()[0]
         _audit(conn, actor, "portal-invited", obj, {"invitation": iid, "email": address, "name": name,
                                                                     "signatory": bool(signatory),
                                                                     "supersedes": [e.id for e in earlier]})
@@ -383,6 +410,11 @@ def accept(conn, token: str, username: str, password: str, password_again: str, 
                                    "subscriber_agreement_on": inv.subscriber_agreement_on,
                                    "totp_secret": inv.totp_secret if inv.signatory else None})
         conn.execute("UPDATE portal_invitations SET accepted_at = now(), account_id = %s WHERE id = %s", (acc.id, inv.id))
+        # one person: the account linked to its contact in the address book (the invitation's, else
+        # the user's contact with the same e-mail address)
+        site_id, contact_id = conn.execute("SELECT site_id, contact_id FROM portal_invitations WHERE id = %s",
+                                           (inv.id,)).fetchone()
+        contacts.link_account(conn, acc.id, site_id, inv.email, contact_id)
         _audit(conn, actor, "portal-invitation-accepted", f"account:{acc.username}",
                {"invitation": inv.id, "site": inv.site_key, "hauler": inv.hauler_licence, "signatory": inv.signatory})
     return acc

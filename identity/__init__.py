@@ -3,9 +3,10 @@
 Who may sign in and as what: staff accounts with a role, an industrial user's people bound
 to its site (:mod:`identity.accounts`: passwords, the TOTP second factor, the lockout, the
 signatory's signature checked again), and the table of roles and what each may do
-(:mod:`identity.roles`). The office's sessions and guards (``web``), the portal's signing and
-invitations (``ereport``) and ``sewerwatch users`` use them. Importing this package imports
-nothing.
+(:mod:`identity.roles`); and the office's address book, each industrial user's people and
+addresses (:mod:`identity.contacts`, :mod:`identity.contacts_import`). The office's sessions
+and guards (``web``), the portal's signing and invitations (``ereport``), ``sewerwatch users``
+and ``sewerwatch contacts`` use them. Importing this package imports nothing.
 """
 
-__all__ = ["accounts", "roles"]
+__all__ = ["accounts", "contacts", "contacts_import", "roles"]

@@ -54,6 +54,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "field.record": frozenset(_EVERYTHING | {"inspector"}),
     "notices.issue": frozenset(_EVERYTHING),
     "accounts.manage": frozenset(_EVERYTHING),
+    # the address book: an industrial user's people and addresses (the clerk keeps the billing ones)
+    "contacts.edit": frozenset(_EVERYTHING | {"clerk"}),
     # a new version of a permit (a file or the form); one's own calendar feed link
     "permits.edit": frozenset(_EVERYTHING),
     "calendar.feed": frozenset(_ALL - {"viewer"}),

@@ -21,6 +21,7 @@ import numpy as np
 
 from foundation import moments
 from foundation.errors import InputError
+from identity.contacts import addressee
 from lab.charges import BillInputs, charges, late_terms, rate_words, rates_applied, surcharged
 from lab.checks.compliance import check_lab, check_loadings, in_force
 from lab.checks.permit import permit_required, standing
@@ -190,6 +191,8 @@ def bill_site(conn, site: dict, quarter: str, per_lb: dict, rates_doc: dict, rat
             found.append(held["finding"])
     found.sort(key=lambda v: (v["start"], v["rule"]))
     return {
+        # the billing contact at the billing address, from the office's address book
+        "mail_to": addressee(conn, key, "billing", "billing").as_json(),
         "site": key, "name": site["name"], "pack": pack, "sic": site.get("sic"), "permit": permit.number if permit is not None else None,
         "quarter": quarter, "period_start": start.isoformat(), "period_end": end.isoformat(),
         "issued": issued.isoformat(), "volume_mg": volume_mg, "volume_source": volume_source,

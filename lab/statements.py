@@ -30,6 +30,7 @@ from __future__ import annotations
 from datetime import date
 
 from foundation.errors import InputError
+from identity.contacts import addressee
 from lab.charges import late_terms
 from lab.formulas.money import cents
 
@@ -205,7 +206,10 @@ def statement(conn, site: str, as_of: date) -> dict:
     if not found:
         known = ", ".join(s["key"] for s in _sites(conn)) or "none"
         raise InputError(f"statement: no industrial user '{site}' (users: {known})")
-    return _account(found[0], bills_of(conn, site), payments_of(conn, site), as_of)
+    s = _account(found[0], bills_of(conn, site), payments_of(conn, site), as_of)
+    # mailed to the billing contact at the billing address (the office's address book)
+    s["mail_to"] = addressee(conn, site, "billing", "billing").as_json()
+    return s
 
 
 def receivables(conn, as_of: date) -> dict:

@@ -35,7 +35,8 @@ PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y
                "username": "coord", "invitation_id": "1", "violation_id": "1", "finding_id": "1", "notice_id": "1",
                "page": "1", "name": "ph", "run_id": "1", "site": "plater", "bill_id": "1", "inspection_id": "1",
                "photo_id": "1", "window_id": "1", "version": "1", "year": "2026", "publication_id": "1",
-               "path": "office/lab/", "import_id": "1", "establishment_id": "1", "pumpout_id": "1"}
+               "path": "office/lab/", "import_id": "1", "establishment_id": "1", "pumpout_id": "1",
+               "contact_id": "1", "kind": "mailing"}
 
 
 def _routes(client):

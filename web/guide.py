@@ -46,6 +46,8 @@ BUILD_TIMEOUT_S = 300
 PAGES: dict[str, tuple[str, str]] = {
     "today.html": ("office/today/#today", "How do I read the Today page?"),
     "site.html": ("office/today/#an-industrial-user", "How do I read an industrial user's page?"),
+    "contacts.html": ("office/contacts/", "How do I keep an industrial user's contacts and addresses?"),
+    "contact.html": ("office/contacts/", "How do I keep an industrial user's contacts and addresses?"),
     "alerts.html": ("office/today/#acknowledge-an-alert", "How do I acknowledge an alert?"),
     "alert.html": ("office/today/#acknowledge-an-alert", "How do I acknowledge an alert?"),
     "sensors.html": ("office/today/#alerts-sensors-and-dead-letters", "How do I read the sensors' health?"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from enforcement.documents.episode_chart import episode_svg
+from lab.documents.addressee import block_html
 from lab.documents.pdf import Letterhead, document, write_pdf
 from limits.statements import quantity, stated
 from limits.words import analyte_name, term
@@ -181,7 +182,7 @@ def body_html(doc: dict, issued_on: date | None) -> str:
     sign = "".join(f"<div>{e(x)}</div>" for x in (lh.get("signed_by"), lh.get("signer_title"), lh["village"]) if x)
     return f"""<h1>{e(doc['title'])} {e(doc['number'])}</h1>
 <p>{e(dated)}</p>
-<p><b>To:</b> {e(site['name'])} ({e(site['key'])})<br>{permit}{', SIC ' + e(site['sic']) if site.get('sic') else ''}</p>
+<p>{block_html(doc.get('addressee'), f"{e(site['name'])} ({e(site['key'])})")}<br>{permit}{', SIC ' + e(site['sic']) if site.get('sic') else ''}</p>
 <p>{e(doc['action']['words'])}</p>
 {prev_html}
 <h2>Finding</h2>

@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 
 from lab.checks.compliance import day_ranges
+from lab.documents.addressee import block_html
 from lab.documents.loadings_chart import chart_series, loadings_svg
 from lab.documents.pdf import Letterhead, document, write_pdf
 from limits.statements import of_violation, quantity
@@ -160,8 +161,10 @@ def body_html(bill: dict) -> str:
     kind = kind[:1].upper() + kind[1:]
     note = chart_series(bill)["note"]
     chart_note = f"<p class=note>{e(note[:1].upper() + note[1:])}.</p>" if note else ""
+    # the addressee from the address book, kept in the bill (a bill from before it: the name alone)
+    user = f"<b>{e(bill['name'])}</b> ({e(bill['site'])}){', permit ' + e(bill['permit']) if bill.get('permit') else ''}"
     return f"""<h1>{kind}, {e(bill['quarter'])}: {e(bill['name'])}</h1>
-<p><b>{e(bill['name'])}</b> ({e(bill['site'])}){', permit ' + e(bill['permit']) if bill.get('permit') else ''}<br>
+<p>{block_html(bill.get('mail_to'), user, label="Bill to") if 'mail_to' in bill else user}<br>
 {('Draft of ' + e(bill['issued']) + ', not issued') if bill.get('draft') else 'Issued ' + e(bill['issued'])}. Period {e(bill['period_start'][:10])} to {e(bill['period_end'][:10])} (exclusive).<br>
 Volume: {vol}.{('<br>' + e(bill['rates_version'][:1].upper() + bill['rates_version'][1:]) + '.') if bill.get('rates_version') else ''}</p>
 {correction_html(bill)}<h2>Charges</h2>{charges}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from datetime import date
 
+from lab.documents.addressee import block_html
 from lab.documents.pdf import Letterhead, document, write_pdf
 from lab.statements import BUCKETS
 
@@ -44,7 +45,8 @@ def body_html(s: dict) -> str:
                       f"<td class=n>{money(x['balance'])}</td></tr>" for x in s["entries"])
     late = f"<p class=small>Late payment: {e(s['late_terms'])}.</p>" if s.get("late_terms") else ""
     return f"""<h1>Statement of account: {e(s['name'])}</h1>
-<p><b>{e(s['name'])}</b> ({e(s['site'])})<br>Statement as of {e(s['as_of'])}.</p>
+<p>{block_html(s['mail_to'], f"<b>{e(s['name'])}</b> ({e(s['site'])})") if 'mail_to' in s
+   else f"<b>{e(s['name'])}</b> ({e(s['site'])})"}<br>Statement as of {e(s['as_of'])}.</p>
 <h2>Balance</h2>
 <p>Balance as of {e(s['as_of'])}: <b>{e(balance_words(s))}</b>.</p>
 <table><tr>{aging}<th class=n>credit</th><th class=n>balance</th></tr>

@@ -1,6 +1,7 @@
 """The portal's people, for the coordinator: every industrial user's portal
 accounts and invitations; inviting a person by e-mail (a signatory with the day the
-subscriber agreement was received); a registered grease hauler's people likewise
+subscriber agreement was received), or a person of the address book with an e-mail address
+(its contact's page invites it: :func:`ereport.invitations.invite_contact`); a registered grease hauler's people likewise
 (:func:`ereport.invitations.invite_hauler`); revoking an account or an invitation. Each calls
 :mod:`ereport.invitations` as the signed-in account (``accounts.manage``); the invitation
 once per form (:func:`web.forms.once`: a double click or a reload mails once and shows what the
@@ -18,6 +19,7 @@ from litestar.response import Redirect, Template
 
 from ereport import invitations
 from foundation.errors import InputError
+from identity import contacts
 from web import authz, forms
 
 MANAGE = {authz.OPT: "accounts.manage"}
@@ -35,13 +37,14 @@ def _page(request: Request, *, status: int = 200, error: str | None = None, done
         haulers = conn.execute("SELECT licence, company FROM fog_haulers ORDER BY company").fetchall()
         made = invitations.get(conn, int(done.outcome["invitation"])) if done else None
         gone = [invitations.get(conn, int(i)) for i in done.outcome.get("superseded", [])] if done else []
-        return sites, haulers, invitations.people(conn), made, [g for g in gone if g is not None]
-    sites, haulers, people, made, superseded = office.read(read)
+        book = [c for c in contacts.contacts_of(conn) if c["email"]]
+        return sites, haulers, invitations.people(conn), made, [g for g in gone if g is not None], book
+    sites, haulers, people, made, superseded, book = office.read(read)
     link = invitations.link(made, office.invite_links) if made and not made.mailed and office.invite_links else None
     return Template("portal_people.html", status_code=status, context={
         "account": request.state.account, "nav": "people", "sites": sites, "haulers": haulers, "people": people,
         "error": error,
-        "made": made, "link": link, "superseded": superseded, "again": bool(done and done.again),
+        "made": made, "link": link, "book": book, "superseded": superseded, "again": bool(done and done.again),
         "form": form or {}, "mail_configured": office.mailer.configured, "done": request.query_params.get("done")})
 
 
