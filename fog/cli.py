@@ -307,7 +307,7 @@ def _pumpout_add(args: argparse.Namespace, ctx) -> int:
            "gallons": args.gallons, "fog_depth_in": args.fog_depth, "solids_depth_in": args.solids_depth,
            "receiving_facility": args.facility, "manifest": args.manifest}
     with ctx.connect("owner") as conn:
-        p = store.add_pumpout(conn, rec, _actor(args))
+        p = store.add_pumpout(conn, rec, _actor(args), today=_day(ctx, None, ""))
     note = "" if p["hauler_id"] else f" ({p['hauler_name']} is not a registered hauler: a finding)"
     print(f"recorded the pump-out of {p['establishment']} {p['device']} on {p['pumped_on']}, manifest "
           f"{p['manifest']}{note}")
@@ -319,6 +319,7 @@ def _pumpout_import(args: argparse.Namespace, ctx) -> int:
 
     text = _read(args.file)
     with ctx.connect("owner") as conn:
-        rep = imports.import_pumpouts(conn, text, Path(args.file).name, _actor(args), commit=args.commit)
+        rep = imports.import_pumpouts(conn, text, Path(args.file).name, _actor(args), commit=args.commit,
+                                      today=_day(ctx, None, ""))
     _print_report(rep)
     return 0

@@ -132,7 +132,7 @@ def record_pumpout(request: Request, establishment_id: FromPath[int],
     rec = {"establishment": _licence(request, establishment_id), **{k: str(data.get(k, "")).strip()[:200] for k in PUMPOUT_FIELDS}}
 
     def work(conn, actor):
-        p = store.add_pumpout(conn, rec, actor, source="office")
+        p = store.add_pumpout(conn, rec, actor, source="office", today=request.app.state.office.today())
         return {"location": f"/grease/{establishment_id}?saved={p['manifest']}#findings", "manifest": p["manifest"]}
 
     try:
