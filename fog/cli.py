@@ -72,6 +72,20 @@ def register(sub) -> None:
     q = hs.add_parser("devices", help="the devices a hauler was hired for (assigned, or pumped by it before)")
     q.add_argument("hauler", help="the hauler's company or licence number")
     q.set_defaults(func=_hauler_devices)
+    q = hs.add_parser("email", help="the hauler's office e-mail address, where its reminders go (else to its "
+                                    "people in the portal)")
+    q.add_argument("hauler", help="the hauler's company or licence number")
+    q.add_argument("email", metavar="ADDRESS", help="one address; an empty one clears it")
+    q.add_argument("--actor", help="who sets it (default: $USER)")
+    q.set_defaults(func=_hauler_email)
+
+    q = s.add_parser("contact", help="the e-mail address of an establishment's contact, where its reminders go")
+    q.add_argument("licence", metavar="LICENCE", help="its business licence number")
+    q.add_argument("--email", required=True, metavar="ADDRESS", help="one address; an empty one clears it")
+    q.add_argument("--actor", help="who sets it (default: $USER)")
+    q.set_defaults(func=_contact)
+    from fog import cli_reminders
+    cli_reminders.register(s)
 
     u = s.add_parser("pumpout", help="pump-out reports")
     us = u.add_subparsers(dest="pumpout_command", metavar="ACTION", required=True)
@@ -297,6 +311,31 @@ def _hauler_devices(args: argparse.Namespace, ctx) -> int:
         how = "assigned" if d["assigned"] else "pumped it before"
         print(f"{d['licence']} {d['name']}, {d['label']} ({d['kind']}): {how}; it last pumped it "
               f"{d['last_pumped'] or 'never'}")
+    return 0
+
+
+def _address(args) -> str | None:
+    text = (args.email or "").strip()
+    return args.mail.check_address(text) if text else None
+
+
+def _contact(args: argparse.Namespace, ctx) -> int:
+    from fog import reminders
+
+    with ctx.connect("owner") as conn:
+        c = reminders.set_contact_email(conn, args.licence, _address(args), _actor(args))
+    print(f"{c['name']}: reminders go to {c['email']}" if c["email"] else
+          f"{c['name']}: no address on record (its reminders are listed as not sent)")
+    return 0
+
+
+def _hauler_email(args: argparse.Namespace, ctx) -> int:
+    from fog import reminders
+
+    with ctx.connect("owner") as conn:
+        h = reminders.set_hauler_email(conn, args.hauler, _address(args), _actor(args))
+    print(f"{h['hauler']}: reminders go to {h['email']}" if h["email"] else
+          f"{h['hauler']}: reminders go to its people in the portal")
     return 0
 
 

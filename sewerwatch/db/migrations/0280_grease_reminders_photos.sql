@@ -1,0 +1,36 @@
+-- Reminders of a grease removal device coming due (fog/reminders.py): the addresses they
+-- go to (the establishment's contact, a hauler's office; a hauler's portal people are
+-- mailed too) and every reminder sent, once per device, due date and address.
+ALTER TABLE fog_establishments ADD COLUMN contact_email text
+    CHECK (contact_email IS NULL OR length(btrim(contact_email)) BETWEEN 3 AND 254);
+ALTER TABLE fog_haulers ADD COLUMN email text
+    CHECK (email IS NULL OR length(btrim(email)) BETWEEN 3 AND 254);
+
+CREATE TABLE fog_reminders (
+    id          bigserial PRIMARY KEY,
+    device_id   int NOT NULL REFERENCES fog_devices (id),
+    due_on      date NOT NULL,
+    address     text NOT NULL,
+    recipient   text NOT NULL CHECK (recipient IN ('establishment', 'hauler')),
+    hauler_id   int REFERENCES fog_haulers (id),
+    sent_at     timestamptz NOT NULL DEFAULT now(),
+    sent_by     text NOT NULL,
+    UNIQUE (device_id, due_on, address)
+);
+CREATE INDEX fog_reminders_sent ON fog_reminders (sent_at);
+
+-- Photos of a pump-out attached by the hauler in the portal (ereport/grease_photos.py): each
+-- checked and re-encoded as the field inspections' photos are (field/photos.py); the same
+-- photo once per report.
+CREATE TABLE fog_pumpout_photos (
+    id          bigserial PRIMARY KEY,
+    pumpout_id  bigint NOT NULL REFERENCES fog_pumpouts (id),
+    media_type  text NOT NULL CHECK (media_type IN ('image/jpeg', 'image/png')),
+    content     bytea NOT NULL,
+    width       int NOT NULL CHECK (width > 0),      -- [px]
+    height      int NOT NULL CHECK (height > 0),     -- [px]
+    sha256      text NOT NULL,
+    added_at    timestamptz NOT NULL DEFAULT now(),
+    added_by    text NOT NULL,
+    UNIQUE (pumpout_id, sha256)
+);
