@@ -74,16 +74,18 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
     def read(conn):
         from fog.haulers import assigned
         try:
-            return (store.establishment(conn, rules, day, establishment_id), store.haulers(conn),
-                    assigned(conn, establishment_id))
+            e = store.establishment(conn, rules, day, establishment_id)
         except InputError:
             raise NotFoundException("no such establishment") from None
+        from ereport.grease_photos import photos
+        return (e, store.haulers(conn), assigned(conn, establishment_id),
+                photos(conn, [p["id"] for d in e["devices"] for p in d["pumpouts"]]))
 
-    e, haulers, hired = request.app.state.office.read(read)
+    e, haulers, hired, pictures = request.app.state.office.read(read)
     bases = {k: rules.basis(k) for k in ("too late", "overdue", "over capacity", "unregistered hauler")}
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
-            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, **more}
+            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, "photos": pictures, **more}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
