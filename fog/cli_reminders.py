@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import date, datetime
 
 from foundation import moments
 
@@ -32,6 +33,17 @@ def register(s) -> None:
     q.set_defaults(func=_list)
 
 
+def _actor(args):
+    from foundation.actor import Actor
+
+    return Actor(args.actor, "cli") if getattr(args, "actor", None) else Actor.os_user()
+
+
+def _today(ctx) -> date:
+    """The village's day (in its time zone), the day reminders are sent on."""
+    return datetime.now(moments.village_zone(ctx.config)).date()
+
+
 def _line(m) -> str:
     to = m.to or "no address on record"
     who = "the establishment" if m.recipient == "establishment" else "hauler"
@@ -40,7 +52,7 @@ def _line(m) -> str:
 
 def _send(args: argparse.Namespace, ctx) -> int:
     from fog import reminders
-    from fog.cli import _actor, _day, _rules_of
+    from fog.rules import for_pack
     from foundation.config import WebOptions
 
     cfg = ctx.config
@@ -50,7 +62,7 @@ def _send(args: argparse.Namespace, ctx) -> int:
         raise InputError("no mail server is set up ([web] mail_url in the configuration): nothing was sent "
                          "(--dry-run shows who would get what)")
     with ctx.connect("owner") as conn:
-        out = reminders.send(conn, _rules_of(ctx), _day(ctx, None, ""), mailer, _actor(args), utility=cfg.name,
+        out = reminders.send(conn, for_pack(cfg.utility.pack), _today(ctx), mailer, _actor(args), utility=cfg.name,
                              ahead_days=args.ahead, dry_run=args.dry_run)
     if args.json:
         print(json.dumps({"dry_run": out.dry_run, "from": out.today, "to": out.until,
@@ -78,9 +90,8 @@ def _send(args: argparse.Namespace, ctx) -> int:
 
 def _list(args: argparse.Namespace, ctx) -> int:
     from fog import reminders
-    from fog.cli import _day
 
-    since = _day(ctx, args.since, "--since") if args.since else None
+    since = moments.day(args.since, "--since") if args.since else None
     with ctx.connect("owner") as conn:
         rows = reminders.sent(conn, since)
     tz = moments.village_zone(ctx.config)
