@@ -80,6 +80,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "bill.html": ("office/bills/#bill-a-quarter", "How do I record a payment?"),
     "fog_list.html": ("office/grease/#reading-it", "How do I find what is overdue?"),
     "fog_establishment.html": ("office/grease/#haulers-and-pump-outs", "How do I record a pump-out?"),
+    "fog_inspection_form.html": ("office/grease/#inspections", "How do I record a grease inspection?"),
     "fog_reminders.html": ("office/grease/#reminders", "How do I remind establishments of a pump-out due?"),
     "statement.html": ("office/statements/#what-a-statement-counts", "How do I read a statement of account?"),
     "receivables.html": ("office/statements/", "How do I read the receivables?"),

@@ -78,11 +78,15 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
         except InputError:
             raise NotFoundException("no such establishment") from None
         from ereport.grease_photos import photos
+        from fog.inspections import add_to
+        add_to(conn, rules, e, day)
         return (e, store.haulers(conn), assigned(conn, establishment_id),
                 photos(conn, [p["id"] for d in e["devices"] for p in d["pumpouts"]]))
 
+    from fog.inspections import KIND, basis
     e, haulers, hired, pictures = request.app.state.office.read(read)
     bases = {k: rules.basis(k) for k in ("too late", "overdue", "over capacity", "unregistered hauler")}
+    bases[KIND] = basis(rules)
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
             "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, "photos": pictures, **more}
@@ -90,10 +94,10 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
-                       again: Q = None, hired: Q = None) -> Template:
+                       again: Q = None, hired: Q = None, inspected: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
-        request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired))
+        request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired, inspected=inspected))
 
 
 def _licence(request: Request, establishment_id: int) -> str:

@@ -34,3 +34,23 @@ CREATE TABLE fog_pumpout_photos (
     added_by    text NOT NULL,
     UNIQUE (pumpout_id, sha256)
 );
+
+-- A grease inspection of an establishment's device (fog/inspections.py): the device's checks
+-- (baffles, cover, FOG and solids depth measured [in]) and the kitchen's best management
+-- practices. The 25 % reading is worked out when read, as every finding is.
+CREATE TABLE fog_inspections (
+    id               bigserial PRIMARY KEY,
+    device_id        int NOT NULL REFERENCES fog_devices (id),
+    inspected_on     date NOT NULL,
+    baffles          text NOT NULL CHECK (baffles IN ('in place', 'damaged', 'missing')),
+    cover            text NOT NULL CHECK (cover IN ('sound', 'damaged', 'missing')),
+    fog_depth_in     numeric NOT NULL CHECK (fog_depth_in >= 0),      -- [in]
+    solids_depth_in  numeric NOT NULL CHECK (solids_depth_in >= 0),   -- [in]
+    scraping         boolean NOT NULL,     -- plates scraped into the trash before washing
+    strainers        boolean NOT NULL,     -- strainers in the sinks' drains
+    training_records boolean NOT NULL,     -- the staff's grease training on record
+    notes            text NOT NULL DEFAULT '',
+    recorded_at      timestamptz NOT NULL DEFAULT now(),
+    recorded_by      text NOT NULL
+);
+CREATE INDEX fog_inspections_device ON fog_inspections (device_id, inspected_on);
