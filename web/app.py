@@ -45,7 +45,7 @@ from web.pages import help as help_page
 from web.pages import calendar as calendar_page
 from web.pages import field as field_pages
 from web.pages import fog as fog_pages
-from web.pages import fog_inspections, fog_reminders, grease_photos
+from web.pages import fog_inspections, fog_reminders, grease_photos, portal_kitchen
 from web.pages import inspections as inspection_pages
 from web.pages import instruments as instrument_pages
 from web.pages import maintenance as maintenance_pages
@@ -277,7 +277,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *portal.routes(office), *portal_grease.ROUTES, *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *state_report_pages.ROUTES, *records_page.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
                 *accounts_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES, *fog_reminders.ROUTES, *grease_photos.ROUTES,
-                *fog_inspections.ROUTES,
+                *fog_inspections.ROUTES, *portal_kitchen.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(

@@ -96,6 +96,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "portal_submission.html": ("portal/#submit-a-self-monitoring-report", "How do I correct a report?"),
     "portal_statement.html": ("office/statements/#what-a-statement-counts", "How do I read my statement?"),
     "portal_invite.html": ("portal/#your-account", "How do I set up my account?"),
+    "kitchen_home.html": ("portal/haulers/#establishments-confirm-or-dispute", "How do I confirm or dispute a pump-out?"),
     "hauler_home.html": ("portal/haulers/", "How do I report a pump-out?"),
     "hauler_report_form.html": ("portal/haulers/#report-a-pump-out", "How do I report a pump-out?"),
     "hauler_report.html": ("portal/haulers/#what-the-village-finds", "How do I read what the village finds?"),

@@ -80,16 +80,19 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
         from ereport.grease_photos import photos
         from fog.inspections import add_to
         add_to(conn, rules, e, day)
-        return (e, store.haulers(conn), assigned(conn, establishment_id),
-                photos(conn, [p["id"] for d in e["devices"] for p in d["pumpouts"]]))
+        from fog.verdicts import of_pumpouts
+        ids = [p["id"] for d in e["devices"] for p in d["pumpouts"]]
+        return e, store.haulers(conn), assigned(conn, establishment_id), photos(conn, ids), of_pumpouts(conn, ids)
 
     from fog.inspections import KIND, basis
-    e, haulers, hired, pictures = request.app.state.office.read(read)
+    e, haulers, hired, pictures, verdicts = request.app.state.office.read(read)
     bases = {k: rules.basis(k) for k in ("too late", "overdue", "over capacity", "unregistered hauler")}
     bases[KIND] = basis(rules)
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
-            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, "photos": pictures, **more}
+            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, "photos": pictures,
+            "verdicts": verdicts, "disputed": [(p, verdicts[p["id"]]) for d in e["devices"] for p in d["pumpouts"]
+                                               if verdicts.get(p["id"], {}).get("verdict") == "disputed"], **more}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)

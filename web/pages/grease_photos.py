@@ -26,7 +26,7 @@ from web.pages.portal_grease import HAULER
 FORM_MAX = 24 << 20
 
 
-def _serve(p: dict, photo_id: int) -> Response:
+def serve(p: dict, photo_id: int) -> Response:
     ext = "jpg" if p["media_type"] == "image/jpeg" else "png"
     return Response(p["content"], media_type=p["media_type"], headers={
         "Content-Disposition": f'inline; filename="pump-out-photo-{photo_id}.{ext}"',
@@ -73,7 +73,7 @@ def hauler_photo(request: Request, photo_id: FromPath[int]) -> Response:
     p = request.app.state.office.read(lambda conn: grease_photos.photo(conn, photo_id))
     if p is None or p["hauler_id"] != request.state.account.hauler_id:
         raise NotFoundException("no such photo")
-    return _serve(p, photo_id)
+    return serve(p, photo_id)
 
 
 @get("/grease/photos/{photo_id:int}", opt=VIEW, sync_to_thread=True)
@@ -85,7 +85,7 @@ def staff_photo(request: Request, photo_id: FromPath[int]) -> Response:
     p = request.app.state.office.read(lambda conn: grease_photos.photo(conn, photo_id))
     if p is None:
         raise NotFoundException("no such photo")
-    return _serve(p, photo_id)
+    return serve(p, photo_id)
 
 
 ROUTES = [attach_photo, hauler_photo, staff_photo]

@@ -54,3 +54,33 @@ CREATE TABLE fog_inspections (
     recorded_by      text NOT NULL
 );
 CREATE INDEX fog_inspections_device ON fog_inspections (device_id, inspected_on);
+
+-- An establishment's own portal accounts (kind 'grease-establishment', bound to one
+-- establishment as a hauler's account is bound to its hauler): they confirm or dispute each
+-- pump-out reported for their devices (fog/verdicts.py), once.
+ALTER TABLE web_accounts ADD COLUMN establishment_id int REFERENCES fog_establishments (id);
+ALTER TABLE web_accounts DROP CONSTRAINT web_accounts_kind_check;
+ALTER TABLE web_accounts ADD CONSTRAINT web_accounts_kind_check
+    CHECK (kind IN ('staff', 'industrial-user', 'grease-hauler', 'grease-establishment'));
+ALTER TABLE web_accounts DROP CONSTRAINT web_accounts_check;
+ALTER TABLE web_accounts ADD CONSTRAINT web_accounts_check
+    CHECK ((kind = 'staff' AND role IS NOT NULL AND site_id IS NULL AND hauler_id IS NULL AND establishment_id IS NULL)
+           OR (kind = 'industrial-user' AND site_id IS NOT NULL AND hauler_id IS NULL AND establishment_id IS NULL)
+           OR (kind = 'grease-hauler' AND hauler_id IS NOT NULL AND site_id IS NULL AND role IS NULL
+               AND establishment_id IS NULL)
+           OR (kind = 'grease-establishment' AND establishment_id IS NOT NULL AND site_id IS NULL AND hauler_id IS NULL
+               AND role IS NULL));
+
+CREATE TABLE fog_pumpout_verdicts (
+    pumpout_id  bigint PRIMARY KEY REFERENCES fog_pumpouts (id),
+    verdict     text NOT NULL CHECK (verdict IN ('confirmed', 'disputed')),
+    reason      text NOT NULL DEFAULT '' CHECK (verdict = 'confirmed' OR length(btrim(reason)) > 0),
+    given_at    timestamptz NOT NULL DEFAULT now(),
+    given_by    text NOT NULL
+);
+
+-- An invitation names a site, a hauler or (now) an establishment: exactly one of them.
+ALTER TABLE portal_invitations ADD COLUMN establishment_id int REFERENCES fog_establishments (id);
+ALTER TABLE portal_invitations DROP CONSTRAINT portal_invitations_site_or_hauler;
+ALTER TABLE portal_invitations ADD CONSTRAINT portal_invitations_one_owner
+    CHECK (num_nonnulls(site_id, hauler_id, establishment_id) = 1 AND (site_id IS NOT NULL OR NOT signatory));
