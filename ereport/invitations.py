@@ -121,15 +121,25 @@ class Invitation:
     hauler_id: int | None = None
     hauler_name: str | None = None
     hauler_licence: str | None = None
+    #: an establishment's invitation (the grease program; then no site): its id, name and licence
+    establishment_id: int | None = None
+    establishment_name: str | None = None
+    establishment_licence: str | None = None
 
     @property
     def owner(self) -> str:
-        """Whose people the invitation is for, in words (the industrial user or the hauler)."""
+        """Whose people the invitation is for, in words (the industrial user, the hauler or the
+        establishment)."""
+        if self.establishment_id is not None:
+            return self.establishment_name
         return self.site_name if self.hauler_id is None else self.hauler_name
 
     @property
     def object(self) -> str:
-        """The audit trail's object of the invitation (``site:KEY`` or ``hauler:LICENCE``)."""
+        """The audit trail's object of the invitation (``site:KEY``, ``hauler:LICENCE`` or
+        ``establishment:LICENCE``)."""
+        if self.establishment_id is not None:
+            return f"establishment:{self.establishment_licence}"
         return f"site:{self.site_key}" if self.hauler_id is None else f"hauler:{self.hauler_licence}"
 
     @property
@@ -146,7 +156,7 @@ class Invitation:
 _COLS = ("i.id", "i.site_id", "s.key", "s.name", "i.email", "i.full_name", "i.title", "i.signatory",
          "i.subscriber_agreement_on", "i.token_id", "i.totp_secret", "i.invited_by", "i.invited_at", "i.expires_at",
          "i.accepted_at", "i.account_id", "i.revoked_at", "i.mailed", "i.mail_error", "i.hauler_id", "h.company",
-         "h.licence")
+         "h.licence", "i.establishment_id", "f.name", "f.licence")
 
 
 @dataclass(frozen=True)
@@ -171,7 +181,8 @@ class Invited:
 
 def _invitations(conn, where: str, params=()) -> list[Invitation]:
     rows = conn.execute(f"SELECT {', '.join(_COLS)} FROM portal_invitations i LEFT JOIN sites s ON s.id = i.site_id "
-                        f"LEFT JOIN fog_haulers h ON h.id = i.hauler_id WHERE {where} ORDER BY i.id", params).fetchall()
+                        f"LEFT JOIN fog_haulers h ON h.id = i.hauler_id LEFT JOIN fog_establishments f ON "
+                        f"f.id = i.establishment_id WHERE {where} ORDER BY i.id", params).fetchall()
     return [Invitation(*r) for r in rows]
 
 
@@ -266,13 +277,34 @@ def invite_contact(conn, contact_id: int, *, actor: Actor, links: InviteLinks, m
                    mailer=mailer, utility=utility, contact_id=contact_id)
 
 
+def invite_establishment(conn, licence: str, email: str, full_name: str, *, actor: Actor, links: InviteLinks,
+                         mailer: Mailer, utility: str) -> Invited:
+    """Invite a person of the grease program's establishment with business licence ``licence``
+    to the portal, to confirm or dispute the pump-outs reported for its devices
+    (:mod:`fog.verdicts`); as :func:`invite` otherwise. Never a signatory.
+
+    Raises
+    ------
+    foundation.errors.InputError
+        No establishment with that licence, an address that is not one bare address, a name
+        missing or too long.
+    """
+    row = conn.execute("SELECT id, name, licence FROM fog_establishments WHERE licence = %s",
+                       ((licence or "").strip(),)).fetchone()
+    if row is None:
+        raise InputError(f"no establishment with licence {licence!r} (sewerwatch fog list)")
+    return _invite(conn, ("establishment_id", row[0], row[1], f"establishment:{row[2]}"), email, full_name,
+                   signatory=False, title=None, subscriber_agreement_on=None, actor=actor, links=links, mailer=mailer,
+                   utility=utility)
+
+
 def _invite(conn, owner: tuple, email: str, full_name: str, *, signatory: bool, title: str | None,
             subscriber_agreement_on: date | None, actor: Actor, links: InviteLinks, mailer: Mailer,
             utility: str, contact_id: int | None = None) -> Invited:
     """An invitation for ``owner`` (its column ``site_id`` or ``hauler_id``, its id, its name,
     the audit trail's object), superseding the open ones to the same address, mailed."""
     column, owner_id, owner_name, obj = owner
-    assert column in ("site_id", "hauler_id")
+    assert column in ("site_id", "hauler_id", "establishment_id")
     address = check_address(email)
     name = _text(full_name, "the person's name")
     position = _text(title, "the position (as the authorisation names it)", required=signatory)
@@ -302,11 +334,13 @@ def _invite(conn, owner: tuple, email: str, full_name: str, *, signatory: bool, 
                    {"invitation": e.id, "superseded_by": iid,
                     "reason": f"superseded by invitation {iid} to the same address"})
     url = links.url(iid, token_id)
-    hauling = column == "hauler_id"
-    body = invitation_body(utility, owner_name, name, bool(signatory), url, expires, hauler=hauling)
+    hauling, kitchen = column == "hauler_id", column == "establishment_id"
+    body = invitation_body(utility, owner_name, name, bool(signatory), url, expires, hauler=hauling,
+                           establishment=kitchen)
     try:
         mailer.send(address, f"{utility}: your invitation to the "
-                    + ("portal, to report grease pump-outs" if hauling else "industrial users' portal"), body)
+                    + ("portal, to report grease pump-outs" if hauling else
+                       "portal, to confirm your grease pump-outs" if kitchen else "industrial users' portal"), body)
         conn.execute("UPDATE portal_invitations SET mailed = true WHERE id = %s", (iid,))
     except (MailError, InputError) as exc:
         conn.execute("UPDATE portal_invitations SET mail_error = %s WHERE id = %s", (str(exc)[:500], iid))
@@ -337,13 +371,16 @@ def superseded_by(conn, inv: Invitation) -> int | None:
 
 
 def invitation_body(utility: str, site_name: str, name: str, signatory: bool, url: str, expires: datetime,
-                    hauler: bool = False) -> str:
+                    hauler: bool = False, establishment: bool = False) -> str:
     """The invitation's text (plain; no part of it is a header); ``hauler``: a grease hauler's
-    person (``site_name`` the hauler's company)."""
+    person (``site_name`` the hauler's company); ``establishment``: an establishment's person
+    (``site_name`` its name)."""
     role = ("an authorised signatory: you will set up a second factor (an authenticator app) and can sign and "
             "submit reports" if signatory else "a preparer: you can enter and upload data; a signatory signs it")
     what = (f"its portal for {site_name}, to report the grease pump-outs of the interceptors and traps you are hired "
-            "for" if hauler else f"its industrial users' portal for {site_name}, as {role}")
+            "for" if hauler else f"its portal for {site_name}, to confirm or dispute the pump-outs haulers report for "
+            "your grease interceptors and traps" if establishment else
+            f"its industrial users' portal for {site_name}, as {role}")
     return (f"{name},\n\n{utility} invites you to {what}.\n\n"
             f"Open this link to choose your user name and password (it works once, until "
             f"{expires.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC):\n\n{url}\n\n"
@@ -381,7 +418,7 @@ def totp_uri(inv: Invitation, utility: str) -> str:
 
 def suggested_username(inv: Invitation) -> str:
     local = re.sub(r"[^a-z0-9._-]", "", inv.email.split("@", 1)[0].lower())[:40] or "user"
-    if inv.hauler_id is not None:
+    if inv.hauler_id is not None or inv.establishment_id is not None:
         return local
     return f"{inv.site_key}.{local}"[:64] if re.fullmatch(r"[a-z0-9]", inv.site_key[:1] or "") else local
 
@@ -404,8 +441,9 @@ def accept(conn, token: str, username: str, password: str, password_again: str, 
                         (inv.id,)).fetchone()[0] is not None:
             raise InvitationError("This invitation has been used already.")
         acc = accounts.add(conn, (username or "").strip().lower(), inv.full_name, None, password, actor=actor,
-                           kind="industrial-user" if inv.hauler_id is None else "grease-hauler",
-                           site_key=inv.site_key, hauler=inv.hauler_licence,
+                           kind=("grease-establishment" if inv.establishment_id is not None else
+                                 "industrial-user" if inv.hauler_id is None else "grease-hauler"),
+                           site_key=inv.site_key, hauler=inv.hauler_licence, establishment=inv.establishment_licence,
                            portal={"email": inv.email, "signatory": inv.signatory, "title": inv.title,
                                    "subscriber_agreement_on": inv.subscriber_agreement_on,
                                    "totp_secret": inv.totp_secret if inv.signatory else None})
@@ -416,7 +454,8 @@ def accept(conn, token: str, username: str, password: str, password_again: str, 
                                            (inv.id,)).fetchone()
         contacts.link_account(conn, acc.id, site_id, inv.email, contact_id)
         _audit(conn, actor, "portal-invitation-accepted", f"account:{acc.username}",
-               {"invitation": inv.id, "site": inv.site_key, "hauler": inv.hauler_licence, "signatory": inv.signatory})
+               {"invitation": inv.id, "site": inv.site_key, "hauler": inv.hauler_licence,
+                "establishment": inv.establishment_licence, "signatory": inv.signatory})
     return acc
 
 
@@ -439,7 +478,7 @@ def revoke(conn, username: str, *, actor: Actor) -> accounts.Account:
     sessions end at their next request (``web_accounts.disabled_at``); its submissions and
     reports stay in the record."""
     acc = accounts.get(conn, username)
-    if acc is None or acc.kind not in ("industrial-user", "grease-hauler"):
+    if acc is None or acc.kind not in ("industrial-user", "grease-hauler", "grease-establishment"):
         raise InputError(f"no portal account {username!r}")
     with conn.transaction():
         accounts.disable(conn, username, actor=actor)

@@ -73,6 +73,20 @@ def register(sub) -> None:
     q = hs.add_parser("devices", help="the devices a hauler was hired for (assigned, or pumped by it before)")
     q.add_argument("hauler", help="the hauler's company or licence number")
     q.set_defaults(func=_hauler_devices)
+    q = hs.add_parser("email", help="the hauler's office e-mail address, where its reminders go (else to its "
+                                    "people in the portal)")
+    q.add_argument("hauler", help="the hauler's company or licence number")
+    q.add_argument("email", metavar="ADDRESS", help="one address; an empty one clears it")
+    q.add_argument("--actor", help="who sets it (default: $USER)")
+    q.set_defaults(func=_hauler_email)
+
+    q = s.add_parser("contact", help="the e-mail address of an establishment's contact, where its reminders go")
+    q.add_argument("licence", metavar="LICENCE", help="its business licence number")
+    q.add_argument("--email", required=True, metavar="ADDRESS", help="one address; an empty one clears it")
+    q.add_argument("--actor", help="who sets it (default: $USER)")
+    q.set_defaults(func=_contact)
+    from fog import cli_reminders
+    cli_reminders.register(s)
 
     from fog import cli_blockages
 
@@ -307,6 +321,31 @@ def _hauler_devices(args: argparse.Namespace, ctx) -> int:
     return 0
 
 
+def _address(args) -> str | None:
+    text = (args.email or "").strip()
+    return args.mail.check_address(text) if text else None
+
+
+def _contact(args: argparse.Namespace, ctx) -> int:
+    from fog import reminders
+
+    with ctx.connect("owner") as conn:
+        c = reminders.set_contact_email(conn, args.licence, _address(args), _actor(args))
+    print(f"{c['name']}: reminders go to {c['email']}" if c["email"] else
+          f"{c['name']}: no address on record (its reminders are listed as not sent)")
+    return 0
+
+
+def _hauler_email(args: argparse.Namespace, ctx) -> int:
+    from fog import reminders
+
+    with ctx.connect("owner") as conn:
+        h = reminders.set_hauler_email(conn, args.hauler, _address(args), _actor(args))
+    print(f"{h['hauler']}: reminders go to {h['email']}" if h["email"] else
+          f"{h['hauler']}: reminders go to its people in the portal")
+    return 0
+
+
 def _pumpout_add(args: argparse.Namespace, ctx) -> int:
     from fog import store
 
@@ -314,7 +353,7 @@ def _pumpout_add(args: argparse.Namespace, ctx) -> int:
            "gallons": args.gallons, "fog_depth_in": args.fog_depth, "solids_depth_in": args.solids_depth,
            "receiving_facility": args.facility, "manifest": args.manifest}
     with ctx.connect("owner") as conn:
-        p = store.add_pumpout(conn, rec, _actor(args))
+        p = store.add_pumpout(conn, rec, _actor(args), today=_day(ctx, None, ""))
     note = "" if p["hauler_id"] else f" ({p['hauler_name']} is not a registered hauler: a finding)"
     print(f"recorded the pump-out of {p['establishment']} {p['device']} on {p['pumped_on']}, manifest "
           f"{p['manifest']}{note}")
@@ -326,6 +365,7 @@ def _pumpout_import(args: argparse.Namespace, ctx) -> int:
 
     text = _read(args.file)
     with ctx.connect("owner") as conn:
-        rep = imports.import_pumpouts(conn, text, Path(args.file).name, _actor(args), commit=args.commit)
+        rep = imports.import_pumpouts(conn, text, Path(args.file).name, _actor(args), commit=args.commit,
+                                      today=_day(ctx, None, ""))
     _print_report(rep)
     return 0

@@ -148,4 +148,4 @@ def file_report(conn, hauler_id: int, device_id, fields: dict, actor, today: dat
     h, d = hauler(conn, hauler_id), mine[did]
     rec = {"establishment": d["licence"], "device": d["label"], "hauler": h["licence"],
            **{k: str(fields.get(k) or "").strip()[:200] for k in FIELDS}}
-    return store.add_pumpout(conn, rec, actor, source="portal")
+    return store.add_pumpout(conn, rec, actor, source="portal", today=today)

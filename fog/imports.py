@@ -191,10 +191,11 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
     return report
 
 
-def import_pumpouts(conn, text: str, filename: str, actor, *, commit: bool = False) -> Report:
+def import_pumpouts(conn, text: str, filename: str, actor, *, today: date, commit: bool = False) -> Report:
     """Import a hauler's pump-out reports (:data:`PUMP_COLUMNS`), each checked as
-    :func:`fog.store.check_pumpout` checks one entered by hand; a manifest number twice in
-    the file is rejected the second time, naming the line of the first."""
+    :func:`fog.store.check_pumpout` checks one entered by hand (a date after ``today``, the
+    village's day, refused); a manifest number twice in the file is rejected the second time,
+    naming the line of the first."""
     report = Report(filename)
     manifests: dict[str, int] = {}
     for line, row, raw in _rows(text, filename, PUMP_COLUMNS, tuple(c for c in PUMP_COLUMNS if c != "device")):
@@ -203,7 +204,7 @@ def import_pumpouts(conn, text: str, filename: str, actor, *, commit: bool = Fal
                 raise InputError(f"more fields than the header's {len(PUMP_COLUMNS)} columns")
             if row["manifest"] in manifests:
                 raise InputError(f"manifest {row['manifest']} is on line {manifests[row['manifest']]} already")
-            p = store.check_pumpout(conn, row)
+            p = store.check_pumpout(conn, row, today)
         except InputError as exc:
             report.rejected.append((line, str(exc), raw))
             continue
@@ -211,7 +212,7 @@ def import_pumpouts(conn, text: str, filename: str, actor, *, commit: bool = Fal
         report.good.append(row)
     if commit:
         for row in report.good:
-            store.add_pumpout(conn, row, actor, source=f"import {filename}")
+            store.add_pumpout(conn, row, actor, source=f"import {filename}", today=today)
         _dead(conn, PUMP_SOURCE, report, actor)
         report.committed = True
     return report

@@ -54,6 +54,8 @@ class Rules:
         No interval is shortened below this [days].
     sections : tuple of Section
         The ordinance's grease sections (none where it has none).
+    reminder_days : int
+        A device due within this many days gets a reminder (:mod:`fog.reminders`) [days].
     """
 
     pack: str
@@ -62,6 +64,7 @@ class Rules:
     late_factor: float
     interval_min_days: int
     sections: tuple[Section, ...]
+    reminder_days: int = 14
 
     def shortened(self, interval_days: int) -> int:
         """The interval after a pump-out too late [days]: ``interval × late_factor``, rounded
@@ -127,4 +130,5 @@ def for_pack(pack: str, folder: Path = HERE) -> Rules:
                  depth_share=float(_number(prog, "depth_share", where, 0.01, 1.0)),
                  late_factor=float(_number(prog, "late_factor", where, 0.05, 1.0)),
                  interval_min_days=int(_number(prog, "interval_min_days", where, 1, 3650)),
-                 sections=tuple(sections))
+                 sections=tuple(sections),
+                 reminder_days=int(_number(prog, "reminder_days", where, 0, 365)) if "reminder_days" in prog else 14)

@@ -108,7 +108,7 @@ FIELD_WORDS = {"establishment": "establishment", "date": "date", "hauler": "haul
                "receiving_facility": "receiving facility", "manifest": "manifest"}
 
 
-def check_pumpout(conn, rec: dict) -> dict:
+def check_pumpout(conn, rec: dict, today: date | None = None) -> dict:
     """A pump-out report checked and resolved (the establishment, device and hauler found),
     ready for :func:`add_pumpout`; nothing stored.
 
@@ -119,12 +119,16 @@ def check_pumpout(conn, rec: dict) -> dict:
         establishment has one), ``date``, ``hauler`` (company or licence), ``gallons``
         [gal], ``fog_depth_in`` and ``solids_depth_in`` [in], ``receiving_facility``,
         ``manifest``.
+    today : datetime.date, optional
+        The village's day (in its time zone): a pump-out dated after it is refused, a report
+        being of something done. None: the date is not compared (a caller that has no day).
 
     Raises
     ------
     InputError
         A field missing or not a number or a date, an unknown establishment or device, a
-        manifest number recorded already (naming the pump-out that has it).
+        manifest number recorded already (naming the pump-out that has it), a date after
+        ``today``.
     """
     for key in ("establishment", "date", "hauler", "gallons", "fog_depth_in", "solids_depth_in",
                 "receiving_facility", "manifest"):
@@ -139,20 +143,25 @@ def check_pumpout(conn, rec: dict) -> dict:
         raise InputError(f"manifest {manifest} is recorded already: {same[2]}, {same[3]}, pumped on {same[1]} "
                          f"by {same[4]}: nothing was saved")
     hauler = find_hauler(conn, str(rec["hauler"]))
+    pumped_on = _day(rec["date"], "date")
+    if today is not None and pumped_on > today:
+        raise InputError(f"date: {pumped_on} is after today ({today}); record a pump-out once it is done")
     return {"device_id": dev[0], "establishment": est[1], "device": dev[1],
             "hauler_id": hauler[0] if hauler else None,
             "hauler_name": hauler[1] if hauler else str(rec["hauler"]).strip(),
-            "pumped_on": _day(rec["date"], "date"),
+            "pumped_on": pumped_on,
             "gallons": _number(rec["gallons"], "gallons", "gallons"),
             "fog_depth_in": _number(rec["fog_depth_in"], "FOG depth", "inches"),
             "solids_depth_in": _number(rec["solids_depth_in"], "solids depth", "inches"),
             "receiving_facility": str(rec["receiving_facility"]).strip(), "manifest": manifest}
 
 
-def add_pumpout(conn, rec: dict, actor, source: str = "cli") -> dict:
+def add_pumpout(conn, rec: dict, actor, source: str = "cli", *, today: date) -> dict:
     """Record a pump-out report (:func:`check_pumpout`'s fields); a hauler not registered is
-    recorded as named (a finding). Returns the stored row with its ``id``."""
-    p = check_pumpout(conn, rec)
+    recorded as named (a finding). ``today`` is the village's day: a pump-out dated after it
+    is refused (the command line, the office's form, a hauler's file and the portal alike).
+    Returns the stored row with its ``id``."""
+    p = check_pumpout(conn, rec, today)
     p["id"] = conn.execute(
         "INSERT INTO fog_pumpouts (device_id, hauler_id, hauler_name, pumped_on, gallons, fog_depth_in, "
         "solids_depth_in, receiving_facility, manifest, source, recorded_by) VALUES (%s, %s, %s, %s, %s, %s, %s, "

@@ -51,7 +51,7 @@ _DUMMY_HASH = _hasher.hash("not a password of any account")
 
 COLS = ("id", "username", "full_name", "kind", "role", "site_id", "disabled_at", "failed_logins", "locked_until",
         "session_epoch", "totp_secret", "created_at", "last_login_at", "email", "signatory", "title",
-        "subscriber_agreement_on", "hauler_id")
+        "subscriber_agreement_on", "hauler_id", "establishment_id")
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,8 @@ class Account:
     subscriber_agreement_on: object = None
     #: a grease hauler's account: the registered hauler it reports for
     hauler_id: int | None = None
+    #: an establishment's account (the grease program): the establishment it speaks for
+    establishment_id: int | None = None
 
     @property
     def totp(self) -> bool:
@@ -166,7 +168,8 @@ def _check_role(role: str) -> str:
 
 
 def add(conn, username: str, full_name: str, role: str | None, password: str, *, actor: Actor, kind: str = "staff",
-        site_key: str | None = None, portal: dict | None = None, hauler: str | None = None) -> Account:
+        site_key: str | None = None, portal: dict | None = None, hauler: str | None = None,
+        establishment: str | None = None) -> Account:
     """Add an account (audited ``account-added``).
 
     Parameters
@@ -175,7 +178,9 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
         Lower-case letters, digits, ``.``, ``_`` and ``-`` (at most 64).
     kind : str
         ``staff`` (with a role); ``industrial-user`` accounts are bound to ``site_key``,
-        ``grease-hauler`` accounts to the registered hauler whose licence is ``hauler``.
+        ``grease-hauler`` accounts to the registered hauler whose licence is ``hauler``,
+        ``grease-establishment`` accounts to the establishment whose business licence is
+        ``establishment``.
     portal : dict, optional
         An industrial user's person (:mod:`ereport.invitations`): ``email``, ``signatory``,
         ``title``, ``subscriber_agreement_on``, ``totp_secret`` (a signatory's second factor).
@@ -188,7 +193,7 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
         raise InputError("users add: --name needs the person's name (records show it)")
     if kind not in KINDS:
         raise InputError(f"unknown kind of account {kind!r} (kinds: {', '.join(KINDS)})")
-    site_id = hauler_id = None
+    site_id = hauler_id = establishment_id = None
     if kind == "staff":
         _check_role(role)
     elif kind == "grease-hauler":
@@ -197,6 +202,13 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
             raise InputError(f"users add: a grease hauler's account needs its registered hauler; no hauler with "
                              f"licence {hauler!r} (sewerwatch fog hauler list)")
         hauler_id = row[0]
+    elif kind == "grease-establishment":
+        row = conn.execute("SELECT id FROM fog_establishments WHERE licence = %s",
+                           ((establishment or "").strip(),)).fetchone()
+        if row is None:
+            raise InputError(f"users add: an establishment's account needs its establishment; no establishment with "
+                             f"licence {establishment!r} (sewerwatch fog list)")
+        establishment_id = row[0]
     else:
         row = conn.execute("SELECT id FROM sites WHERE key = %s", (site_key,)).fetchone()
         if row is None:
@@ -208,15 +220,18 @@ def add(conn, username: str, full_name: str, role: str | None, password: str, *,
             raise InputError(f"users add: an account {username!r} exists already")
         p = portal or {}
         conn.execute("INSERT INTO web_accounts (username, full_name, kind, role, site_id, password_hash, created_by, "
-                     "email, signatory, title, subscriber_agreement_on, totp_secret, hauler_id) "
-                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                     "email, signatory, title, subscriber_agreement_on, totp_secret, hauler_id, establishment_id) "
+                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                      (username, full_name.strip(), kind, role if kind == "staff" else None, site_id,
                       _hasher.hash(password), actor.audit_name, p.get("email"), bool(p.get("signatory")),
-                      p.get("title"), p.get("subscriber_agreement_on"), p.get("totp_secret"), hauler_id))
+                      p.get("title"), p.get("subscriber_agreement_on"), p.get("totp_secret"), hauler_id,
+                      establishment_id))
         _audit(conn, actor, "account-added", username, {"role": role, "kind": kind, "full_name": full_name.strip(),
                                                         **({"site": site_key, "signatory": bool(p.get("signatory"))}
                                                            if kind == "industrial-user" else {}),
-                                                        **({"hauler": hauler} if kind == "grease-hauler" else {})})
+                                                        **({"hauler": hauler} if kind == "grease-hauler" else {}),
+                                                        **({"establishment": establishment}
+                                                           if kind == "grease-establishment" else {})})
     return get(conn, username)
 
 

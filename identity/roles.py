@@ -26,10 +26,11 @@ ROLE_WORDS = {
 
 #: Account kinds: the utility's staff, an industrial user's people and a grease hauler's
 #: people (the portal).
-KINDS = ("staff", "industrial-user", "grease-hauler")
+KINDS = ("staff", "industrial-user", "grease-hauler", "grease-establishment")
 
 #: What each kind of portal account is, in words (the menu, the people page).
-KIND_WORDS = {"industrial-user": "industrial user", "grease-hauler": "grease hauler"}
+KIND_WORDS = {"industrial-user": "industrial user", "grease-hauler": "grease hauler",
+              "grease-establishment": "establishment with a grease interceptor"}
 
 _ALL = set(ROLES)
 _EVERYTHING = {"superintendent", "coordinator"}
@@ -38,6 +39,8 @@ _EVERYTHING = {"superintendent", "coordinator"}
 PORTAL = "portal"
 #: The permission of a grease hauler's pages in the portal.
 HAULER = "hauler"
+#: The permission of an establishment's pages in the portal (its devices' pump-out reports).
+ESTABLISHMENT = "establishment"
 
 #: permission -> the staff roles that hold it.
 PERMISSIONS: dict[str, frozenset[str]] = {
@@ -74,6 +77,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # a grease hauler's pages: no staff role holds it; an account of kind grease-hauler does,
     # for its own hauler only (web.authz.guard, fog.hauler_portal)
     HAULER: frozenset(),
+    # an establishment's pages: no staff role holds it; an account of kind grease-establishment
+    # does, for its own establishment only (web.authz.guard, web.authz.own_establishment)
+    ESTABLISHMENT: frozenset(),
 }
 
 #: Routes anyone may open without a session: the sign-in and the acknowledgement link

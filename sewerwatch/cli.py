@@ -140,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pack" and getattr(args, "action", None) == "reference":
         from sewerwatch.reference import reference_files      # the formula kinds too (lab, above limits)
         args.reference_files = reference_files
+    if args.command == "fog":
+        from ereport import mail                             # the portal's mail (a floor above the grease program)
+        args.mail = mail
     ctx = make_context(args.config)
     # a pack named by id is looked for in the config's pack_dirs too, on every command
     # (the config loaded when a pack is first looked up, not before)

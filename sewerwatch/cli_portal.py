@@ -37,6 +37,12 @@ def register(sub) -> None:
                                             "the e-mail address on file; the account made is linked to the contact")
     q.add_argument("contact", type=int, help="the contact's number")
     q.set_defaults(func=_invite)
+    q = s.add_parser("invite-establishment", help="invite a person of a grease program's establishment by e-mail, to "
+                                                  "confirm or dispute the pump-outs of its devices")
+    q.add_argument("establishment", metavar="LICENCE", help="its business licence number")
+    q.add_argument("--email", required=True)
+    q.add_argument("--name", required=True, help="the person's name")
+    q.set_defaults(func=_invite)
     q = s.add_parser("people", help="the portal's accounts and invitations")
     q.add_argument("--site")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -82,7 +88,7 @@ def _when(ctx, t) -> str:
 
 
 def _invite(args, ctx) -> int:
-    from ereport.invitations import InviteLinks, invite, invite_contact, invite_hauler
+    from ereport.invitations import InviteLinks, invite, invite_contact, invite_establishment, invite_hauler
     from ereport.mail import Mailer
     from foundation import secrets
     from foundation.config import WebOptions
@@ -95,6 +101,9 @@ def _invite(args, ctx) -> int:
         if getattr(args, "contact", None) is not None:
             made = invite_contact(conn, args.contact, actor=_actor(), links=links, mailer=Mailer(opts.mail_url),
                                   utility=cfg.name)
+        elif getattr(args, "establishment", None):
+            made = invite_establishment(conn, args.establishment, args.email, args.name, actor=_actor(), links=links,
+                                        mailer=Mailer(opts.mail_url), utility=cfg.name)
         elif getattr(args, "hauler", None):
             made = invite_hauler(conn, args.hauler, args.email, args.name, actor=_actor(), links=links,
                                  mailer=Mailer(opts.mail_url), utility=cfg.name)

@@ -54,7 +54,7 @@ def grease_village(db_url: str, today: date | None = None) -> dict:
         store.add_pumpout(conn, {"establishment": "H0003", "device": "GI-1", "date": today - timedelta(days=100),
                                  "hauler": LAKESHORE[1], "gallons": 800, "fog_depth_in": 3, "solids_depth_in": 2,
                                  "receiving_facility": "Palmyra WWTP", "manifest": "L-BAKERY-1"}, STAFF,
-                          source="office")
+                          source="office", today=today)
         for username, name, (company, licence) in (("badger", "Bea Badger", BADGER),
                                                    ("lakeshore", "Lee Lakeshore", LAKESHORE)):
             accounts.add(conn, username, name, None, PASSWORD, actor=ADMIN, kind="grease-hauler", hauler=licence,

@@ -133,6 +133,36 @@ def test_a_year_of_pumpouts_gives_the_findings_worked_out_by_hand(db, village):
                                                 "Kitchen 129"]
 
 
+def test_a_pumpout_dated_after_the_villages_today_is_refused_by_hand_and_in_a_file(db, village):
+    """The village's day is America/Chicago's (the test config's zone), not UTC's: a pump-out
+    dated the day after it is refused by ``pumpout add`` and rejected from a hauler's file (to
+    the dead letters, its reason naming the date); one dated today is stored."""
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    today = datetime.now(ZoneInfo("America/Chicago")).date()
+    tomorrow = today + timedelta(days=1)
+    ok(village, db, "fog", "import", "licences.csv", "--registered", "2026-01-01", "--commit")
+    ok(village, db, "fog", "hauler", "add", "Badger Grease Service", "--licence", "WI-GH-101")
+    args = ("--establishment", "F0001", "--hauler", "WI-GH-101", "--gallons", "900", "--fog-depth", "4",
+            "--solids-depth", "3", "--facility", "Palmyra WWTP")
+    r = run(village, db, "fog", "pumpout", "add", *args, "--date", tomorrow.isoformat(), "--manifest", "FUT-1")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert f"date: {tomorrow} is after today ({today}); record a pump-out once it is done" in r.stderr
+    (village / "ahead.csv").write_text(
+        "establishment,device,date,hauler,gallons,fog_depth_in,solids_depth_in,receiving_facility,manifest\n"
+        f"F0001,GI-1,{tomorrow},WI-GH-101,900,4,3,Palmyra WWTP,FUT-2\n"
+        f"F0003,GI-1,{today},WI-GH-101,900,4,3,Palmyra WWTP,NOW-3\n", encoding="utf-8")
+    out = ok(village, db, "fog", "pumpout", "import", "ahead.csv", "--commit")
+    assert f"line 2: date: {tomorrow} is after today ({today})" in out
+    ok(village, db, "fog", "pumpout", "add", *args, "--date", today.isoformat(), "--manifest", "NOW-1")
+    with psycopg.connect(db.url) as conn:
+        stored = sorted(r[0] for r in conn.execute("SELECT manifest FROM fog_pumpouts").fetchall())
+        dead = conn.execute("SELECT reason FROM dead_letters WHERE source = 'fog-pumpout-import'").fetchall()
+    assert stored == ["NOW-1", "NOW-3"]
+    assert len(dead) == 1 and f"{tomorrow} is after today" in dead[0][0]
+
+
 def _line_of(manifest: str) -> int:
     text, _ = fs.pumpout_csv()
     return next(n for n, line in enumerate(text.splitlines(), 1) if line.endswith("," + manifest))

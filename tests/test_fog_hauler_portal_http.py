@@ -177,6 +177,26 @@ def test_the_coordinator_hires_a_hauler_for_a_device_once(db, tmp_path):
         assert "Hilltop Bakery" in c.get("/portal/grease").text
 
 
+def _photos(db_url: str, owners: dict) -> dict:
+    """A photo attached to each report of ``owners`` (pump-out id -> its hauler's account), as
+    the hauler attaches it; returns pump-out id -> photo id."""
+    import io
+
+    from PIL import Image
+
+    from ereport.grease_photos import attach
+    from foundation.actor import Actor
+    out = {}
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        for n, (pumpout, who) in enumerate(owners.items()):
+            buf = io.BytesIO()
+            Image.new("RGB", (20 + n, 20), (10, 20, 30)).save(buf, "PNG")
+            hauler = conn.execute("SELECT hauler_id FROM web_accounts WHERE username = %s", (who,)).fetchone()[0]
+            out[pumpout] = attach(conn, hauler, pumpout, buf.getvalue(), max_bytes=1 << 20, max_pixels=10_000,
+                                  actor=Actor(who, "web"))["id"]
+    return out
+
+
 def test_tenancy_every_route_refuses_another_haulers_and_an_industrial_users_objects(db, tmp_path):
     """Lakeshore's account tries every route with Badger's object ids; Badger's account every
     route with an industrial user's; the industrial user's account the hauler's pages."""
@@ -195,6 +215,7 @@ def test_tenancy_every_route_refuses_another_haulers_and_an_industrial_users_obj
         report = int(re.search(r"/reports/(\d+)", r.headers["location"]).group(1))
         with psycopg.connect(db.url) as conn:
             theirs = conn.execute("SELECT id FROM fog_pumpouts WHERE manifest = 'L-BAKERY-1'").fetchone()[0]
+        photo_of = _photos(db.url, {report: "badger", theirs: "lakeshore"})
         values = {"draft_id": str(draft.id), "upload_id": "1", "submission_id": "1", "position": "1",
                   "invitation_id": "1", "token": "x.y.z", "key": "plater", "file_path": "css/office.css",
                   "number": "PAL-IU-2026-02", "site": "plater", "path": "office/lab/"}
@@ -206,8 +227,9 @@ def test_tenancy_every_route_refuses_another_haulers_and_an_industrial_users_obj
                 ("badger", ["Acme Plating", "Pat Plater", "L-BAKERY-1", "Hilltop Bakery", "Lee Lakeshore"],
                  theirs, "H0003", g["devices"]["H0002"])):
             routes = _routes(c, _Default({**values, "pumpout_id": str(report_id), "username": who,
-                                          "establishment_id": str(g["establishments"][est])}))
-            assert len([r for r in routes if r[2] == roles.HAULER]) == 4
+                                          "establishment_id": str(g["establishments"][est]),
+                                          "photo_id": str(photo_of[report_id])}))
+            assert len([r for r in routes if r[2] == roles.HAULER]) == 6
             signin(c, who)
             token = csrf_of(c.get("/portal/grease").text)
             tried = 0

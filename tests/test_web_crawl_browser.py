@@ -8,7 +8,8 @@ scripts. Each page's link to its part of the guide (``/help``) must answer; the 
 the project's documentation and is not crawled for the utility's words. The permit edit, its conflict between two browsers and Sign out from every page are
 its first named cases. The village is a copy of the session's seeded round
 (``tests/web_round.py``) with live sensors, an open alert, a portal account and the small grease
-program of ``tests/hauler_support.py`` (its hauler Lakeshore Pumping's account crawls) added.
+program of ``tests/hauler_support.py`` (its hauler Lakeshore Pumping's account crawls, then the
+Dockside Diner's own account, which confirms or disputes what Lakeshore reported) added.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ pytestmark = pytest.mark.timeout(1200)
 ROLES = ("viewer", "inspector", "clerk", "coord", "super")
 #: Forms no crawl submits: those that change the crawling accounts themselves (a role, a
 #: password, disabled), which would end the next crawl before it starts.
-OTHERS = tuple(f"/accounts/{u}/" for u in ROLES) + ("/portal-people/plater-pm/", "/portal-people/lakeshore/")
+OTHERS = tuple(f"/accounts/{u}/" for u in ROLES) + ("/portal-people/plater-pm/", "/portal-people/lakeshore/",
+                                                     "/portal-people/dockside/")
 #: The portal accounts crawled after the staff, and where each starts.
-PORTAL_ACCOUNTS = {"plater-pm": "/portal", "lakeshore": "/portal/grease"}
+PORTAL_ACCOUNTS = {"plater-pm": "/portal", "lakeshore": "/portal/grease", "dockside": "/portal/kitchen"}
 
 
 def live_village(db) -> None:
@@ -95,6 +97,14 @@ def office(crawl_db, tmp_path_factory):
         hauler_support.grease_village(crawl_db.url)
         with psycopg.connect(crawl_db.url, autocommit=True) as conn:      # the one account a crawl may change
             accounts.add(conn, "spare", "Sid Spare", "viewer", PASSWORD, actor=ADMIN)
+            accounts.add(conn, "dockside", "Dee Diner", None, PASSWORD, actor=ADMIN, kind="grease-establishment",
+                         establishment="H0002", portal={"email": "dee@diner.example"})
+            from fog.store import add_pumpout       # a report for the diner to confirm or dispute
+            day = datetime.now(TZ).date()
+            add_pumpout(conn, {"establishment": "H0002", "device": "GI-1", "date": day, "hauler": "WI-GH-202",
+                               "gallons": 800, "fog_depth_in": 3, "solids_depth_in": 2,
+                               "receiving_facility": "Palmyra WWTP", "manifest": "L-DINER-1"}, ADMIN, source="office",
+                        today=day)
     with web_round.served(crawl_db, tmp, login_per_min=1000) as base:
         yield {"base": base, "db": crawl_db, "tmp": tmp}
 
@@ -148,7 +158,7 @@ def test_crawl_reached_the_round(crawls):
     seen = {crawl.shape(v.url) for c in crawls.values() for v in c.pages}
     for must in ("/", "/alerts/N", "/permits", "/permits/PAL-IU-N-N", "/permits/PAL-IU-N-N/edit", "/lab",
                  "/bills", "/enforcement", "/calendar", "/notices/N", "/portal", "/portal/grease",
-                 "/portal/grease/report", "/portal/grease/reports/N", "/grease/N"):
+                 "/portal/grease/report", "/portal/grease/reports/N", "/grease/N", "/portal/kitchen"):
         assert must in seen, (must, sorted(seen))
     posted = {crawl.shape(f["key"].split(" ")[1]) for c in crawls.values() for f in c.forms}
     for must in ("/permits/PAL-IU-N-N/versions", "/alerts/N/acknowledge", "/bills/draft", "/notices/draft",
@@ -163,7 +173,7 @@ def test_plain_words_on_every_page_and_document(crawls):
     """Every page the crawl reached and every document it downloaded speaks the utility's
     words: no keys, subscripts, file paths, exception names or negative durations."""
     found = []
-    allow = plain_words.FORMATS | set(PEOPLE) | {"plater-pm", "spare", "lakeshore", "badger"} | {
+    allow = plain_words.FORMATS | set(PEOPLE) | {"plater-pm", "spare", "lakeshore", "badger", "dockside"} | {
         f["marker"] for c in crawls.values() for f in c.forms}
     for who, c in crawls.items():
         for v in c.pages:

@@ -47,6 +47,7 @@ from web.pages import contacts as contacts_page
 from web.pages import field as field_pages
 from web.pages import fog as fog_pages
 from web.pages import fog_notices as fog_notice_pages
+from web.pages import fog_inspections, fog_reminders, grease_photos, portal_kitchen
 from web.pages import inspections as inspection_pages
 from web.pages import instruments as instrument_pages
 from web.pages import maintenance as maintenance_pages
@@ -284,7 +285,8 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *portal.routes(office), *portal_grease.ROUTES, *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *state_report_pages.ROUTES, *records_page.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
                 *accounts_page.ROUTES, *contacts_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES,
-                *fog_notice_pages.ROUTES,
+                *fog_notice_pages.ROUTES, *fog_reminders.ROUTES, *grease_photos.ROUTES,
+                *fog_inspections.ROUTES, *portal_kitchen.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},
                                            include_in_schema=False)]
     app = Litestar(

@@ -50,6 +50,8 @@ async def guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
         allowed = account.kind == "industrial-user"      # its own site's objects: require_site
     elif permission == roles.HAULER:
         allowed = account.kind == "grease-hauler"        # its own hauler's objects: own_hauler
+    elif permission == roles.ESTABLISHMENT:
+        allowed = account.kind == "grease-establishment"  # its own establishment's: own_establishment
     else:
         allowed = account.kind == "staff" and roles.may(account.role, permission)
     if not allowed:
@@ -85,4 +87,12 @@ def own_hauler(account, hauler_id: int | None, what: str = "no such page") -> No
     """A grease hauler's object (a pump-out report, a device it was hired for): it must be the
     account's own hauler's, else "not found" (which says nothing about it)."""
     if account.kind != "grease-hauler" or hauler_id is None or account.hauler_id != hauler_id:
+        raise NotFoundException(what)
+
+
+def own_establishment(account, establishment_id: int | None, what: str = "no such page") -> None:
+    """An establishment's object (a pump-out report of its device, a photo of one): it must be
+    the account's own establishment's, else "not found" (which says nothing about it)."""
+    if (account.kind != "grease-establishment" or establishment_id is None
+            or account.establishment_id != establishment_id):
         raise NotFoundException(what)

@@ -75,16 +75,25 @@ def _establishment_context(request: Request, establishment_id: int, as_of: str |
     def read(conn):
         from fog.haulers import assigned
         try:
-            return (store.establishment(conn, rules, day, establishment_id), store.haulers(conn),
-                    assigned(conn, establishment_id))
+            e = store.establishment(conn, rules, day, establishment_id)
         except InputError:
             raise NotFoundException("no such establishment") from None
+        from ereport.grease_photos import photos
+        from fog.inspections import add_to
+        add_to(conn, rules, e, day)
+        from fog.verdicts import of_pumpouts
+        ids = [p["id"] for d in e["devices"] for p in d["pumpouts"]]
+        return e, store.haulers(conn), assigned(conn, establishment_id), photos(conn, ids), of_pumpouts(conn, ids)
 
-    e, haulers, hired = request.app.state.office.read(read)
+    from fog.inspections import KIND, basis
+    e, haulers, hired, pictures, verdicts = request.app.state.office.read(read)
     bases = {k: rules.basis(k) for k in KINDS}
+    bases[KIND] = basis(rules)
     typed = more.pop("typed", None) or {"date": request.app.state.office.today().isoformat()}
     return {"account": request.state.account, "nav": "grease", "e": e, "as_of": day, "asked_day": as_of or "",
-            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed,
+            "rules": rules, "bases": bases, "haulers": haulers, "hired": hired, "typed": typed, "photos": pictures,
+            "verdicts": verdicts, "disputed": [(p, verdicts[p["id"]]) for d in e["devices"] for p in d["pumpouts"]
+                                               if verdicts.get(p["id"], {}).get("verdict") == "disputed"],
             **_enforcement(request, e), **more}
 
 
@@ -103,11 +112,12 @@ def _enforcement(request: Request, e: dict) -> dict:
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
-                       again: Q = None, hired: Q = None, issued: Q = None, segment: Q = None) -> Template:
+                       again: Q = None, hired: Q = None, issued: Q = None, segment: Q = None,
+                       inspected: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
         request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired, issued_now=issued,
-        segment_saved=segment))
+        segment_saved=segment, inspected=inspected))
 
 
 def _licence(request: Request, establishment_id: int) -> str:
@@ -148,7 +158,7 @@ def record_pumpout(request: Request, establishment_id: FromPath[int],
     rec = {"establishment": _licence(request, establishment_id), **{k: str(data.get(k, "")).strip()[:200] for k in PUMPOUT_FIELDS}}
 
     def work(conn, actor):
-        p = store.add_pumpout(conn, rec, actor, source="office")
+        p = store.add_pumpout(conn, rec, actor, source="office", today=request.app.state.office.today())
         return {"location": f"/grease/{establishment_id}?saved={p['manifest']}#findings", "manifest": p["manifest"]}
 
     try:

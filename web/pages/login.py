@@ -35,6 +35,9 @@ def landing(account, target: str) -> str:
     hauling = target == "/portal/grease" or target.startswith("/portal/grease/")
     if account.kind == "grease-hauler":
         return target if hauling else "/portal/grease"
+    if account.kind == "grease-establishment":
+        kitchen = target == "/portal/kitchen" or target.startswith("/portal/kitchen/")
+        return target if kitchen else "/portal/kitchen"
     if account.kind == "industrial-user":
         return target if portal and not hauling else "/portal"
     return "/" if portal else target

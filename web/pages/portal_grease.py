@@ -95,22 +95,30 @@ def file_report(request: Request, data: FORM) -> Redirect | Template:
         return _form(request, status=400, typed=typed, problem=str(exc))
 
 
-@get("/portal/grease/reports/{pumpout_id:int}", opt=HAULER, sync_to_thread=True)
-def report_page(request: Request, pumpout_id: FromPath[int], done: FromQuery[str | None] = None,
-                again: FromQuery[str | None] = None) -> Template:
+def report_context(request: Request, pumpout_id: int, **more) -> dict:
+    """What the page of the hauler's own report ``pumpout_id`` shows (its photos among it);
+    "not found" when it is not the hauler's."""
+    from ereport.grease_photos import MAX_PHOTOS, photos
     from fog import haulers
 
     account, office = request.state.account, request.app.state.office
     rules = _rules(request)
 
     def read(conn):
-        return _mine(conn, account), haulers.report(conn, rules, account.hauler_id, pumpout_id, office.today())
-    h, p = office.read(read)
+        return (_mine(conn, account), haulers.report(conn, rules, account.hauler_id, pumpout_id, office.today()),
+                photos(conn, [pumpout_id]).get(pumpout_id, []))
+    h, p, pics = office.read(read)
     if p is None:
         raise NotFoundException("no such report")
-    return Template("hauler_report.html", context={
-        "account": account, "nav": "hauler", "hauler": h, "p": p, "done": done, "again": bool(again),
-        "bases": {k: rules.basis(k) for k in KINDS}})
+    return {"account": account, "nav": "hauler", "hauler": h, "p": p, "bases": {k: rules.basis(k) for k in KINDS},
+            "photos": pics, "max_photos": MAX_PHOTOS, "max_mb": office.cfg.field.photo_max_bytes / 1048576, **more}
+
+
+@get("/portal/grease/reports/{pumpout_id:int}", opt=HAULER, sync_to_thread=True)
+def report_page(request: Request, pumpout_id: FromPath[int], done: FromQuery[str | None] = None,
+                again: FromQuery[str | None] = None) -> Template:
+    return Template("hauler_report.html", context=report_context(request, pumpout_id, done=done,
+                                                                 again=bool(again)))
 
 
 ROUTES = [home, report_form, file_report, report_page]
