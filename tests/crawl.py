@@ -127,7 +127,7 @@ class Crawler:
     signs the browser in again when a form ended the session)."""
 
     def __init__(self, browser, base: str, account: str, sign_in, *, today: str, samples: dict[str, Path],
-                 shared: Shared | None = None, max_pages: int = 60, per_shape: int = 1,
+                 shared: Shared | None = None, max_pages: int = 100, per_shape: int = 1,
                  skip_actions: tuple[str, ...] = ()):
         self.b = browser
         self.d = browser.driver
