@@ -6,6 +6,9 @@ over a copy of the session's seeded village (``round_village``, tests/web_round.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 import fog_support as fs
@@ -70,6 +73,14 @@ def test_the_list_searches_and_an_establishment_shows_its_findings(office, chrom
     assert [r[0] for r in listed[:5]] == ["Cafe 250", "Cafe 251", "Cafe 253", "Cafe 254", "Kitchen 252"]
     assert listed[0][5] == "329 days overdue" and listed[1][5] == "274 days overdue"
     assert listed[5][5].startswith("due 2027-")
+    if os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):     # the list on a phone, for the README
+        b.phone((390, 844))
+        shot = Path(__file__).resolve().parent.parent / "web" / "previews" / "grease-establishments-390.png"
+        b.screenshot(shot)
+        from PIL import Image                            # the first screenful and a half: the rest is more rows
+        with Image.open(shot) as im:
+            im.crop((0, 0, im.width, min(im.height, 1000))).save(shot, optimize=True)
+        b.desktop()
     # the year's counts, as the annual report takes them
     counts = b.text("grease-counts")
     n = fs.pumpout_csv()[1] + 1
