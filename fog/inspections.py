@@ -119,14 +119,14 @@ def basis(rules: Rules) -> str:
 
 def findings(rules: Rules, inspections: list[dict], as_of: date) -> list[tuple[dict, Finding]]:
     """The findings of inspections (those on or before ``as_of``): one for each whose 25 %
-    reading was reached, as ``({"label": device}, Finding)`` pairs, the shape of an
+    reading was reached, as ``({"label": device, "id": its id}, Finding)`` pairs, the shape of an
     establishment's findings (:func:`fog.store.establishment`)."""
     out = []
     for i in inspections:
         share, reached = reading(rules, i)
         if reached and i["inspected_on"] <= as_of:
             held = float(i["fog_depth_in"]) + float(i["solids_depth_in"])
-            out.append(({"label": i["label"]}, Finding(
+            out.append(({"label": i["label"], "id": i["device_id"]}, Finding(
                 KIND, i["inspected_on"], f"FOG and solids {_num(held)} in of {_num(i['liquid_depth_in'])} in liquid "
                 f"depth at the inspection ({share:.0%}, the rule is {rules.depth_share:.0%}): to be pumped now")))
     return out
