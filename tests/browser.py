@@ -7,6 +7,7 @@ Chrome DevTools' device emulation, cookies cleared between tests.
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -15,6 +16,8 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 #: A phone's viewport [CSS px] (the office's pages must work at 390 px).
 PHONE = (390, 844)
 DESKTOP = (1280, 900)
+#: Where the README's and the guide's screenshots are kept.
+PREVIEWS = Path(__file__).resolve().parent.parent / "web" / "previews"
 
 
 def available() -> bool:
@@ -71,6 +74,22 @@ class Browser:
             "clip": {"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1}})["data"]
         path.write_bytes(base64.b64decode(png))
         return struct.unpack(">II", path.read_bytes()[16:24])
+
+    def previews(self, name: str, max_height: int = 2400) -> bool:
+        """With ``SEWERWATCH_WRITE_PREVIEWS=1``: the page as it is now at desktop and at phone
+        size, ``web/previews/<name>-desktop.png`` and ``<name>-phone.png`` (cut at
+        ``max_height`` [px]); the phone's page must not scroll sideways. False (nothing
+        written) without it. Ends at desktop size."""
+        if not os.environ.get("SEWERWATCH_WRITE_PREVIEWS"):
+            return False
+        PREVIEWS.mkdir(exist_ok=True)
+        self.desktop()
+        self.screenshot(PREVIEWS / f"{name}-desktop.png", max_height)
+        self.phone()
+        assert self.scroll_width() <= PHONE[0], f"{name} scrolls sideways on a phone"
+        self.screenshot(PREVIEWS / f"{name}-phone.png", max_height)
+        self.desktop()
+        return True
 
     def quit(self) -> None:
         self.driver.quit()

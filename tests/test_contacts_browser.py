@@ -64,6 +64,7 @@ def test_the_coordinator_adds_edits_and_invites_a_contact(office, chromium):
     click(b, "save-mailing")
     assert wait_until(lambda: "The mailing address is saved" in b.text(), 30), b.text()[:800]
     assert "Palmyra, WI 53156" in b.text("address-mailing") and "Version 1" in b.text("address-mailing")
+    b.previews("contacts")                   # the README's pictures (SEWERWATCH_WRITE_PREVIEWS=1)
     # invited to the portal from the contact (no mail server here: the page gives the link)
     d.find_element(By.LINK_TEXT, "Jo Baker").click()
     assert wait_until(lambda: d.find_elements(By.ID, "portal-account"), 15), b.text()[:500]

@@ -68,6 +68,7 @@ def test_the_coordinator_plans_prints_and_matches_the_lab_file(office, chromium,
     assert [x.strip() for x in b.text("extra").splitlines()] == ["Biochemical oxygen demand, 5-day 20 °C"]
     returned = b.text("returned")
     assert "Copper" in returned and "24.0 hours (at most 6 months)" in returned
+    b.previews("sampling-event")             # the README's pictures (SEWERWATCH_WRITE_PREVIEWS=1)
 
 
 def test_the_coordinator_plans_one_event_by_hand(office, chromium):

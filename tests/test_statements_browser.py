@@ -114,6 +114,7 @@ def test_clerk_records_a_bank_file_and_reads_a_statement_aged_as_by_hand(office,
     assert b.text("balance-words") == (f"${hand['balance']:,.2f} owed" if hand["balance"] > 0
                                        else f"a credit of ${-hand['balance']:,.2f}")
     assert "late charge on bill" in b.text("entries") and "credit" in b.text("entries")
+    b.previews("statement")                  # the README's pictures (SEWERWATCH_WRITE_PREVIEWS=1)
 
     # its PDF, with the signed-in session, read back
     href = d.find_element(By.ID, "statement-pdf").get_attribute("href")
