@@ -173,6 +173,17 @@ def close_all(*things) -> None:
             t.stop()
 
 
+def refused(r: subprocess.CompletedProcess, *words: str) -> str:
+    """The one line a command refused with (exit 2, nothing on standard output, no traceback),
+    holding each of ``words``."""
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sewerwatch: error: "), r.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
 def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:

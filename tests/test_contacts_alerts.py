@@ -38,34 +38,44 @@ def _wait(mail, address, n=1, timeout=15.0):
     return mail.to(address)
 
 
+def _acid_dump(db, mail, add_contacts) -> None:
+    """The site ``plant`` (and ``other``) with a pH sensor each, ``add_contacts(conn)`` run, and
+    ``run``'s alert manager fed the readings of the module's docstring; the utility's own
+    contact is super@palmyra.example."""
+    ids = add_site_and_sensors(db.url, "plant", {"ph": ("ph", "pH")})
+    add_site_and_sensors(db.url, "other", {"ph": ("ph", "pH")})
+    with psycopg.connect(db.url, autocommit=True) as conn:
+        conn.execute("UPDATE sensors SET interval_s = 60")
+        add_contacts(conn)
+        sensors = sensors_from_db(conn)
+        sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites")}
+    cfg = sw_config.from_dict({"utility": {"name": "Village of Palmyra", "timezone": "America/Chicago"},
+                               "alerts": {"digest_at": False},
+                               "web": {"mail_url": f"mailto://127.0.0.1:{mail.port}?from=office@palmyra.example"}},
+                              "<test>")
+    staff = Route(AppriseChannel(mail.url("super@palmyra.example"), "Superintendent"))
+    ev = LiveEpisodes(sensors)
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, [staff], sites).start()
+        await m.idle()                  # the address book read (off the loop, never waited for by an alert)
+        await m.on_episodes(*_push(ev, ids["ph"], [7.0, 7.1, 4.0, 3.9, 4.2]))
+        await m.idle()
+        await m.close()
+    asyncio.run(scenario())
+
+
 def test_the_report_request_goes_to_the_emergency_contact(db):
+    def book(conn):
+        contacts.add_contact(conn, "plant", {"full_name": "Night Desk", "roles": "emergency",
+                                             "phone": "608-555-0199", "email": "night@plant.example"},
+                             actor=Actor("pat", "cli"))
+        contacts.add_contact(conn, "plant", {"full_name": "Bo Banks", "roles": "billing",
+                                             "email": "ap@plant.example"}, actor=Actor("pat", "cli"))
+
     mail = MailCatcher().start()
     try:
-        ids = add_site_and_sensors(db.url, "plant", {"ph": ("ph", "pH")})
-        add_site_and_sensors(db.url, "other", {"ph": ("ph", "pH")})
-        with psycopg.connect(db.url, autocommit=True) as conn:
-            conn.execute("UPDATE sensors SET interval_s = 60")
-            contacts.add_contact(conn, "plant", {"full_name": "Night Desk", "roles": "emergency",
-                                                 "phone": "608-555-0199", "email": "night@plant.example"},
-                                 actor=Actor("pat", "cli"))
-            contacts.add_contact(conn, "plant", {"full_name": "Bo Banks", "roles": "billing",
-                                                 "email": "ap@plant.example"}, actor=Actor("pat", "cli"))
-            sensors = sensors_from_db(conn)
-            sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites")}
-        cfg = sw_config.from_dict({"utility": {"name": "Village of Palmyra", "timezone": "America/Chicago"},
-                                   "alerts": {"digest_at": False},
-                                   "web": {"mail_url": f"mailto://127.0.0.1:{mail.port}?from=office@palmyra.example"}},
-                                  "<test>")
-        staff = Route(AppriseChannel(mail.url("super@palmyra.example"), "Superintendent"))
-        ev = LiveEpisodes(sensors)
-
-        async def scenario():
-            m = await AlertManager(cfg, db.url, [staff], sites).start()
-            await m.idle()                  # the address book read (off the loop, never waited for by an alert)
-            await m.on_episodes(*_push(ev, ids["ph"], [7.0, 7.1, 4.0, 3.9, 4.2]))
-            await m.idle()
-            await m.close()
-        asyncio.run(scenario())
+        _acid_dump(db, mail, book)
         told = _wait(mail, "night@plant.example")
         assert len(told) == 1
         body = told[0]["body"]
@@ -85,25 +95,7 @@ def test_the_report_request_goes_to_the_emergency_contact(db):
 def test_no_emergency_contact_no_new_mail(db):
     mail = MailCatcher().start()
     try:
-        ids = add_site_and_sensors(db.url, "plant", {"ph": ("ph", "pH")})
-        with psycopg.connect(db.url, autocommit=True) as conn:
-            conn.execute("UPDATE sensors SET interval_s = 60")
-            sensors = sensors_from_db(conn)
-            sites = {k: (i, n) for i, k, n in conn.execute("SELECT id, key, name FROM sites")}
-        cfg = sw_config.from_dict({"utility": {"name": "Village of Palmyra", "timezone": "America/Chicago"},
-                                   "alerts": {"digest_at": False},
-                                   "web": {"mail_url": f"mailto://127.0.0.1:{mail.port}?from=office@palmyra.example"}},
-                                  "<test>")
-        staff = Route(AppriseChannel(mail.url("super@palmyra.example"), "Superintendent"))
-        ev = LiveEpisodes(sensors)
-
-        async def scenario():
-            m = await AlertManager(cfg, db.url, [staff], sites).start()
-            await m.idle()                  # the address book read (off the loop, never waited for by an alert)
-            await m.on_episodes(*_push(ev, ids["ph"], [7.0, 7.1, 4.0, 3.9, 4.2]))
-            await m.idle()
-            await m.close()
-        asyncio.run(scenario())
+        _acid_dump(db, mail, lambda conn: None)
         assert len(_wait(mail, "super@palmyra.example")) == 1
         time.sleep(0.5)
         assert [m["to"] for m in mail.messages] == [["super@palmyra.example"]]

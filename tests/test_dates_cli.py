@@ -18,6 +18,7 @@ import pytest
 
 import web_round
 from enforcement_support import run
+from support import refused
 
 TZ = ZoneInfo("America/Chicago")
 
@@ -33,15 +34,6 @@ def village(db, tmp_path):
     return tmp_path
 
 
-def _refused(r, *words: str) -> str:
-    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
-
-
 def test_a_response_received_tomorrow_or_before_the_issue_is_refused(db, village):
     vid = web_round.copper_violation(db)
     assert run(village, db, "notice", "draft", "--violation", str(vid), "--on", "2026-02-20", "--out", "n").returncode == 0
@@ -49,9 +41,9 @@ def test_a_response_received_tomorrow_or_before_the_issue_is_refused(db, village
     today = datetime.now(TZ).date()
     tomorrow = today + timedelta(days=1)
     r = run(village, db, "notice", "response", "NOV-2026-001", "--on", tomorrow.isoformat())
-    _refused(r, f"received on: {tomorrow} is in the future (today is {today} in the village)")
+    refused(r, f"received on: {tomorrow} is in the future (today is {today} in the village)")
     r = run(village, db, "notice", "response", "NOV-2026-001", "--on", "2026-03-01")
-    _refused(r, "received on: 2026-03-01 is before notice NOV-2026-001 was issued (2026-03-02)")
+    refused(r, "received on: 2026-03-01 is before notice NOV-2026-001 was issued (2026-03-02)")
     with psycopg.connect(db.url) as conn:
         assert conn.execute("SELECT state, response_received_on FROM notices").fetchone() == ("issued", None)
     # today itself is a day it can have been received
@@ -62,7 +54,7 @@ def test_a_response_received_tomorrow_or_before_the_issue_is_refused(db, village
 def test_an_inspection_dated_in_the_future_is_refused_and_one_an_hour_ago_recorded(db, village):
     later = (datetime.now(TZ) + timedelta(hours=2)).replace(second=0, microsecond=0)
     r = run(village, db, "inspections", "record", "--site", "plating", "--item", "1=ok", "--at", later.isoformat())
-    _refused(r, f"date of the visit: {later:%Y-%m-%d %H:%M} C", "is in the future (it is now ",
+    refused(r, f"date of the visit: {later:%Y-%m-%d %H:%M} C", "is in the future (it is now ",
              "a visit is recorded once it took place")
     with psycopg.connect(db.url) as conn:
         assert conn.execute("SELECT count(*) FROM inspections").fetchone()[0] == 0

@@ -20,6 +20,7 @@ import pytest
 
 import web_round
 from enforcement_support import run
+from support import refused
 
 
 @pytest.fixture
@@ -31,15 +32,6 @@ def db(services, round_village):
 def village(db, tmp_path):
     (tmp_path / "village.toml").write_text(web_round.CONFIG, encoding="utf-8")
     return tmp_path
-
-
-def _one_line_refusal(r, *words: str) -> str:
-    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
 
 
 def _notices(db) -> list[tuple]:
@@ -54,13 +46,13 @@ def test_a_second_draft_from_a_violation_a_notice_answers_is_refused_naming_it(d
     assert json.loads(r.stdout)["number"] == "NOV-2026-001"
     # drafted, not issued: a second draft is refused already
     r = run(village, db, "notice", "draft", "--violation", str(vid), "--on", "2026-02-21", "--out", "n")
-    line = _one_line_refusal(r, f"violation {vid} has a notice already", "NOV-2026-001", "drafted 2026-02-20")
+    line = refused(r, f"violation {vid} has a notice already", "NOV-2026-001", "drafted 2026-02-20")
     assert "escalating NOV-2026-001" in line
     r = run(village, db, "notice", "issue", "NOV-2026-001", "--on", "2026-03-02", "--out", "n")
     assert r.returncode == 0, r.stderr
     # issued: still refused, with its deadline; no administrative order for the same result
     r = run(village, db, "notice", "draft", "--violation", str(vid), "--on", "2026-04-10", "--out", "n")
-    _one_line_refusal(r, "NOV-2026-001 (issued 2026-03-02, response due 2026-04-01)")
+    refused(r, "NOV-2026-001 (issued 2026-03-02, response due 2026-04-01)")
     assert _notices(db) == [("NOV-2026-001", "issued")]
     assert not list((village / "n").glob("AO-*"))
 
@@ -71,12 +63,12 @@ def test_escalation_waits_for_the_deadline_then_drafts_the_order_once(db, villag
     assert run(village, db, "notice", "issue", "NOV-2026-001", "--on", "2026-03-02", "--out", "n").returncode == 0
     # the response is due 2026-04-01: not escalated on its last day
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-04-01", "--out", "n")
-    _one_line_refusal(r, "NOV-2026-001: its response is due 2026-04-01", "once that day has passed")
+    refused(r, "NOV-2026-001: its response is due 2026-04-01", "once that day has passed")
     assert _notices(db) == [("NOV-2026-001", "issued")]
     # nor dated ahead to pass it: the day of an escalation is today or before
     tomorrow = datetime.now(ZoneInfo("America/Chicago")).date() + timedelta(days=1)
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", tomorrow.isoformat(), "--out", "n")
-    _one_line_refusal(r, f"escalated on: {tomorrow} is in the future")
+    refused(r, f"escalated on: {tomorrow} is in the future")
     # the day after: the guide's next action, with its reason
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-04-02", "--out", "n")
     assert r.returncode == 0, r.stderr
@@ -86,10 +78,10 @@ def test_escalation_waits_for_the_deadline_then_drafts_the_order_once(db, villag
     assert _notices(db) == [("NOV-2026-001", "escalated"), ("AO-2026-001", "drafted")]
     # twice: refused naming the order that exists
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-04-03", "--out", "n")
-    _one_line_refusal(r, "NOV-2026-001 was escalated already", "administrative order AO-2026-001 (drafted 2026-04-02")
+    refused(r, "NOV-2026-001 was escalated already", "administrative order AO-2026-001 (drafted 2026-04-02")
     # and the violation names the order now: a draft from it is refused naming AO-2026-001
     r = run(village, db, "notice", "draft", "--violation", str(vid), "--on", "2026-04-03", "--out", "n")
-    _one_line_refusal(r, f"violation {vid} has a notice already: administrative order AO-2026-001")
+    refused(r, f"violation {vid} has a notice already: administrative order AO-2026-001")
     assert _notices(db) == [("NOV-2026-001", "escalated"), ("AO-2026-001", "drafted")]
     with psycopg.connect(db.url) as conn:
         [(detail,)] = conn.execute("SELECT detail FROM notice_events WHERE event = 'escalated'").fetchall()
@@ -103,7 +95,7 @@ def test_an_answered_notice_is_escalated_only_with_a_note_saying_why(db, village
     r = run(village, db, "notice", "response", "NOV-2026-001", "--on", "2026-03-20", "--note", "fixed")
     assert r.returncode == 0, r.stderr
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-03-25", "--out", "n")
-    _one_line_refusal(r, "has a response recorded (2026-03-20)", "a note saying why the response is inadequate")
+    refused(r, "has a response recorded (2026-03-20)", "a note saying why the response is inadequate")
     r = run(village, db, "notice", "escalate", "NOV-2026-001", "--on", "2026-03-25", "--out", "n",
             "--note", "no resample results")
     assert r.returncode == 0, r.stderr
