@@ -169,8 +169,21 @@ class Crawler:
             self.crawl.problems.append(f"{url} answered {st} ({via}): {v.text[:160]!r}")
         elif st == 200:
             self.shared.alive.add(key)
+            self._check_markup(url, via)
         self._check_assets(url)
         return v
+
+    def _check_markup(self, url: str, via: str) -> None:
+        """A page's title is words (no markup pasted into it) and no id is given twice (a
+        section copied twice by a merge once did both)."""
+        title, twice = self.d.execute_script(
+            "const ids = Array.from(document.querySelectorAll('[id]'), e => e.id), seen = new Set(), twice = new Set();"
+            "for (const i of ids) { if (seen.has(i)) twice.add(i); seen.add(i); }"
+            "return [document.title, Array.from(twice)];")
+        if "<" in title or len(title) > 200:
+            self.crawl.problems.append(f"{url} has markup in its title ({via}): {title[:120]!r}")
+        if twice:
+            self.crawl.problems.append(f"{url} gives an id twice ({via}): {sorted(twice)[:5]}")
 
     def _check_assets(self, url: str) -> None:
         sheets, scripts = self.d.execute_script(
