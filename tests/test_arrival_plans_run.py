@@ -173,8 +173,9 @@ def test_any_arrival_plan_through_the_broker_into_run_ends_as_check_does(db, ser
         time.sleep(0.1)
     stored_sql = ("SELECT count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN sites t ON "
                   "t.id = s.site_id WHERE t.key = %s")
-    # every reading stored, however late: up to a minute on a loaded machine (30 s was once too short
-    # for a minute's readings an hour behind in one batch, while the crawl ran on the other worker)
+    # every reading stored, however late: up to a minute on a loaded machine. (Once a plan's
+    # readings never all arrived: the first plan was published when ``run`` had asked for its
+    # subscription, not when the broker had granted it; ``run`` now says "subscribed" only then.)
     expected = len(np.unique(stamps // 1000))
     assert wait_until(lambda: count(db.url, stored_sql, (site,)) == expected, 60), \
         (plan, count(db.url, stored_sql, (site,)), expected)

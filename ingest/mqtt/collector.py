@@ -316,7 +316,7 @@ class MqttCollector:
         _, mid = client.subscribe([(s, self.qos) for s in subs])
         self._sub_mids[mid] = subs
         self.subscriptions = {s: "requested" for s in subs}
-        log.info("connected to %s:%d (session present: %s), subscribed to %s",
+        log.info("connected to %s:%d (session present: %s), subscribing to %s",
                  self.host, self.port, flags.session_present, ", ".join(subs))
         self._connected.set()
 
@@ -335,6 +335,11 @@ class MqttCollector:
             else:
                 self.subscriptions[f] = f"granted QoS {value}"
         if "requested" not in self.subscriptions.values():
+            # said only now: a message published before the broker granted the subscription
+            # (a new client id, no session) is not delivered
+            granted = [f for f in subs if self.subscriptions.get(f, "").startswith("granted")]
+            if granted:
+                log.info("subscribed to %s (granted by the broker)", ", ".join(granted))
             self._subscribed.set()
         if self.host_id:
             self._publish_state(True)
