@@ -35,7 +35,9 @@ def _filename(kind: str) -> str:
 
 
 def _env(kind: str, text: str) -> SandboxedEnvironment:
-    return SandboxedEnvironment(loader=jinja2.DictLoader({_filename(kind): text}), autoescape=True,
+    name = _filename(kind)
+    loader = jinja2.FunctionLoader(lambda n: (text, name, lambda: True) if n == name else None)
+    return SandboxedEnvironment(loader=loader, autoescape=True,
                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
