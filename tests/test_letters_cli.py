@@ -41,9 +41,11 @@ def test_the_letters_commands(db, tmp_path):
     r = run(tmp_path, db, "letters", "issue", "notice", "--site", "candy", "--notice", "NOV-2026-001",
             os_user="pat")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("LTR-2026-001: Notice of violation letter to Sweet Creek Confections") or \
-        r.stdout.split(":")[0].startswith("LTR-"), r.stdout
     number = r.stdout.split(":")[0]
+    year = number.split("-")[1]
+    assert r.stdout.startswith(f"LTR-{year}-001: Notice of violation letter to Sweet Creek Confections, Notice of "
+                               "violation NOV-2026-001, issued "), r.stdout
+    assert r.stdout.strip().endswith("by pat"), r.stdout
     r = run(tmp_path, db, "letters", "issue", "notice", "--site", "candy", "--notice", "NOV-2026-001")
     assert r.returncode == 2 and f"Notice of violation letter {number} about this was issued already" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
