@@ -98,7 +98,7 @@ def template_page(request: Request, kind: FromPath[str]) -> Template:
     return _edit(request, kind)
 
 
-@post("/letters/templates/{kind:str}", opt=WRITE, sync_to_thread=True, status_code=200)
+@post("/letters/templates/{kind:str}/edit", opt=WRITE, sync_to_thread=True, status_code=200)
 def template_post(request: Request, kind: FromPath[str], data: Form) -> Response | Redirect | Template:
     """Preview (pictures of the pages, or the PDF) or save the text of the form."""
     from enforcement.letters import issuing, templates
@@ -180,7 +180,7 @@ def letter_docx(request: Request, letter_id: FromPath[int]) -> Response:
                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document")
 
 
-@post("/letters/{letter_id:int}/pdf", opt=WRITE, sync_to_thread=True, status_code=200, request_max_body_size=UPLOAD_MAX)
+@post("/letters/{letter_id:int}/replace-pdf", opt=WRITE, sync_to_thread=True, status_code=200, request_max_body_size=UPLOAD_MAX)
 def replace_pdf(request: Request, letter_id: FromPath[int],
                 data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]) -> Redirect | Template:
     """The letter's PDF edited outside, brought back (:func:`enforcement.letters.replace_pdf`)."""
