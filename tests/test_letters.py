@@ -124,6 +124,8 @@ def test_a_utility_file_replaces_a_kind_and_a_new_file_is_a_new_kind(db, tmp_pat
     ("{# title: x #}\n<p>{{ user.name }}</p>\n<p>{{ permt.number }}</p>",
      r"^the letter template warning-letter, line 3: 'permt' is not something a letter knows$"),
     ("<p>{{ user.nmae }}</p>", r"^the letter template warning-letter, line 1: 'nmae' is not something a letter knows$"),
+    ("<p>{{ user.name }}</p>\n<img src=\"file:///etc/passwd\">",
+     r"^the letter template warning-letter, line 2: a letter may not draw on other files or addresses"),
     ("<p>\n{% if user.name %}\n<b>x</b>\n", r"^the letter template warning-letter, line 2: Unexpected end of template.*endif"),
 ])
 def test_the_sandbox_and_errors_name_the_template_and_the_line(db, tmp_path, text, error):

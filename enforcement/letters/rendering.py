@@ -26,6 +26,10 @@ from markupsafe import Markup
 from foundation.errors import InputError
 from lab.documents.pdf import Letterhead, document, page_pngs, write_pdf
 
+#: What would make the PDF's renderer read another file or address: a picture's ``src``, a
+#: style sheet, ``url(...)``, ``@import`` (a picture given inline as ``data:`` is allowed).
+_FETCHES = re.compile(r"""<[^>]*?(?:\bsrc\s*=\s*(?!["']?\s*(?:data:|#))|\burl\(\s*(?!["']?\s*(?:data:|#)))|<link\b"""
+                      r"""|<style\b[^>]*>[^<]*?(?:@import|\burl\(\s*(?!["']?\s*(?:data:|#)))""", re.I)
 _UNDEFINED = re.compile(r"^'([^']+)' is undefined$")
 _NO_ATTR = re.compile(r"^'?([^']*?)'? has no attribute '([^']+)'$")
 
@@ -96,11 +100,17 @@ def render_body(kind: str, text: str, context: dict) -> str:
     """
     tpl = _compile(kind, text)
     try:
-        return tpl.render(**context)
+        body = tpl.render(**context)
     except TemplateSyntaxError as exc:
         raise _refuse(kind, exc, exc.lineno) from None
     except Exception as exc:  # noqa: BLE001 - whatever a template does wrong is one line to its writer
         raise _refuse(kind, exc, _line_of(exc, kind)) from None
+    if _FETCHES.search(body):
+        m = _FETCHES.search(text)
+        where = f", line {text.count(chr(10), 0, m.start()) + 1}" if m else ""
+        raise InputError(f"the letter template {kind}{where}: a letter may not draw on other files or addresses "
+                         "(a picture may be given inline, as data:)")
+    return body
 
 
 def as_markup(html_text: str) -> Markup:
