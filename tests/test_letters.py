@@ -185,6 +185,13 @@ def test_the_office_saves_a_template_atomically_every_text_kept_and_conflicts(db
         assert (tmp_path / "letters" / "warning-letter.html").read_text(encoding="utf-8").endswith("<p>P.S.</p>\n")
         assert [v["version"] for v in templates.versions(conn, "warning-letter")] == [1]
         assert conn.execute("SELECT count(*) FROM audit_log WHERE action = 'letter.template.save'").fetchone()[0] == 1
+        # saved from the text written in the folder (as the editor loaded it): that text is kept first
+        t2 = lt.template(conn, cfg, "warning-letter")
+        t3 = lt.save(conn, cfg, "warning-letter", "<p>{{ user.name }}</p>\n", expected_version=t2.version,
+                     loaded_sha256=t2.sha256, actor=COORD)
+        vs = templates.versions(conn, "warning-letter")
+        assert [(v["version"], v["saved_by"]) for v in vs] == [(3, "coord"), (2, templates.FOLDER_WRITER), (1, "coord")]
+        assert vs[1]["text"] == new + "<p>P.S.</p>\n" and t3.version == 3
 
 
 def test_docx_read_back_and_a_pdf_brought_back(db, tmp_path):

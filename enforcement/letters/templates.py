@@ -11,7 +11,8 @@ temporary file beside it, then renamed over it) and keeping the text in the data
 (``letter_template_versions``, migration 0310) with who saved it and when, and an
 ``audit_log`` row. The edit names the version it was loaded from: a version saved since, or
 a file changed in the folder meanwhile, refuses the save (:class:`foundation.errors.Conflict`)
-and nothing is written.
+and nothing is written. A text written in the folder by hand, which the office's editor
+loaded and replaces, is kept first as a version of its own (:data:`FOLDER_WRITER`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ DEFAULTS_DIR = Path(__file__).with_name("defaults")
 KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 #: The title comment on a template's first line.
 TITLE = re.compile(r"^\s*\{#-?\s*title:\s*(.+?)\s*-?#\}")
+#: Who wrote a text found in the folder (not saved by the office), as the versions name it.
+FOLDER_WRITER = "someone, in the letters folder"
 #: The longest template the office accepts [characters].
 TEXT_MAX = 100_000
 
@@ -227,7 +230,7 @@ def save(conn, cfg, kind: str, text: str, *, expected_version: int, loaded_sha25
         raise InputError(f"the letter template {kind}: longer than {TEXT_MAX} characters")
     check(kind, text)
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"letter-template:{kind}",))
-    version, by, at, _ = _latest(conn, kind)
+    version, by, at, latest_sha = _latest(conn, kind)
     what = f"the letter template {kind}"
     if version != expected_version:
         raise Conflict(what, expected_version, version, by or "someone", at or "an unknown time")
@@ -235,8 +238,13 @@ def save(conn, cfg, kind: str, text: str, *, expected_version: int, loaded_sha25
     current = _read_utility(p) if p.is_file() else _program(kind)
     if current is not None and sha256(current) != loaded_sha256:
         changed = datetime.fromtimestamp(p.stat().st_mtime, timezone.utc) if p.is_file() else "an unknown time"
-        raise Conflict(what, expected_version, version + 1, "someone (in the letters folder)", changed)
+        raise Conflict(what, expected_version, version + 1, FOLDER_WRITER, changed)
     d.mkdir(parents=True, exist_ok=True)
+    if p.is_file() and sha256(current) != latest_sha:     # a text written in the folder, kept before it is replaced
+        version += 1
+        conn.execute("INSERT INTO letter_template_versions (kind, version, text, sha256, saved_by, saved_at) "
+                     "VALUES (%s, %s, %s, %s, %s, %s)", (kind, version, current, sha256(current), FOLDER_WRITER,
+                                                         datetime.fromtimestamp(p.stat().st_mtime, timezone.utc)))
     new = version + 1
     digest = sha256(text)
     conn.execute("INSERT INTO letter_template_versions (kind, version, text, sha256, saved_by) VALUES (%s, %s, %s, %s, %s)",
