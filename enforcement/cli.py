@@ -16,7 +16,7 @@ from foundation.display import local_time, num
 from foundation import moments
 from foundation.errors import InputError
 from enforcement import cli_common as common
-from enforcement import cli_notices, cli_sampling, cli_state
+from enforcement import cli_letters, cli_notices, cli_sampling, cli_state
 
 
 def register(sub) -> None:
@@ -124,6 +124,7 @@ def register(sub) -> None:
 
     cli_notices.register(sub)
     cli_sampling.register(sub)
+    cli_letters.register(sub)
 
     p = sub.add_parser("due", help="what is due and overdue: notices awaiting a response, reports owed, milestones",
                        description="The superintendent's enforcement list: issued notices awaiting a response (an "

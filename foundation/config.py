@@ -461,7 +461,8 @@ class Config(Table):
     """The storage policy."""
     documents: AsData = dataclasses.field(default_factory=dict)
     """The letterhead of printed documents: ``letterhead`` (lines under the utility's name),
-    ``signed_by`` and ``signer_title`` (who signs notices)."""
+    ``signed_by`` and ``signer_title`` (who signs notices), ``letters`` (the folder of the
+    utility's letter templates, relative to the config file's folder)."""
     enforcement: AsData = dataclasses.field(default_factory=dict)
     """Enforcement settings: ``guide``, ``accidental_report_hours``, ``snc_periods``, ``late_report_period``,
     ``daily_maximum``, ``average_days``, ``annual_report_due`` and ``[enforcement.program]`` (the program's

@@ -64,6 +64,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "calendar.feed": frozenset(_ALL - {"viewer"}),
     # sampling events planned from the schedule (/sampling, the calendar's button)
     "sampling.plan": frozenset(_EVERYTHING),
+    # the letters the utility writes (/letters): a template saved, a letter issued, its PDF brought back
+    "letters.write": frozenset(_EVERYTHING),
     # a maintenance window opened after the fact over readings already judged,
     # approved or rejected by a second person (/maintenance; field.windows.approve/reject)
     "field.approve": frozenset(_EVERYTHING),

@@ -29,7 +29,7 @@ from support import wait_until
 ROOT = Path(__file__).resolve().parent.parent
 #: Links to documents: fetched with the browser's cookies, not shown as a page.
 DOCUMENT = re.compile(r"(/pdf$|\.pdf$|\.zip$|\.csv$|\.ics$|\.xml$|\.png$|\.svg$|/files/\d+$|/drafts/\d+/uploads/\d+$|/photos/\d+$|"
-                      r"/page/\d+$|/calendar/feed/|\.json$)")
+                      r"/page/\d+$|/calendar/feed/|\.json$|\.docx$)")
 #: Never followed or submitted: signing out ends the crawl's session.
 NEVER = re.compile(r"/logout$")
 #: The guide the office serves (``/help``, the MkDocs site of ``docs/``): its pages are the

@@ -53,6 +53,7 @@ from web.pages import instruments as instrument_pages
 from web.pages import maintenance as maintenance_pages
 from web.pages import rates as rates_page
 from web.pages import sampling as sampling_page
+from web.pages import letters as letters_page
 from web.pages import records as records_page
 from web.pages import state_report as state_report_pages
 from web.pages import statements as statements_page
@@ -281,7 +282,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
     handlers = [*login.routes(sign_in_rate_limit(office)), *today.ROUTES, *sites.ROUTES, *alerts.ROUTES,
                 *sensors.ROUTES, *field_pages.ROUTES, *maintenance_pages.ROUTES, *instrument_pages.ROUTES,
                 *inspection_pages.ROUTES, *ack.ROUTES,
-                *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES, *sampling_page.ROUTES,
+                *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES, *sampling_page.ROUTES, *letters_page.ROUTES,
                 *portal.routes(office), *portal_grease.ROUTES, *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *state_report_pages.ROUTES, *records_page.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
                 *accounts_page.ROUTES, *contacts_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES,

@@ -110,6 +110,15 @@ class Documents(Table):
     """Who signs notices."""
     signer_title: Signer | None = None
     """Their title."""
+    letters: Signer | None = None
+    """The folder of the utility's letter templates, relative to the config file's folder
+    (``enforcement/letters``)."""
+
+
+def documents_table(cfg) -> Documents:
+    """``[documents]`` of a config, validated (:func:`letterhead` says how it fails)."""
+    return validate(Documents, getattr(cfg, "documents", {}) or {}, getattr(cfg, "path", "<config>"), ConfigError,
+                    label=lambda loc: f"documents.{dotted(loc)}")
 
 
 def letterhead(cfg) -> Letterhead:
@@ -121,8 +130,7 @@ def letterhead(cfg) -> Letterhead:
         Naming the file and the key, e.g. ``village.toml: documents.letterhead: expected a list
         of lines (strings), got int 3``.
     """
-    d = validate(Documents, getattr(cfg, "documents", {}) or {}, getattr(cfg, "path", "<config>"), ConfigError,
-                 label=lambda loc: f"documents.{dotted(loc)}")
+    d = documents_table(cfg)
     return Letterhead(village=cfg.name, lines=d.letterhead, signed_by=d.signed_by, signer_title=d.signer_title)
 
 
