@@ -115,8 +115,10 @@ def _review(args, ctx) -> int:
 
 
 def _send(args, ctx) -> int:
+    from ereport.mail import MailError
     from ereport.mailing import send
     from foundation.config import WebOptions
+    from foundation.errors import InputError
 
     cfg = ctx.config
     opts = cfg.web or WebOptions()
@@ -125,7 +127,10 @@ def _send(args, ctx) -> int:
         print(f"[{n}/{total}] {item['kind_words']} {item['number']} to {item['email']}: {outcome}", flush=True)
 
     with ctx.connect("owner", autocommit=True) as conn:
-        b = send.send(conn, args.batch, mail_url=opts.mail_url, cfg=cfg, actor=Actor.os_user(), progress=progress)
+        try:
+            b = send.send(conn, args.batch, mail_url=opts.mail_url, cfg=cfg, actor=Actor.os_user(), progress=progress)
+        except MailError as exc:
+            raise InputError(f"mail batch send: {exc}; nothing was sent") from None
     sent = [s for it in b["items"] for s in it["sendings"]]
     print(f"batch {b['id']}: {sum(s['outcome'] == 'sent' for s in sent)} sent, "
           f"{sum(s['outcome'] == 'bounced' for s in sent)} refused, {sum(s['outcome'] == 'failed' for s in sent)} "

@@ -23,7 +23,8 @@ from __future__ import annotations
 import smtplib
 import ssl
 from email.message import EmailMessage
-from email.utils import formataddr, formatdate, make_msgid
+import secrets
+from email.utils import formataddr, formatdate
 from typing import Callable
 
 from ereport.mail import MailError, check_address, clean_header_text
@@ -72,6 +73,13 @@ def _connect(s: dict) -> smtplib.SMTP:
     if s["user"] and s["password"]:
         smtp.login(s["user"], s["password"])
     return smtp
+
+
+def message_id(batch_id: int, item: dict, sender: str) -> str:
+    """A Message-ID of ours (RFC 5322 §3.6.4), unique by its random part, short enough never
+    to be folded: ``<b7.bill.12.5f0c2a9e1d44@palmyra.example>``."""
+    domain = sender.rpartition("@")[2] or "localhost"
+    return f"<b{batch_id}.{item['kind']}.{item['document_id']}.{secrets.token_hex(6)}@{domain}>"
 
 
 def message(item: dict, pdf: bytes, *, sender: str, utility: str, message_id: str) -> EmailMessage:
@@ -164,8 +172,7 @@ def send(conn, batch_id: int, *, mail_url: str | None, cfg, actor: Actor,
                 if progress:
                     progress(n, len(todo), item, "skipped: " + why)
                 continue
-            mid = make_msgid(idstring=f"b{batch_id}.{item['kind']}.{item['document_id']}",
-                             domain=s["sender"].rpartition("@")[2] or "localhost")
+            mid = message_id(batch_id, item, s["sender"])
             try:
                 to = check_address(item["email"])
                 msg = message(item, kind(item["kind"]).pdf(conn, item["document_id"], cfg), sender=s["sender"],
