@@ -6,7 +6,8 @@ The clerk follows Mailing from the menu, makes a batch of every document not yet
 reviews it: worked out by hand, 2 notices and the plater's 2 bills by e-mail (4), the candy
 maker's 2 bills on paper, none without an address. She sends it: the server receives 2
 messages (the notices, each with its PDF, read back with pdftotext) and refuses 2 (the bills:
-bounces). The plater's bill's page shows its sending refused; the paper list shows Cy
+bounces). The plater's bill's page shows its sending refused, a notice's page its sending
+delivered; the paper list shows Cy
 Counter's envelope and its PDF reads back; sending again is refused. A viewer reads the batch
 without the send button.
 """
@@ -101,6 +102,13 @@ def test_clerk_makes_reviews_and_sends_a_batch_then_prints_the_paper_list(office
     assert wait_until(lambda: f"Bill {p2}:" in b.text(), 30), b.text()[:500]
     sent = b.text("sendings")
     assert ms.AP in sent and "bounced: 550" in sent
+
+    # and a notice's page its sending, delivered
+    d.get(batch_page)
+    first_notice = office["notices"][0]
+    d.find_element(By.LINK_TEXT, f"Notice {first_notice}").click()
+    assert wait_until(lambda: first_notice in b.text() and "Mailed" in b.text(), 30), b.text()[:500]
+    assert ms.REP in b.text("sendings") and "sent" in b.text("sendings") and "bounced" not in b.text("sendings")
 
     # the paper list: Cy Counter's envelope with the candy maker's two bills; its PDF
     d.get(batch_page)
