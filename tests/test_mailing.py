@@ -83,6 +83,8 @@ def test_a_batch_reviewed_sent_once_bounces_and_the_paper_list(mail_db, catcher,
         assert att.get_content_type() == "application/pdf"
         text = pdf_text(att.get_content(), layout=False)
         number = next(n for n in (n1, n2) if n in msg["subject"])
+        assert msg["subject"] == f"Village of Palmyra: Notice of violation {number}"
+        assert m["body"].startswith("Dear Rae Rep,") and "sewerwatch" not in m["body"]
         assert number in text and "Lakeside Plating" in text             # the notice itself, as issued
         logged = [s for k, ss in sent.items() if k[0] == "notice" for s in ss if s["message_id"] == msg["Message-ID"].strip()]
         assert len(logged) == 1 and logged[0]["outcome"] == "sent" and logged[0]["to_address"] == ms.REP

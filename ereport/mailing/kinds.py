@@ -42,6 +42,9 @@ class Kind:
         ``pdf(conn, id, cfg) -> bytes``: the PDF as issued (drawn again from its document).
     page : str
         The office's page of a document (``{id}`` replaced).
+    numbered : bool
+        The document prints its number (a notice's NOV-2026-001): the mail's subject names it.
+        A bill prints none: its title says which it is.
     """
 
     words: str
@@ -49,6 +52,7 @@ class Kind:
     describe: Callable
     pdf: Callable
     page: str
+    numbered: bool = True
 
 
 def _notices_issued(conn) -> list[int]:
@@ -85,7 +89,7 @@ def _bill_describe(conn, ref) -> dict:
     from lab import bill_runs
 
     b = bill_runs.bill(conn, int(ref))
-    return {"site": b["site"], "title": f"Bill for {b['quarter']}", "number": f"{b['quarter']}-{b['site']}",
+    return {"site": b["site"], "title": f"Bill for {b['quarter']}, {b['site_name']}", "number": f"{b['quarter']}-{b['site']}",
             "contact_role": "billing"}
 
 
@@ -130,7 +134,7 @@ def from_issued_document(words: str, issued: Callable, issued_document: Callable
 KINDS: dict[str, Kind] = {
     "notice": Kind("notice", _notices_issued, _notice_describe, _notice_pdf, "/notices/{id}"),
     "grease-notice": Kind("grease notice", _grease_issued, _grease_describe, _grease_pdf, "/grease/notices/{id}/pdf"),
-    "bill": Kind("bill", _bills_issued, _bill_describe, _bill_pdf, "/bills/{id}"),
+    "bill": Kind("bill", _bills_issued, _bill_describe, _bill_pdf, "/bills/{id}", numbered=False),
 }
 # "letter": from_issued_document("letter", <issued letter ids>, enforcement.letters.issued_document,
 #                                "/letters/{id}") once enforcement.letters exists.

@@ -29,7 +29,7 @@ from typing import Callable
 
 from ereport.mail import MailError, check_address, clean_header_text
 from ereport.mailing.batches import AlreadySent, _audit, batch, local, sent_before
-from ereport.mailing.kinds import kind
+from ereport.mailing.kinds import KINDS, kind
 from foundation.actor import Actor
 from foundation.errors import InputError
 
@@ -84,16 +84,17 @@ def message_id(batch_id: int, item: dict, sender: str) -> str:
 
 def message(item: dict, pdf: bytes, *, sender: str, utility: str, message_id: str) -> EmailMessage:
     """The message of one batch item: a short letter in plain text, the PDF attached."""
+    k = KINDS.get(item["kind"])
+    what = f"{item['title']} {item['number']}" if k is None or k.numbered else item["title"]
     m = EmailMessage()
-    m["Subject"] = clean_header_text(f"{utility}: {item['title']} {item['number']}")
+    m["Subject"] = clean_header_text(f"{utility}: {what}")
     m["From"] = formataddr((clean_header_text(utility, 80), sender))
     m["To"] = formataddr((clean_header_text(item["person"] or item["recipient"], 80), item["email"]))
     m["Date"] = formatdate(localtime=True)
     m["Message-ID"] = message_id
     m.set_content(
         f"Dear {item['person'] or item['recipient']},\n\n"
-        f"Attached is the {item['kind_words']} {item['number']} ({item['title']}) of {utility} "
-        f"to {item['recipient']}.\n"
+        f"Attached is a document of {utility} to {item['recipient']}: {what}.\n"
         + (f"\nIt is sent again: {item['resend_reason']}\n" if item["resend_reason"] else "")
         + f"\nPlease read it and keep it with your records. Reply to this message with any question.\n\n{utility}\n")
     name = "".join(c if c.isalnum() or c in "-._" else "-" for c in f"{item['kind']}-{item['number']}") + ".pdf"
