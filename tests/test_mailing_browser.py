@@ -7,7 +7,7 @@ reviews it: worked out by hand, 2 notices and the plater's 2 bills by e-mail (4)
 maker's 2 bills on paper, none without an address. She sends it: the server receives 2
 messages (the notices, each with its PDF, read back with pdftotext) and refuses 2 (the bills:
 bounces). The plater's bill's page shows its sending refused, a notice's page its sending
-delivered; the paper list shows Cy
+delivered, and bounced after the clerk reads the mail server's notification; the paper list shows Cy
 Counter's envelope and its PDF reads back; sending again is refused. A viewer reads the batch
 without the send button.
 """
@@ -109,6 +109,22 @@ def test_clerk_makes_reviews_and_sends_a_batch_then_prints_the_paper_list(office
     d.find_element(By.LINK_TEXT, f"Notice {first_notice}").click()
     assert wait_until(lambda: first_notice in b.text() and "Mailed" in b.text(), 30), b.text()[:500]
     assert ms.REP in b.text("sendings") and "sent" in b.text("sendings") and "bounced" not in b.text("sendings")
+    notice_page = d.current_url
+
+    # the mail server's notification that it could not be delivered after all, read from Mailing
+    raw = next(m["raw"] for m in mail.messages if first_notice in m["subject"])
+    mid = email.message_from_bytes(raw, policy=email.policy.default)["Message-ID"].strip()
+    (office["tmp"] / "returned.eml").write_bytes(ms.dsn(mid, ms.REP))
+    d.find_element(By.LINK_TEXT, "Mailing").click()
+    assert wait_until(lambda: "Mail that came back" in b.text(), 30)
+    d.find_element(By.ID, "bounce-files").send_keys(str(office["tmp"] / "returned.eml"))
+    click(b, "bounces-read")
+    assert wait_until(lambda: "bounced" in b.text(), 60), b.text()[:800]
+    assert b.text("bounces-summary").startswith("1 bounced")
+    assert f"Notice {first_notice} to {ms.REP}: 5.2.2 smtp; 552 5.2.2 mailbox full" in b.text("bounced")
+    d.get(notice_page)
+    assert wait_until(lambda: "mailbox full" in b.text("sendings"), 30), b.text()[:800]
+    assert "bounced" in b.text("sendings")
 
     # the paper list: Cy Counter's envelope with the candy maker's two bills; its PDF
     d.get(batch_page)

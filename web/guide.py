@@ -51,6 +51,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "mail_batches.html": ("office/mailing/", "How do I mail notices and bills?"),
     "mail_batch.html": ("office/mailing/#who-gets-what", "How do I review and send a batch?"),
     "mail_paper.html": ("office/mailing/#who-gets-what", "How do I print the paper list?"),
+    "mail_bounces.html": ("office/mailing/#sending-once", "How do I read the mail that came back?"),
     "alerts.html": ("office/today/#acknowledge-an-alert", "How do I acknowledge an alert?"),
     "alert.html": ("office/today/#acknowledge-an-alert", "How do I acknowledge an alert?"),
     "sensors.html": ("office/today/#alerts-sensors-and-dead-letters", "How do I read the sensors' health?"),

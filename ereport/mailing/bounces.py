@@ -19,6 +19,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 from ereport.mailing.batches import _audit
+from ereport.mailing.kinds import KINDS
 from foundation.actor import Actor
 from foundation.errors import InputError
 
@@ -126,7 +127,8 @@ def import_bounces(conn, files, *, actor: Actor) -> dict:
                     continue
                 sid, to, bounced_at, kind_name, number = row
                 failed = [r for r in dsn["recipients"] if r["action"] == "failed"]
-                said = {"where": where, "sending": sid, "to": to, "document": f"{kind_name} {number}"}
+                words = KINDS[kind_name].words if kind_name in KINDS else kind_name
+                said = {"where": where, "sending": sid, "to": to, "document": f"{words} {number}"}
                 if not failed:
                     out["delivered"].append({**said, "action": ", ".join(r["action"] for r in dsn["recipients"])})
                     continue

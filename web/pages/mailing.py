@@ -125,4 +125,38 @@ def print_pdf(request: Request, batch_id: FromPath[int]) -> Response:
     return download(pdf, f"paper-documents-{batch_id}.pdf", "application/pdf")
 
 
-ROUTES = [mail_page, make, batch_page, send, paper_page, paper_pdf, print_pdf]
+#: Largest file of notifications taken [bytes].
+BOUNCES_MAX = 10 * 1024 * 1024
+
+
+@post("/mail/bounces", opt=MAIL, sync_to_thread=True, status_code=200, request_max_body_size=BOUNCES_MAX + 65536)
+def bounces_upload(request: Request, data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]
+                   ) -> Template:
+    """Read the delivery-status notifications of the files sent (a mailbox or ``.eml`` files:
+    :func:`ereport.mailing.bounces.import_bounces`, as ``sewerwatch mail bounces``). Reading a
+    notification twice marks nothing twice."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from ereport.mailing import bounces
+    from litestar.datastructures import UploadFile
+
+    office = request.app.state.office
+    given = data.get("files")
+    files = [f for f in (given if isinstance(given, list) else [given]) if isinstance(f, UploadFile) and f.filename]
+    if not files:
+        raise InputError("returned mail: choose the mailbox file or the .eml files the mail server sent back")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for n, f in enumerate(files, 1):
+            name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(f.filename).name)[:80] or f"file-{n}"
+            path = Path(tmp) / f"{n}" / name
+            path.parent.mkdir()
+            path.write_bytes(f.file.read(BOUNCES_MAX + 1)[:BOUNCES_MAX])
+            paths.append(path)
+        result = office.act(request.state.account, bounces.import_bounces, paths)
+    return Template("mail_bounces.html", context={"account": request.state.account, "nav": "mail", "r": result})
+
+
+ROUTES = [mail_page, make, batch_page, send, paper_page, paper_pdf, print_pdf, bounces_upload]
