@@ -23,19 +23,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class MailCatcher:
     """An SMTP server on 127.0.0.1 keeping every message it receives.
 
-    ``messages`` holds dicts ``{"from", "to", "subject", "body", "at"}`` (body: the text/plain
-    part).
+    ``messages`` holds dicts ``{"from", "to", "subject", "body", "at", "raw"}`` (body: the
+    text/plain part; raw: the message's bytes as received). A recipient in ``refuse`` is
+    refused at once (``550``), as a mail server refuses an unknown mailbox.
     """
 
-    def __init__(self, port: int = 0, on_message=None):
+    def __init__(self, port: int = 0, on_message=None, refuse=()):
         from aiosmtpd.controller import Controller   # lazy: aiosmtpd is a dev dependency (tests, demo)
 
         self.messages: list[dict] = []
         self._lock = threading.Lock()
         self.on_message = on_message
+        self.refuse = {a.lower() for a in refuse}
         catcher = self
 
         class Handler:
+            async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+                if address.lower() in catcher.refuse:
+                    return "550 5.1.1 mailbox unavailable"
+                envelope.rcpt_tos.append(address)
+                return "250 OK"
+
             async def handle_DATA(self, server, session, envelope):
                 catcher._add(envelope)
                 return "250 OK"
@@ -52,7 +60,8 @@ class MailCatcher:
         msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
         part = msg.get_body(preferencelist=("plain", "html"))
         rec = {"from": envelope.mail_from, "to": list(envelope.rcpt_tos), "subject": str(msg["subject"] or ""),
-               "body": part.get_content() if part is not None else "", "at": time.time()}
+               "body": part.get_content() if part is not None else "", "at": time.time(),
+               "raw": envelope.content}
         with self._lock:
             self.messages.append(rec)
         if self.on_message:

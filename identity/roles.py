@@ -59,6 +59,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "accounts.manage": frozenset(_EVERYTHING),
     # the address book: an industrial user's people and addresses (the clerk keeps the billing ones)
     "contacts.edit": frozenset(_EVERYTHING | {"clerk"}),
+    # mailing issued notices and bills in batches: making a batch and sending it (/mail)
+    "mail.send": frozenset(_EVERYTHING | {"clerk"}),
     # a new version of a permit (a file or the form); one's own calendar feed link
     "permits.edit": frozenset(_EVERYTHING),
     "calendar.feed": frozenset(_ALL - {"viewer"}),

@@ -26,8 +26,8 @@ import simulators.cli
 from foundation import config as sw_config
 from foundation.context import Context
 from foundation.errors import NotBuiltYet, SewerwatchError, report
-from sewerwatch import (__version__, cli_backup, cli_config, cli_contacts, cli_db, cli_field, cli_portal, cli_run,
-                        cli_services, cli_web, services)
+from sewerwatch import (__version__, cli_backup, cli_config, cli_contacts, cli_db, cli_field, cli_mail, cli_portal,
+                        cli_run, cli_services, cli_web, services)
 
 #: The registering modules, in the order ``--help`` lists their subcommands.
 COMMAND_MODULES = (
@@ -49,6 +49,7 @@ COMMAND_MODULES = (
     cli_web,             # web, users
     cli_portal,          # portal
     cli_contacts,        # contacts (the address book)
+    cli_mail,            # mail batch|bounces (mailing issued documents)
     cli_backup,          # backup now|list|check|restore, export
 )
 

@@ -47,7 +47,7 @@ def test_tenancy_every_portal_route_and_object_of_one_user_refused_to_another(db
                   "run_id": "1", "bill_id": "1", "inspection_id": "1", "photo_id": "1", "window_id": "1", "version": "1",
                   "year": "2026", "publication_id": "1",
                   "path": "office/lab/", "import_id": "1",
-                  "establishment_id": "1", "pumpout_id": "1", "contact_id": "1", "kind": "mailing"}
+                  "establishment_id": "1", "pumpout_id": "1", "contact_id": "1", "kind": "mailing", "batch_id": "1"}
         routes = _routes(c, values)
         portal_routes = [r for r in routes if r[2] == roles.PORTAL]
         assert len(portal_routes) >= 14

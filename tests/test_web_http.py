@@ -36,7 +36,7 @@ PATH_VALUES = {"alert_id": "1", "letter_id": "1", "key": "plater", "token": "x.y
                "page": "1", "name": "ph", "run_id": "1", "site": "plater", "bill_id": "1", "inspection_id": "1",
                "photo_id": "1", "window_id": "1", "version": "1", "year": "2026", "publication_id": "1",
                "path": "office/lab/", "import_id": "1", "establishment_id": "1", "pumpout_id": "1",
-               "contact_id": "1", "kind": "mailing"}
+               "contact_id": "1", "kind": "mailing", "batch_id": "1"}
 
 
 def _routes(client):

@@ -155,9 +155,13 @@ def _bill(office, bill_id: int) -> dict:
 
 @get("/bills/{bill_id:int}", opt=VIEW, sync_to_thread=True)
 def bill_page(request: Request, bill_id: FromPath[int]) -> Template:
+    from ereport.mailing.batches import sendings_of
+
     office = request.app.state.office
     b = _bill(office, bill_id)
+    sent = office.read(lambda conn: sendings_of(conn, "bill", bill_id))
     return Template("bill.html", context={"account": request.state.account, "nav": "bills", "b": b, "bill": b["detail"],
+                                          "sendings": sent, "mail_ref": f"bill:{bill_id}",
                                           "today": office.today().isoformat(), "done": request.query_params.get("done"),
                                           "again": request.query_params.get("again")})
 

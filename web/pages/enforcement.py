@@ -261,7 +261,8 @@ def _notice_context(request, n: dict, guide, events, **extra) -> dict:
             "editable": [(k, notices.EDITABLE[k], (extra.get("typed") or {}).get(k, n["document"].get(k) or ""))
                          for k in ed],
             "escalation": guide.escalation(n["action"]), "today": office.today().isoformat(),
-            "escalable": extra.pop("escalable", (None, None)),
+            "escalable": extra.pop("escalable", (None, None)), "sendings": extra.pop("sendings", []),
+            "mail_ref": extra.pop("mail_ref", f"notice:{n['number']}"),
             "done": request.query_params.get("done"), "again": request.query_params.get("again"), **extra}
 
 
@@ -273,11 +274,15 @@ def notice_page(request: Request, notice_id: FromPath[int]) -> Template:
     office = request.app.state.office
     guide, _head = guide_and_head(office.cfg)
     def read(conn):
-        n = _notice(office, conn, notice_id)
-        return n, notices.events(conn, n["id"]), _escalable(conn, n, guide, office.today())
+        from ereport.mailing.batches import sendings_of
 
-    n, events, escalable = office.read(read)
-    return Template("notice.html", context=_notice_context(request, n, guide, events, escalable=escalable))
+        n = _notice(office, conn, notice_id)
+        return (n, notices.events(conn, n["id"]), _escalable(conn, n, guide, office.today()),
+                sendings_of(conn, "notice", n["id"]))
+
+    n, events, escalable, sent = office.read(read)
+    return Template("notice.html", context=_notice_context(request, n, guide, events, escalable=escalable,
+                                                           sendings=sent, mail_ref=f"notice:{n['number']}"))
 
 
 def _escalable(conn, n: dict, guide, today: date) -> tuple[dict | None, str | None]:
