@@ -3,17 +3,23 @@ session's one) over ``sewerwatch web`` on a copy of the round village (tests/web
 whose configuration names a letters folder: the warning letter's template edited in the
 textarea, previewed (the page's pictures), saved (the file in the folder, the version kept);
 the letter issued for the plater from its page's "Issue a letter"; its PDF and its DOCX
-downloaded and read back; a PDF edited outside brought back and shown on the letter's page.
+downloaded and read back; mailed from its page in a batch of its own to a real SMTP server
+(aiosmtpd), the delivered message's PDF read back and the sending shown on the letter's page;
+a PDF edited outside brought back and shown on the letter's page.
 A second save from the old version is a conflict; the viewer reads without a form."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import os
 from pathlib import Path
 
 import pytest
 
+import mailing_support as ms
 import web_round
+from alerts.catchers import MailCatcher
 from support import wait_until
 from test_web_round_browser import click, fetch, round_db, sign_in  # noqa: F401  (the module's fixtures)
 
@@ -29,8 +35,15 @@ PREVIEWS = Path(__file__).resolve().parent.parent / "web" / "previews"
 @pytest.fixture(scope="module")
 def office(round_db, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("letters-browser")
-    with web_round.served(round_db, tmp, config=CONFIG) as base:
-        yield {"base": base, "db": round_db, "tmp": tmp}
+    catcher = MailCatcher().start()
+    try:
+        (tmp / "village.toml").write_text(CONFIG, encoding="utf-8")
+        ms.add_contacts(tmp, round_db)             # the plater's authorised representative: ms.REP
+        web = f'mail_url = "mailto://127.0.0.1:{catcher.port}?from=office@palmyra.example"'
+        with web_round.served(round_db, tmp, config=CONFIG, web=web) as base:
+            yield {"base": base, "db": round_db, "tmp": tmp, "mail": catcher}
+    finally:
+        catcher.stop()
 
 
 def test_the_coordinator_writes_previews_saves_issues_and_brings_a_pdf_back(office, chromium, tmp_path):
@@ -82,6 +95,25 @@ def test_the_coordinator_writes_previews_saves_issues_and_brings_a_pdf_back(offi
     lines = text_of(fetch(b, d.find_element(By.ID, "docx").get_attribute("href"))).split("\n")
     assert "Village of Palmyra" in lines and "Subject: grease seen at the control manhole" in lines
     assert any(x.startswith("This letter is a warning from the village board.") for x in lines), lines
+    # mailed from its page, in a batch of its own, to the plater's authorised representative
+    letter_page = d.current_url
+    d.find_element(By.ID, "mail-this").click()
+    assert wait_until(lambda: "Make a batch" in b.text(), 30), b.text()[:500]
+    assert d.find_element(By.ID, "choice-documents").is_selected()
+    click(b, "batch-make")
+    assert wait_until(lambda: "Made: review who gets what" in b.text(), 60), b.text()[:800]
+    assert b.text("batch-counts") == "1 by e-mail · 0 on paper · 0 with no address on file"
+    assert ms.REP in b.text("by-email") and number in b.text("by-email")
+    click(b, "send-button")
+    assert wait_until(lambda: "Sent: each message's outcome is below." in b.text(), 120), b.text()[:800]
+    mail = office["mail"]
+    assert wait_until(lambda: len(mail.messages) == 1, 15)
+    msg = email.message_from_bytes(mail.messages[0]["raw"], policy=email.policy.default)
+    assert mail.messages[0]["to"] == [ms.REP] and number in msg["subject"]
+    (att,) = list(msg.iter_attachments())
+    assert "This letter is a warning from the village board." in " ".join(pdf_text(att.get_content()).split())
+    d.get(letter_page)
+    assert wait_until(lambda: ms.REP in b.text("sendings") and "sent" in b.text("sendings"), 30), b.text()[:800]
     # issuing it again is refused, naming the letter
     d.get(f"{base}/letters?site=plating")
     Select(d.find_element(By.ID, "issue-kind")).select_by_visible_text("Warning letter")

@@ -131,13 +131,28 @@ def from_issued_document(words: str, issued: Callable, issued_document: Callable
     return Kind(words, issued, describe, lambda conn, ref, cfg: issued_document(conn, int(ref))["pdf"], page)
 
 
+def _letters_issued(conn) -> list[int]:
+    return [i for (i,) in conn.execute("SELECT id FROM letters ORDER BY id").fetchall()]
+
+
+def _letter(conn, ref) -> dict:
+    """An issued letter as :func:`from_issued_document` takes it: the user's key for its id,
+    the address book's role for the words the letter gives."""
+    from enforcement.letters import issued_document
+    from identity.contacts import ROLES
+
+    d = issued_document(conn, int(ref))
+    key = conn.execute("SELECT key FROM sites WHERE id = %s", (d["site"],)).fetchone()[0]
+    role = {words: k for k, words in ROLES.items()}.get(d["contact_role"], d["contact_role"])
+    return dict(d, site=key, contact_role=role)
+
+
 KINDS: dict[str, Kind] = {
     "notice": Kind("notice", _notices_issued, _notice_describe, _notice_pdf, "/notices/{id}"),
     "grease-notice": Kind("grease notice", _grease_issued, _grease_describe, _grease_pdf, "/grease/notices/{id}/pdf"),
     "bill": Kind("bill", _bills_issued, _bill_describe, _bill_pdf, "/bills/{id}", numbered=False),
+    "letter": from_issued_document("letter", _letters_issued, _letter, "/letters/{id}"),
 }
-# "letter": from_issued_document("letter", <issued letter ids>, enforcement.letters.issued_document,
-#                                "/letters/{id}") once enforcement.letters exists.
 
 
 def kind(name: str) -> Kind:

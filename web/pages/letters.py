@@ -148,10 +148,14 @@ def issue(request: Request, data: Form) -> Redirect | Template:
 def _letter(request: Request, letter_id: int, *, status: int = 200, problem: str | None = None) -> Template:
     from enforcement import letters as lt
 
+    from ereport.mailing.batches import sendings_of
+
     office = request.app.state.office
     got = office.read(lambda conn: _not_found(lambda: lt.letter(conn, letter_id)))
+    sent = office.read(lambda conn: sendings_of(conn, "letter", letter_id))
     return Template("letter.html", status_code=status, context={
         "account": request.state.account, "nav": "letters", "l": got, "problem": problem,
+        "sendings": sent, "mail_ref": f"letter:{letter_id}",
         "done": request.query_params.get("done"), "again": request.query_params.get("again") == "1",
         "may_write": authz.may(request.state.account, "letters.write")})
 
