@@ -34,6 +34,7 @@ import paho.mqtt.client as mqtt
 from ingest.batch import Readings
 from ingest.mqtt import maintenance
 from ingest.mqtt.formats import decode_match, with_example
+from ingest.mqtt.readahead import ReadAheadClient
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
 from ingest.mqtt.sparkplug import SparkplugHost
 from ingest.mqtt.sparkplug_state import parse_state, state_payload, state_topic
@@ -97,8 +98,9 @@ class MqttCollector:
         self.bounds, self.max_buffered_rows = bounds, max_buffered_rows
         self.share_group, self.client_id = share_group, client_id
         self.may_connect = may_connect           # asked before each (re)connect; None: always
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
-                                  protocol=mqtt.MQTTv311, manual_ack=True)
+        # the connection read in large pieces, not a few bytes a system call (readahead.py)
+        self.client = ReadAheadClient(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
+                                       protocol=mqtt.MQTTv311, manual_ack=True)
         if u.username:
             self.client.username_pw_set(unquote(u.username), unquote(u.password or ""))
         if u.scheme == "mqtts":
