@@ -22,7 +22,7 @@ keeps them. Everything resumes by itself when the database or the disk space ret
 The writer is a supervised thread (:mod:`ingest.supervise`): a chunk it held when it died
 is held again by the restarted thread.
 
-Pipelined commits: while the database is up and the spool empty, a chunk's COMMIT (the
+Pipelined commits (``pipeline=True``; off by default, see :class:`Writer`): while the database is up and the spool empty, a chunk's COMMIT (the
 server's flush of its WAL to disk) runs in a committer thread on one connection while the
 next chunk is copied on a second. Chunks are committed in the order they were taken: the next
 is committed only after the one before was, and when a commit fails the chunk copied
@@ -190,11 +190,14 @@ class Writer:
         Longest a reading waits in the sink before it is written [s].
     pipeline : bool
         Commit a chunk while the next is copied, on a second connection (module docstring).
+        Off by default: on the loaded 2-core development machine the two backends competing
+        for the cores made batched ingest slower (``benchmarks/README.md``); the benchmark's
+        ``BENCH_PIPELINE=1`` measures it again.
     """
 
     def __init__(self, db_url: str, sink: Sink, spool_dir, max_rows: int = 50_000,
                  max_delay: float = 0.1, backoff_max: float = 5.0, spool_max_bytes: int = 1 << 30,
-                 pipeline: bool = True):
+                 pipeline: bool = False):
         self.db_url = db_url
         self.sink = sink
         self.spool = Spool(spool_dir, spool_max_bytes)

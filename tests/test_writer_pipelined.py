@@ -31,7 +31,7 @@ def test_chunks_commit_in_order_while_the_next_is_copied(db, tmp_path):
     100 + 200 + 300 = 600 readings are stored, the callbacks ran in order 1, 2, 3, the sink's
     batches up to 3 are stored, and the second connection carried a chunk."""
     sid = add_site_and_sensors(db.url, "p1", {"ph": ("ph", "pH")})["ph"]
-    w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool")
+    w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
     acked: list[int] = []
     w._connection()
     assert w.write_next(Chunk(_readings(sid, 100, T0_US), [], [], [lambda: acked.append(1)], seq=1))
@@ -57,7 +57,7 @@ def test_a_failed_commit_keeps_the_next_chunk_out_of_the_database(db, tmp_path):
                         RETURN NEW; END $$""")
         conn.execute("CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON dead_letters DEFERRABLE INITIALLY DEFERRED "
                      "FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()")
-    w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool")
+    w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
     acked: list[str] = []
     w._connection()
     letter = DeadLetter("mqtt", "sewerwatch/p2/ph", b"x", "refuse me", received_at_us=T0_US)
