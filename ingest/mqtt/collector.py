@@ -46,6 +46,8 @@ from ingest.supervise import Component, Supervisor
 
 log = logging.getLogger("sewerwatch.mqtt")
 
+#: Packets handled from what was read ahead before the network loop looks again [packets].
+READ_HELD_MAX = 256
 #: Reconnect backoff [s]: from the first to the last, doubling.
 RECONNECT_MIN_S, RECONNECT_MAX_S = 1.0, 30.0
 #: A Sparkplug host stopping on purpose reads on this long after publishing its offline
@@ -268,6 +270,8 @@ class MqttCollector:
                 if not self._connect(comp):
                     continue
             rc = self.client.loop(timeout=0.2)
+            if rc == mqtt.MQTT_ERR_SUCCESS:
+                rc = self._read_held()
             if self.sparkplug.nodes:        # this thread alone touches the Sparkplug sessions
                 self._release_due()
             if rc != mqtt.MQTT_ERR_SUCCESS:
@@ -275,6 +279,21 @@ class MqttCollector:
                 self._need_connect = True
                 if not self._stop.is_set():
                     self._wait_backoff(comp)
+
+    def _read_held(self, most: int = READ_HELD_MAX):
+        """Handle the packets already read ahead (``ReadAhead.pending()``), up to ``most``,
+        without a ``select`` and paho's housekeeping between each (``loop()`` does those
+        next, and writes the acknowledgements queued meanwhile)."""
+        sock = self.client.socket()
+        pending = getattr(sock, "pending", None)
+        rc = mqtt.MQTT_ERR_SUCCESS
+        n = 0
+        while pending is not None and n < most and pending() > 0 and not self._stop.is_set():
+            rc = self.client.loop_read()
+            if rc != mqtt.MQTT_ERR_SUCCESS:
+                break
+            n += 1
+        return rc
 
     def _connect(self, comp: Component) -> bool:
         if self.host_id:        # this connection's death certificate (Sparkplug 3.0): a fresh timestamp
