@@ -56,6 +56,7 @@ STAGES = [
     ("normalise", "ingest/mqtt/collector.py", {"_convert_singles"}),
     ("parse", "ingest/mqtt/collector.py", {"_handle", "_handle_decoded", "_dead", "_maintenance"}),
     ("batch", "ingest/mqtt/collector.py", None),
+    ("receive", "ingest/mqtt/readahead.py", None),
     ("parse", "ingest/mqtt/payload.py", None),
     ("parse", "ingest/mqtt/formats.py", None),
     ("parse", "ingest/mqtt/topics.py", None),
@@ -75,6 +76,7 @@ STAGES = [
     ("evaluate", "alerts/stored.py", None),
     ("evaluate", "sewerwatch/pipeline.py", {"_evaluate", "_evaluate_batch", "tap", "_take_same_kind",
                                             "_merge_parts"}),
+    ("event loop", "sewerwatch/pipeline.py", {"_main", "run", "run_until_signalled", "main"}),
     ("deliver", "alerts/channels.py", None),
     ("deliver", "alerts/outbox.py", None),
     ("alert", "alerts/", None),
@@ -86,7 +88,7 @@ STAGES = [
 ]
 OUTSIDE = "outside the pipeline"
 ORDER = ["receive", "parse", "normalise", "batch", "COPY", "commit", "acknowledge", "writer (other)", "spool",
-         "evaluate", "alert", "deliver", "supervision", "pipeline (other)"]
+         "evaluate", "alert", "deliver", "event loop", "supervision", "pipeline (other)"]
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
 
