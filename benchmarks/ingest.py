@@ -28,7 +28,8 @@ batched case with the other cases under ``"also"``.
 ``BENCH_QUICK=1``: 200,000 batched readings and 20,000 single messages.
 ``BENCH_CASES=batched,single,persistence`` (the default: all): which cases run (the profile,
 ``benchmarks/profile.py``, takes one at a time); the last line is the first case run, the
-others under ``"also"``. ``BENCH_PIPELINE=1``: the writer with pipelined commits.
+others under ``"also"``. ``BENCH_PIPELINE=1``: the writer with pipelined commits; ``BENCH_WRITER_ROWS``: its
+readings per transaction (default 50,000).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ CASES = os.environ.get("BENCH_CASES", "batched,single,persistence").split(",")
 #: ``BENCH_PIPELINE=1``: the writer copies a chunk while the one before commits (its
 #: ``pipeline`` option, off by default)
 PIPELINE = os.environ.get("BENCH_PIPELINE", "0") == "1"
+#: ``BENCH_WRITER_ROWS``: the writer's readings per transaction at most (its default 50,000)
+WRITER_ROWS = int(os.environ.get("BENCH_WRITER_ROWS", "50000"))
 N_BATCHED = 200_000 if QUICK else 2_000_000
 M_SINGLE = 20_000 if QUICK else 100_000
 PER_MESSAGE = 1000
@@ -143,7 +146,7 @@ def _drain_with_collector(pg, mq, client_id: str, expected_rows: int, refs, spoo
     owner = pg.url("owner")
     before = _count(owner)
     sink = Sink()
-    writer = Writer(pg.url("ingest"), sink, spool, max_delay=0.05, pipeline=PIPELINE).start()
+    writer = Writer(pg.url("ingest"), sink, spool, max_rows=WRITER_ROWS, max_delay=0.05, pipeline=PIPELINE).start()
     t0 = time.perf_counter()
     col = MqttCollector(mq.url("collector"), TopicMap(refs), sink, client_id=client_id).start()
     while writer.stats.readings_inserted < expected_rows:
