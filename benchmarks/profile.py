@@ -52,7 +52,8 @@ RATE = 100
 #: rule: their caller in the pipeline decides.
 STAGES = [
     ("acknowledge", "ingest/mqtt/collector.py", {"_ack", "_ack_parked", "on_durable"}),
-    ("receive", "ingest/mqtt/collector.py", {"_network_loop", "_connect", "_on_message", "_release_due"}),
+    ("receive", "ingest/mqtt/collector.py", {"_network_loop", "_read_held", "_connect", "_on_message",
+                                               "_release_due"}),
     ("normalise", "ingest/mqtt/collector.py", {"_convert_singles"}),
     ("parse", "ingest/mqtt/collector.py", {"_handle", "_handle_decoded", "_dead", "_maintenance"}),
     ("batch", "ingest/mqtt/collector.py", None),
