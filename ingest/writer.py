@@ -22,12 +22,12 @@ keeps them. Everything resumes by itself when the database or the disk space ret
 The writer is a supervised thread (:mod:`ingest.supervise`): a chunk it held when it died
 is held again by the restarted thread.
 
-Pipelined commits (``pipeline=True``; off by default, see :class:`Writer`): while the database is up and the spool empty, a chunk's COMMIT (the
-server's flush of its WAL to disk) runs in a committer thread on one connection while the
-next chunk is copied on a second. Chunks are committed in the order they were taken: the next
-is committed only after the one before was, and when a commit fails the chunk copied
-meanwhile is rolled back and both take the ordinary path (again, the spool, or held). A
-chunk's callbacks still run only once it is committed.
+Pipelined commits (``pipeline=True``; off by default, see :class:`Writer`): while the
+database is up and the spool empty, a chunk's COMMIT (the server's flush of its WAL to disk)
+runs in a committer thread on one connection while the next chunk is copied on a second.
+Chunks are committed in the order they were taken: the next is committed only after the one
+before was, and when a commit fails the chunk copied meanwhile is rolled back and both take
+the ordinary path (again, the spool, or held). A chunk's callbacks still run only once it is committed.
 """
 
 from __future__ import annotations
