@@ -27,7 +27,8 @@ database is up and the spool empty, a chunk's COMMIT (the server's flush of its 
 runs in a committer thread on one connection while the next chunk is copied on a second.
 Chunks are committed in the order they were taken: the next is committed only after the one
 before was, and when a commit fails the chunk copied meanwhile is rolled back and both take
-the ordinary path (again, the spool, or held). A chunk's callbacks still run only once it is committed.
+the ordinary path (again, the spool, or held). A chunk's callbacks still run only once it is
+committed.
 """
 
 from __future__ import annotations
