@@ -26,6 +26,7 @@ work only over the sensors present) and
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
 
 import numpy as np
@@ -98,7 +99,9 @@ class Arrivals:
                     ring = self._ring.setdefault(c, deque(maxlen=SKEW_SAMPLES))
                     ring.append((now, m))
                     if len(ring) >= OFFSET_MIN_SAMPLES:
-                        self._usual[c] = float(np.median([o for _, o in ring]))
+                        # statistics.median, not numpy's: the same value, without numpy's cost
+                        # per call on a handful of floats (benchmarks/README.md, the alert path)
+                        self._usual[c] = float(statistics.median([o for _, o in ring]))
             usual = self._usual_of(codes)[inv]
             ahead = off > self.tolerance_s + usual
             if ahead.any():
@@ -233,9 +236,9 @@ class Arrivals:
     def _steady(self, ring) -> float | None:
         if not ring or len(ring) < SKEW_SAMPLES:
             return None
-        offs = np.array([o for _, o in ring])
-        med = float(np.median(offs))
-        if abs(med) <= self.skew_limit_s or float(offs.max() - offs.min()) > self.skew_limit_s:
+        offs = [o for _, o in ring]
+        med = float(statistics.median(offs))
+        if abs(med) <= self.skew_limit_s or float(max(offs) - min(offs)) > self.skew_limit_s:
             return None
         return med
 

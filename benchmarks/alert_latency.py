@@ -15,9 +15,15 @@ evaluator that polls the database every second for probe readings below the limi
 posts to the same webhook catcher (through apprise, the same channel code) when it finds
 one. Its latency is the writer's delay plus up to a polling interval.
 
+The floor, in the same run and under the same load, before the trials: the p99 of a bare
+paho publish -> receive round trip on the same broker (QoS 1, a subscriber of its own) plus
+the p99 of a bare HTTP POST to the same webhook catcher, under ``floor_ms``: no pipeline can
+deliver faster than the two together.
+
 Prints one JSON line: ``value`` = sewerwatch p99 [ms], ``peer_value`` = poller p99 [ms],
 ``ratio`` = peer p99 / sewerwatch p99 (target >= 5); p50s under ``p50_ms``.
-``BENCH_QUICK=1``: 10 trials instead of 40.
+``BENCH_QUICK=1``: 10 trials instead of 40. ``BENCH_BURN=1``: a second process burns one
+core the whole run (the figure on a machine with other work).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(ROOT))
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
+BURN = os.environ.get("BENCH_BURN") == "1"
 TRIALS = 10 if QUICK else 40
 LOAD_SENSORS = 100
 LOAD_RATE = 10_000          # readings/s
@@ -91,6 +98,47 @@ def _load(url: str, duration: float) -> None:
     print(json.dumps({"sent": sent, "seconds": seconds}), flush=True)
 
 
+def _floor(mq, hook_port: int, n: int) -> dict:
+    """p99 [ms] of ``n`` bare paho publish -> receive round trips and of ``n`` bare HTTP POSTs
+    to the webhook catcher, one after the other, and their sum."""
+    import urllib.request
+
+    got: dict[bytes, float] = {}
+    arrived = threading.Event()
+    sub = _mqtt(mq.url("admin"), "bench-floor-sub")
+    sub.on_message = lambda c, u, m: (got.setdefault(m.payload, time.perf_counter()), arrived.set())
+    subscribed = threading.Event()
+    sub.on_subscribe = lambda *a: subscribed.set()
+    sub.subscribe("bench/floor", qos=1)
+    subscribed.wait(5)
+    pub = _mqtt(mq.url("admin"), "bench-floor-pub")
+    rtts, posts = [], []
+    for k in range(n):
+        arrived.clear()
+        key = b"%d" % k
+        t0 = time.perf_counter()
+        pub.publish("bench/floor", key, qos=1)
+        arrived.wait(2)
+        if key in got:
+            rtts.append(got[key] - t0)
+        time.sleep(0.02)
+    for c in (sub, pub):
+        c.disconnect()
+        c.loop_stop()
+    for k in range(n):
+        req = urllib.request.Request(f"http://127.0.0.1:{hook_port}/floor", data=b'{"title": "floor"}',
+                                     headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=5) as r:
+            r.read()
+        posts.append(time.perf_counter() - t0)
+        time.sleep(0.02)
+    if not rtts:
+        raise SystemExit("floor: no bare MQTT round trip arrived (the admin account may not use bench/floor)")
+    m99, h99 = _percentiles(rtts)[1], _percentiles(posts)[1]
+    return {"mqtt_p99": round(m99, 2), "http_p99": round(h99, 2), "sum_p99": round(m99 + h99, 2)}
+
+
 def _percentiles(xs):
     import numpy as np
     a = np.asarray(xs) * 1000.0
@@ -122,6 +170,7 @@ def main() -> None:
     hook = WebhookCatcher(on_post=on_post).start()
     load = None
     bg = None
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if BURN else None
     try:
         with psycopg.connect(pg.url("owner")) as conn:
             for k in range(LOAD_SENSORS):
@@ -172,10 +221,11 @@ def main() -> None:
         peer = threading.Thread(target=poller, daemon=True)
         peer.start()
 
-        duration = TRIALS * 1.6 + 8
+        duration = TRIALS * 1.6 + 8 + TRIALS * 0.1
         load = subprocess.Popen([sys.executable, __file__, "--load", mq.url("device"), str(duration)],
                                 stdout=subprocess.PIPE, text=True)
         time.sleep(3.0)                               # the load runs before the first trial
+        floor = _floor(mq, hook.port, TRIALS)
         pub = _mqtt(mq.url("device"), "bench-probe")
         sent_at = {}
         rng = random.Random(7)
@@ -216,13 +266,18 @@ def main() -> None:
         print(f"background load: {load_stats['sent']} readings in {load_stats['seconds']:.1f} s = {rate:,.0f}/s; "
               f"pipeline accepted {st['readings']['accepted']}, inserted {st['readings']['inserted']}",
               file=sys.stderr)
-        print(f"sewerwatch: p50 {o50:.1f} ms, p99 {o99:.1f} ms; poller (1 s): p50 {p50:.1f} ms, p99 {p99:.1f} ms",
-              file=sys.stderr)
+        print(f"sewerwatch: p50 {o50:.1f} ms, p99 {o99:.1f} ms; poller (1 s): p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+              f"floor: MQTT round trip p99 {floor['mqtt_p99']} ms + HTTP POST p99 {floor['http_p99']} ms"
+              + ("; a second process burning one core" if BURN else ""), file=sys.stderr)
         print(json.dumps({"benchmark": "alert-latency-publish-to-webhook", "value": round(o99, 1), "unit": "ms p99",
                           "peer": "database poller every 1 s (dashboard-style alerting)", "peer_value": round(p99, 1),
                           "ratio": round(p99 / o99, 2), "p50_ms": {"sewerwatch": round(o50, 1), "peer": round(p50, 1)},
-                          "trials": TRIALS, "load_readings_per_s": round(rate)}))
+                          "trials": TRIALS, "load_readings_per_s": round(rate), "floor_ms": floor,
+                          "burning_one_core": BURN}))
     finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
         if load is not None and load.poll() is None:
             load.kill()
             load.wait()

@@ -26,6 +26,10 @@ does not enter the first two figures. Prints one JSON line per case; the last li
 batched case with the other cases under ``"also"``.
 
 ``BENCH_QUICK=1``: 200,000 batched readings and 20,000 single messages.
+``BENCH_CASES=batched,single,persistence`` (the default: all): which cases run (the profile,
+``benchmarks/profile.py``, takes one at a time); the last line is the first case run, the
+others under ``"also"``. ``BENCH_PIPELINE=1``: the writer with pipelined commits; ``BENCH_WRITER_ROWS``: its
+readings per transaction (default 50,000).
 """
 
 from __future__ import annotations
@@ -53,6 +57,12 @@ from sewerwatch.services.mosquitto import AUTOSAVE  # noqa: E402
 from sewerwatch.services.scratch import scratch  # noqa: E402
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
+CASES = os.environ.get("BENCH_CASES", "batched,single,persistence").split(",")
+#: ``BENCH_PIPELINE=1``: the writer copies a chunk while the one before commits (its
+#: ``pipeline`` option, off by default)
+PIPELINE = os.environ.get("BENCH_PIPELINE", "0") == "1"
+#: ``BENCH_WRITER_ROWS``: the writer's readings per transaction at most (its default 50,000)
+WRITER_ROWS = int(os.environ.get("BENCH_WRITER_ROWS", "50000"))
 N_BATCHED = 200_000 if QUICK else 2_000_000
 M_SINGLE = 20_000 if QUICK else 100_000
 PER_MESSAGE = 1000
@@ -136,7 +146,7 @@ def _drain_with_collector(pg, mq, client_id: str, expected_rows: int, refs, spoo
     owner = pg.url("owner")
     before = _count(owner)
     sink = Sink()
-    writer = Writer(pg.url("ingest"), sink, spool, max_delay=0.05).start()
+    writer = Writer(pg.url("ingest"), sink, spool, max_rows=WRITER_ROWS, max_delay=0.05, pipeline=PIPELINE).start()
     t0 = time.perf_counter()
     col = MqttCollector(mq.url("collector"), TopicMap(refs), sink, client_id=client_id).start()
     while writer.stats.readings_inserted < expected_rows:
@@ -187,8 +197,21 @@ def run(state: Path, pg, mq) -> None:
         refs = [SensorRef(i, f"{k}/ph", "ph") for i, k in
                 conn.execute("SELECT se.id, si.key FROM sensors se JOIN sites si ON si.id = se.site_id")]
 
-    # --- batched: collector and writer versus raw binary COPY ---------------------
+    results = []
     msgs = _batched_messages(N_BATCHED)
+    if "batched" in CASES:
+        results.append(_batched(state, pg, mq, refs, msgs))
+    if "single" in CASES:
+        results.append(_single(state, pg, mq, refs))
+        print(json.dumps(results[-1]))
+    if "persistence" in CASES:
+        results.append(_persistence(mq, msgs))
+        print(json.dumps(results[-1]))
+    print(json.dumps({**results[0], "also": results[1:]}))
+
+
+def _batched(state: Path, pg, mq, refs, msgs) -> dict:
+    """Batched messages: collector and writer versus raw binary COPY."""
     n_rows = len(msgs) * PER_MESSAGE
     _register_session(mq.url("admin"), "bench-collector")
     print(f"queueing {len(msgs)} batched messages ({n_rows} readings) ...", file=sys.stderr)
@@ -214,11 +237,13 @@ def run(state: Path, pg, mq) -> None:
         peer_secs = time.perf_counter() - t0
     peer = n_rows / peer_secs
     print(f"raw binary COPY: {n_rows} rows in {peer_secs:.2f} s = {peer:,.0f} rows/s", file=sys.stderr)
-    batched = {"benchmark": "ingest-mqtt-batched-to-timescaledb", "value": round(ours), "unit": "readings/s",
-               "peer": "raw binary COPY into the same hypertable", "peer_value": round(peer),
-               "ratio": round(ours / peer, 3), "readings": n_rows}
+    return {"benchmark": "ingest-mqtt-batched-to-timescaledb", "value": round(ours), "unit": "readings/s",
+            "peer": "raw binary COPY into the same hypertable", "peer_value": round(peer),
+            "ratio": round(ours / peer, 3), "readings": n_rows}
 
-    # --- single-reading messages: collector to database versus bare paho ----------
+
+def _single(state: Path, pg, mq, refs) -> dict:
+    """Single-reading messages: collector to database versus bare paho."""
     singles = _single_messages(M_SINGLE)
     _register_session(mq.url("admin"), "bench-bare")
     _publish(mq.url("device"), singles)
@@ -232,12 +257,13 @@ def run(state: Path, pg, mq) -> None:
     ours_single = M_SINGLE / secs
     print(f"collector: {M_SINGLE} single messages stored in {secs:.2f} s = {ours_single:,.0f} messages/s",
           file=sys.stderr)
-    single = {"benchmark": "ingest-mqtt-single-to-timescaledb", "value": round(ours_single), "unit": "messages/s",
-              "peer": "bare paho-mqtt subscriber (receive only)", "peer_value": round(bare),
-              "ratio": round(ours_single / bare, 3), "messages": M_SINGLE}
-    print(json.dumps(single))
+    return {"benchmark": "ingest-mqtt-single-to-timescaledb", "value": round(ours_single), "unit": "messages/s",
+            "peer": "bare paho-mqtt subscriber (receive only)", "peer_value": round(bare),
+            "ratio": round(ours_single / bare, 3), "messages": M_SINGLE}
 
-    # --- what prompt broker persistence costs: queue and drain, new versus old setting ---
+
+def _persistence(mq, msgs) -> dict:
+    """What prompt broker persistence costs: queue and drain, new versus old setting."""
     durable = _queue_and_drain(mq, msgs, "bench-durable-1")
     mq.stop()
     mq.autosave = "autosave_interval 5"
@@ -248,11 +274,9 @@ def run(state: Path, pg, mq) -> None:
     mq.start()
     print(f"queue and drain {len(msgs)} batched messages: saving every second {durable:,.0f} messages/s, "
           f"every 5 s {lazy:,.0f} messages/s", file=sys.stderr)
-    persistence = {"benchmark": "broker-persistence-cost", "value": round(durable), "unit": "messages/s",
-                   "peer": "the same broker saving every 5 s (the old config)", "peer_value": round(lazy),
-                   "ratio": round(durable / lazy, 3), "messages": len(msgs), "bytes": sum(len(p) for _, p in msgs)}
-    print(json.dumps(persistence))
-    print(json.dumps({**batched, "also": [single, persistence]}))
+    return {"benchmark": "broker-persistence-cost", "value": round(durable), "unit": "messages/s",
+            "peer": "the same broker saving every 5 s (the old config)", "peer_value": round(lazy),
+            "ratio": round(durable / lazy, 3), "messages": len(msgs), "bytes": sum(len(p) for _, p in msgs)}
 
 
 def _queue_and_drain(mq, msgs, client_id: str) -> float:

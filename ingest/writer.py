@@ -21,6 +21,14 @@ sink meanwhile, so the sink fills, the collectors stop taking messages and the b
 keeps them. Everything resumes by itself when the database or the disk space returns.
 The writer is a supervised thread (:mod:`ingest.supervise`): a chunk it held when it died
 is held again by the restarted thread.
+
+Pipelined commits (``pipeline=True``; off by default, see :class:`Writer`): while the
+database is up and the spool empty, a chunk's COMMIT (the server's flush of its WAL to disk)
+runs in a committer thread on one connection while the next chunk is copied on a second.
+Chunks are committed in the order they were taken: the next is committed only after the one
+before was, and when a commit fails the chunk copied meanwhile is rolled back and both take
+the ordinary path (again, the spool, or held). A chunk's callbacks still run only once it is
+committed.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -180,10 +189,16 @@ class Writer:
         Readings per database transaction at most.
     max_delay : float
         Longest a reading waits in the sink before it is written [s].
+    pipeline : bool
+        Commit a chunk while the next is copied, on a second connection (module docstring).
+        Off by default: on the loaded 2-core development machine the two backends competing
+        for the cores made batched ingest slower (``benchmarks/README.md``); the benchmark's
+        ``BENCH_PIPELINE=1`` measures it again.
     """
 
     def __init__(self, db_url: str, sink: Sink, spool_dir, max_rows: int = 50_000,
-                 max_delay: float = 0.1, backoff_max: float = 5.0, spool_max_bytes: int = 1 << 30):
+                 max_delay: float = 0.1, backoff_max: float = 5.0, spool_max_bytes: int = 1 << 30,
+                 pipeline: bool = False):
         self.db_url = db_url
         self.sink = sink
         self.spool = Spool(spool_dir, spool_max_bytes)
@@ -192,6 +207,11 @@ class Writer:
         self.backoff_max = backoff_max
         self.stats = WriterStats()
         self._conn: psycopg.Connection | None = None
+        self.pipeline = pipeline
+        self._conn2: psycopg.Connection | None = None        # the second connection of pipelined commits
+        self._committer: ThreadPoolExecutor | None = None
+        self._pending: tuple[Future, Chunk, psycopg.Connection] | None = None   # a commit in flight
+        self._failed: Chunk | None = None    # a chunk whose pipelined commit failed: written again first
         self._next_try = 0.0
         self._backoff = 0.25
         self._held: Chunk | None = None      # taken from the sink, not yet durable
@@ -233,11 +253,14 @@ class Writer:
                           "the broker sends them again)", self.stats.held_readings)
         if self._own_supervisor and self.supervisor is not None:
             self.supervisor.stop()
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)
+        for conn in (self._conn, self._conn2):
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - closing a broken connection
+                    pass
 
     def _run(self, comp: Component) -> None:
         self._connection()          # find out now whether the database is up, not at the first chunk
@@ -251,7 +274,10 @@ class Writer:
             chunk = self.sink.take(self.max_rows, self.max_delay)
             if chunk is None:
                 break
-            self.handle(chunk)
+            self.write_next(chunk)
+        self._settle()
+        if self._failed is not None:
+            self.handle(Chunk(Readings.empty(), [], [], []))
         # Closed: one last try to empty the spool.
         if not self.spool.empty():
             self._next_try = 0.0
@@ -335,7 +361,8 @@ class Writer:
     # --- the work -------------------------------------------------------------------
 
     def handle(self, chunk: Chunk) -> bool:
-        """Make ``chunk`` durable (database, else spool), then run its callbacks.
+        """Make ``chunk`` durable (database, else spool), then run its callbacks; a pipelined
+        commit in flight is waited for first (and a chunk whose commit failed goes first).
 
         Returns
         -------
@@ -343,6 +370,9 @@ class Writer:
             False when neither the database nor the spool took it: the writer holds it
             (:meth:`_run` tries again) and its callbacks have not run.
         """
+        self._settle()
+        if self._failed is not None:           # its commit failed: it goes first, with this one
+            chunk, self._failed = _merge(self._failed, chunk), None
         self._held = chunk
         if not self.spool.empty():
             self._replay()
@@ -372,6 +402,100 @@ class Writer:
             except Exception:  # a collector's ack failing must not stop the writer
                 log.exception("on_durable callback failed")
         return True
+
+    # --- pipelined commits ------------------------------------------------------------
+
+    def write_next(self, chunk: Chunk) -> bool:
+        """What the writer's loop does with a chunk taken from the sink: copied while the chunk
+        before commits where it can (:meth:`_write_pipelined`), else :meth:`handle`. Unlike
+        :meth:`handle`, it may return before the chunk is committed (its callbacks run then)."""
+        if self._write_pipelined(chunk):
+            return True
+        return self.handle(chunk)
+
+    def _write_pipelined(self, chunk: Chunk) -> bool:
+        """Copy ``chunk`` on the connection not committing and hand its COMMIT to the
+        committer, once the chunk before is committed. False: nothing of it is stored (not
+        pipelined now, or it failed and was rolled back); :meth:`handle` goes the ordinary way."""
+        if not (self.pipeline and len(chunk.readings) and self._held is None and self._failed is None
+                and self.stats.db_up and self.spool.empty()):
+            return False
+        conn = self._spare_connection()
+        if conn is None:
+            return False
+        self._writing_since = time.monotonic()
+        try:
+            conn.execute("BEGIN")          # one transaction to the COMMIT (the COPY's own is a savepoint)
+            self._write_in(conn, chunk)
+        except psycopg.Error:
+            _rollback(conn)
+            return False
+        finally:
+            self._writing_since = None
+        self._settle()
+        if self._failed is not None:          # the chunk before did not commit: never this one first
+            _rollback(conn)
+            return False
+        if self._committer is None:
+            self._committer = ThreadPoolExecutor(1, thread_name_prefix="sewerwatch-commit")
+        self._pending = (self._committer.submit(self._commit, conn, chunk), chunk, conn)
+        return True
+
+    def _commit(self, conn: psycopg.Connection, chunk: Chunk) -> None:
+        """In the committer thread: commit, then what :meth:`handle` does once a chunk is durable."""
+        conn.commit()
+        self.stats.chunks += 1
+        self.stats.last_commit_at = time.time()
+        self.stats.stored_seq = max(self.stats.stored_seq, chunk.seq)
+        for cb in chunk.callbacks:
+            try:
+                cb()
+            except Exception:  # a collector's ack failing must not stop the writer
+                log.exception("on_durable callback failed")
+
+    def _settle(self) -> None:
+        """Wait for the commit in flight; a failed one leaves its chunk in ``_failed``."""
+        if self._pending is None:
+            return
+        fut, chunk, conn = self._pending
+        self._pending = None
+        self._writing_since = time.monotonic()
+        try:
+            fut.result()
+        except psycopg.Error as exc:
+            if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+                log.error("database refused a chunk at commit (%s); written again or spooled", exc)
+                self.stats.errors.append(str(exc)[:500])
+            _rollback(conn)
+            if conn is self._conn2:
+                self._conn2 = None
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - closing a broken connection
+                    pass
+            self._down(exc)
+            self._failed = chunk
+        finally:
+            self._writing_since = None
+
+    def _spare_connection(self) -> psycopg.Connection | None:
+        """The connection the commit in flight is not using (the second one made when needed)."""
+        main = self._connection()
+        if main is None:
+            return None
+        if self._pending is None or self._pending[2] is not main:
+            return main
+        if self._conn2 is None or self._conn2.closed:
+            try:
+                self._conn2 = psycopg.connect(self.db_url, connect_timeout=3)
+                self._conn2.execute(STAGING)
+                self._conn2.commit()
+            except psycopg.Error as exc:
+                log.warning("a second database connection for pipelined commits failed (%s); writing on one",
+                            _first_line(str(exc)))
+                self._conn2 = None
+                return None
+        return self._conn2
 
     def _spool_in_parts(self, chunk: Chunk) -> None:
         """Append ``chunk`` to the spool, in smaller parts when the disk has room for less
@@ -553,6 +677,19 @@ class Writer:
         self.spool.clear()
         self.stats.stored_seq = max(self.stats.stored_seq, self.stats.spooled_seq)
         log.info("spool replayed")
+
+
+def _merge(first: Chunk, then: Chunk) -> Chunk:
+    """Two chunks as one, in their order (a chunk whose commit failed and the one after it)."""
+    return Chunk(Readings.concat([first.readings, then.readings]), first.dead_letters + then.dead_letters,
+                 first.health + then.health, first.callbacks + then.callbacks, max(first.seq, then.seq))
+
+
+def _rollback(conn: psycopg.Connection) -> None:
+    try:
+        conn.rollback()
+    except Exception:  # noqa: BLE001 - a broken connection has nothing to roll back
+        pass
 
 
 def _first_line(text: str | None) -> str:

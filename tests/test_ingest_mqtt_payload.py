@@ -169,3 +169,52 @@ def test_any_bytes_give_readings_or_unusable(raw):
         assert str(exc) and "\n" not in str(exc)
     else:
         assert len(p.time_us) == len(p.value) == len(p.quality) >= 1
+
+
+def _slow(raw: bytes, parameter: str = "ph"):
+    """``raw`` parsed with the standard library's json and reading by reading (the fast paths
+    off): the reference the fast paths must agree with."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(payload_mod.orjson, "loads", lambda b: (_ for _ in ()).throw(payload_mod.orjson.JSONDecodeError(
+            "off", "", 0)))
+        m.setattr(payload_mod, "_number_values", lambda v: None)
+        m.setattr(payload_mod, "_int_times", lambda t, types: None)
+        return _outcome(raw, parameter)
+
+
+def _outcome(raw: bytes, parameter: str = "ph"):
+    try:
+        p = parse(raw, parameter)
+    except Unusable as exc:
+        return str(exc)
+    return (p.time_us.tolist(), [repr(x) for x in p.value.tolist()], p.quality.tolist(), p.bad)
+
+
+_VALUE = (st.floats() | st.integers() | st.integers(min_value=10**300, max_value=10**400) | st.booleans()
+          | st.none() | st.text(max_size=3))
+_TIME = (st.integers(min_value=MS - 10**6, max_value=MS + 10**6) | st.integers() | st.floats() | st.booleans()
+         | st.just("2026-03-01T06:00:00-06:00"))
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.tuples(_TIME, _VALUE), min_size=1, max_size=6))
+def test_fast_paths_agree_with_reading_by_reading(pairs):
+    """orjson and the one-call numpy conversions give what the standard library and the
+    reading-by-reading path give: the same readings and flags, or the same reason, for
+    times and values of every kind (floats that are NaN or infinite, integers beyond 64
+    bits or beyond float64, booleans, text)."""
+    doc = {"u": "pH", "t": [t for t, _ in pairs], "v": [v for _, v in pairs]}
+    raw = json.dumps(doc).encode()
+    assert _outcome(raw) == _slow(raw)
+    single = json.dumps({"u": "pH", "t": pairs[0][0], "v": pairs[0][1]}).encode()
+    assert _outcome(single) == _slow(single)
+
+
+def test_fast_path_batch_of_numbers():
+    """1,000 readings a message, integer times and number values (the batched benchmark's
+    form): t = MS + 1000 k ms, v = 7 + k/1000 pH (k = 0..999), all GOOD; stored as sent."""
+    t = [MS - 999_000 + 1000 * k for k in range(1000)]
+    v = [7 + k / 1000 for k in range(1000)]
+    p = parse(json.dumps({"u": "pH", "t": t, "v": v}).encode(), "ph")
+    assert p.time_us.tolist() == [x * 1000 for x in t] and p.value.tolist() == v and p.bad is None
+    assert set(p.quality.tolist()) == {GOOD}

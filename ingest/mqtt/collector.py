@@ -34,6 +34,7 @@ import paho.mqtt.client as mqtt
 from ingest.batch import Readings
 from ingest.mqtt import maintenance
 from ingest.mqtt.formats import decode_match, with_example
+from ingest.mqtt.readahead import ReadAheadClient
 from ingest.mqtt.payload import DEFAULT_BOUNDS, Bounds, Parsed, Unusable, parse_message
 from ingest.mqtt.sparkplug import SparkplugHost
 from ingest.mqtt.sparkplug_state import parse_state, state_payload, state_topic
@@ -45,6 +46,8 @@ from ingest.supervise import Component, Supervisor
 
 log = logging.getLogger("sewerwatch.mqtt")
 
+#: Packets handled from what was read ahead before the network loop looks again [packets].
+READ_HELD_MAX = 256
 #: Reconnect backoff [s]: from the first to the last, doubling.
 RECONNECT_MIN_S, RECONNECT_MAX_S = 1.0, 30.0
 #: A Sparkplug host stopping on purpose reads on this long after publishing its offline
@@ -97,8 +100,9 @@ class MqttCollector:
         self.bounds, self.max_buffered_rows = bounds, max_buffered_rows
         self.share_group, self.client_id = share_group, client_id
         self.may_connect = may_connect           # asked before each (re)connect; None: always
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
-                                  protocol=mqtt.MQTTv311, manual_ack=True)
+        # the connection read in large pieces, not a few bytes a system call (readahead.py)
+        self.client = ReadAheadClient(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
+                                       protocol=mqtt.MQTTv311, manual_ack=True)
         if u.username:
             self.client.username_pw_set(unquote(u.username), unquote(u.password or ""))
         if u.scheme == "mqtts":
@@ -266,6 +270,8 @@ class MqttCollector:
                 if not self._connect(comp):
                     continue
             rc = self.client.loop(timeout=0.2)
+            if rc == mqtt.MQTT_ERR_SUCCESS:
+                rc = self._read_held()
             if self.sparkplug.nodes:        # this thread alone touches the Sparkplug sessions
                 self._release_due()
             if rc != mqtt.MQTT_ERR_SUCCESS:
@@ -273,6 +279,21 @@ class MqttCollector:
                 self._need_connect = True
                 if not self._stop.is_set():
                     self._wait_backoff(comp)
+
+    def _read_held(self, most: int = READ_HELD_MAX):
+        """Handle the packets already read ahead (``ReadAhead.pending()``), up to ``most``,
+        without a ``select`` and paho's housekeeping between each (``loop()`` does those
+        next, and writes the acknowledgements queued meanwhile)."""
+        sock = self.client.socket()
+        pending = getattr(sock, "pending", None)
+        rc = mqtt.MQTT_ERR_SUCCESS
+        n = 0
+        while pending is not None and n < most and pending() > 0 and not self._stop.is_set():
+            rc = self.client.loop_read()
+            if rc != mqtt.MQTT_ERR_SUCCESS:
+                break
+            n += 1
+        return rc
 
     def _connect(self, comp: Component) -> bool:
         if self.host_id:        # this connection's death certificate (Sparkplug 3.0): a fresh timestamp

@@ -23,6 +23,13 @@ reason ("No message can stop ingest"):
 
 In a batch whose readings are partly unusable, the usable ones are kept and the payload
 also goes to the dead letters naming the bad positions and the first reason.
+
+Speed (``benchmarks/README.md``, "Where the time goes"): payloads are decoded by orjson;
+whatever orjson refuses, and any document whose times it read as floats (an integer too
+large for 64 bits), is decoded again by the standard library's ``json``, which decides as
+before, so every reason stays the same. A batch whose times are all integers and whose
+values all numbers is converted to arrays in one numpy call each, with no Python object per
+reading; anything else takes the reading-by-reading path that names the bad positions.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+import orjson
 
 from foundation.units import CONVERSIONS
 from ingest.normalise import normalise
@@ -218,9 +226,9 @@ def parse_message(payload: bytes, parameter: str, bounds: Bounds = DEFAULT_BOUND
     """
     check_size_and_nesting(payload, bounds)
     try:
-        doc = json.loads(payload)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Unusable(f"not JSON: {str(exc)[:200]}") from None
+        doc = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        doc = _stdlib_json(payload)      # the standard library decides, and gives the reason
     if not isinstance(doc, dict):
         raise Unusable(f"not a JSON object but {type(doc).__name__}")
     for key in ("t", "v", "u"):
@@ -231,15 +239,61 @@ def parse_message(payload: bytes, parameter: str, bounds: Bounds = DEFAULT_BOUND
         raise Unusable(f"unit {str(unit)[:20]!r} is not a {parameter} unit "
                        f"(known: {', '.join(CONVERSIONS[parameter])})")
     t, v = doc["t"], doc["v"]
+    t_types = set(map(type, t)) if type(t) is list else None
+    if type(t) is float or (t_types is not None and float in t_types):
+        # orjson reads an integer beyond 64 bits as a float: the standard library keeps it an
+        # integer, so the reason names its digits as before
+        doc = _stdlib_json(payload)
+        t, v = doc["t"], doc["v"]
+        t_types = set(map(type, t)) if type(t) is list else None
     lo, hi = bounds.window(now_us)
     if isinstance(t, list) or isinstance(v, list):
-        return _batch(t, v, unit, parameter, lo, hi, full_scale)
+        return _batch(t, v, unit, parameter, lo, hi, full_scale, t_types)
     if not _fits_float(v):
         raise Unusable(_bad_value(v))
     return _time_us(t, "t", lo, hi), float(v), unit
 
 
-def _batch(t, v, unit: str, parameter: str, lo: int, hi: int, full_scale) -> Parsed:
+def _stdlib_json(payload: bytes):
+    """``payload`` decoded by the standard library's ``json`` (what orjson refused), or
+    :class:`Unusable` with its reason."""
+    try:
+        return json.loads(payload)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise Unusable(f"not JSON: {str(exc)[:200]}") from None
+
+
+def _int_times(t: list, types) -> np.ndarray | None:
+    """Epoch milliseconds all integers that fit -> int64 array (one numpy call), else None."""
+    if types != {int}:
+        return None
+    try:
+        ms = np.array(t, dtype=np.int64)
+    except OverflowError:
+        return None
+    if ms.min() < INT64_MS_MIN or ms.max() > INT64_MS_MAX:
+        return None
+    return ms
+
+
+def _number_values(v: list) -> np.ndarray | None:
+    """Values all finite JSON numbers within float64 (no booleans, no text) -> float64 array in
+    one numpy call, else None (the reading-by-reading path decides)."""
+    types = set(map(type, v))
+    if not types <= {float, int}:
+        return None
+    try:
+        values = np.array(v, dtype=np.float64)
+    except OverflowError:
+        return None
+    if not np.isfinite(values).all():
+        return None
+    if int in types and (np.abs(values) >= FLOAT64_MAX).any():
+        return None              # an integer at the edge of float64: _fits_float decides
+    return values
+
+
+def _batch(t, v, unit: str, parameter: str, lo: int, hi: int, full_scale, t_types=None) -> Parsed:
     if not isinstance(t, list) or not isinstance(v, list):
         raise Unusable("a batch needs both 't' and 'v' as arrays")
     if len(t) != len(v):
@@ -249,8 +303,9 @@ def _batch(t, v, unit: str, parameter: str, lo: int, hi: int, full_scale) -> Par
     n = len(t)
     first_reason = None
     # Fast path: epoch milliseconds that fit, converted in one go.
-    if all(type(x) is int for x in t) and INT64_MS_MIN <= min(t) and max(t) <= INT64_MS_MAX:
-        times = np.asarray(t, dtype=np.int64) * 1000
+    ms = _int_times(t, set(map(type, t)) if t_types is None else t_types)
+    if ms is not None:
+        times = ms * 1000
         bad_t = (times < lo) | (times > hi)
         if bad_t.any():
             i = int(np.flatnonzero(bad_t)[0])
@@ -265,8 +320,12 @@ def _batch(t, v, unit: str, parameter: str, lo: int, hi: int, full_scale) -> Par
             except Unusable as exc:
                 bad_t[i] = True
                 first_reason = first_reason or str(exc)
-    good_v = np.fromiter((_fits_float(x) for x in v), dtype=bool, count=n)
-    values = np.array([float(x) if ok else np.nan for x, ok in zip(v, good_v)], dtype=np.float64)
+    values = _number_values(v)
+    if values is not None:
+        good_v = np.ones(n, dtype=bool)
+    else:
+        good_v = np.fromiter((_fits_float(x) for x in v), dtype=bool, count=n)
+        values = np.array([float(x) if ok else np.nan for x, ok in zip(v, good_v)], dtype=np.float64)
     if first_reason is None and not good_v.all():
         i = int(np.flatnonzero(~good_v)[0])
         first_reason = f"v[{i}]: {_bad_value(v[i])}"
