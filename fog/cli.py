@@ -91,6 +91,9 @@ def register(sub) -> None:
     from fog import cli_blockages
 
     cli_blockages.register(s)
+    from fog import cli_inspections
+
+    cli_inspections.register(s)
     u = s.add_parser("pumpout", help="pump-out reports")
     us = u.add_subparsers(dest="pumpout_command", metavar="ACTION", required=True)
     q = us.add_parser("add", help="record one pump-out report (a manifest number recorded already is refused)")
@@ -157,7 +160,7 @@ def _import(args: argparse.Namespace, ctx) -> int:
     _print_report(rep)
     if not args.commit:
         ests = len({d["licence"] for d in rep.good})
-        print(f"  {ests} establishments, {len(rep.good)} devices")
+        print(f"  {ests} establishments, {sum(1 for d in rep.good if d['label'])} devices")
     return 0
 
 

@@ -22,7 +22,7 @@ plan (its docstring works every finding out), entered two ways:
 
 What is found as of 2026-12-31 (``fog counts``), fog_support.EXPECTED: overdue 3 (LATE) + 2 x 2
 (OVER25) + 5 + 1 (NEVER's interceptors and 250's trap) = 13; too late 2 + 1 = 3; over capacity
-1; unregistered hauler 1. ``fog due`` as of 2026-12-31: the six never-pumped devices, 250's
+1; unregistered hauler 1; missing device 0. ``fog due`` as of 2026-12-31: the six never-pumped devices, 250's
 trap first (due 02-05: 329 days), then the interceptors (due 04-01: 274 days).
 
 The notices due (``fog notices due``, the grease guide: the 1st finding in 365 days a warning
@@ -142,7 +142,7 @@ def test_a_year_through_the_portal_and_the_command_line_gives_the_findings_and_n
     # the findings of the year, counted by hand (the module's docstring)
     c = json.loads(ok(tmp, db, "fog", "counts", "--year", "2026", "--as-of", "2026-12-31", "--json"))
     assert c["findings"] == fs.EXPECTED == {"overdue": 13, "too late": 3, "over capacity": 1,
-                                           "unregistered hauler": 1}
+                                           "unregistered hauler": 1, "missing device": 0}
     assert (c["establishments"], c["devices"], c["pumpouts"]) == (300, 306, year["good"] + 1)
     due = json.loads(ok(tmp, db, "fog", "due", "--as-of", "2026-12-31", "--json"))
     assert [(r["licence"], r["device"], r["overdue_days"]) for r in due] == \
