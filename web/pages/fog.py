@@ -107,17 +107,17 @@ def _enforcement(request: Request, e: dict) -> dict:
     guide = load()
     props, issued = request.app.state.office.read(lambda conn: (grease_notices.proposals(conn, guide, e),
                                                                 grease_notices.notices(conn, e["id"])))
-    return {"proposals": props, "notices": issued, "guide": guide}
+    return {"proposals": props, "notices": issued, "guide": guide, "today": request.app.state.office.today()}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
                        again: Q = None, hired: Q = None, issued: Q = None, segment: Q = None,
-                       inspected: Q = None) -> Template:
+                       inspected: Q = None, answered: Q = None, escalated: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
         request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired, issued_now=issued,
-        segment_saved=segment, inspected=inspected))
+        segment_saved=segment, inspected=inspected, answered_now=answered, escalated_now=escalated))
 
 
 def _licence(request: Request, establishment_id: int) -> str:
