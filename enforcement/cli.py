@@ -474,9 +474,12 @@ def _calendar(args, ctx) -> int:
         if args.site is not None:
             from enforcement.findings import site as site_of
             site_of(conn, args.site)
+        from fog.rules import for_pack
+
         items = calendar.entries(conn, first, end, now, site=args.site, snc_periods=st.snc_periods,
                                  annual_report_due=st.annual_report_due,
-                                 significant=st.program.significant_users)
+                                 significant=st.program.significant_users,
+                                 grease=for_pack(ctx.config.utility.pack))
     if args.ics:
         Path(args.ics).write_bytes(calendar.ical(items, ctx.config.name, now=now))
     if args.json:
