@@ -268,7 +268,7 @@ def due(conn, rules: Rules, as_of: date, within_days: int = 0) -> list[dict]:
 
 def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
     """What the program reports for ``year`` (the annual report): establishments and devices
-    on record at its end, pump-outs in it, the findings of each kind dated in it (the overdue
+    on record at its end, pump-outs and grease inspections in it, the findings of each kind dated in it (the overdue
     devices as of ``as_of`` or the year's end, whichever is earlier); the sewer crew's grease
     blockages found in it (:func:`fog.blockage_findings.counts`); the notices issued in it, by step
     (``actions``: title -> count, the grease program's enforcement)."""
@@ -283,6 +283,8 @@ def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
                             if p["pumped_on"].year == year and p["pumped_on"] <= end),
             "findings": {k: sum(1 for f in found if f.kind == k) for k in
                          ("too late", "overdue", "over capacity", "unregistered hauler", "missing device")},
+            "inspections": conn.execute("SELECT count(*) FROM fog_inspections WHERE inspected_on BETWEEN %s AND %s",
+                                        (date(year, 1, 1), end)).fetchone()[0],
             **blockage_counts(conn, year, end),
             "actions": dict(conn.execute(
                 "SELECT title, count(*) FROM fog_notices WHERE issued_on BETWEEN %s AND %s GROUP BY title "
