@@ -436,7 +436,10 @@ def _report_annual(args, ctx) -> int:
     on = common.today(ctx, args.on)
     st = common.settings(ctx)
     with ctx.connect("owner") as conn:
-        rep = annual_report(conn, year, st.snc_periods, head.village, st, program=st.program)
+        from fog.rules import for_pack
+
+        rep = annual_report(conn, year, st.snc_periods, head.village, st, program=st.program,
+                            grease_rules=for_pack(ctx.config.utility.pack))
     paths = write_report(rep, head, on, args.out)
     if args.json:
         print(common.as_json(rep))
