@@ -7,7 +7,7 @@ of liquid wastes containing grease in excessive amounts". The categories that ne
 rule pack's (``[program] requires_device``, :class:`fog.rules.Rules`).
 
 An inspector or the office records it (:func:`record`: ``sewerwatch fog missing add``);
-:mod:`fog.store` reads it among the establishment's findings (:func:`findings_of`), and the
+:mod:`fog.store` reads it among the establishment's findings (:func:`fog.missing_findings.findings_of`), and the
 grease guide answers it as it answers the others (``enforcement/guides/grease-erp.toml``).
 Migration ``0330_grease_missing_responses.sql`` (``fog_missing_devices``).
 """
@@ -18,12 +18,8 @@ from datetime import date
 
 from foundation.errors import InputError
 from fog import store
-from fog.findings import Finding
+from fog.missing_findings import NO_DEVICE
 from fog.rules import Rules
-
-KIND = "missing device"
-#: What stands where a device's label stands when the establishment has no device at all.
-NO_DEVICE = "no device"
 
 
 def record(conn, rules: Rules, establishment, *, found_on, device: str | None = None, notes: str = "",
@@ -78,29 +74,3 @@ def record(conn, rules: Rules, establishment, *, found_on, device: str | None = 
                         store.actor_name(actor))).fetchone()[0]
     store._audit(conn, actor, "fog.missing-device.add", est[1], {"device": label or None, "on": day})
     return {"id": mid, "licence": est[1], "name": est[2], "device": label or None, "found_on": day}
-
-
-def _words(row_label: str | None, category: str, notes: str) -> str:
-    said = (f"device {row_label} on record was not there" if row_label else
-            f"no grease interceptor at the establishment, a {category}")
-    return said + (f" ({notes})" if notes else "")
-
-
-def findings_of(conn, establishment_ids: list[int], as_of: date) -> dict[int, list]:
-    """The missing devices recorded up to ``as_of``, as findings: establishment id ->
-    ``[(place, Finding)]``, ``place`` the device (its ``id`` and ``label``), or ``no device``."""
-    out: dict[int, list] = {}
-    for mid, est, on, dev_id, label, category, notes in conn.execute(
-            "SELECT m.id, m.establishment_id, m.found_on, m.device_id, d.label, e.category, m.notes "
-            "FROM fog_missing_devices m JOIN fog_establishments e ON e.id = m.establishment_id "
-            "LEFT JOIN fog_devices d ON d.id = m.device_id WHERE m.establishment_id = ANY(%s) AND m.found_on <= %s "
-            "ORDER BY m.found_on, m.id", (establishment_ids, as_of)).fetchall():
-        place = {"id": dev_id, "label": label or NO_DEVICE}
-        out.setdefault(est, []).append((place, Finding(KIND, on, _words(label, category, notes), missing_id=mid)))
-    return out
-
-
-def count(conn, year: int, end: date) -> int:
-    """Missing devices found in ``year`` up to ``end`` [count]."""
-    return conn.execute("SELECT count(*) FROM fog_missing_devices WHERE found_on BETWEEN %s AND %s",
-                        (date(year, 1, 1), end)).fetchone()[0]

@@ -20,6 +20,9 @@ from foundation.errors import ConfigError
 
 HERE = Path(__file__).with_name("packs")
 
+#: The categories of establishment the licence list gives.
+CATEGORIES = ("restaurant", "school kitchen", "hospital kitchen", "bakery", "repair garage", "gasoline station",
+              "car wash", "other")
 #: The kinds of finding, as pages and the command line name them.
 KINDS = ("too late", "overdue", "over capacity", "unregistered hauler", "blockage", "missing device")
 
@@ -141,8 +144,6 @@ def for_pack(pack: str, folder: Path = HERE) -> Rules:
 
 
 def _categories(prog: dict, where: str) -> tuple[str, ...]:
-    from fog.store import CATEGORIES
-
     named = prog.get("requires_device", [])
     if not isinstance(named, list) or any(c not in CATEGORIES for c in named):
         raise ConfigError(where, "[program] requires_device", f"expected a list of {', '.join(CATEGORIES)}, got {named!r}")

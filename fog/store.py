@@ -13,10 +13,8 @@ from datetime import date
 from foundation.actor import Actor
 from foundation.errors import InputError
 from fog.findings import schedule
-from fog.rules import Rules
+from fog.rules import CATEGORIES, Rules  # noqa: F401 - CATEGORIES: the licence list's, named here as before
 
-CATEGORIES = ("restaurant", "school kitchen", "hospital kitchen", "bakery", "repair garage", "gasoline station",
-              "car wash", "other")
 DEVICE_KINDS = ("interceptor", "hydromechanical trap", "automatic unit", "sand/oil separator")
 
 
@@ -187,7 +185,7 @@ def _judged(conn, rules: Rules, as_of: date, where: str = "", params: tuple = ()
     (:func:`fog.blockage_findings.findings_of`) and the devices found missing
     (:func:`fog.missing_devices.findings_of`) among their findings."""
     from fog.blockage_findings import findings_of
-    from fog.missing_devices import findings_of as missing_of
+    from fog.missing_findings import findings_of as missing_of
 
     ests = [dict(zip(_EST, r)) for r in conn.execute(
         f"SELECT {', '.join('e.' + c for c in _EST)} FROM fog_establishments e {where} ORDER BY e.name, e.id",
