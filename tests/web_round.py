@@ -154,9 +154,10 @@ _clones = itertools.count()
 
 
 @contextlib.contextmanager
-def served(db, tmp: Path, login_per_min: int = 200, config: str = CONFIG):
+def served(db, tmp: Path, login_per_min: int = 200, config: str = CONFIG, web: str = ""):
     """``sewerwatch web`` over ``db`` with the round village's config (or ``config``), its
-    state in ``tmp``; yields the office's address, stopped afterwards."""
+    state in ``tmp``, ``web`` more lines of its ``[web]`` table (``mail_url = "..."``);
+    yields the office's address, stopped afterwards."""
     import os
     import subprocess
     import sys
@@ -167,7 +168,7 @@ def served(db, tmp: Path, login_per_min: int = 200, config: str = CONFIG):
     port = free_port()
     cfg = tmp / "village.toml"
     cfg.write_text(config + f'\n[services]\ndb_url = "{db.url}"\nstate_dir = "{tmp / "state"}"\n'
-                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = {login_per_min}\n')
+                   f'[web]\nport = {port}\npublic_url = "http://127.0.0.1:{port}"\nlogin_per_min = {login_per_min}\n{web}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEWERWATCH_")}
     with open(tmp / "web.err", "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "sewerwatch", "--config", str(cfg), "web"],
