@@ -9,7 +9,7 @@ A pump-out report entered on the establishment's page (``grease.record``) calls
 (:mod:`web.forms`); a hauler assigned to a device there calls :func:`fog.haulers.assign`,
 what ``sewerwatch fog hauler assign`` calls; a person of the establishment invited to the portal
 (``accounts.manage``) calls :func:`ereport.invitations.invite_establishment`, what
-``sewerwatch portal invite --establishment`` calls. Staff only.
+``sewerwatch portal invite-establishment`` calls. Staff only.
 """
 
 from __future__ import annotations
