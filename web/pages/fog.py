@@ -116,11 +116,12 @@ def _enforcement(request: Request, e: dict) -> dict:
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
                        again: Q = None, hired: Q = None, issued: Q = None, segment: Q = None,
-                       inspected: Q = None, answered: Q = None, escalated: Q = None, invited: Q = None) -> Template:
+                       inspected: Q = None, answered: Q = None, escalated: Q = None, invited: Q = None,
+                       missing: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
         request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired, issued_now=issued,
-        segment_saved=segment, inspected=inspected, answered_now=answered, escalated_now=escalated,
+        segment_saved=segment, inspected=inspected, answered_now=answered, escalated_now=escalated, missing_now=missing,
         **_invited(request, establishment_id, invited)))
 
 
