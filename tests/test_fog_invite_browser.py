@@ -15,7 +15,7 @@ import re
 import pytest
 
 import web_round
-from hauler_support import grease_village
+from hauler_support import served_village
 from portal_http import mail, wait_mail  # noqa: F401 (fixture)
 from support import wait_until
 from test_rates_browser import fill
@@ -26,11 +26,9 @@ from selenium.webdriver.common.by import By  # noqa: E402
 
 @pytest.fixture
 def office(services, round_village, tmp_path, mail):  # noqa: F811
-    for db in web_round.clone(services, round_village[0]):
-        grease_village(db.url)
-        with web_round.served(db, tmp_path, web=f'mail_url = "{mail.url("x@example.com", "sewer@palmyra.example")}"'
-                              ) as base:
-            yield {"base": base, "db": db, "mail": mail}
+    web = f'mail_url = "{mail.url("x@example.com", "sewer@palmyra.example")}"'
+    for o in served_village(services, round_village, tmp_path, web=web):
+        yield {**o, "mail": mail}
 
 
 def test_the_coordinator_invites_a_person_of_the_establishment_and_the_mail_arrives(office, chromium):

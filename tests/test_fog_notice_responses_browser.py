@@ -17,7 +17,7 @@ from datetime import timedelta
 import pytest
 
 import web_round
-from hauler_support import grease_village
+from hauler_support import served_village
 from support import wait_until
 from test_fog_browser import type_date
 from test_rates_browser import fill
@@ -30,11 +30,7 @@ from test_web_round_browser import fetch  # noqa: E402
 
 @pytest.fixture(scope="module")
 def office(services, round_village, tmp_path_factory):
-    for db in web_round.clone(services, round_village[0]):
-        g = grease_village(db.url)
-        tmp = tmp_path_factory.mktemp("grease-responses-browser")
-        with web_round.served(db, tmp) as base:
-            yield {"base": base, "db": db, "g": g}
+    yield from served_village(services, round_village, tmp_path_factory.mktemp("grease-responses-browser"))
 
 
 def _row(d, number: str):
