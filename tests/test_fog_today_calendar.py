@@ -10,7 +10,8 @@ office does): due T+10, within Palmyra's 14-day reminder window. So Today lists 
 devices, 2 overdue (the cafe 110 days first, then the bakery 10) and 1 due (the diner, T+10);
 the calendar's month of T+10 shows the diner's due day, and the feed (T-92 to T+400) has the
 diner's due day and the bakery's overdue day as grease events (the cafe's, at T-110, is before
-the feed's span).
+the feed's span). A warning letter issued today to the cafe (``fog notices issue``, for its
+overdue device) is in the feed on its response deadline, T+30, awaiting the response.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import psycopg
 import pytest
 from icalendar import Calendar
 
+import web_round
+from enforcement_support import run
 from hauler_support import STAFF, grease_village
 from web_support import add_people, cheap_hashes, csrf_of, office_client, sign_in
 
@@ -48,6 +51,10 @@ def test_today_and_the_calendar_list_the_grease_devices_due(db, tmp_path):
                                  "hauler": "WI-GH-202", "gallons": 800, "fog_depth_in": 3, "solids_depth_in": 2,
                                  "receiving_facility": "Palmyra WWTP", "manifest": "L-DOCK-1"}, STAFF,
                           source="office", today=t)
+    (tmp_path / "village.toml").write_text(web_round.CONFIG, encoding="utf-8")
+    r = run(tmp_path, db, "fog", "notices", "issue", "H0001", "--kind", "overdue", "--on", t.isoformat())
+    assert r.returncode == 0, r.stderr
+    letter = r.stdout.split("issued warning letter ")[1].split()[0]
     with office_client(db, tmp_path, public_url="http://office.example") as c:
         sign_in(c, "coord")
         page = c.get("/").text
@@ -74,8 +81,11 @@ def test_today_and_the_calendar_list_the_grease_devices_due(db, tmp_path):
         c.cookies.clear()
         feed = c.get(url.removeprefix("http://office.example"))
         assert feed.status_code == 200
-        grease = {e.decoded("dtstart"): str(e.get("summary")) for e in Calendar.from_ical(feed.content).walk("VEVENT")
-                  if str(e.get("uid")).startswith("grease:")}
+        events = Calendar.from_ical(feed.content).walk("VEVENT")
+        grease = {e.decoded("dtstart"): str(e.get("summary")) for e in events if str(e.get("uid")).startswith("grease:")}
+        notices = [(e.decoded("dtstart"), str(e.get("summary"))) for e in events
+                   if str(e.get("uid")).startswith("grease-notice:")]
+        assert notices == [(t + timedelta(days=30), f"Corner Cafe: Warning letter {letter}: response due")]
         assert grease == {due: "Dockside Diner: grease device GI-1 due for pumping (every 90 days; last pumped "
                                f"{t - timedelta(days=80)})",
                           t - timedelta(days=10): "! Hilltop Bakery: grease device GI-1 10 days overdue (every 90 "
