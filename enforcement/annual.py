@@ -9,7 +9,8 @@ notices and their outcomes, the SNC status of each period ending in the year, an
 surcharges billed, and the field work of each user (:func:`field.annual.of_site`: every
 maintenance window with the readings it kept from being judged, whether approved, pending or
 rejected; calibrations; grab samples against the sensors; inspections and whether samples were
-taken, 40 CFR 403.12(i)), so every exclusion is before the auditor. ``sewerwatch report annual --year Y`` writes it as JSON, HTML and PDF;
+taken, 40 CFR 403.12(i)), so every exclusion is before the auditor; and the grease program's year
+(establishments, devices, pump-outs, inspections, findings, notices: :func:`grease`). ``sewerwatch report annual --year Y`` writes it as JSON, HTML and PDF;
 ``sewerwatch report snc --year Y`` prints the publication list.
 """
 
@@ -144,9 +145,25 @@ def _in_force_at(permit, day: date) -> bool:
     return renewal(permit, day).state != "expired"
 
 
+def grease(conn, rules, year: int) -> dict:
+    """The grease program's year (:func:`fog.store.counts`, as of the village's today or the
+    year's end): establishments and devices on record, pump-outs and inspections, the
+    findings by kind, the sewer crew's blockages, the notices issued by title (``actions``),
+    their total (``notices``) and those escalated in the year (``escalated``)."""
+    from fog import store
+
+    c = store.counts(conn, rules, year, today_in(pack_timezone(rules.pack)))
+    escalated = conn.execute("SELECT count(*) FROM fog_notices WHERE escalated_on BETWEEN %s AND %s",
+                             (date(year, 1, 1), c["as_of"])).fetchone()[0]
+    return {**c, "as_of": c["as_of"].isoformat(), "notices": sum(c["actions"].values()), "escalated": escalated}
+
+
 def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None = None,
-                  program=None) -> dict:
+                  program=None, grease_rules=None) -> dict:
     """The annual report's data (see the module docstring).
+
+    ``grease_rules`` (:class:`fog.rules.Rules`): with them the report counts the grease
+    program's year too (``grease``, :func:`grease`).
 
     ``st``: the enforcement settings (:func:`enforcement.snc.evaluate`). ``program``
     (:class:`enforcement.settings.Program`): the program's facts; with them the report carries the ICIS-NPDES pretreatment performance summary's figures
@@ -207,6 +224,8 @@ def annual_report(conn, year: int, mode: str, utility: str, st: Settings | None 
     totals["samples_by_potw"] = sum(u["samples_by_potw"] for u in users)
     rep = {"utility": utility, "year": year, "period": yp.as_json(), "users": users, "snc": lst,
            "notice_outcomes": outcomes, "totals": totals}
+    if grease_rules is not None:
+        rep["grease"] = grease(conn, grease_rules, year)
     if program is not None:
         from enforcement.program import performance_summary
 

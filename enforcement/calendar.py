@@ -29,7 +29,14 @@ rest of enforcement keeps (nothing here is stored):
   significant user's sample taken by the village (or its contractor; the user's
   self-monitoring does not count) and its inspection (40 CFR 403.8(f)(2)(v): "at least once a
   year"): ``taken``/``met`` once done, ``due`` before the year ends ("not yet sampled by the
-  village this year"), ``missing`` after it.
+  village this year"), ``missing`` after it;
+* ``grease-pumping``: each grease removal device's next pump-out (:func:`fog.store.due`, the
+  program's interval; the duty of Palmyra §13.51, 003_44f871d49a02d8f5.txt: maintained "in
+  continuous, efficient operation at all times"): ``due``, or ``overdue`` once past;
+* ``grease-notice``: each grease notice's response deadline (:mod:`enforcement.grease_notices`):
+  ``awaiting``, ``overdue``, ``received`` (answered or escalated).
+
+The grease entries come with ``grease`` (the village's :class:`fog.rules.Rules`) and no ``site``.
 
 :func:`entries` gives them; :func:`ical` writes them as an iCalendar document (RFC 5545, with
 the maintained ``icalendar`` library), one all-day event each with a stable UID, so a
@@ -49,13 +56,14 @@ from limits.permit_store import current_permits
 from limits.permits import renewal
 
 KINDS = ("sampling", "sampling-event", "report", "notice-response", "milestone", "permit-renewal", "permit-notice", "snc-decision",
-         "annual-report", "village-sampling", "village-inspection")
+         "annual-report", "village-sampling", "village-inspection", "grease-pumping", "grease-notice")
 #: How each kind reads in a legend.
 KIND_WORDS = {"sampling": "samples", "sampling-event": "sampling event", "report": "report owed", "notice-response": "notice response",
               "milestone": "compliance milestone", "permit-renewal": "permit term ends",
               "permit-notice": "last day for renewal notice", "snc-decision": "SNC decision",
               "annual-report": "annual report", "village-sampling": "the village's own sampling",
-              "village-inspection": "the village's inspection"}
+              "village-inspection": "the village's inspection", "grease-pumping": "grease device due for pumping",
+              "grease-notice": "grease notice response"}
 #: States that need someone to act (shown first, in the warning colour).
 ATTENTION = ("missing", "overdue")
 #: 40 CFR 403.8(f)(2)(viii): the SNC test's six-month periods and the annual publication.
@@ -119,7 +127,7 @@ def _uid(*parts) -> str:
 
 def entries(conn, first: date, end: date, now: datetime, *, site: str | None = None,
             snc_periods: str = "halves", annual_report_due: tuple[int, int] = (3, 31),
-            significant: tuple[str, ...] | None = None) -> list[Entry]:
+            significant: tuple[str, ...] | None = None, grease=None) -> list[Entry]:
     """Every entry on the local dates ``[first, end)`` (one user's with ``site``), in date order.
 
     Parameters
@@ -133,6 +141,8 @@ def entries(conn, first: date, end: date, now: datetime, *, site: str | None = N
     significant : tuple of str, optional
         The significant industrial users (``[enforcement.program] significant_users``); None:
         every user with a permit on record.
+    grease : fog.rules.Rules, optional
+        The village's grease program's rules: its devices and notices among the entries.
     """
     all_sites = sites(conn)
     names = {k: s.name for k, s in all_sites.items()}
@@ -146,6 +156,8 @@ def entries(conn, first: date, end: date, now: datetime, *, site: str | None = N
     out += _control(conn, first, end, now, site, all_sites, significant)
     if site is None:
         out += _program(first, end, now.date(), snc_periods, annual_report_due)
+    if site is None and grease is not None:
+        out += _grease(conn, first, end, local_date(now, pack_timezone(grease.pack)), grease)
     order = {k: i for i, k in enumerate(KINDS)}
     out.sort(key=lambda e: (e.day, not e.attention, order[e.kind], e.site or "", e.uid))
     return out
@@ -349,6 +361,38 @@ def _program(first, end, today, snc_periods, annual_due) -> list[Entry]:
                              None, None,
                              f"Annual pretreatment report and SNC publication list for {year - 1}: "
                              f"sewerwatch report annual --year {year - 1}", ANNUAL_CITATION, {"year": year - 1}))
+    return out
+
+
+def _grease(conn, first, end, today, rules) -> list[Entry]:
+    """The grease devices' next pump-outs and the grease notices' response deadlines."""
+    from fog import store
+
+    cited = ", ".join(s.section for s in rules.sections if "overdue" in s.grounds)
+    out = []
+    for r in store.due(conn, rules, today, (end - today).days - 1):
+        if not _within(r["due_on"], first, end):
+            continue
+        state = "overdue" if r["overdue_days"] else "due"
+        words = f"{r['overdue_days']} days overdue" if r["overdue_days"] else "due for pumping"
+        out.append(Entry(_uid("grease", r["licence"], r["device"], r["due_on"]), r["due_on"], "grease-pumping", state,
+                         None, r["name"], f"{r['name']}: grease device {r['device']} {words} (every "
+                         f"{r['interval_days']} days; last pumped {r['last_pumped'] or 'never'})", cited,
+                         {"establishment": r["establishment_id"]}))
+    for n_id, number, title, due, received, escalated, name, est in conn.execute(
+            "SELECT n.id, n.number, n.title, n.response_due, n.response_received_on, n.escalated_on, e.name, e.id "
+            "FROM fog_notices n JOIN fog_establishments e ON e.id = n.establishment_id "
+            "WHERE n.response_due >= %s AND n.response_due < %s ORDER BY n.response_due, n.id", (first, end)):
+        if received is not None:
+            state, words = "received", f"response received {received}"
+        elif escalated is not None:
+            state, words = "received", f"escalated {escalated}"
+        elif today > due:
+            state, words = "overdue", "no response by its deadline"
+        else:
+            state, words = "awaiting", "response due"
+        out.append(Entry(_uid("grease-notice", n_id), due, "grease-notice", state, None, name,
+                         f"{name}: {title} {number}: {words}", cited, {"establishment": est}))
     return out
 
 

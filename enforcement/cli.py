@@ -437,7 +437,10 @@ def _report_annual(args, ctx) -> int:
     on = common.today(ctx, args.on)
     st = common.settings(ctx)
     with ctx.connect("owner") as conn:
-        rep = annual_report(conn, year, st.snc_periods, head.village, st, program=st.program)
+        from fog.rules import for_pack
+
+        rep = annual_report(conn, year, st.snc_periods, head.village, st, program=st.program,
+                            grease_rules=for_pack(ctx.config.utility.pack))
     paths = write_report(rep, head, on, args.out)
     if args.json:
         print(common.as_json(rep))
@@ -475,9 +478,12 @@ def _calendar(args, ctx) -> int:
         if args.site is not None:
             from enforcement.findings import site as site_of
             site_of(conn, args.site)
+        from fog.rules import for_pack
+
         items = calendar.entries(conn, first, end, now, site=args.site, snc_periods=st.snc_periods,
                                  annual_report_due=st.annual_report_due,
-                                 significant=st.program.significant_users)
+                                 significant=st.program.significant_users,
+                                 grease=for_pack(ctx.config.utility.pack))
     if args.ics:
         Path(args.ics).write_bytes(calendar.ical(items, ctx.config.name, now=now))
     if args.json:

@@ -32,6 +32,8 @@ def register(sub) -> None:
     q.add_argument("--device", default="", help="the device (where two have such a finding that day)")
     q.add_argument("--all", action="store_true", help="every notice due, instead of one establishment's finding")
     q.add_argument("--as-of", metavar="DATE", help="the findings as of this day, not after today (default: today)")
+    q.add_argument("--issued", metavar="DATE", help="the day the notice is dated, not after today nor before "
+                   "--as-of (default: today)")
     q.add_argument("--out", metavar="DIR", help="also write each PDF into DIR")
     q.add_argument("--actor", help="who issues it (default: $USER)")
     q.set_defaults(func=_issue)
@@ -46,6 +48,19 @@ def register(sub) -> None:
     q.set_defaults(func=_pdf)
     q = ns.add_parser("guide", help="the grease program's enforcement response guide: its steps and figures")
     q.set_defaults(func=_guide)
+    q = ns.add_parser("respond", help="record the establishment's response to a notice (once)")
+    q.add_argument("number", metavar="NUMBER", help="the notice's number (GWL-2026-001)")
+    q.add_argument("--received", required=True, metavar="DATE", help="the day the response was received")
+    q.add_argument("--note", default="", help="what the response says")
+    q.add_argument("--actor", help="who records it (default: $USER)")
+    q.set_defaults(func=_respond)
+    q = ns.add_parser("escalate", help="issue the guide's next step for a notice unanswered by its deadline, or "
+                                       "answered inadequately (once)")
+    q.add_argument("number", metavar="NUMBER", help="the notice's number (GWL-2026-001)")
+    q.add_argument("--note", default="", help="why the response is inadequate (needed when one was recorded)")
+    q.add_argument("--out", metavar="DIR", help="also write the new notice's PDF into DIR")
+    q.add_argument("--actor", help="who escalates it (default: $USER)")
+    q.set_defaults(func=_escalate)
 
 
 def _today(ctx) -> date:
@@ -96,6 +111,7 @@ def _issue(args: argparse.Namespace, ctx) -> int:
 
     s, today = _setting(ctx), _today(ctx)
     as_of = _as_of(args, today)
+    issued_on = moments.day(args.issued, "--issued") if args.issued else None
     if args.all == bool(args.licence):
         raise InputError("name an establishment's licence with --kind and --on, or --all (not both)")
     if args.licence and not (args.kind and args.on):
@@ -113,7 +129,7 @@ def _issue(args: argparse.Namespace, ctx) -> int:
             todo = [(est["id"], p["key"], p["step"].id)]
         for est_id, key, step in todo:
             issued.append(grease_notices.issue(conn, establishment=est_id, key=key, step=step, as_of=as_of,
-                                               today=today, actor=_actor(args), **s))
+                                               today=today, actor=_actor(args), issued_on=issued_on, **s))
     for n in issued:
         if args.out:
             Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -126,6 +142,7 @@ def _issue(args: argparse.Namespace, ctx) -> int:
 
 def _list(args: argparse.Namespace, ctx) -> int:
     from enforcement import grease_notices
+    from enforcement.grease_responses import standing
 
     with ctx.connect("owner") as conn:
         est = None
@@ -144,7 +161,7 @@ def _list(args: argparse.Namespace, ctx) -> int:
     for n in rows:
         amount = f", ${float(n['amount_dollars']):,.2f}" if n["amount_dollars"] is not None else ""
         print(f"{n['number']:<14} {n['issued_on']} {n['title']}{amount} to {n['name']} ({n['licence']}): "
-              f"{n['finding_kind']} of {n['finding_on']}; issued by {n['issued_by']}")
+              f"{n['finding_kind']} of {n['finding_on']}; issued by {n['issued_by']}; {standing(n)}")
     return 0
 
 
@@ -171,4 +188,30 @@ def _guide(args: argparse.Namespace, ctx) -> int:
     for s in g.steps.values():
         amount = f"; ${s.amount_dollars:,.2f}, {s.amount_words}" if s.amount_dollars is not None else ""
         print(f"{s.title}: respond within {s.respond_within_days} days{amount}")
+    return 0
+
+
+def _respond(args: argparse.Namespace, ctx) -> int:
+    from enforcement import grease_responses
+
+    with ctx.connect("owner") as conn:
+        n = grease_responses.respond(conn, args.number, moments.day(args.received, "--received"), args.note,
+                                     _actor(args), _today(ctx))
+    late = f" (after its deadline, {n['response_due']})" if n["late"] else ""
+    print(f"recorded the response to {n['title'].lower()} {n['number']}, received {n['response_received_on']}{late}")
+    return 0
+
+
+def _escalate(args: argparse.Namespace, ctx) -> int:
+    from enforcement import grease_responses
+
+    s, today = _setting(ctx), _today(ctx)
+    with ctx.connect("owner") as conn:
+        n, new = grease_responses.escalate(conn, args.number, on=today, note=args.note, actor=_actor(args),
+                                           today=today, **s)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / f"{new['number']}.pdf").write_bytes(new["pdf"])
+    print(f"escalated {n['title'].lower()} {n['number']}: issued {new['title'].lower()} {new['number']} to "
+          f"{new['name']} ({new['licence']}) on {new['issued_on']}")
     return 0

@@ -26,7 +26,8 @@ KIND_WORDS = {"overdue": "overdue for pumping", "too late": "pumped too late (th
               "missing device": "no grease removal device"}
 _ORDINAL = {1: "the first finding", 2: "the second finding", 3: "the third finding"}
 _NOTICE = ("id", "number", "establishment_id", "finding_key", "finding_kind", "finding_on", "step", "title",
-           "amount_dollars", "issued_on", "pdf_sha256", "issued_by", "issued_at")
+           "amount_dollars", "issued_on", "pdf_sha256", "issued_by", "issued_at", "response_due",
+           "response_received_on", "response_note", "response_by", "escalated_to", "escalated_on", "escalation_note")
 
 
 def finding_key(place: dict, f) -> str:
@@ -34,6 +35,8 @@ def finding_key(place: dict, f) -> str:
     blockage report, or (a device overdue as of a day) its device and the day it fell due."""
     if f.blockage_id is not None:
         return f"blockage:{f.blockage_id}"
+    if f.missing_id is not None:
+        return f"missing device:{f.missing_id}"
     if f.pumpout_id is not None:
         return f"{f.kind}:pumpout:{f.pumpout_id}"
     return f"{f.kind}:device:{place['id']}:{f.on - timedelta(days=f.days or 0)}"
@@ -131,8 +134,7 @@ def document(conn, est: dict, p: dict, all_found: list[dict], *, number: str, is
                            "signed_by": letterhead.signed_by, "signer_title": letterhead.signer_title},
             "establishment": {k: est[k] for k in ("licence", "name", "address", "contact")},
             "finding": {"kind": p["kind"], "kind_words": KIND_WORDS[p["kind"]], "on": str(p["on"]),
-                        "device": p["device"], "words": p["words"], "basis": rules.basis(p["kind"])
-                        if p["kind"] in KIND_WORDS and p["kind"] != "missing device" else ""},
+                        "device": p["device"], "words": p["words"], "basis": rules.basis(p["kind"])},
             "occurrence": _ORDINAL.get(p["nth"], f"finding number {p['nth']}") + " of its kind",
             "ordinance": _ordinance(rules, p["kind"]), "manifests": _manifests(est, p, guide.window_days),
             "blockage": blockage, "history": history,
@@ -144,23 +146,28 @@ def document(conn, est: dict, p: dict, all_found: list[dict], *, number: str, is
 
 
 def issue(conn, *, establishment, key: str, step: str, as_of: date, today: date, actor, letterhead, pack: str,
-          rules, guide: GreaseGuide) -> dict:
+          rules, guide: GreaseGuide, issued_on: date | None = None) -> dict:
     """Issue the notice the guide proposes for the finding ``key`` of ``establishment`` (its
-    licence or id) as of ``as_of``, dated ``today`` (the village's day); store its document,
-    PDF and hash. Returns the notice's row with its ``pdf``.
+    licence or id) as of ``as_of``, dated ``issued_on`` (default ``today``, the village's day:
+    a notice mailed earlier is recorded on its own day); store its document, PDF and hash.
+    Returns the notice's row with its ``pdf``.
 
     Raises
     ------
     InputError
-        ``as_of`` after today; no such finding as of ``as_of``; a step other than the guide's;
-        a notice issued for the finding already (naming it).
+        ``as_of`` or ``issued_on`` after today, ``issued_on`` before ``as_of``; no such finding
+        as of ``as_of``; a step other than the guide's; a notice issued for the finding
+        already (naming it).
     """
-    from enforcement.documents.grease_notice_page import render
     from fog import store
-    from fog.store import actor_name
 
     if as_of > today:
         raise InputError(f"as of: {as_of} is after today ({today}): a notice answers what was found by today")
+    issued_on = issued_on or today
+    if issued_on > today:
+        raise InputError(f"issued on: {issued_on} is after today ({today})")
+    if issued_on < as_of:
+        raise InputError(f"issued on: {issued_on} is before the day the findings are judged on ({as_of})")
     est = store.establishment(conn, rules, as_of, establishment)
     conn.execute("SELECT id FROM fog_establishments WHERE id = %s FOR UPDATE", (est["id"],))
     found = proposals(conn, guide, est)
@@ -173,19 +180,44 @@ def issue(conn, *, establishment, key: str, step: str, as_of: date, today: date,
         raise InputError(f"the grease guide proposes no step for a finding {KIND_WORDS[p['kind']]}")
     if step != p["step"].id:
         raise InputError(f"the grease guide's step for this finding is the {p['step'].title.lower()}")
+    return store_notice(conn, est, p, found, today=issued_on, actor=actor, letterhead=letterhead, pack=pack,
+                        rules=rules, guide=guide)
+
+
+def store_notice(conn, est: dict, p: dict, found: list[dict], *, today: date, actor, letterhead, pack: str, rules,
+                 guide: GreaseGuide, escalated_from: dict | None = None) -> dict:
+    """Number, render and store the notice of proposal ``p`` (its ``step``) of ``est``, dated
+    ``today``; ``escalated_from`` (``number``, ``title``, ``issued_on``, ``reason``): the
+    notice it follows, whose words then open it (:mod:`enforcement.grease_responses`)."""
+    from enforcement.documents.grease_notice_page import render
+    from fog import store
+    from fog.store import actor_name
+
     number = _number(conn, p["step"].prefix, today.year)
     doc = document(conn, est, p, found, number=number, issued_on=today, letterhead=letterhead, pack=pack,
                    rules=rules, guide=guide)
+    if escalated_from:
+        from enforcement.notice_evidence import as_the_municipality
+        from limits.packs import load_pack
+
+        said = as_the_municipality(load_pack(pack))
+        doc["escalated_from"] = {k: str(escalated_from[k]) for k in ("number", "title", "issued_on", "reason")}
+        doc["words"] = said(f"The {{municipality}} issued the {escalated_from['title'].lower()} "
+                            f"{escalated_from['number']} on {escalated_from['issued_on']} for the finding below. "
+                            f"{escalated_from['reason']} The {{municipality}} therefore takes the next step of its "
+                            f"enforcement response guide: this {p['step'].title.lower()}.")
     _, pdf = render(doc, today)
     sha = hashlib.sha256(pdf).hexdigest()
     row = conn.execute(
         "INSERT INTO fog_notices (number, establishment_id, finding_key, finding_kind, finding_on, step, title, "
-        "amount_dollars, issued_on, document, pdf, pdf_sha256, issued_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
-        f"%s, %s, %s, %s, %s) RETURNING {', '.join(_NOTICE)}",
-        (number, est["id"], key, p["kind"], p["on"], p["step"].id, p["step"].title, p["step"].amount_dollars, today,
-         json.dumps(doc), pdf, sha, actor_name(actor))).fetchone()
-    store._audit(conn, actor, "fog.notice.issue", number, {"establishment": est["licence"], "finding": key,
-                                                           "step": p["step"].id, "sha256": sha})
+        "amount_dollars, issued_on, document, pdf, pdf_sha256, issued_by, response_due) VALUES (%s, %s, %s, %s, %s, "
+        f"%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {', '.join(_NOTICE)}",
+        (number, est["id"], p["key"], p["kind"], p["on"], p["step"].id, p["step"].title, p["step"].amount_dollars,
+         today, json.dumps(doc), pdf, sha, actor_name(actor), date.fromisoformat(doc["respond_by"]))).fetchone()
+    store._audit(conn, actor, "fog.notice.issue", number, {"establishment": est["licence"], "finding": p["key"],
+                                                           "step": p["step"].id, "sha256": sha,
+                                                           **({"escalated_from": escalated_from["number"]}
+                                                              if escalated_from else {})})
     return {**dict(zip(_NOTICE, row)), "name": est["name"], "licence": est["licence"], "pdf": pdf}
 
 

@@ -91,6 +91,9 @@ def register(sub) -> None:
     from fog import cli_blockages
 
     cli_blockages.register(s)
+    from fog import cli_inspections
+
+    cli_inspections.register(s)
     u = s.add_parser("pumpout", help="pump-out reports")
     us = u.add_subparsers(dest="pumpout_command", metavar="ACTION", required=True)
     q = us.add_parser("add", help="record one pump-out report (a manifest number recorded already is refused)")
@@ -157,7 +160,7 @@ def _import(args: argparse.Namespace, ctx) -> int:
     _print_report(rep)
     if not args.commit:
         ests = len({d["licence"] for d in rep.good})
-        print(f"  {ests} establishments, {len(rep.good)} devices")
+        print(f"  {ests} establishments, {sum(1 for d in rep.good if d['label'])} devices")
     return 0
 
 
@@ -199,13 +202,18 @@ def _list(args: argparse.Namespace, ctx) -> int:
 
 
 def _show(args: argparse.Namespace, ctx) -> int:
-    from fog import store
+    from fog import inspections, store
 
-    as_of = _day(ctx, args.as_of, "--as-of")
+    as_of, rules = _day(ctx, args.as_of, "--as-of"), _rules_of(ctx)
     with ctx.connect("owner") as conn:
-        e = store.establishment(conn, _rules_of(ctx), as_of, args.licence)
+        e = store.establishment(conn, rules, as_of, args.licence)
+        inspections.add_to(conn, rules, e, as_of)
+    seen = [i for i in e["inspections"] if i["inspected_on"] <= as_of]
     if args.json:
-        print(json.dumps(_plain_est(e), indent=2, default=str))
+        print(json.dumps({**_plain_est(e), "inspections": [
+            {**{k: i[k] for k in ("inspected_on", "label", "baffles", "cover", "fog_depth_in", "solids_depth_in",
+                                  *inspections.PRACTICES, "notes", "recorded_by")}, "share": round(i["share"], 4),
+             "reached": i["reached"]} for i in seen]}, indent=2, default=str))
         return 0
     print(f"{e['name']} ({e['category']}), licence {e['licence']}, {e['address']}"
           + (f"; contact {e['contact']}" if e["contact"] else ""))
@@ -219,6 +227,9 @@ def _show(args: argparse.Namespace, ctx) -> int:
             print(f"  pumped {p['pumped_on']} by {p['hauler_name']}: {float(p['gallons']):g} gal, FOG "
                   f"{float(p['fog_depth_in']):g} in, solids {float(p['solids_depth_in']):g} in, to "
                   f"{p['receiving_facility']}, manifest {p['manifest']}")
+    print(f"inspections: {len(seen)}")
+    for i in seen:
+        print("  " + inspections.line(i))
     print(f"findings as of {as_of}: {len(e['findings'])}")
     for d, f in e["findings"]:
         print(_finding_line(d, f))
@@ -266,7 +277,7 @@ def _counts(args: argparse.Namespace, ctx) -> int:
         print(json.dumps(c, indent=2, default=str))
         return 0
     print(f"the grease program in {c['year']} (as of {c['as_of']}): {c['establishments']} establishments, "
-          f"{c['devices']} devices, {c['pumpouts']} pump-outs")
+          f"{c['devices']} devices, {c['pumpouts']} pump-outs, {c['inspections']} inspections")
     for k, n in c["findings"].items():
         print(f"  {k}: {n}")
     print(f"grease blockages found: {c['blockages']}, {c['blockages_traced']} traced to an establishment")

@@ -26,7 +26,8 @@ from fog.rules import Rules
 class Finding:
     """One finding: ``kind`` (:data:`fog.rules.KINDS`), the day it is of, what it says, the
     pump-out it is about (None for an overdue device as of a day), ``days`` overdue and, for
-    a grease blockage traced to the establishment, the crew's report (:mod:`fog.blockages`)."""
+    a grease blockage traced to the establishment, the crew's report (:mod:`fog.blockages`); for a
+    device missing, its record (:mod:`fog.missing_devices`)."""
 
     kind: str
     on: date
@@ -34,6 +35,7 @@ class Finding:
     pumpout_id: int | None = None
     days: int | None = None
     blockage_id: int | None = None
+    missing_id: int | None = None
 
 
 @dataclass

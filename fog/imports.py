@@ -90,13 +90,24 @@ def _positive(row: dict, key: str, unit: str) -> float:
     return v
 
 
+#: The device's columns: a row with none of them is an establishment without a device (one the
+#: ordinance requires a device of is then a finding, :mod:`fog.missing_devices`).
+DEVICE_COLUMNS = ("device", "kind", "capacity_gal", "liquid_depth_in")
+
+
 def _device_row(row: dict, rules: Rules, registered_on: date) -> dict:
+    bare = not any(row[k] for k in DEVICE_COLUMNS)
     for key in EST_REQUIRED:
-        if not row[key]:
+        if not row[key] and not (bare and key in DEVICE_COLUMNS):
             raise InputError(f"{key}: missing")
     cat = row["category"].lower()
     if cat not in store.CATEGORIES:
         raise InputError(f"category: {row['category']!r} is none of {', '.join(store.CATEGORIES)}")
+    if len(row["segment"]) > 60:
+        raise InputError(f"segment: at most 60 characters, got {len(row['segment'])}")
+    if bare:
+        return {"licence": row["licence"], "name": row["name"], "address": row["address"], "contact": row["contact"],
+                "category": cat, "segment": row["segment"], "label": None}
     kind = row["kind"].lower()
     if kind not in store.DEVICE_KINDS:
         raise InputError(f"kind: {row['kind']!r} is none of {', '.join(store.DEVICE_KINDS)}")
@@ -114,8 +125,6 @@ def _device_row(row: dict, rules: Rules, registered_on: date) -> dict:
             raise InputError(f"interval_days: expected a whole number of days from 1 to 3650, "
                              f"got {row['interval_days']!r}")
         interval = int(row["interval_days"])
-    if len(row["segment"]) > 60:
-        raise InputError(f"segment: at most 60 characters, got {len(row['segment'])}")
     return {"licence": row["licence"], "name": row["name"], "address": row["address"], "contact": row["contact"],
             "category": cat, "segment": row["segment"], "label": row["device"], "kind": kind,
             "capacity_gal": _positive(row, "capacity_gal", "gallons"),
@@ -129,7 +138,8 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
 
     A row is rejected, with its reason, for a field missing or out of its list, a number or
     date that is not one, a device the establishment has on record already or earlier in the
-    file, or a licence whose name differs from its earlier row or its record.
+    file, or a licence whose name differs from its earlier row or its record. A row with none
+    of :data:`DEVICE_COLUMNS` is an establishment without a device (its licence not on record).
 
     Parameters
     ----------
@@ -158,11 +168,14 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
                 raise InputError(f"licence {d['licence']} is {name_was} on record, not {d['name']}")
             if d["licence"] in seen and seen[d["licence"]][0] != d["name"]:
                 raise InputError(f"licence {d['licence']} is {seen[d['licence']][0]} on line {seen[d['licence']][1]}")
-            k = (d["licence"], d["label"].lower())
+            k = (d["licence"], (d["label"] or "").lower())
+            if d["label"] is None and d["licence"] in known:
+                raise InputError(f"{d['name']} is on record already")
             if k in have:
                 raise InputError(f"{d['name']} has device {d['label']} on record already")
             if k in seen_dev:
-                raise InputError(f"{d['name']} device {d['label']} is on line {seen_dev[k]} already")
+                what = f"device {d['label']}" if d["label"] else "without a device"
+                raise InputError(f"{d['name']} {what} is on line {seen_dev[k]} already")
         except InputError as exc:
             report.rejected.append((line, str(exc), raw))
             continue
@@ -183,9 +196,9 @@ def import_establishments(conn, text: str, filename: str, rules: Rules, actor, *
             "INSERT INTO fog_devices (establishment_id, label, kind, capacity_gal, liquid_depth_in, location, "
             "installed_on, interval_days, registered_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [(ids[d["licence"]], d["label"], d["kind"], d["capacity_gal"], d["liquid_depth_in"], d["location"],
-              d["installed_on"], d["interval_days"], d["registered_on"]) for d in report.good])
+              d["installed_on"], d["interval_days"], d["registered_on"]) for d in report.good if d["label"]])
         _dead(conn, EST_SOURCE, report, actor)
-        store._audit(conn, actor, "fog.import", filename, {"devices": len(report.good),
+        store._audit(conn, actor, "fog.import", filename, {"devices": sum(1 for d in report.good if d["label"]),
                                                            "rejected": len(report.rejected)})
         report.committed = True
     return report

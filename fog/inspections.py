@@ -11,7 +11,8 @@ operation") and Webster (19) (seed ``000_68bc5aa0322c9423.txt``: "reports of ins
 cleaning"). Nothing worked out is stored (migration ``0280_grease_reminders_photos.sql``,
 ``fog_inspections``: what was seen and measured).
 
-The office's inspection form on an establishment's page calls :func:`record`.
+The office's inspection form on an establishment's page and ``sewerwatch fog inspect add`` call
+:func:`record`; ``fog inspect list`` calls :func:`listed`.
 """
 
 from __future__ import annotations
@@ -100,6 +101,28 @@ def of_establishment(conn, establishment_id: int) -> list[dict]:
         "fog_devices d ON d.id = i.device_id WHERE d.establishment_id = %s ORDER BY i.inspected_on DESC, i.id DESC",
         (establishment_id,)).fetchall()
     return [dict(zip((*_COLS, "label", "liquid_depth_in"), r)) for r in rows]
+
+
+def listed(conn, establishment_id: int | None = None, year: int | None = None) -> list[dict]:
+    """The inspections (of one establishment, of one year), newest first, each with its
+    establishment's ``licence`` and ``name`` and its device's ``label`` and ``liquid_depth_in`` [in]."""
+    rows = conn.execute(
+        f"SELECT {', '.join('i.' + c for c in _COLS)}, d.label, d.liquid_depth_in, e.licence, e.name "
+        "FROM fog_inspections i JOIN fog_devices d ON d.id = i.device_id JOIN fog_establishments e "
+        "ON e.id = d.establishment_id WHERE (%s::int IS NULL OR e.id = %s) AND (%s::int IS NULL OR "
+        "extract(year FROM i.inspected_on) = %s) ORDER BY i.inspected_on DESC, i.id DESC",
+        (establishment_id, establishment_id, year, year)).fetchall()
+    return [dict(zip((*_COLS, "label", "liquid_depth_in", "licence", "name"), r)) for r in rows]
+
+
+def line(i: dict) -> str:
+    """One inspection in one line (``sewerwatch fog show`` and ``fog inspect list``)."""
+    held = float(i["fog_depth_in"]) + float(i["solids_depth_in"])
+    practices = ", ".join(f"{w.lower()}: {'yes' if i[k] else 'no'}" for k, w in PRACTICES.items())
+    return (f"{i['inspected_on']} {i['label']}: baffles {i['baffles']}, cover {i['cover']}, FOG {_num(i['fog_depth_in'])}"
+            f" in + solids {_num(i['solids_depth_in'])} in = {_num(held)} in of {_num(i['liquid_depth_in'])} in "
+            f"({held / float(i['liquid_depth_in']):.0%}); {practices}" + (f"; {i['notes']}" if i["notes"] else "")
+            + f" (by {i['recorded_by']})")
 
 
 def reading(rules: Rules, inspection: dict) -> tuple[float, bool]:

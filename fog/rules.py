@@ -20,8 +20,11 @@ from foundation.errors import ConfigError
 
 HERE = Path(__file__).with_name("packs")
 
+#: The categories of establishment the licence list gives.
+CATEGORIES = ("restaurant", "school kitchen", "hospital kitchen", "bakery", "repair garage", "gasoline station",
+              "car wash", "other")
 #: The kinds of finding, as pages and the command line name them.
-KINDS = ("too late", "overdue", "over capacity", "unregistered hauler", "blockage")
+KINDS = ("too late", "overdue", "over capacity", "unregistered hauler", "blockage", "missing device")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class Rules:
         The ordinance's grease sections (none where it has none).
     reminder_days : int
         A device due within this many days gets a reminder (:mod:`fog.reminders`) [days].
+    requires_device : tuple of str
+        The categories of establishment the ordinance requires an interceptor of (none where
+        it has no grease section): one found without is a finding (:mod:`fog.missing_devices`).
     """
 
     pack: str
@@ -65,6 +71,7 @@ class Rules:
     interval_min_days: int
     sections: tuple[Section, ...]
     reminder_days: int = 14
+    requires_device: tuple[str, ...] = ()
 
     def shortened(self, interval_days: int) -> int:
         """The interval after a pump-out too late [days]: ``interval × late_factor``, rounded
@@ -79,7 +86,8 @@ class Rules:
                    "overdue": f"the program's pumping interval ({self.interval_days} days unless the device's own)",
                    "over capacity": "the program's rule: more gallons than the device holds",
                    "unregistered hauler": "the program's rule: haulers registered with the village",
-                   "blockage": "the sewer crew's report of a grease blockage traced to the establishment"}[kind]
+                   "blockage": "the sewer crew's report of a grease blockage traced to the establishment",
+                   "missing device": "a grease removal device required and not found"}[kind]
         return program + (f"; the duty of {', '.join(cited)}" if cited else "")
 
     def _factor(self) -> str:
@@ -131,4 +139,12 @@ def for_pack(pack: str, folder: Path = HERE) -> Rules:
                  late_factor=float(_number(prog, "late_factor", where, 0.05, 1.0)),
                  interval_min_days=int(_number(prog, "interval_min_days", where, 1, 3650)),
                  sections=tuple(sections),
-                 reminder_days=int(_number(prog, "reminder_days", where, 0, 365)) if "reminder_days" in prog else 14)
+                 reminder_days=int(_number(prog, "reminder_days", where, 0, 365)) if "reminder_days" in prog else 14,
+                 requires_device=_categories(prog, where))
+
+
+def _categories(prog: dict, where: str) -> tuple[str, ...]:
+    named = prog.get("requires_device", [])
+    if not isinstance(named, list) or any(c not in CATEGORIES for c in named):
+        raise ConfigError(where, "[program] requires_device", f"expected a list of {', '.join(CATEGORIES)}, got {named!r}")
+    return tuple(named)

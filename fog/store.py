@@ -13,10 +13,8 @@ from datetime import date
 from foundation.actor import Actor
 from foundation.errors import InputError
 from fog.findings import schedule
-from fog.rules import Rules
+from fog.rules import CATEGORIES, Rules  # noqa: F401 - CATEGORIES: the licence list's, named here as before
 
-CATEGORIES = ("restaurant", "school kitchen", "hospital kitchen", "bakery", "repair garage", "gasoline station",
-              "car wash", "other")
 DEVICE_KINDS = ("interceptor", "hydromechanical trap", "automatic unit", "sand/oil separator")
 
 
@@ -184,8 +182,10 @@ _EST = ("id", "licence", "name", "address", "contact", "category", "segment")
 def _judged(conn, rules: Rules, as_of: date, where: str = "", params: tuple = ()) -> list[dict]:
     """The establishments (``where`` on ``e``) with their devices, each device's pump-outs and
     schedule (:func:`fog.findings.schedule`), and the blockages traced to them
-    (:func:`fog.blockage_findings.findings_of`) among their findings."""
+    (:func:`fog.blockage_findings.findings_of`) and the devices found missing
+    (:func:`fog.missing_devices.findings_of`) among their findings."""
     from fog.blockage_findings import findings_of
+    from fog.missing_findings import findings_of as missing_of
 
     ests = [dict(zip(_EST, r)) for r in conn.execute(
         f"SELECT {', '.join('e.' + c for c in _EST)} FROM fog_establishments e {where} ORDER BY e.name, e.id",
@@ -205,6 +205,8 @@ def _judged(conn, rules: Rules, as_of: date, where: str = "", params: tuple = ()
         d["schedule"] = schedule(d, d["pumpouts"], rules, as_of)
         by_est.setdefault(d["establishment_id"], []).append(d)
     traced = findings_of(conn, ids, as_of)
+    for est_id, found in missing_of(conn, ids, as_of).items():
+        traced.setdefault(est_id, []).extend(found)
     for e in ests:
         e["devices"] = by_est.get(e["id"], [])
         e["findings"] = sorted([*((d, f) for d in e["devices"] for f in d["schedule"].findings),
@@ -264,7 +266,7 @@ def due(conn, rules: Rules, as_of: date, within_days: int = 0) -> list[dict]:
 
 def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
     """What the program reports for ``year`` (the annual report): establishments and devices
-    on record at its end, pump-outs in it, the findings of each kind dated in it (the overdue
+    on record at its end, pump-outs and grease inspections in it, the findings of each kind dated in it (the overdue
     devices as of ``as_of`` or the year's end, whichever is earlier); the sewer crew's grease
     blockages found in it (:func:`fog.blockage_findings.counts`); the notices issued in it, by step
     (``actions``: title -> count, the grease program's enforcement)."""
@@ -278,7 +280,9 @@ def counts(conn, rules: Rules, year: int, as_of: date) -> dict:
             "pumpouts": sum(1 for e in ests for d in e["devices"] for p in d["pumpouts"]
                             if p["pumped_on"].year == year and p["pumped_on"] <= end),
             "findings": {k: sum(1 for f in found if f.kind == k) for k in
-                         ("too late", "overdue", "over capacity", "unregistered hauler")},
+                         ("too late", "overdue", "over capacity", "unregistered hauler", "missing device")},
+            "inspections": conn.execute("SELECT count(*) FROM fog_inspections WHERE inspected_on BETWEEN %s AND %s",
+                                        (date(year, 1, 1), end)).fetchone()[0],
             **blockage_counts(conn, year, end),
             "actions": dict(conn.execute(
                 "SELECT title, count(*) FROM fog_notices WHERE issued_on BETWEEN %s AND %s GROUP BY title "

@@ -43,7 +43,8 @@ TRAPS = tuple(range(0, 300, 50))
 EXPECTED = {"overdue": 3 * 1 + 2 * 2 + 5 + 1,       # LATE, OVER25 twice each, NEVER's 5 interceptors and 1 trap
             "too late": 2 + 1,                      # OVER25, EXACT25
             "over capacity": 1,                     # OVERCAP
-            "unregistered hauler": 1}               # UNREG
+            "unregistered hauler": 1,               # UNREG
+            "missing device": 0}                    # none recorded missing
 
 #: The six bad rows of the licence list and the reason each is rejected with.
 BAD_ROWS = (

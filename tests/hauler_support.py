@@ -63,3 +63,16 @@ def grease_village(db_url: str, today: date | None = None) -> dict:
                                 "e.id = d.establishment_id").fetchall())
         est = dict(conn.execute("SELECT licence, id FROM fog_establishments").fetchall())
     return {"today": today, "devices": ids, "establishments": est}
+
+
+def served_village(services, round_village, tmp, web: str = ""):
+    """The office (``sewerwatch web``) over a copy of the session's seeded village
+    (tests/web_round.py) with the grease program above, its state in ``tmp`` (``web``: more lines
+    of its ``[web]`` table); yields ``{"base", "db", "g"}`` (``g``: :func:`grease_village`'s),
+    the copy dropped afterwards. The grease browser tests' office."""
+    import web_round
+
+    for db in web_round.clone(services, round_village[0]):
+        g = grease_village(db.url)
+        with web_round.served(db, tmp, web=web) as base:
+            yield {"base": base, "db": db, "g": g}

@@ -11,7 +11,7 @@ import re
 
 #: Hyphenated words of plain English and of the ordinances' and EPA's own language.
 ENGLISH = {
-    "self-monitoring", "e-mail", "e-mails", "sign-in", "sign-ins", "sign-out", "follow-up", "follow-ups",
+    "self-monitoring", "e-mail", "e-mails", "sign-in", "sign-ins", "sign-out", "follow-up", "follow-ups", "lower-case",
     "non-compliance", "non-domestic", "non-detect", "non-detects", "pump-out", "pump-outs", "re-run", "co-signed",
     "to-do", "up-to-date", "day-to-day", "on-site", "off-site", "in-place", "step-by-step", "long-term",
     "short-term", "one-time", "real-time", "full-time", "part-time", "follow-on", "well-being", "check-in",

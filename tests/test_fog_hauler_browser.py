@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 import web_round
-from hauler_support import grease_village
+from hauler_support import served_village
 from support import wait_until
 from test_fog_browser import type_date
 from test_rates_browser import fill
@@ -32,11 +32,7 @@ PREVIEWS = Path(__file__).resolve().parent.parent / "web" / "previews"
 
 @pytest.fixture(scope="module")
 def office(services, round_village, tmp_path_factory):
-    for db in web_round.clone(services, round_village[0]):
-        g = grease_village(db.url)
-        tmp = tmp_path_factory.mktemp("hauler-browser")
-        with web_round.served(db, tmp) as base:
-            yield {"base": base, "db": db, "g": g}
+    yield from served_village(services, round_village, tmp_path_factory.mktemp("hauler-browser"))
 
 
 def test_a_hauler_files_a_pumpout_and_the_coordinator_sees_it(office, chromium):

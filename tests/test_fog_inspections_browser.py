@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 import web_round
-from hauler_support import grease_village
+from hauler_support import served_village
 from support import wait_until
 from test_fog_browser import type_date
 from test_rates_browser import fill
@@ -28,11 +28,7 @@ from selenium.webdriver.support.ui import Select  # noqa: E402
 
 @pytest.fixture(scope="module")
 def office(services, round_village, tmp_path_factory):
-    for db in web_round.clone(services, round_village[0]):
-        g = grease_village(db.url)
-        tmp = tmp_path_factory.mktemp("inspection-browser")
-        with web_round.served(db, tmp) as base:
-            yield {"base": base, "db": db, "g": g}
+    yield from served_village(services, round_village, tmp_path_factory.mktemp("inspection-browser"))
 
 
 def test_the_inspector_records_a_grease_inspection_on_a_phone_and_its_finding_shows(office, chromium):

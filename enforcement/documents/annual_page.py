@@ -176,8 +176,35 @@ def performance_html(rep: dict) -> str:
             f"{rows}</table>")
 
 
+#: The grease program's findings as the report names them.
+GREASE_FINDINGS = {"too late": "pumped too late (the 25 % rule)", "overdue": "overdue for pumping",
+                   "over capacity": "more gallons removed than the device holds",
+                   "unregistered hauler": "pumped by a hauler not registered with the village",
+                   "missing device": "a grease removal device missing"}
+
+
+def grease_html(rep: dict) -> str:
+    """The grease program's year (``rep["grease"]``; nothing without it)."""
+    g = rep.get("grease")
+    if g is None:
+        return ""
+    found = _table(("finding", "count"), [(GREASE_FINDINGS.get(k, k), n) for k, n in g["findings"].items()],
+                   "No findings.")
+    acts = _table(("notice", "issued"), sorted(g["actions"].items()), "No notices.")
+    return f"""<h2>The grease program</h2>
+<p>As of {e(g['as_of'])}: {g['establishments']} establishments with {g['devices']} grease removal devices on record;
+{g['pumpouts']} pump-outs reported and {g['inspections']} grease inspections in {g['year']}.</p>
+<h3>Findings</h3>
+{found}
+<p>Grease blockages found by the sewer crew: {g['blockages']}, of which {g['blockages_traced']} traced to an
+establishment.</p>
+<h3>Enforcement</h3>
+{acts}
+<p>Notices issued: {g['notices']}; escalated to the next step for want of an adequate response: {g['escalated']}.</p>"""
+
+
 def render_html(rep: dict, head: Letterhead, issued_on: date) -> str:
-    return document(f"Pretreatment program annual report {rep['year']}", body_html(rep, issued_on) + performance_html(rep), head,
+    return document(f"Pretreatment program annual report {rep['year']}", body_html(rep, issued_on) + grease_html(rep) + performance_html(rep), head,
                     issued=issued_on, footer=f"Annual report {rep['year']}, {rep['utility']}")
 
 

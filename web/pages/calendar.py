@@ -34,12 +34,14 @@ def _settings(office):
 
 def _entries(office, first: date, end: date, site: str | None):
     from enforcement import calendar
+    from fog.rules import for_pack
 
     st = _settings(office)
     now = datetime.now(timezone.utc)
     return office.read(lambda conn: calendar.entries(conn, first, end, now, site=site, snc_periods=st.snc_periods,
                                                      annual_report_due=st.annual_report_due,
-                                                     significant=st.program.significant_users))
+                                                     significant=st.program.significant_users,
+                                                     grease=for_pack(office.cfg.utility.pack)))
 
 
 def _month(text: str | None, today: date) -> date:

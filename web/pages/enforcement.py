@@ -528,11 +528,13 @@ def reports_page(request: Request, year: Q = None) -> Template:
 
 def _annual(office, y: int) -> dict:
     from enforcement.annual import annual_report
+    from fog.rules import for_pack
 
     st = _settings(office)
 
     def read(conn):
-        return annual_report(conn, y, st.snc_periods, office.utility, st, program=st.program)
+        return annual_report(conn, y, st.snc_periods, office.utility, st, program=st.program,
+                             grease_rules=for_pack(office.cfg.utility.pack))
 
     return office.read(read)
 

@@ -7,7 +7,9 @@ their pump-outs and the findings, as of today (or ``?as_of=``). Each page calls 
 A pump-out report entered on the establishment's page (``grease.record``) calls
 :func:`fog.store.add_pumpout`, what ``sewerwatch fog pumpout add`` calls, once per form
 (:mod:`web.forms`); a hauler assigned to a device there calls :func:`fog.haulers.assign`,
-what ``sewerwatch fog hauler assign`` calls. Staff only.
+what ``sewerwatch fog hauler assign`` calls; a person of the establishment invited to the portal
+(``accounts.manage``) calls :func:`ereport.invitations.invite_establishment`, what
+``sewerwatch portal invite-establishment`` calls. Staff only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from web import authz, forms
 
 VIEW = {authz.OPT: "view"}
 RECORD = {authz.OPT: "grease.record"}
+MANAGE = {authz.OPT: "accounts.manage"}
 #: The fields of the pump-out form, as :func:`fog.store.check_pumpout` names them.
 PUMPOUT_FIELDS = ("device", "date", "hauler", "gallons", "fog_depth_in", "solids_depth_in", "receiving_facility",
                   "manifest")
@@ -107,17 +110,60 @@ def _enforcement(request: Request, e: dict) -> dict:
     guide = load()
     props, issued = request.app.state.office.read(lambda conn: (grease_notices.proposals(conn, guide, e),
                                                                 grease_notices.notices(conn, e["id"])))
-    return {"proposals": props, "notices": issued, "guide": guide}
+    return {"proposals": props, "notices": issued, "guide": guide, "today": request.app.state.office.today()}
 
 
 @get("/grease/{establishment_id:int}", opt=VIEW, sync_to_thread=True)
 def establishment_page(request: Request, establishment_id: FromPath[int], as_of: Q = None, saved: Q = None,
                        again: Q = None, hired: Q = None, issued: Q = None, segment: Q = None,
-                       inspected: Q = None) -> Template:
+                       inspected: Q = None, answered: Q = None, escalated: Q = None, invited: Q = None,
+                       missing: Q = None) -> Template:
     _staff(request)
     return Template("fog_establishment.html", context=_establishment_context(
         request, establishment_id, as_of, saved=saved, again=bool(again), hired_now=hired, issued_now=issued,
-        segment_saved=segment, inspected=inspected))
+        segment_saved=segment, inspected=inspected, answered_now=answered, escalated_now=escalated, missing_now=missing,
+        **_invited(request, establishment_id, invited)))
+
+
+def _invited(request: Request, establishment_id: int, invited: str | None) -> dict:
+    """The invitation just made for this establishment's person (another's: nothing), and its
+    link when it could not be mailed."""
+    from ereport import invitations
+
+    if not invited or not invited.isdigit():
+        return {}
+    office = request.app.state.office
+    inv = office.read(lambda conn: invitations.get(conn, int(invited)))
+    if inv is None or inv.establishment_id != establishment_id:
+        return {}
+    link = invitations.link(inv, office.invite_links) if not inv.mailed and office.invite_links else None
+    return {"invited_now": inv, "invite_link": link}
+
+
+@post("/grease/{establishment_id:int}/invite", opt=MANAGE, sync_to_thread=True, status_code=303)
+def invite_person(request: Request, establishment_id: FromPath[int],
+                  data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect | Template:
+    """A person of the establishment invited to the portal (to confirm or dispute the pump-outs
+    reported for its devices): :func:`ereport.invitations.invite_establishment`."""
+    from ereport import invitations
+
+    _staff(request)
+    office = request.app.state.office
+    licence = _licence(request, establishment_id)
+    typed = {k: str(data.get(k, "") or "").strip()[:300] for k in ("email", "full_name")}
+
+    def work(conn, actor):
+        if office.invite_links is None:
+            raise InputError("invitations need the state folder's key (secrets.json)")
+        made = invitations.invite_establishment(conn, licence, typed["email"], typed["full_name"], actor=actor,
+                                                links=office.invite_links, mailer=office.mailer, utility=office.utility)
+        return {"location": f"/grease/{establishment_id}?invited={made.invitation.id}#portal-people",
+                "invitation": made.invitation.id}
+    try:
+        return forms.redirect(request, forms.once(request, data, "grease.invite", work))
+    except InputError as exc:
+        return Template("fog_establishment.html", status_code=400, context=_establishment_context(
+            request, establishment_id, None, invite_typed=typed, invite_problem=str(exc)))
 
 
 def _licence(request: Request, establishment_id: int) -> str:
@@ -168,4 +214,4 @@ def record_pumpout(request: Request, establishment_id: FromPath[int],
             request, establishment_id, None, typed=rec, problem=str(exc)))
 
 
-ROUTES = [grease_page, establishment_page, record_pumpout, assign_hauler]
+ROUTES = [grease_page, establishment_page, record_pumpout, assign_hauler, invite_person]

@@ -2,7 +2,9 @@
 (``/grease/<id>/inspect``, made for a phone at 390 px) records the device's checks and the
 kitchen's best management practices through :func:`fog.inspections.record`, once per form
 (:mod:`web.forms`); the establishment's page then lists the inspections, and a 25 % reading
-reached is among its findings (:func:`fog.inspections.add_to`). Staff who record field work
+reached is among its findings (:func:`fog.inspections.add_to`). A device found missing (none at
+all, or one on record not there) is recorded from the same page's form through
+:func:`fog.missing_devices.record` (``sewerwatch fog missing add``). Staff who record field work
 (``field.record``: the inspector, the coordinator, the superintendent).
 A GET and a POST never share a path (see :mod:`web.pages.portal`).
 """
@@ -66,4 +68,29 @@ def record_inspection(request: Request, establishment_id: FromPath[int],
         return _form(request, establishment_id, status=400, typed=typed, problem=str(exc))
 
 
-ROUTES = [inspection_form, record_inspection]
+@post("/grease/{establishment_id:int}/missing", opt=INSPECT, sync_to_thread=True, status_code=303)
+def record_missing(request: Request, establishment_id: FromPath[int],
+                   data: Annotated[dict, Body(media_type=RequestEncodingType.URL_ENCODED)]) -> Redirect | Template:
+    """A device found missing: :func:`fog.missing_devices.record`."""
+    from fog import missing_devices
+    from web.pages.fog import _establishment_context
+
+    _staff(request)
+    office = request.app.state.office
+    typed = {k: str(data.get(k, "") or "").strip()[:2000] for k in ("device", "date", "notes")}
+
+    def work(conn, actor):
+        m = missing_devices.record(conn, _rules(request), establishment_id, found_on=typed["date"],
+                                   device=typed["device"], notes=typed["notes"], actor=actor, today=office.today(),
+                                   source="office")
+        return {"location": f"/grease/{establishment_id}?missing={m['id']}#findings", "missing": m["id"]}
+    try:
+        return forms.redirect(request, forms.once(request, data, "grease.missing", work))
+    except InputError as exc:
+        if "no establishment" in str(exc):
+            raise NotFoundException("no such establishment") from None
+        return Template("fog_establishment.html", status_code=400, context=_establishment_context(
+            request, establishment_id, None, missing_typed=typed, missing_problem=str(exc)))
+
+
+ROUTES = [inspection_form, record_inspection, record_missing]

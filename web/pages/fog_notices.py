@@ -86,6 +86,63 @@ def notice_pdf(request: Request, notice_id: FromPath[int]) -> Response:
     return download(pdf, f"{n['number']}.pdf", "application/pdf")
 
 
+def _notice(request: Request, notice_id: int) -> dict:
+    from enforcement import grease_notices
+
+    try:
+        return request.app.state.office.read(lambda conn: grease_notices.pdf(conn, notice_id))[0]
+    except InputError:
+        raise NotFoundException("no such notice") from None
+
+
+def _refused(request: Request, n: dict, exc: InputError) -> Template:
+    from web.pages.fog import _establishment_context
+
+    return Template("fog_establishment.html", status_code=409, context=_establishment_context(
+        request, n["establishment_id"], None, problem=str(exc)))
+
+
+@post("/grease/notices/{notice_id:int}/respond", opt=ISSUE, sync_to_thread=True, status_code=303)
+def record_response(request: Request, notice_id: FromPath[int], data: Form) -> Redirect | Template:
+    """The establishment's response to a notice: :func:`enforcement.grease_responses.respond`."""
+    from enforcement import grease_responses
+
+    _staff(request)
+    office, n = request.app.state.office, _notice(request, notice_id)
+
+    def work(conn, actor):
+        grease_responses.respond(conn, n["number"], _day(str(data.get("received", ""))[:10], "received on"),
+                                 str(data.get("note", ""))[:2000], actor, office.today())
+        return {"location": f"/grease/{n['establishment_id']}?answered={n['number']}#notices", "number": n["number"]}
+    try:
+        return forms.redirect(request, forms.once(request, data, "grease.notice-response", work))
+    except InputError as exc:
+        return _refused(request, n, exc)
+
+
+@post("/grease/notices/{notice_id:int}/escalate", opt=ISSUE, sync_to_thread=True, status_code=303)
+def escalate_notice(request: Request, notice_id: FromPath[int], data: Form) -> Redirect | Template:
+    """The guide's next step for a notice unanswered by its deadline or answered inadequately:
+    :func:`enforcement.grease_responses.escalate`."""
+    from enforcement import grease_responses
+    from fog.rules import for_pack
+
+    _staff(request)
+    office, n = request.app.state.office, _notice(request, notice_id)
+
+    def work(conn, actor):
+        _, new = grease_responses.escalate(
+            conn, n["number"], on=office.today(), note=str(data.get("note", ""))[:2000], actor=actor,
+            today=office.today(), letterhead=office.letterhead, pack=office.cfg.utility.pack,
+            rules=for_pack(office.cfg.utility.pack), guide=_guide())
+        return {"location": f"/grease/{n['establishment_id']}?escalated={new['number']}#notices",
+                "number": new["number"]}
+    try:
+        return forms.redirect(request, forms.once(request, data, "grease.notice-escalate", work))
+    except InputError as exc:
+        return _refused(request, n, exc)
+
+
 @post("/grease/{establishment_id:int}/segment", opt=RECORD, sync_to_thread=True, status_code=303)
 def set_segment(request: Request, establishment_id: FromPath[int], data: Form) -> Redirect | Template:
     """The sewer segment the establishment drains to: :func:`fog.blockages.set_segment`."""
@@ -145,4 +202,4 @@ def add_blockage(request: Request, data: Form) -> Redirect | Template:
             request, None, None, typed=rec, problem=str(exc)))
 
 
-ROUTES = [issue_notice, notice_pdf, set_segment, blockages_page, add_blockage]
+ROUTES = [issue_notice, notice_pdf, record_response, escalate_notice, set_segment, blockages_page, add_blockage]

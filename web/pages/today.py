@@ -1,5 +1,6 @@
 """The Today page: every industrial user's live state, the open alerts
-(acknowledged in place), what is due this week, and banners naming what is wrong. The page
+(acknowledged in place), what is due this week, the grease devices overdue or coming due
+(:func:`fog.store.due`), and banners naming what is wrong. The page
 refreshes its live part itself every :data:`REFRESH_S` seconds (``static/js/live.js``
 fetching ``/today/live``), so what it shows is at most a few seconds old while ``run`` is up;
 every value shows its age, and a failed refresh says so on the page.
@@ -30,6 +31,8 @@ REFRESH_S = 2.0
 ALERTS_FULL_MAX = 6
 #: What is due changes by the day: read again after this long [s]; permits likewise.
 DUE_TTL_S = 60.0
+#: Today lists at most this many grease devices (overdue first); the Grease page has them all.
+GREASE_MAX = 12
 
 VIEW = {authz.OPT: "view"}
 
@@ -52,11 +55,28 @@ def _due(office: Office):
     return office.cached("due", DUE_TTL_S, make)
 
 
+def _grease(office: Office) -> dict:
+    """The grease devices overdue or due within the program's reminder window (the same
+    function as ``sewerwatch fog due --within``), a minute old at most: ``rows`` (most overdue
+    first), ``within`` [days], ``overdue`` [count]."""
+    from fog import store
+    from fog.rules import for_pack
+
+    rules = for_pack(office.cfg.utility.pack)
+
+    def make():
+        today = office.today()
+        rows = office.read(lambda conn: store.due(conn, rules, today, rules.reminder_days))
+        rows.sort(key=lambda r: (-r["overdue_days"], r["due_on"], r["name"].lower()))
+        return {"rows": rows, "within": rules.reminder_days, "overdue": sum(1 for r in rows if r["overdue_days"])}
+    return office.cached("grease-due", DUE_TTL_S, make)
+
+
 def gather(office: Office, card=None) -> dict:
     """The page's data and its banners; the database down is a banner, not an error page.
     ``card``: the template's card of a user, made as each user is judged
     (:func:`web.queries.today.read`)."""
-    db_error, data, extra = None, None, []
+    db_error, data, extra, grease = None, None, [], None
     try:
         permits = _permits(office)
         try:
@@ -68,6 +88,15 @@ def gather(office: Office, card=None) -> dict:
             extra.append({"tone": "warn", "title": "What is due could not be listed",
                           "text": f"{type(exc).__name__}: {exc}. 'sewerwatch due' shows it on the command line."})
             due = []
+        try:
+            grease = _grease(office)
+        except DatabaseDown:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the rest of the page is still worth showing
+            log.warning("office: the grease devices due could not be listed: %s: %s", type(exc).__name__, exc)
+            extra.append({"tone": "warn", "title": "The grease devices due could not be listed",
+                          "text": f"{type(exc).__name__}: {exc}. 'sewerwatch fog due' shows them on the command line."})
+            grease = None
         # the users, their episodes, alerts and devices on a second connection, while the
         # first streams the sensors' last values (the costliest query) and arranges them
         known = office.read_meanwhile(lambda conn: today_q.program(conn, permits, office.tz))
@@ -81,7 +110,7 @@ def gather(office: Office, card=None) -> dict:
         db_error = str(exc)
     banners = health.banners(db_error=db_error, run=office.run_status(), today=data) + extra
     return {"today": data, "banners": banners, "generated": time.time(), "refresh_s": REFRESH_S,
-            "alerts_full_max": ALERTS_FULL_MAX}
+            "alerts_full_max": ALERTS_FULL_MAX, "grease": grease, "grease_max": GREASE_MAX}
 
 
 def shared_gather(office: Office, request: Request) -> dict:
