@@ -50,7 +50,7 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_list)
     b.set_defaults(func=lambda args, ctx: (b.print_help(), 2)[1])
-    q = s.add_parser("bounces", help="read the mail server's delivery-status notifications (a mailbox file or "
+    q = s.add_parser("bounces", help="read the mail server's reports of undelivered mail (a mailbox file or "
                                      ".eml files) and mark the messages that did not arrive")
     q.add_argument("files", nargs="+", help="mailbox or .eml files")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -66,7 +66,7 @@ def read_dsn(raw: bytes) -> dict:
     """
     msg: EmailMessage = email.message_from_bytes(raw, policy=email.policy.default)
     if msg.get_content_type() != "multipart/report" or msg.get_param("report-type") != "delivery-status":
-        raise InputError(f"not a delivery-status notification (a {msg.get_content_type()} message, "
+        raise InputError(f"not a mail server's report of undelivered mail (a {msg.get_content_type()} message, "
                          f"subject {str(msg['subject'] or '')[:60]!r})")
     recipients, mid = [], None
     for part in msg.iter_parts():
