@@ -22,13 +22,7 @@ keeps them. Everything resumes by itself when the database or the disk space ret
 The writer is a supervised thread (:mod:`ingest.supervise`): a chunk it held when it died
 is held again by the restarted thread.
 
-Pipelined commits (``pipeline=True``; off by default, see :class:`Writer`): while the
-database is up and the spool empty, a chunk's COMMIT (the server's flush of its WAL to disk)
-runs in a committer thread on one connection while the next chunk is copied on a second.
-Chunks are committed in the order they were taken: the next is committed only after the one
-before was, and when a commit fails the chunk copied meanwhile is rolled back and both take
-the ordinary path (again, the spool, or held). A chunk's callbacks still run only once it is
-committed.
+Pipelined commits (``pipeline=True``, off by default): :mod:`ingest.pipelined`.
 """
 
 from __future__ import annotations
@@ -36,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,6 +38,7 @@ import numpy as np
 import psycopg
 
 from ingest.batch import Readings
+from ingest.pipelined import PipelinedCommits, first_line, rollback
 from ingest.sink import Chunk, DeadLetter, Sink
 from ingest.spool import Spool, SpoolUnwritable
 from ingest.supervise import Component, Supervisor
@@ -174,7 +168,7 @@ class WriterStats:
     errors: list = field(default_factory=list)
 
 
-class Writer:
+class Writer(PipelinedCommits):
     """Drain ``sink`` into the database at ``db_url`` (the ingest role), spooling on outage.
 
     Parameters
@@ -208,10 +202,7 @@ class Writer:
         self.stats = WriterStats()
         self._conn: psycopg.Connection | None = None
         self.pipeline = pipeline
-        self._conn2: psycopg.Connection | None = None        # the second connection of pipelined commits
-        self._committer: ThreadPoolExecutor | None = None
-        self._pending: tuple[Future, Chunk, psycopg.Connection] | None = None   # a commit in flight
-        self._failed: Chunk | None = None    # a chunk whose pipelined commit failed: written again first
+        self._init_pipeline()
         self._next_try = 0.0
         self._backoff = 0.25
         self._held: Chunk | None = None      # taken from the sink, not yet durable
@@ -312,7 +303,7 @@ class Writer:
         spool = self.spool.problem()
         if self.stats.held_since is not None:
             return (f"{spool or 'spool cannot be written'}; and the database is unreachable "
-                    f"({_first_line(self.stats.last_error) or 'down'}): cannot store {self.stats.held_readings:,} readings "
+                    f"({first_line(self.stats.last_error) or 'down'}): cannot store {self.stats.held_readings:,} readings "
                     f"for {now - self.stats.held_since:.0f} s, the collectors are not acknowledging, the broker keeps the "
                     "messages")
         behind = self.behind_s()
@@ -322,7 +313,7 @@ class Writer:
         if self.stats.db_up is False and self.stats.outages:
             since = self.stats.db_down_since
             return ("database unreachable" + (f" for {now - since:.0f} s" if since else "") +
-                    f" ({_first_line(self.stats.last_error) or 'down'}); readings spooled ({len(self.spool):,} bytes "
+                    f" ({first_line(self.stats.last_error) or 'down'}); readings spooled ({len(self.spool):,} bytes "
                     "waiting)" + (f"; {spool}" if spool else ""))
         if spool:
             return f"{spool}; storing goes on while the database is up, but an outage could not be spooled"
@@ -403,100 +394,6 @@ class Writer:
                 log.exception("on_durable callback failed")
         return True
 
-    # --- pipelined commits ------------------------------------------------------------
-
-    def write_next(self, chunk: Chunk) -> bool:
-        """What the writer's loop does with a chunk taken from the sink: copied while the chunk
-        before commits where it can (:meth:`_write_pipelined`), else :meth:`handle`. Unlike
-        :meth:`handle`, it may return before the chunk is committed (its callbacks run then)."""
-        if self._write_pipelined(chunk):
-            return True
-        return self.handle(chunk)
-
-    def _write_pipelined(self, chunk: Chunk) -> bool:
-        """Copy ``chunk`` on the connection not committing and hand its COMMIT to the
-        committer, once the chunk before is committed. False: nothing of it is stored (not
-        pipelined now, or it failed and was rolled back); :meth:`handle` goes the ordinary way."""
-        if not (self.pipeline and len(chunk.readings) and self._held is None and self._failed is None
-                and self.stats.db_up and self.spool.empty()):
-            return False
-        conn = self._spare_connection()
-        if conn is None:
-            return False
-        self._writing_since = time.monotonic()
-        try:
-            conn.execute("BEGIN")          # one transaction to the COMMIT (the COPY's own is a savepoint)
-            self._write_in(conn, chunk)
-        except psycopg.Error:
-            _rollback(conn)
-            return False
-        finally:
-            self._writing_since = None
-        self._settle()
-        if self._failed is not None:          # the chunk before did not commit: never this one first
-            _rollback(conn)
-            return False
-        if self._committer is None:
-            self._committer = ThreadPoolExecutor(1, thread_name_prefix="sewerwatch-commit")
-        self._pending = (self._committer.submit(self._commit, conn, chunk), chunk, conn)
-        return True
-
-    def _commit(self, conn: psycopg.Connection, chunk: Chunk) -> None:
-        """In the committer thread: commit, then what :meth:`handle` does once a chunk is durable."""
-        conn.commit()
-        self.stats.chunks += 1
-        self.stats.last_commit_at = time.time()
-        self.stats.stored_seq = max(self.stats.stored_seq, chunk.seq)
-        for cb in chunk.callbacks:
-            try:
-                cb()
-            except Exception:  # a collector's ack failing must not stop the writer
-                log.exception("on_durable callback failed")
-
-    def _settle(self) -> None:
-        """Wait for the commit in flight; a failed one leaves its chunk in ``_failed``."""
-        if self._pending is None:
-            return
-        fut, chunk, conn = self._pending
-        self._pending = None
-        self._writing_since = time.monotonic()
-        try:
-            fut.result()
-        except psycopg.Error as exc:
-            if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
-                log.error("database refused a chunk at commit (%s); written again or spooled", exc)
-                self.stats.errors.append(str(exc)[:500])
-            _rollback(conn)
-            if conn is self._conn2:
-                self._conn2 = None
-                try:
-                    conn.close()
-                except Exception:  # noqa: BLE001 - closing a broken connection
-                    pass
-            self._down(exc)
-            self._failed = chunk
-        finally:
-            self._writing_since = None
-
-    def _spare_connection(self) -> psycopg.Connection | None:
-        """The connection the commit in flight is not using (the second one made when needed)."""
-        main = self._connection()
-        if main is None:
-            return None
-        if self._pending is None or self._pending[2] is not main:
-            return main
-        if self._conn2 is None or self._conn2.closed:
-            try:
-                self._conn2 = psycopg.connect(self.db_url, connect_timeout=3)
-                self._conn2.execute(STAGING)
-                self._conn2.commit()
-            except psycopg.Error as exc:
-                log.warning("a second database connection for pipelined commits failed (%s); writing on one",
-                            _first_line(str(exc)))
-                self._conn2 = None
-                return None
-        return self._conn2
-
     def _spool_in_parts(self, chunk: Chunk) -> None:
         """Append ``chunk`` to the spool, in smaller parts when the disk has room for less
         than all of it; what is spooled leaves the held chunk (its callbacks stay with the
@@ -525,9 +422,7 @@ class Writer:
         if time.monotonic() < self._next_try:
             return None
         try:
-            self._conn = psycopg.connect(self.db_url, connect_timeout=3)
-            self._conn.execute(STAGING)
-            self._conn.commit()
+            self._conn = self._open_connection()
             if not self.stats.db_up:
                 log.info("database reachable")
             self.stats.db_up = True
@@ -537,6 +432,13 @@ class Writer:
         except psycopg.Error as exc:
             self._down(exc)
             return None
+
+    def _open_connection(self) -> psycopg.Connection:
+        """A new connection to the database, its staging table made."""
+        conn = psycopg.connect(self.db_url, connect_timeout=3)
+        conn.execute(STAGING)
+        conn.commit()
+        return conn
 
     def _down(self, exc: Exception) -> None:
         if self.stats.db_up or self.stats.outages == 0:
@@ -683,17 +585,6 @@ def _merge(first: Chunk, then: Chunk) -> Chunk:
     """Two chunks as one, in their order (a chunk whose commit failed and the one after it)."""
     return Chunk(Readings.concat([first.readings, then.readings]), first.dead_letters + then.dead_letters,
                  first.health + then.health, first.callbacks + then.callbacks, max(first.seq, then.seq))
-
-
-def _rollback(conn: psycopg.Connection) -> None:
-    try:
-        conn.rollback()
-    except Exception:  # noqa: BLE001 - a broken connection has nothing to roll back
-        pass
-
-
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0][:160] if (text or "").strip() else ""
 
 
 def default_spool_dir(state_dir: Path) -> Path:
