@@ -68,6 +68,38 @@ def test_requests_arriving_during_a_read_share_it_and_none_after_it(db, tmp_path
                     f.result()
 
 
+def test_a_read_kept_for_a_while_is_served_until_then_and_never_after_a_write(db, tmp_path):
+    """Today keeps its read for half the refresh interval: a viewer who asks after the read is
+    done, within that time, is served it; after it, or after an office write, a new read is
+    made; a read that failed is not kept."""
+    with office_client(db, tmp_path) as c:
+        office = c.office
+        made = []
+
+        def read():
+            made.append(time.monotonic())
+            return {"n": len(made)}
+
+        assert office.shared("kept", read, keep_s=0.6) == {"n": 1}
+        assert office.shared("kept", read, keep_s=0.6) == {"n": 1}      # done, within the time: kept
+        time.sleep(0.7)
+        assert office.shared("kept", read, keep_s=0.6) == {"n": 2}      # the time passed: read again
+        office.wrote()
+        assert office.shared("kept", read, keep_s=0.6) == {"n": 3}      # a write came between
+        assert office.shared("kept", read, keep_s=0.6) == {"n": 3}
+
+        fails = []
+
+        def broken():
+            fails.append(1)
+            raise RuntimeError("no database")
+
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="no database"):
+                office.shared("broken", broken, keep_s=5.0)
+        assert len(fails) == 2                                            # an error is not kept
+
+
 def test_viewers_refreshing_together_cost_fewer_reads_and_an_acknowledgement_shows_at_once(db, tmp_path):
     """Twelve signed-in viewers fetch Today's live part at once, four rounds: fewer reads are made
     than requests served (some arrive while another's read runs). An acknowledgement, then Today:

@@ -36,10 +36,11 @@ class DatabaseDown(Exception):
 class _Flight:
     """One read that requests asking meanwhile share (:meth:`Office.shared`)."""
 
-    __slots__ = ("writes", "done", "value", "error")
+    __slots__ = ("writes", "done", "value", "error", "started")
 
     def __init__(self, writes: int):
         self.writes, self.done, self.value, self.error = writes, threading.Event(), None, None
+        self.started = time.monotonic()     # [monotonic s] when the read began
 
 
 class Office:
@@ -167,18 +168,31 @@ class Office:
         self._cache[key] = (now, value)
         return value
 
-    def shared(self, key: str, make: Callable):
-        """``make()`` once for every request that asks for ``key`` while it is being made.
+    def shared(self, key: str, make: Callable, keep_s: float = 0.0):
+        """``make()`` once for every request that asks for ``key`` while it is being made, or
+        within ``keep_s`` seconds of when it began.
 
         Many viewers of one page (a control-room screen, the superintendent's phone, the
         coordinator's desk, each refreshing Today every 2 s) then cost the database one read
-        for those that arrive together, not one each. Nothing older than the request is served:
-        a read is shared only with requests that arrive while it runs, and never after a write
-        of the office's (:meth:`wrote`) that came in between; it is not kept once made.
+        for those that arrive together, not one each. Nothing older than ``keep_s`` is served
+        (0, the default: a read is shared only with requests that arrive while it runs), and
+        never after a write of the office's (:meth:`wrote`) that came in between; a read that
+        failed is not kept.
+
+        Parameters
+        ----------
+        key : str
+            What is read (the same for every request that may share it).
+        make : callable
+            The read; its value is shared, not copied.
+        keep_s : float
+            How long after it began a finished read is still served [s].
         """
         with self._flights_lock:
             flight = self._flights.get(key)
-            leader = flight is None or flight.writes != self._writes
+            leader = (flight is None or flight.writes != self._writes
+                      or (flight.done.is_set() and (flight.error is not None
+                                                    or time.monotonic() - flight.started >= keep_s)))
             if leader:
                 flight = self._flights[key] = _Flight(self._writes)
                 self.shared_reads["made"] += 1
@@ -195,7 +209,7 @@ class Office:
             raise
         finally:
             with self._flights_lock:
-                if self._flights.get(key) is flight:
+                if self._flights.get(key) is flight and (keep_s <= 0 or flight.error is not None):
                     del self._flights[key]
             flight.done.set()
         return flight.value

@@ -27,6 +27,10 @@ log = logging.getLogger("sewerwatch.web")
 #: How often the page fetches its live part [s] (what it shows is at most this old, plus the
 #: page's own time).
 REFRESH_S = 2.0
+#: How long a read of Today's state is served to the viewers who ask after it began [s]: half
+#: the refresh interval, so a viewer's page is never more than a refresh behind the database,
+#: and many viewers cost the database one read a second (an office write is seen at once).
+KEEP_S = REFRESH_S / 2
 #: Above this many open alerts, Today shows each in one line (its page has the evidence).
 ALERTS_FULL_MAX = 6
 #: What is due changes by the day: read again after this long [s]; permits likewise.
@@ -117,8 +121,10 @@ def shared_gather(office: Office, request: Request) -> dict:
     """:func:`gather`, one read for every viewer whose request arrives while it is made
     (:meth:`web.office.Office.shared`): what the page shows is the same for every staff account
     (the alerts' buttons are drawn by role from it), so many viewers refreshing together cost
-    the database one read. A copy, for the page to add its own to."""
-    return dict(office.shared("today", lambda: gather(office, _card(request))))
+    the database one read; a read is served for :data:`KEEP_S` after it began (the state read
+    once per refresh interval at most, however many watch). A copy, for the page to add its own
+    to."""
+    return dict(office.shared("today", lambda: gather(office, _card(request)), keep_s=KEEP_S))
 
 
 @get("/", opt=VIEW, sync_to_thread=True, name="today")
