@@ -3,7 +3,8 @@ the session's one), over ``sewerwatch web`` on a copy of the round village
 (tests/web_round.py): from the user's page to its Contacts page, a person added through the
 form as served, changed (the earlier version in the history, dated, naming who), the mailing
 address saved; then invited to the portal from the contact, the invitation's link opened and
-the account made: the contact's page names the account (one person). A portal account
+the account made: the contact's page names the account (one person); the person's documents
+sent on paper, then by e-mail again, from the contact's page. A portal account
 cannot open the Contacts page; a viewer reads it without a form to change anything."""
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ def test_the_coordinator_adds_edits_and_invites_a_contact(office, chromium):
     # the same change again is refused, naming the version that says it
     click(b, "save")
     assert wait_until(lambda: "nothing changed (version 2 already says this)" in b.text("problem"), 30)
+    # her documents on paper, then by e-mail again, from the contact's page as served
+    assert b.text("documents-by") == "by e-mail"
+    click(b, "documents-switch")
+    assert wait_until(lambda: "now go on paper, by post" in b.text(), 30), b.text()[:800]
+    assert b.text("documents-by") == "on paper, by post"
+    click(b, "documents-switch")
+    assert wait_until(lambda: "go by e-mail again" in b.text(), 30), b.text()[:800]
+    assert b.text("documents-by") == "by e-mail"
+    with db.connect() as conn:                # each choice recorded, the last one in force
+        assert [r[0] for r in conn.execute("SELECT paper FROM contact_mail_preferences WHERE contact_id = %s "
+                                           "ORDER BY recorded_at", (cid,))] == [True, False]
     # the mailing address, on the Contacts page
     d.find_element(By.ID, "back").click()
     assert wait_until(lambda: "Mailing address" in b.text(), 15)
@@ -101,6 +113,7 @@ def test_the_coordinator_adds_edits_and_invites_a_contact(office, chromium):
     d.get(f"{base}/contacts/{cid}")
     assert wait_until(lambda: "Jo Baker" in b.text(), 15)
     assert not d.find_elements(By.ID, "edit-contact") and not d.find_elements(By.ID, "invite")
+    assert not d.find_elements(By.ID, "documents-switch") and b.text("documents-by") == "by e-mail"
     d.get(f"{base}/sites/candy/contacts")
     assert wait_until(lambda: "Jo Baker" in b.text(), 15)
     assert not d.find_elements(By.ID, "add-contact") and not d.find_elements(By.ID, "address-form-mailing")

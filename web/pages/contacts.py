@@ -5,7 +5,9 @@ Everyone on staff reads them (``view``); adding and changing a person or an addr
 ``sewerwatch contacts add|edit|address`` calls), once per form (:func:`web.forms.once`), from
 the version the form was drawn from (:class:`foundation.errors.Conflict` otherwise). Inviting
 the person to the portal from the contact takes ``accounts.manage`` and calls
-:func:`ereport.invitations.invite_contact`. A portal account never reaches these pages (the
+:func:`ereport.invitations.invite_contact`. Whether the person's documents go on paper or by
+e-mail takes ``contacts.edit`` and calls :func:`ereport.mailing.batches.set_paper` (as
+``sewerwatch mail paper-preference``). A portal account never reaches these pages (the
 guard: staff only).
 """
 
@@ -20,6 +22,7 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
 from ereport import invitations
+from ereport.mailing import batches
 from foundation.errors import Conflict, InputError
 from identity import contacts
 from web import authz, forms
@@ -97,7 +100,7 @@ def _contact_page(request: Request, contact_id: int, *, status: int = 200, probl
 
     def read(conn):
         try:
-            return contacts.contact(conn, contact_id)
+            return {**contacts.contact(conn, contact_id), "paper": batches.prefers_paper(conn, contact_id)}
         except InputError:
             raise NotFoundException("no such contact") from None
     c = office.read(read)
@@ -153,4 +156,18 @@ def invite(request: Request, contact_id: FromPath[int], data: Form) -> Template:
     return _contact_page(request, contact_id, made=made, link=link)
 
 
-ROUTES = [contacts_page, add, set_address, contact_page, edit, invite]
+@post("/contacts/{contact_id:int}/documents", opt=EDIT, sync_to_thread=True, status_code=200)
+def documents_by(request: Request, contact_id: FromPath[int], data: Form) -> Redirect | Template:
+    """Whether the person's notices, bills and letters go on paper (by post) or by e-mail."""
+    paper = str(data.get("by", "")) == "paper"
+
+    def work(conn, actor):
+        batches.set_paper(conn, contact_id, paper, actor=actor)
+        return {"location": f"/contacts/{contact_id}?done={'paper' if paper else 'email'}"}
+    try:
+        return forms.redirect(request, forms.once(request, data, "contacts.documents", work))
+    except InputError as exc:
+        return _contact_page(request, contact_id, status=400, problem=str(exc))
+
+
+ROUTES = [contacts_page, add, set_address, contact_page, edit, invite, documents_by]
