@@ -6,6 +6,8 @@ over a copy of the session's seeded village (``round_village``, tests/web_round.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from pathlib import Path
 
@@ -40,17 +42,27 @@ def grease_db(services, round_village):
     yield from web_round.clone(services, round_village[0])
 
 
-@pytest.fixture(scope="module")
-def office(grease_db, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("grease-browser")
+@contextlib.contextmanager
+def served_year(db, tmp, then=None):
+    """The hand-counted grease year (tests/fog_support.py) loaded into ``db`` through the
+    command line, ``then(tmp, db)`` if given, and ``sewerwatch web`` serving it: the office's
+    ``base``, ``db`` and ``tmp``."""
     (tmp / "village.toml").write_text(web_round.CONFIG, encoding="utf-8")
     (tmp / "licences.csv").write_text(fs.licence_csv(), encoding="utf-8")
     (tmp / "pumpouts.csv").write_text(fs.pumpout_csv()[0], encoding="utf-8")
-    load_year(tmp, grease_db)
+    load_year(tmp, db)
+    if then is not None:
+        then(tmp, db)
     served = tmp / "served"
     served.mkdir()
-    with web_round.served(grease_db, served) as base:
-        yield {"base": base, "db": grease_db, "tmp": tmp}
+    with web_round.served(db, served) as base:
+        yield {"base": base, "db": db, "tmp": tmp}
+
+
+@pytest.fixture(scope="module")
+def office(grease_db, tmp_path_factory):
+    with served_year(grease_db, tmp_path_factory.mktemp("grease-browser")) as o:
+        yield o
 
 
 def rows(d) -> list[list[str]]:

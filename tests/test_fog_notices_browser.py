@@ -15,8 +15,8 @@ import fog_enforcement_support as fe
 import fog_support as fs
 import web_round
 from support import wait_until
-from test_fog_browser import type_date
-from test_fog_cli import load_year, ok
+from test_fog_browser import served_year, type_date
+from test_fog_cli import ok
 from test_rates_browser import fill
 
 pytest.importorskip("selenium.webdriver")
@@ -32,16 +32,9 @@ def grease_db(services, round_village):
 
 @pytest.fixture(scope="module")
 def office(grease_db, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("grease-notices-browser")
-    (tmp / "village.toml").write_text(web_round.CONFIG, encoding="utf-8")
-    (tmp / "licences.csv").write_text(fs.licence_csv(), encoding="utf-8")
-    (tmp / "pumpouts.csv").write_text(fs.pumpout_csv()[0], encoding="utf-8")
-    load_year(tmp, grease_db)
-    fe.load_enforcement(ok, tmp, grease_db)
-    served = tmp / "served"
-    served.mkdir()
-    with web_round.served(grease_db, served) as base:
-        yield {"base": base, "db": grease_db, "tmp": tmp}
+    with served_year(grease_db, tmp_path_factory.mktemp("grease-notices-browser"),
+                     then=lambda tmp, db: fe.load_enforcement(ok, tmp, db)) as o:
+        yield o
 
 
 def _steps(d) -> list[list[str]]:
