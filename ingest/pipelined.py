@@ -38,6 +38,16 @@ def first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0][:160] if (text or "").strip() else ""
 
 
+def run_callbacks(chunk: Chunk) -> None:
+    """Run ``chunk``'s ``on_durable`` callbacks once it is durable; one failing (a collector's
+    acknowledgement) is logged and never stops the writer."""
+    for cb in chunk.callbacks:
+        try:
+            cb()
+        except Exception:  # a collector's ack failing must not stop the writer
+            log.exception("on_durable callback failed")
+
+
 class PipelinedCommits:
     """The writer's commit of one chunk while the next is copied, on a second connection."""
 
@@ -89,11 +99,7 @@ class PipelinedCommits:
         self.stats.chunks += 1
         self.stats.last_commit_at = time.time()
         self.stats.stored_seq = max(self.stats.stored_seq, chunk.seq)
-        for cb in chunk.callbacks:
-            try:
-                cb()
-            except Exception:  # a collector's ack failing must not stop the writer
-                log.exception("on_durable callback failed")
+        run_callbacks(chunk)
 
     def _settle(self) -> None:
         """Wait for the commit in flight; a failed one leaves its chunk in ``_failed``."""

@@ -38,7 +38,7 @@ import numpy as np
 import psycopg
 
 from ingest.batch import Readings
-from ingest.pipelined import PipelinedCommits, first_line, rollback
+from ingest.pipelined import PipelinedCommits, first_line, rollback, run_callbacks
 from ingest.sink import Chunk, DeadLetter, Sink
 from ingest.spool import Spool, SpoolUnwritable
 from ingest.supervise import Component, Supervisor
@@ -387,11 +387,7 @@ class Writer(PipelinedCommits):
             log.warning("storing again after %.0f s", time.time() - self.stats.held_since)
             self.stats.held_since, self.stats.held_readings = None, 0
         self._held = None
-        for cb in chunk.callbacks:
-            try:
-                cb()
-            except Exception:  # a collector's ack failing must not stop the writer
-                log.exception("on_durable callback failed")
+        run_callbacks(chunk)
         return True
 
     def _spool_in_parts(self, chunk: Chunk) -> None:
