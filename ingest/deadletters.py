@@ -45,14 +45,15 @@ from ingest.writer import store_readings
 REPLAYABLE = ("mqtt",)
 #: A dead letter's topic that is a file and line (a lab import's), not an MQTT topic.
 FILE_SOURCE = re.compile(r"\.[A-Za-z0-9]{1,5}(?::\d+)?$")
-#: Why a dead letter of a source other than the collectors' is not replayed, in words.
-NOT_REPLAYABLE = {
-    "mail-bounce": "a mail server's report that could not be read is not replayed: read the corrected "
-                   "report again on the mailing page (mail that came back)",
-}
 #: Why a lab-import dead letter is not replayed here.
 LAB_IMPORT_NOTE = ("the rows a lab import could not use are replayed by importing the corrected file "
                    "('sewerwatch lab import FILE'; rows stored already are left unchanged)")
+#: Why a dead letter of a source other than the collectors' is not replayed, in words.
+NOT_REPLAYABLE = {
+    "lab-import": LAB_IMPORT_NOTE,
+    "mail-bounce": "a mail server's report that could not be read is not replayed: read the corrected "
+                   "report again on the mailing page (mail that came back)",
+}
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)$")
 _UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 #: Why a Sparkplug B dead letter is not replayed.
@@ -237,8 +238,8 @@ def _replay(conn, cfg, f: Filters, dry_run: bool) -> list[Outcome]:
     out = []
     for lid, received, source, topic, payload, old_reason, replayed_at, replayed_as in rows:
         if source not in REPLAYABLE:
-            out.append(Outcome(lid, topic, skipped=LAB_IMPORT_NOTE if source == "lab-import"
-                               else NOT_REPLAYABLE.get(source, f"a {source.replace('-', ' ')} dead letter cannot be replayed")))
+            out.append(Outcome(lid, topic, skipped=NOT_REPLAYABLE.get(
+                source, f"a {source.replace('-', ' ')} dead letter cannot be replayed")))
             continue
         if replayed_at is not None:
             out.append(Outcome(lid, topic, skipped=f"replayed already at {replayed_at:%Y-%m-%d %H:%M:%S %Z} "
