@@ -190,9 +190,9 @@ class Office:
         """
         with self._flights_lock:
             flight = self._flights.get(key)
+            # a finished read stays here only when it succeeded (the ``finally`` below)
             leader = (flight is None or flight.writes != self._writes
-                      or (flight.done.is_set() and (flight.error is not None
-                                                    or time.monotonic() - flight.started >= keep_s)))
+                      or (flight.done.is_set() and time.monotonic() - flight.started >= keep_s))
             if leader:
                 flight = self._flights[key] = _Flight(self._writes)
                 self.shared_reads["made"] += 1
