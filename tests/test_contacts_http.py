@@ -66,6 +66,15 @@ def test_a_viewer_reads_a_clerk_changes_a_portal_account_is_refused(db, tmp_path
             assert contacts.contact(conn, c["id"])["title"] == "Controller"
             actor, detail = conn.execute("SELECT actor, detail FROM audit_log WHERE action = 'contact.edit'").fetchone()
         assert actor == "clerk" and detail["via"] == "web" and detail["was"] == {"title": None}
+        # the documents' form with a choice the page never offers: refused, nothing recorded
+        page = client.get(f"/contacts/{c['id']}")
+        form = page.text[page.text.index('id="documents-form"'):]
+        key = re.search(r'name="_form_key" value="([^"]+)"', form).group(1)
+        r = client.post(f"/contacts/{c['id']}/documents",
+                        data={"_csrf_token": csrf_of(page.text), "_form_key": key, "by": "pigeon"})
+        assert r.status_code == 400 and "choose on paper or by e-mail" in r.text
+        with psycopg.connect(db.url) as conn:
+            assert conn.execute("SELECT count(*) FROM contact_mail_preferences").fetchone()[0] == 0
         # a portal account: neither the user's Contacts page nor the contact's
         client.cookies.clear()
         sign_in(client, "plantuser")

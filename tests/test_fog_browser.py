@@ -7,7 +7,6 @@ over a copy of the session's seeded village (``round_village``, tests/web_round.
 from __future__ import annotations
 
 import contextlib
-
 import os
 from pathlib import Path
 

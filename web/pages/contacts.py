@@ -159,7 +159,11 @@ def invite(request: Request, contact_id: FromPath[int], data: Form) -> Template:
 @post("/contacts/{contact_id:int}/documents", opt=EDIT, sync_to_thread=True, status_code=200)
 def documents_by(request: Request, contact_id: FromPath[int], data: Form) -> Redirect | Template:
     """Whether the person's notices, bills and letters go on paper (by post) or by e-mail."""
-    paper = str(data.get("by", "")) == "paper"
+    by = str(data.get("by", ""))
+    if by not in ("paper", "email"):
+        return _contact_page(request, contact_id, status=400,
+                             problem=f"Documents: choose on paper or by e-mail (the form sent {by[:40]!r}).")
+    paper = by == "paper"
 
     def work(conn, actor):
         batches.set_paper(conn, contact_id, paper, actor=actor)
