@@ -20,6 +20,26 @@ DESKTOP = (1280, 900)
 PREVIEWS = Path(__file__).resolve().parent.parent / "web" / "previews"
 
 
+def gone(element):
+    """A wait's condition (``WebDriverWait(d, s).until(gone(button))``): the element has left
+    the page, i.e. the page a click led to has replaced it. As selenium's ``staleness_of``,
+    and also when chromedriver answers, mid-navigation, that the node no longer belongs to
+    the document (an "unknown error", not a stale reference, in the driver Debian ships)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def _gone(_driver) -> bool:
+        try:
+            element.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e) or "No node with given id" in str(e):
+                return True
+            raise
+    return _gone
+
+
 def available() -> bool:
     return bool(shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER))
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.expected_conditions import staleness_of
+from browser import gone
 from selenium.webdriver.support.ui import WebDriverWait
 
 from support import free_port, state_dir, wait_until
@@ -154,7 +154,7 @@ def test_the_first_hour_ends_on_a_today_page_of_the_present(village, chromium, t
     d.find_element(By.ID, "password").send_keys(PASSWORD)
     button = d.find_element(By.ID, "sign-in")
     button.click()
-    WebDriverWait(d, 20).until(staleness_of(button))
+    WebDriverWait(d, 20).until(gone(button))
     assert wait_until(lambda: "Industrial users" in chromium.text(), 20), chromium.text()[:400]
 
     def shown():

@@ -34,7 +34,7 @@ from support import wait_until
 pytest.importorskip("selenium.webdriver")
 pytest.importorskip("aiosmtpd")
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
+from browser import gone  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def _click(d, element_id: str) -> None:
     el = d.find_element(By.ID, element_id)
     d.execute_script("arguments[0].scrollIntoView({block: 'center'});", el)
     el.click()
-    WebDriverWait(d, 30).until(staleness_of(el))
+    WebDriverWait(d, 30).until(gone(el))
 
 
 def _sign_in(b, portal, user: str, password: str, secret: str | None = None) -> None:

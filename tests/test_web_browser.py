@@ -35,7 +35,7 @@ pytest.importorskip("aiosmtpd")
 from selenium.common.exceptions import (NoAlertPresentException, NoSuchElementException,  # noqa: E402
                                         StaleElementReferenceException)
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
+from browser import gone  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +192,7 @@ def sign_in(b, village, user: str, password: str = PASSWORD) -> None:
     d.find_element(By.ID, "password").send_keys(password)
     button = d.find_element(By.ID, "sign-in")
     button.click()
-    WebDriverWait(d, 15).until(staleness_of(button))            # the answer has loaded
+    WebDriverWait(d, 15).until(gone(button))            # the answer has loaded
 
 
 def test_each_role_signs_in_and_sees_what_it_may(village, chromium):
@@ -233,7 +233,7 @@ def test_each_role_signs_in_and_sees_what_it_may(village, chromium):
             assert by is None, role
         out = d.find_element(By.CSS_SELECTOR, "form.who button")
         out.click()                                             # sign out
-        WebDriverWait(d, 15).until(staleness_of(out))
+        WebDriverWait(d, 15).until(gone(out))
         assert wait_until(lambda: "You are signed out" in chromium.text(), 5)
     with psycopg.connect(village.db.url) as conn:
         conn.execute("UPDATE alerts SET state = 'resolved', resolved_at = now() WHERE id = %s", (aid,))
@@ -276,7 +276,7 @@ def test_an_acid_dump_appears_on_today_within_5_s_and_is_acknowledged_there(vill
     assert d.find_element(By.ID, f"note-{aid}").get_attribute("value") == note
     button = d.find_element(By.ID, f"ack-button-{aid}")
     button.click()
-    WebDriverWait(d, 15).until(staleness_of(button))
+    WebDriverWait(d, 15).until(gone(button))
     assert wait_until(lambda: f"Alert #{aid} is acknowledged" in chromium.text(), 10)
     assert wait_until(lambda: f"Acknowledged by {PEOPLE['super'][0]}" in chromium.text(f"alert-{aid}"), 5)
     assert note in chromium.text(f"alert-{aid}")                       # shown as text
@@ -319,7 +319,7 @@ def test_a_disabled_account_is_signed_out_at_its_next_click(village, chromium):
     try:         # the next click (or the page's own next refresh, which is a request too)
         link = d.find_element(By.LINK_TEXT, "Alerts")
         link.click()
-        WebDriverWait(d, 15).until(staleness_of(link))
+        WebDriverWait(d, 15).until(gone(link))
     except (StaleElementReferenceException, NoSuchElementException):
         pass     # the refresh came first and went to the sign-in page (before or after the link was found)
     assert wait_until(lambda: "This account has been disabled" in chromium.text(), 5), chromium.text()[:300]

@@ -14,7 +14,7 @@ from test_web_pretreatment_browser import Office, _fits, _keep, sign_in
 
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
+from browser import gone  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
@@ -31,7 +31,7 @@ def office(module_db, tmp_path_factory, browser):
 def _tap(d, by, what):
     el = d.find_element(by, what)
     el.click()
-    WebDriverWait(d, 15).until(staleness_of(el))
+    WebDriverWait(d, 15).until(gone(el))
 
 
 def test_two_taps_on_a_phone_open_a_window_and_one_ends_it(office, chromium):

@@ -33,7 +33,7 @@ from web_support import PASSWORD, add_people, cheap_hashes, demo_users, spoiled_
 pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
+from browser import gone  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ def sign_in(b, office, user: str) -> None:
     d.find_element(By.ID, "password").send_keys(PASSWORD)
     button = d.find_element(By.ID, "sign-in")
     button.click()
-    WebDriverWait(d, 15).until(staleness_of(button))
+    WebDriverWait(d, 15).until(gone(button))
 
 
 def _fits(b, name: str) -> None:
@@ -146,7 +146,7 @@ def test_the_coordinator_uploads_the_lab_file_sees_the_spoiled_row_imports_the_r
     d.find_element(By.ID, "file").send_keys(str(spoiled))
     button = d.find_element(By.ID, "upload")
     button.click()
-    WebDriverWait(d, 30).until(staleness_of(button))
+    WebDriverWait(d, 30).until(gone(button))
     assert wait_until(lambda: "Preview: nothing is stored yet" in chromium.text(), 10), chromium.text()[:600]
     bad = chromium.text("bad-rows")
     assert "6" in bad and "value '4z0' is not a number" in bad
@@ -163,7 +163,7 @@ def test_the_coordinator_uploads_the_lab_file_sees_the_spoiled_row_imports_the_r
     d.execute_script("const f = document.getElementById('import-form');"
                      "fetch(f.action, {method: 'POST', body: new URLSearchParams(new FormData(f)), redirect: 'manual'});")
     ActionChains(d).click(button).perform()
-    WebDriverWait(d, 30).until(staleness_of(button))
+    WebDriverWait(d, 30).until(gone(button))
     assert wait_until(lambda: "results stored" in chromium.text("result"), 15), chromium.text()[:600]
     assert f"{ROWS - 1} results stored" in chromium.text("result") and "1 row could not be used" in chromium.text("result")
     assert "Violations found" in chromium.text() and "Copper, daily maximum" in chromium.text()
@@ -200,7 +200,7 @@ def test_the_calendar_shows_the_sampling_due_dates_and_its_feed_parses_with_ical
     d.get(office.base + "/calendar")
     button = d.find_element(By.ID, "make-feed")
     button.click()
-    WebDriverWait(d, 15).until(staleness_of(button))
+    WebDriverWait(d, 15).until(gone(button))
     url = chromium.text("feed-url").strip()
     assert url.startswith(office.base + "/calendar/feed/") and url.endswith(".ics")
     feed = httpx.get(url, timeout=30)                          # a calendar program: no session, no cookie
