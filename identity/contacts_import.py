@@ -18,8 +18,10 @@ address likewise. :func:`preview` says what each row would do, or why it cannot 
 (``<file> line <n>, column <c>: ...``), and writes nothing; :func:`commit` checks every row
 again, saves the usable ones through :mod:`identity.contacts` (versions, audit rows) and puts
 each other row in ``dead_letters`` (source ``contacts-import``) with its reason, so the rows
-in are the rows saved, unchanged and dead. Committing the same file twice changes nothing the
-second time (every row is then unchanged).
+in are the rows saved, unchanged and dead. Committing the same rows twice changes nothing the
+second time (every row is then unchanged). The office and ``sewerwatch contacts import
+--commit`` do not call :func:`commit` directly: they keep the file first and save it once
+(:mod:`identity.contacts_files`: the same file saved again is refused, naming what it did).
 """
 
 from __future__ import annotations
@@ -169,10 +171,12 @@ def preview(conn, filename: str, data: bytes) -> dict:
     return _summary(_plan(conn, read_rows(data, name), name))
 
 
-def commit(conn, filename: str, data: bytes, *, actor: Actor) -> dict:
+def commit(conn, filename: str, data: bytes, *, actor: Actor, import_id: int | None = None) -> dict:
     """Save the file's usable rows (checked again now) and put the others in
     ``dead_letters`` with their reasons; one transaction. Returns :func:`preview`'s counts
-    of what was done."""
+    of what was done. ``import_id``: the contacts file kept in the database that the rows
+    come from (:func:`identity.contacts_files.save`), named in the dead letters and the audit
+    row."""
     name = filename.rsplit("/", 1)[-1] or "contacts file"
     rows = read_rows(data, name)
     with conn.transaction():
@@ -194,10 +198,11 @@ def commit(conn, filename: str, data: bytes, *, actor: Actor) -> dict:
             if o["action"] == "dead":
                 conn.execute("INSERT INTO dead_letters (source, topic, payload, reason, detail) VALUES (%s, %s, %s, %s, %s)",
                              (SOURCE, f"{name}:{o['line']}", o["raw"].encode("utf-8"), o["reason"],
-                              json.dumps({"file": name, "line": o["line"], "actor": actor.audit_name})))
+                              json.dumps({"file": name, "import": import_id, "line": o["line"],
+                                          "actor": actor.audit_name})))
         report = _summary(plan)
         conn.execute("INSERT INTO audit_log (actor, action, object, detail) VALUES (%s, 'contacts.import', %s, %s)",
                      (actor.audit_name, f"file:{name}", json.dumps({k: report[k] for k in
                                                                     ("add", "change", "unchanged", "dead", "total")}
-                                                                   | {"via": actor.via})))
+                                                                   | {"via": actor.via, "import": import_id})))
     return report

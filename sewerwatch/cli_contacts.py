@@ -2,7 +2,8 @@
 
 Each command calls :mod:`identity.contacts` (or :mod:`identity.contacts_import`) with the
 operating-system user as the actor, as the office's Contacts page calls them with the
-signed-in account.
+signed-in account; ``import --commit`` keeps the file and saves it once through
+:mod:`identity.contacts_files`, as the office's import page does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def register(sub) -> None:
     p = sub.add_parser("contacts", help="the address book: each industrial user's people and addresses")
     s = p.add_subparsers(dest="contacts_command", metavar="ACTION")
     q = s.add_parser("import", help="read people and addresses from a CSV file: shows what it would do; "
-                                    "--commit saves it (rows that cannot be used are kept aside with the reason)")
+                                    "--commit saves it, once (rows that cannot be used are kept aside with the reason; "
+                                    "the same file again is refused)")
     q.add_argument("file", help="the CSV file (columns site, entry, name, title, phone, email, street, city, "
                                 "state, zip)")
     q.add_argument("--commit", action="store_true", help="save it (without: only show what it would do)")
@@ -69,7 +71,8 @@ def register(sub) -> None:
 
 
 def _import(args, ctx) -> int:
-    from identity import contacts_import
+    from foundation.moments import village_zone
+    from identity import contacts_files, contacts_import
 
     path = Path(args.file)
     try:
@@ -77,8 +80,11 @@ def _import(args, ctx) -> int:
     except OSError as exc:
         raise InputError(f"contacts import: cannot read {args.file}: {exc.strerror}") from None
     with ctx.connect("owner") as conn:
-        if args.commit:
-            rep = contacts_import.commit(conn, path.name, data, actor=Actor.os_user())
+        if args.commit:       # as the office's Import contacts page: kept, then saved once
+            actor, tz = Actor.os_user(), village_zone(ctx.config)
+            f = contacts_files.stage(conn, path.name, data, actor=actor, tz=tz)
+            f = contacts_files.save(conn, f["id"], actor=actor, tz=tz)
+            rep = {**f["report"], "file": f["id"]}
         else:
             rep = contacts_import.preview(conn, path.name, data)
     if args.json:

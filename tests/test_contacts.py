@@ -2,7 +2,8 @@
 of the round village, tests/web_round.py: users ``plating`` and ``candy``): a contact added,
 edited (the earlier version kept, dated, the audit log naming who), the CSV file previewed
 (nothing saved) and committed (bad rows to the dead letters with their line and column, the
-rows in counted out), committed again (nothing changes); one-line errors."""
+rows in counted out), committed again (refused, naming what saved it; the same rows in another
+file change nothing); one-line errors."""
 
 from __future__ import annotations
 
@@ -149,8 +150,16 @@ def test_csv_preview_commit_dead_rows_counted_in_out(db, tmp_path):
     listed = ok(tmp_path, db, "contacts", "list", "--site", "plating")
     assert "Dana Reyes" in listed and "authorised representative, emergency (24 h)" in listed
     assert "mailing address: PO Box 12, Palmyra, WI 53156" in listed
-    # the same file again: the usable rows are unchanged, the bad ones dead again
-    rep = json.loads(ok(tmp_path, db, "contacts", "import", "book.csv", "--commit", "--json"))
+    # the same file again: refused in one line naming what saved it; nothing saved, no dead letter more
+    r = run(tmp_path, db, "contacts", "import", "book.csv", "--commit")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert (f"book.csv: this file was saved already as contacts file {rep['file']} (book.csv) on " in r.stderr
+            and "by pat: 4 added, 0 changed, 0 unchanged, 4 not used; nothing was saved now" in r.stderr), r.stderr
+    with db.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM dead_letters").fetchone()[0] - dead0 == 4
+    # the same rows in another file: the usable rows are unchanged, the bad ones dead again
+    (tmp_path / "again.csv").write_text(CSV + "\n", encoding="utf-8")
+    rep = json.loads(ok(tmp_path, db, "contacts", "import", "again.csv", "--commit", "--json"))
     assert (rep["add"], rep["change"], rep["unchanged"], rep["dead"]) == (0, 0, 4, 4)
     # a changed row is a new version of the same person
     (tmp_path / "two.csv").write_text(CSV.splitlines()[0] + "\nplating,billing,Sam Ortiz,Controller,,"

@@ -9,7 +9,8 @@ the project's documentation and is not crawled for the utility's words. The perm
 its first named cases. The village is a copy of the session's seeded round
 (``tests/web_round.py``) with live sensors, an open alert, a portal account and the small grease
 program of ``tests/hauler_support.py`` (its hauler Lakeshore Pumping's account crawls, then the
-Dockside Diner's own account, which confirms or disputes what Lakeshore reported) added.
+Dockside Diner's own account, which confirms or disputes what Lakeshore reported) and an
+address book's file read but not saved added.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ TZ = ZoneInfo("America/Chicago")
 SAMPLE_FILES = {"permit": ROOT / "examples" / "permits" / "plating.toml",
                 "rates": None, "lab": ROOT / "examples" / "demo" / "lab-results.csv",
                 "photo": None, "default": ROOT / "examples" / "demo" / "lab-results.csv"}
+#: The address book's file the office has read (a person, an address, a row naming no user).
+CONTACTS_CSV = """site,entry,name,title,phone,email,street,city,state,zip
+plating,representative,Dana Reyes,Owner,608-555-0101,dana@plating.example,,,,
+plating,mailing address,,,,,PO Box 12,Palmyra,WI,53156
+nowhere,billing,Al Smith,,,,,,,
+"""
 #: Every role's crawl of every page and form is made in the first test's set-up: it takes
 #: minutes, longer than the suite's default limit of a test on a loaded machine.
 pytestmark = pytest.mark.timeout(1200)
@@ -97,6 +104,9 @@ def office(crawl_db, tmp_path_factory):
         hauler_support.grease_village(crawl_db.url)
         with psycopg.connect(crawl_db.url, autocommit=True) as conn:      # the one account a crawl may change
             accounts.add(conn, "spare", "Sid Spare", "viewer", PASSWORD, actor=ADMIN)
+            from identity import contacts_files    # a contacts file read, not saved: its page and its button
+            from foundation.actor import Actor
+            contacts_files.stage(conn, "book.csv", CONTACTS_CSV.encode(), actor=Actor("coord", "web"))
             accounts.add(conn, "dockside", "Dee Diner", None, PASSWORD, actor=ADMIN, kind="grease-establishment",
                          establishment="H0002", portal={"email": "dee@diner.example"})
             from fog.store import add_pumpout       # a report for the diner to confirm or dispute

@@ -44,6 +44,7 @@ from web.pages import accounts as accounts_page
 from web.pages import help as help_page
 from web.pages import calendar as calendar_page
 from web.pages import contacts as contacts_page
+from web.pages import contacts_import as contacts_import_page
 from web.pages import mailing as mailing_page
 from web.pages import field as field_pages
 from web.pages import fog as fog_pages
@@ -286,7 +287,7 @@ def build_app(office: Office, csrf_secret: str) -> Litestar:
                 *lab.ROUTES, *permits.ROUTES, *calendar_page.ROUTES, *sampling_page.ROUTES, *letters_page.ROUTES,
                 *portal.routes(office), *portal_grease.ROUTES, *portal_people.ROUTES, *review.ROUTES,
                 *enforcement.ROUTES, *state_report_pages.ROUTES, *records_page.ROUTES, *bills.ROUTES, *statements_page.ROUTES, *rates_page.ROUTES,
-                *accounts_page.ROUTES, *contacts_page.ROUTES, *mailing_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES,
+                *accounts_page.ROUTES, *contacts_page.ROUTES, *contacts_import_page.ROUTES, *mailing_page.ROUTES, *help_page.ROUTES, *fog_pages.ROUTES,
                 *fog_notice_pages.ROUTES, *fog_reminders.ROUTES, *grease_photos.ROUTES,
                 *fog_inspections.ROUTES, *portal_kitchen.ROUTES,
                 create_static_files_router(path="/static", directories=[HERE / "static"], opt={authz.OPT: roles.PUBLIC},

@@ -48,6 +48,8 @@ PAGES: dict[str, tuple[str, str]] = {
     "site.html": ("office/today/#an-industrial-user", "How do I read an industrial user's page?"),
     "contacts.html": ("office/contacts/", "How do I keep an industrial user's contacts and addresses?"),
     "contact.html": ("office/contacts/", "How do I keep an industrial user's contacts and addresses?"),
+    "contacts_import.html": ("office/contacts/#importing-a-file", "How do I import contacts from a file?"),
+    "contacts_file.html": ("office/contacts/#importing-a-file", "How do I import contacts from a file?"),
     "mail_batches.html": ("office/mailing/", "How do I mail notices and bills?"),
     "mail_batch.html": ("office/mailing/#who-gets-what", "How do I review and send a batch?"),
     "mail_paper.html": ("office/mailing/#who-gets-what", "How do I print the paper list?"),
