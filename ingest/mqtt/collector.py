@@ -6,8 +6,12 @@ acknowledged only after the writer has committed its readings to the database or
 them to the spool (the sink's ``on_durable``). A crash at any moment therefore loses
 nothing: unacknowledged messages are delivered again and the writer drops the duplicates.
 
-Readings of many messages are gathered and handed to the sink as one numpy batch every
-``flush_interval`` seconds (or ``flush_rows`` readings). Payloads that cannot be used go
+Readings of many messages are gathered and handed to the sink as one numpy batch: at once
+when a message finds the collector's buffer empty, but never sooner than ``flush_gap``
+seconds after the last batch (what comes meanwhile joins the next), and every
+``flush_interval`` seconds (or ``flush_rows`` readings) whatever happens. A quiet line's
+reading (an acid dump on an ordinary day) thus waits at most ``flush_gap`` for the judging,
+and a busy one still goes in batches of what came in that gap. Payloads that cannot be used go
 to the dead letters with their raw bytes, topic and reason, and the collector goes on.
 
 No message can stop it: whatever happens while a message is handled, it ends
@@ -72,6 +76,9 @@ class MqttCollector:
         Fixed, so the broker keeps the session across restarts.
     flush_interval : float
         Longest a reading waits in the collector before it goes to the sink [s].
+    flush_gap : float
+        Shortest time between two batches [s]: a message into an empty buffer is handed on
+        this long after the last batch at the soonest (at once when that was longer ago).
     bounds : ingest.mqtt.payload.Bounds
         Payload size, nesting and the accepted time window.
     max_buffered_rows : int
@@ -87,7 +94,7 @@ class MqttCollector:
     """
 
     def __init__(self, url: str, topics: TopicMap, sink: Sink, client_id: str = "sewerwatch-collector",
-                 qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000,
+                 qos: int = 1, flush_interval: float = 0.02, flush_rows: int = 20_000, flush_gap: float = 0.002,
                  bounds: Bounds = DEFAULT_BOUNDS, max_buffered_rows: int = 200_000,
                  share_group: str | None = None, sparkplug_host_id: str | None = None,
                  may_connect=None):
@@ -96,7 +103,8 @@ class MqttCollector:
             raise ValueError(f"not an MQTT URL: {url!r}")
         self.host, self.port = u.hostname, u.port or (8883 if u.scheme == "mqtts" else 1883)
         self.topics, self.sink, self.qos = topics, sink, qos
-        self.flush_interval, self.flush_rows = flush_interval, flush_rows
+        self.flush_interval, self.flush_rows, self.flush_gap = flush_interval, flush_rows, flush_gap
+        self._last_flush = 0.0          # [monotonic s] the last batch handed to the sink
         self.bounds, self.max_buffered_rows = bounds, max_buffered_rows
         self.share_group, self.client_id = share_group, client_id
         self.may_connect = may_connect           # asked before each (re)connect; None: always
@@ -516,6 +524,7 @@ class MqttCollector:
         """Gather a message's readings: ``batch`` (time, sensor id or ids, value, quality
         arrays) or ``single`` (time, sensor id, raw value, unit code), to be flushed."""
         with self._lock:
+            first = not self._buf and not self._single[0]
             if single is not None:
                 t, s, v, c = self._single
                 t.append(single[0])
@@ -533,7 +542,7 @@ class MqttCollector:
                 self._wait_for_room()
         self.readings += n
         self.last_reading_at = self.last_message_at
-        if full:
+        if full or first:
             self._flush_now.set()
 
     def _wait_for_room(self) -> None:
@@ -574,6 +583,9 @@ class MqttCollector:
             comp.beat()
             self._flush_now.wait(self.flush_interval)
             self._flush_now.clear()
+            early = self.flush_gap - (time.monotonic() - self._last_flush)
+            if early > 0 and self._buf_rows < self.flush_rows:
+                self._stop.wait(early)          # what comes meanwhile joins this batch
             self.flush(comp)
 
     def flush(self, comp: Component | None = None) -> None:
@@ -581,6 +593,7 @@ class MqttCollector:
         with self._lock:
             if not self._buf and not self._single[0]:
                 return
+            self._last_flush = time.monotonic()
             buf, single, mids, gen = self._buf, self._single, self._mids, self._generation
             parked = self._parked_mids
             self._buf, self._single, self._mids, self._buf_rows = [], ([], [], [], []), [], 0
