@@ -149,15 +149,16 @@ class EpisodeAlerts:
             return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
         summary = content.summary(v, site_name, self.tz)
-        a = Active(uid=uuid.uuid4().hex, id=None, kind="violation", key=key, rule=v["rule"], site=v["site"],
-                   site_name=site_name, record=rec, opened=self.clock(), starts=[v["start"]],
-                   open_starts=[v["start"]], summary=summary)
+        number, sure = self._number_ahead(v["start"])
+        a = Active(uid=uuid.uuid4().hex, id=number, kind="violation", key=key,
+                   rule=v["rule"], site=v["site"], site_name=site_name, record=rec, opened=self.clock(),
+                   starts=[v["start"]], open_starts=[v["start"]], summary=summary)
         self.active[key] = a
         self.alerted[episode] = a.uid
         self._dirty = True
-        fut = self._op({"op": "open-violation", "uid": a.uid, "v": v, "summary": summary, "details": rec,
-                        "at": a.opened})
-        if not await self._opened_row(a, fut):
+        fut = self._op({"op": "open-violation", "uid": a.uid, "id": a.id, "v": v, "summary": summary,
+                        "details": rec, "at": a.opened})
+        if not await self._opened_row(a, fut, wait=not sure):
             # the database knew this episode as alerted (an earlier run): no second alert
             if self.active.get(key) is a:
                 del self.active[key]

@@ -20,9 +20,10 @@ readings), to sensor-health conditions, and to sewerwatch's own degraded conditi
 
 Alerts never wait for the database: the manager decides and notifies from
 memory. Its database writes go through the outbox (:mod:`alerts.outbox`), journalled on
-local disk and applied in order, each once, when the database takes them; with the
-database up, an opening waits up to ``open_wait_s`` for its row so the message carries the
-alert's number. What the manager knows (the alerts not resolved, the episodes already
+local disk and applied in order, each once, when the database takes them. An opening's
+message carries the alert's number: one the outbox took ahead from the database's sequence
+when the database's alerted episodes are all in memory (the usual case: nothing to wait
+for), else its row's, waited for up to ``open_wait_s`` with the database up. What the manager knows (the alerts not resolved, the episodes already
 alerted) is also kept in ``<state dir>/alerts-state.json``, so a restart while the database
 is down neither alerts an episode twice nor loses an alert.
 
@@ -53,7 +54,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from alerts import content
-from alerts.active import Active
+from alerts.active import Active, when
 from alerts.channels import Route, primary
 from alerts.dischargers import DischargerMail
 from alerts.dischargers import message as discharger_message
@@ -335,11 +336,26 @@ class AlertManager(EpisodeAlerts):
         self._dirty = True
         return True
 
-    async def _opened_row(self, a: Active, fut: asyncio.Future) -> bool:
-        """Wait (briefly, only with the database up) for an opening's row. False when the
-        database knew the episode as alerted before (no second alert)."""
+    def _number_ahead(self, start: str) -> tuple[int | None, bool]:
+        """The next alert number taken ahead (:meth:`alerts.outbox.Outbox.take_id`; None when
+        none is at hand) for the opening of an episode that started at ``start`` (ISO-8601),
+        and whether its message may go without waiting for the row: only when the database's
+        alerted episodes are all in memory (read at the catch-up and kept since, the database
+        up with no writes queued up) and the episode is recent enough to be among them;
+        otherwise only the row can say that it was alerted before. Numbers are taken in
+        order either way, so they run on without gaps but where a run stopped holding some."""
+        number = self.outbox.take_id()
+        sure = number is not None and self._db_loaded and bool(self.outbox.db_up) and len(self.outbox) <= 50 \
+            and len(self.alerted) < ALERTED_KEEP \
+            and self.clock() - when(start).timestamp() <= ALERTED_WITHIN_S - 3600.0
+        return number, sure
+
+    async def _opened_row(self, a: Active, fut: asyncio.Future, wait: bool = True) -> bool:
+        """Wait (briefly, only with the database up; not at all unless ``wait``) for an
+        opening's row. False when the database knew the episode as alerted before (no second
+        alert)."""
         fut.add_done_callback(lambda f: self._numbered(a, f))
-        if not self.outbox.db_up or len(self.outbox) > 50:
+        if not wait or not self.outbox.db_up or len(self.outbox) > 50:
             return True
         try:
             res = await asyncio.wait_for(asyncio.shield(fut), self.open_wait_s)
@@ -351,8 +367,8 @@ class AlertManager(EpisodeAlerts):
         if fut.cancelled() or fut.exception() is not None:
             return
         res = fut.result()
-        if res and res.get("alert_id") is not None and a.id is None:
-            a.id = res["alert_id"]
+        if res and res.get("alert_id") is not None and a.id != res["alert_id"]:
+            a.id = res["alert_id"]          # the row's number is the alert's (numbered ahead: the same)
             self._dirty = True
 
     # -- sensor health --------------------------------------------------------------------
@@ -388,11 +404,11 @@ class AlertManager(EpisodeAlerts):
             site_id, site_name = self.sites.get(site, (None, site))
             summary = (f"{site_name}: {h.get('label') or h.get('device') or h.get('sensor')} "
                        f"{content.HEALTH_WORDS.get(rule, rule)}")
-            a = Active(uid=uuid.uuid4().hex, id=None, kind="sensor-health", key=key, rule=rule, site=site,
-                       site_name=site_name, record=h, opened=now, summary=summary)
+            a = Active(uid=uuid.uuid4().hex, id=self.outbox.take_id(), kind="sensor-health", key=key, rule=rule,
+                       site=site, site_name=site_name, record=h, opened=now, summary=summary)
             self.active[key] = a
             self._dirty = True
-            fut = self._op({"op": "open-health", "uid": a.uid, "site_id": site_id, "sensor_id": sensor_id,
+            fut = self._op({"op": "open-health", "uid": a.uid, "id": a.id, "site_id": site_id, "sensor_id": sensor_id,
                             "device": device, "rule": rule, "summary": summary, "details": h, "at": now})
             await self._opened_row(a, fut)
             self.stats["opened"] += 1

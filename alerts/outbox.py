@@ -32,6 +32,8 @@ log = logging.getLogger("sewerwatch.alerts")
 APPLY_TIMEOUT_S = 10.0
 #: Retry backoff while the database is unreachable [s]: from the first to the last, doubling.
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.25, 5.0
+#: Alert numbers kept taken ahead, so an opening's message need not wait for its row.
+IDS_AHEAD = 4
 
 
 class Outbox:
@@ -64,6 +66,7 @@ class Outbox:
         self.applying_since: float | None = None   # [monotonic s] an op being applied
         self.slow_since: float | None = None       # [monotonic s] ops time out: the database is slow, not down
         self._refused_logged = 0.0
+        self._ids: deque = deque()               # alert numbers taken ahead (IDS_AHEAD)
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -77,7 +80,24 @@ class Outbox:
         return {"pending_ops": len(self._ops), "db_up": self.db_up, "applied": self.applied,
                 "db_down_for_s": None if self.down_since is None else round(time.time() - self.down_since, 1),
                 "last_error": self.last_error, "journal": str(self.path) if self.path else None,
-                "journal_error": self.journal_error, "dropped": self.dropped}
+                "journal_error": self.journal_error, "dropped": self.dropped, "numbers_ahead": len(self._ids)}
+
+    def take_id(self) -> int | None:
+        """An alert number taken ahead from the database's sequence (the next opening's), or
+        None when none is at hand (the database down, or not yet asked)."""
+        return self._ids.popleft() if self._ids else None
+
+    async def _top_up_ids(self) -> None:
+        """Take alert numbers ahead while idle, the database up and this run leading."""
+        if len(self._ids) >= IDS_AHEAD or not self.db_up:
+            return
+        if self.gate is not None and not await self.gate(0.0):
+            return
+        try:
+            self._ids.extend(await asyncio.wait_for(self.store.reserve_ids(IDS_AHEAD - len(self._ids)),
+                                                    APPLY_TIMEOUT_S))
+        except (psycopg.Error, OSError, asyncio.TimeoutError) as exc:
+            log.debug("alert outbox: no alert numbers taken ahead (%s)", exc)
 
     # -- putting ------------------------------------------------------------------------
 
@@ -150,6 +170,7 @@ class Outbox:
             if not self._ops:
                 self._truncate()
                 self._wake.clear()
+                await self._top_up_ids()
                 try:
                     await asyncio.wait_for(self._wake.wait(), 1.0)
                 except asyncio.TimeoutError:

@@ -157,6 +157,14 @@ class AlertStore:
                JOIN violations v ON v.id = x.violation_id
                WHERE v.start_time > now() - make_interval(secs => %s)""", (within_s,), all_rows=True)
 
+    async def reserve_ids(self, n: int) -> list[int]:
+        """``n`` alert numbers taken ahead from the alerts' sequence, for openings notified
+        before their row is written (:meth:`alerts.outbox.Outbox.take_id`). A number taken
+        and never used (the run stopped) leaves a gap, as a rolled-back insert does."""
+        rows = await self._exec("SELECT nextval(pg_get_serial_sequence('alerts', 'id')) FROM generate_series(1, %s)",
+                                (n,), all_rows=True)
+        return [int(r[0]) for r in rows]
+
     async def alerts_resolved(self, alert_ids: list[int]) -> list[int]:
         """The alerts among ``alert_ids`` that are resolved in the database."""
         rows = await self._exec("SELECT id FROM alerts WHERE id = ANY(%s) AND state = 'resolved'", (alert_ids,),
@@ -308,11 +316,13 @@ async def _op_open_violation(conn, op, fresh):
     if seen is not None:
         alert_id = seen[0]
     else:
+        # the number taken ahead and already in the message (op "id"), else the sequence's next
         cur = await conn.execute(
-            """INSERT INTO alerts (kind, violation_id, site_id, sensor_id, rule, state, summary, details, opened_at)
-               VALUES ('violation', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
-            (vid, v["site_id"], v["sensor_id"], v["rule"], op["summary"], json.dumps(op["details"], default=str),
-             ts(op["at"])))
+            """INSERT INTO alerts (id, kind, violation_id, site_id, sensor_id, rule, state, summary, details, opened_at)
+               VALUES (coalesce(%s, nextval(pg_get_serial_sequence('alerts', 'id'))), 'violation', %s, %s, %s, %s,
+                       'open', %s, %s, %s) RETURNING id""",
+            (op.get("id"), vid, v["site_id"], v["sensor_id"], v["rule"], op["summary"],
+             json.dumps(op["details"], default=str), ts(op["at"])))
         alert_id = (await cur.fetchone())[0]
     await conn.execute("INSERT INTO alert_uids (uid, alert_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                        (op["uid"], alert_id))
@@ -323,9 +333,10 @@ async def _op_open_health(conn, op, fresh):
     if not fresh:
         return {"alert_id": await _alert_id(conn, op["uid"]), "seen": False}
     cur = await conn.execute(
-        """INSERT INTO alerts (kind, site_id, sensor_id, device, rule, state, summary, details, opened_at)
-           VALUES ('sensor-health', %s, %s, %s, %s, 'open', %s, %s, %s) RETURNING id""",
-        (op["site_id"], op["sensor_id"], op["device"], op["rule"], op["summary"],
+        """INSERT INTO alerts (id, kind, site_id, sensor_id, device, rule, state, summary, details, opened_at)
+           VALUES (coalesce(%s, nextval(pg_get_serial_sequence('alerts', 'id'))), 'sensor-health', %s, %s, %s, %s,
+                   'open', %s, %s, %s) RETURNING id""",
+        (op.get("id"), op["site_id"], op["sensor_id"], op["device"], op["rule"], op["summary"],
          json.dumps(op["details"], default=str), ts(op["at"])))
     alert_id = (await cur.fetchone())[0]
     await conn.execute("INSERT INTO alert_uids (uid, alert_id) VALUES (%s, %s)", (op["uid"], alert_id))
