@@ -23,7 +23,9 @@ deliver faster than the two together.
 Prints one JSON line: ``value`` = sewerwatch p99 [ms], ``peer_value`` = poller p99 [ms],
 ``ratio`` = peer p99 / sewerwatch p99 (target >= 5); p50s under ``p50_ms``.
 ``BENCH_QUICK=1``: 10 trials instead of 40. ``BENCH_BURN=1``: a second process burns one
-core the whole run (the figure on a machine with other work).
+core the whole run (the figure on a machine with other work). ``BENCH_TRACE=1``: also where
+each trial's time went, step by step (medians and the slowest trials, on standard error),
+from timestamps taken by wrappers the benchmark puts around the pipeline's parts.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 BURN = os.environ.get("BENCH_BURN") == "1"
+TRACE = os.environ.get("BENCH_TRACE") == "1"
 TRIALS = 10 if QUICK else 40
 LOAD_SENSORS = 100
 LOAD_RATE = 10_000          # readings/s
@@ -145,6 +148,96 @@ def _percentiles(xs):
     return float(np.percentile(a, 50)), float(np.percentile(a, 99))
 
 
+def _trace(p, channel, probes: dict) -> dict:
+    """``BENCH_TRACE=1``: the time [epoch s] each probe's reading passes each step of the
+    alert path, from wrappers put around the pipeline's parts for this run only (nothing of
+    it is in sewerwatch's code): the collector hands the batch to the sink (``sink``), the
+    collector has the message (``collector``), the evaluator starts and ends the batch (``judge``, ``judged``), the manager notifies
+    (``notify``), the channel's send starts and returns (``post``, ``posted``)."""
+    import numpy as np
+
+    marks: dict[int, dict[str, float]] = {k: {} for k in probes}
+    by_sensor = {sid: k for k, sid in probes.items()}
+    ids = np.array(sorted(by_sensor), dtype=np.int64)
+    lock = threading.Lock()
+
+    def mark(ks, step):
+        at = time.time()
+        with lock:
+            for k in ks:
+                marks[k].setdefault(step, at)
+
+    def probes_in(sensor_ids, values=None):
+        s = np.asarray(sensor_ids, dtype=np.int64)
+        hit = np.isin(s, ids)
+        if values is not None:
+            hit &= np.asarray(values) < 6.0
+        return [by_sensor[int(x)] for x in np.unique(s[hit])]
+
+    col = p.ingest.mqtt
+    keep = col._keep
+
+    def traced_keep(msg, *a, **kw):
+        topic = msg.topic if isinstance(msg.topic, str) else ""
+        if topic.startswith("sewerwatch/probe") and b'"v": 3.0' in bytes(msg.payload):
+            mark([int(topic.split("/")[1][5:])], "collector")
+        return keep(msg, *a, **kw)
+    col._keep = traced_keep
+    sink = p.ingest.mqtt.sink
+    put = sink.put
+
+    def traced_put(batch, *a, **kw):
+        mark(probes_in(batch.sensor_id, batch.value), "sink")
+        return put(batch, *a, **kw)
+    sink.put = traced_put
+    push = p.episodes.push
+
+    def traced_push(sensor, time_us, value, quality, *a, **kw):
+        ks = probes_in(sensor, value)
+        mark(ks, "judge")
+        out = push(sensor, time_us, value, quality, *a, **kw)
+        mark(ks, "judged")
+        return out
+    p.episodes.push = traced_push
+    notify = p.manager._notify
+
+    def traced_notify(a, event):
+        if a.site.startswith("probe"):
+            mark([int(a.site[5:])], "notify")
+        return notify(a, event)
+    p.manager._notify = traced_notify
+    send = channel.send
+
+    def traced_send(title, body, payload):
+        ks = [int(w[5:]) for w in title.replace(":", " ").split() if w.startswith("probe") and w[5:].isdigit()]
+        mark(ks, "post")
+        out = send(title, body, payload)
+        mark(ks, "posted")
+        return out
+    channel.send = traced_send
+    return marks
+
+
+def _trace_report(marks: dict, sent_at: dict, arrived: dict) -> str:
+    """Each step's share of the latency: medians over the trials and the steps of the slowest
+    trials [ms]."""
+    steps = ("collector", "sink", "judge", "judged", "notify", "post")
+    rows = []
+    for k, m in marks.items():
+        if k not in arrived or any(s not in m for s in steps):
+            continue
+        t = [sent_at[k]] + [m[s] for s in steps] + [arrived[k]]
+        rows.append([1000 * (b - a) for a, b in zip(t, t[1:])] + [1000 * (arrived[k] - sent_at[k])])
+    if not rows:
+        return "trace: no trial passed every step"
+    names = ("publish>collector", "collector>sink", "sink>judge", "judging", "judged>notify", "notify>post", "post>receipt", "total")
+    med = [sorted(c)[len(c) // 2] for c in zip(*rows)]
+    out = ["trace, medians [ms]: " + ", ".join(f"{n} {v:.1f}" for n, v in zip(names, med))]
+    for r in sorted(rows, key=lambda r: -r[-1])[:4]:
+        out.append("  slow trial [ms]: " + ", ".join(f"{n} {v:.1f}" for n, v in zip(names, r)))
+    return "\n".join(out)
+
+
 def main() -> None:
     import psycopg
 
@@ -194,6 +287,7 @@ def main() -> None:
                      notifier_url=None, spool_dir=state / "spool", client_id="bench-run", routes=routes)
         bg = Background(p)
         p.ingest.mqtt.wait_subscribed(10)
+        trace = _trace(p, routes[0].channel, probes) if TRACE else None
         time.sleep(0.5)
 
         # the peer: poll the database every second, like dashboard alerting
@@ -261,6 +355,9 @@ def main() -> None:
         if len(ours) < TRIALS or len(theirs) < TRIALS:
             raise SystemExit(f"missing notifications: sewerwatch {len(ours)}/{TRIALS}, poller {len(theirs)}/{TRIALS}")
         o50, o99 = _percentiles(ours)
+        if trace is not None:
+            got = {k: arrivals[("/sewerwatch", f"probe{k}")] for k in range(TRIALS)}
+            print(_trace_report(trace, sent_at, got), file=sys.stderr)
         p50, p99 = _percentiles(theirs)
         rate = load_stats["sent"] / load_stats["seconds"]
         print(f"background load: {load_stats['sent']} readings in {load_stats['seconds']:.1f} s = {rate:,.0f}/s; "
