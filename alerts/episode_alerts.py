@@ -9,6 +9,7 @@ outbox ``_op``, audit ``_audit`` and notifications ``_notify``). One episode is 
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -34,6 +35,9 @@ class EpisodeAlerts:
         for _, is_open, _, v in sorted(events, key=lambda e: e[:3]):
             await (self._episode_opened(v) if is_open else self._episode_closed(v))
         if self._dirty:
+            # the deliveries just begun hand their messages to the pool first: the state file's
+            # fsync need not go before them (the outbox's journal holds the opening already)
+            await asyncio.sleep(0)
             self._save()
 
     async def on_rejudged(self, changes: list[dict]) -> None:
