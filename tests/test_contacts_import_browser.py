@@ -80,6 +80,7 @@ def test_the_coordinator_imports_a_file_once_and_reads_it_back(office, chromium)
     assert "mailing address" in b.text("line-3") and "to add" in b.text("line-3")
     assert "cannot be used: book.csv line 4, column site: no industrial user 'nowhere'" in b.text("line-4")
     assert b.text("save-button") == "Save the 2 usable rows"
+    b.previews("contacts-import")            # the README's pictures (SEWERWATCH_WRITE_PREVIEWS=1)
     assert counts(db) == (0, 0, 0, 0)
     page, first = d.current_url, d.current_window_handle
     first_key = d.find_element(By.CSS_SELECTOR, "#save-form input[name=_form_key]").get_attribute("value")
