@@ -7,6 +7,7 @@ listening on 127.0.0.1 only, on a non-default port, with scram-sha-256 passwords
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +148,7 @@ class EmbeddedPostgres:
         line = f"port = {self.port}"
         if line not in text.splitlines():
             lines = [ln for ln in text.splitlines() if not ln.startswith("port =")]
-            conf.write_text("\n".join(lines + [line]) + "\n")
-            chown_tree(conf, "postgres")
+            _replace(conf, "\n".join(lines + [line]) + "\n")
 
     def archive_setting_present(self) -> bool:
         """Whether ``postgresql.auto.conf`` has sewerwatch's archiving lines."""
@@ -165,8 +165,7 @@ class EmbeddedPostgres:
             quoted = self.archive_command.replace("'", "''")
             kept += ["archive_mode = on", f"archive_command = '{quoted}'", "archive_timeout = 60"]
         if kept != text.splitlines():
-            conf.write_text("\n".join(kept) + "\n")
-            chown_tree(conf, "postgres")
+            _replace(conf, "\n".join(kept) + "\n")
 
     def archiving_current(self, conn) -> bool:
         """Whether the running server archives as :attr:`archive_command` says (``conn``: a
@@ -220,3 +219,15 @@ class EmbeddedPostgres:
         run([find_binary("pg_ctl", PG_BIN), "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60",
              "stop"], as_user=self.user, what="pg_ctl stop", timeout=90)
 
+
+def _replace(conf: Path, text: str) -> None:
+    """Write the server's settings file whole, under another name first, then put it in
+    place: a second start reading it meanwhile (two commands starting the services at once)
+    reads the old file or the new one, never half of one."""
+    tmp = conf.with_name(f"{conf.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o600)
+    owner = system_user("postgres")
+    if is_root() and owner is not None:
+        os.chown(tmp, owner.pw_uid, owner.pw_gid)
+    os.replace(tmp, conf)
