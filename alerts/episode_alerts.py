@@ -153,7 +153,7 @@ class EpisodeAlerts:
             return
         site_id, site_name = self.sites.get(v["site"], (v.get("site_id"), v["site"]))
         summary = content.summary(v, site_name, self.tz)
-        number, sure = self._number_ahead(v["start"])
+        number, sure = await self._number_ahead(v["start"])
         a = Active(uid=uuid.uuid4().hex, id=number, kind="violation", key=key,
                    rule=v["rule"], site=v["site"], site_name=site_name, record=rec, opened=self.clock(),
                    starts=[v["start"]], open_starts=[v["start"]], summary=summary)

@@ -336,7 +336,7 @@ class AlertManager(EpisodeAlerts):
         self._dirty = True
         return True
 
-    def _number_ahead(self, start: str) -> tuple[int | None, bool]:
+    async def _number_ahead(self, start: str) -> tuple[int | None, bool]:
         """The next alert number taken ahead (:meth:`alerts.outbox.Outbox.take_id`; None when
         none is at hand) for the opening of an episode that started at ``start`` (ISO-8601),
         and whether its message may go without waiting for the row: only when the database's
@@ -344,7 +344,7 @@ class AlertManager(EpisodeAlerts):
         up with no writes queued up) and the episode is recent enough to be among them;
         otherwise only the row can say that it was alerted before. Numbers are taken in
         order either way, so they run on without gaps but where a run stopped holding some."""
-        number = self.outbox.take_id()
+        number = await self.outbox.take_id()
         sure = number is not None and self._db_loaded and bool(self.outbox.db_up) and len(self.outbox) <= 50 \
             and len(self.alerted) < ALERTED_KEEP \
             and self.clock() - when(start).timestamp() <= ALERTED_WITHIN_S - 3600.0
@@ -404,7 +404,7 @@ class AlertManager(EpisodeAlerts):
             site_id, site_name = self.sites.get(site, (None, site))
             summary = (f"{site_name}: {h.get('label') or h.get('device') or h.get('sensor')} "
                        f"{content.HEALTH_WORDS.get(rule, rule)}")
-            a = Active(uid=uuid.uuid4().hex, id=self.outbox.take_id(), kind="sensor-health", key=key, rule=rule,
+            a = Active(uid=uuid.uuid4().hex, id=await self.outbox.take_id(), kind="sensor-health", key=key, rule=rule,
                        site=site, site_name=site_name, record=h, opened=now, summary=summary)
             self.active[key] = a
             self._dirty = True

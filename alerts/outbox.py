@@ -67,6 +67,7 @@ class Outbox:
         self.slow_since: float | None = None       # [monotonic s] ops time out: the database is slow, not down
         self._refused_logged = 0.0
         self._ids: deque = deque()               # alert numbers taken ahead (IDS_AHEAD)
+        self._taking: asyncio.Future | None = None   # set while numbers are being taken
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -82,9 +83,16 @@ class Outbox:
                 "last_error": self.last_error, "journal": str(self.path) if self.path else None,
                 "journal_error": self.journal_error, "dropped": self.dropped, "numbers_ahead": len(self._ids)}
 
-    def take_id(self) -> int | None:
+    async def take_id(self) -> int | None:
         """An alert number taken ahead from the database's sequence (the next opening's), or
-        None when none is at hand (the database down, or not yet asked)."""
+        None when none is at hand (the database down, or not yet asked). While numbers are
+        being taken it waits for them (1 s at most): an opening numbered by its row meanwhile
+        would come after them, and the alerts' numbers would not follow their order."""
+        if not self._ids and self._taking is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._taking), 1.0)
+            except asyncio.TimeoutError:
+                pass
         return self._ids.popleft() if self._ids else None
 
     async def _top_up_ids(self) -> None:
@@ -93,11 +101,15 @@ class Outbox:
             return
         if self.gate is not None and not await self.gate(0.0):
             return
+        self._taking = asyncio.get_running_loop().create_future()
         try:
             self._ids.extend(await asyncio.wait_for(self.store.reserve_ids(IDS_AHEAD - len(self._ids)),
                                                     APPLY_TIMEOUT_S))
         except (psycopg.Error, OSError, asyncio.TimeoutError) as exc:
             log.debug("alert outbox: no alert numbers taken ahead (%s)", exc)
+        finally:
+            taking, self._taking = self._taking, None
+            taking.set_result(None)
 
     # -- putting ------------------------------------------------------------------------
 

@@ -126,3 +126,38 @@ def test_an_old_episode_waits_for_its_row(db):
         n = conn.execute("SELECT count(*) FROM alerts a JOIN sites s ON s.id = a.site_id WHERE s.key = 'oldplant'"
                          ).fetchone()[0]
     assert n == 1
+
+
+def test_an_opening_while_numbers_are_being_taken_gets_the_first_of_them(db):
+    """Numbers are being taken (the outbox's top-up under way) when an episode opens: the
+    opening waits for them and takes the first, so the alerts' numbers follow their order;
+    were it numbered by its row meanwhile, it would come after the numbers taken."""
+    sid, ev, sites = _world(db, "orderplant")
+    out = io.StringIO()
+    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
+                               "alerts": {"digest_at": False}}, "<test>")
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites).start()
+        try:
+            assert await _until(lambda: m.outbox.status()["numbers_ahead"] > 0, 10)
+            while m.outbox.status()["numbers_ahead"]:            # none at hand: the next are to be taken
+                await m.outbox.take_id()
+            topping = asyncio.ensure_future(m.outbox._top_up_ids())
+            await asyncio.sleep(0)                                  # the top-up asks the database now
+            await m.on_episodes(*_acid(ev, sid, int(time.time() * 1e6) - 5 * MIN_US))
+            await topping
+            await m.idle()
+            assert await _until(lambda: "VIOLATION #" in out.getvalue(), 10)
+            told = int(out.getvalue().split("VIOLATION #", 1)[1].split(":", 1)[0])
+            left = list(m.outbox._ids)
+            return told, left
+        finally:
+            await m.close()
+
+    told, left = asyncio.run(scenario())
+    assert left and all(n > told for n in left), (told, left)
+    with psycopg.connect(db.url) as conn:
+        rows = conn.execute("SELECT a.id FROM alerts a JOIN sites s ON s.id = a.site_id WHERE s.key = 'orderplant'"
+                            ).fetchall()
+    assert rows == [(told,)]
