@@ -18,14 +18,15 @@ readings), to sensor-health conditions, and to sewerwatch's own degraded conditi
   ``alert_notifications``; a failed delivery is retried with exponential backoff up to
   ``retry_attempts`` times, the final failure logged at ERROR level and audited.
 
-Alerts never wait for the database: the manager decides and notifies from
-memory. Its database writes go through the outbox (:mod:`alerts.outbox`), journalled on
-local disk and applied in order, each once, when the database takes them. An opening's
-message carries the alert's number: one the outbox took ahead from the database's sequence
-when the database's alerted episodes are all in memory (the usual case: nothing to wait
-for), else its row's, waited for up to ``open_wait_s`` with the database up. What the manager knows (the alerts not resolved, the episodes already
-alerted) is also kept in ``<state dir>/alerts-state.json``, so a restart while the database
-is down neither alerts an episode twice nor loses an alert.
+Alerts never wait for the database: the manager decides and notifies from memory. Its
+database writes go through the outbox (:mod:`alerts.outbox`), journalled on local disk and
+applied in order, each once, when the database takes them. An opening's message carries
+the alert's number, one the outbox took ahead from the database's sequence; it goes at
+once when the database's alerted episodes are all in memory (the usual case), else after
+its row, waited for up to ``open_wait_s`` with the database up. What the manager knows
+(the alerts not resolved, the episodes already alerted) is also kept in
+``<state dir>/alerts-state.json``, so a restart while the database is down neither alerts
+an episode twice nor loses an alert.
 
 "sewerwatch degraded" alerts (:meth:`on_system`) need no database at all: they go to the
 primary contacts and are recorded in the audit log when it can be written.
@@ -340,13 +341,13 @@ class AlertManager(EpisodeAlerts):
         """The next alert number taken ahead (:meth:`alerts.outbox.Outbox.take_id`; None when
         none is at hand) for the opening of an episode that started at ``start`` (ISO-8601),
         and whether its message may go without waiting for the row: only when the database's
-        alerted episodes are all in memory (read at the catch-up and kept since, the database
-        up with no writes queued up) and the episode is recent enough to be among them;
-        otherwise only the row can say that it was alerted before. Numbers are taken in
-        order either way, so they run on without gaps but where a run stopped holding some."""
+        alerted episodes are all in memory (read at the catch-up and kept since) and the
+        episode is recent enough to be among them; otherwise only the row can say that it was
+        alerted before (:meth:`_opened_row` waits for it, unless the database is down or
+        behind). Numbers are taken in order either way, so they run on without gaps but where
+        a run stopped holding some."""
         number = await self.outbox.take_id()
-        sure = number is not None and self._db_loaded and bool(self.outbox.db_up) and len(self.outbox) <= 50 \
-            and len(self.alerted) < ALERTED_KEEP \
+        sure = number is not None and self._db_loaded and len(self.alerted) < ALERTED_KEEP \
             and self.clock() - when(start).timestamp() <= ALERTED_WITHIN_S - 3600.0
         return number, sure
 
