@@ -40,6 +40,24 @@ def _acid(ev, sid, t0_us: int):
     return ev.push(np.full(len(values), sid), t, np.asarray(values, float), np.zeros(len(values), np.int16))
 
 
+async def _manager(db, sites, out) -> AlertManager:
+    """An alert manager on the test database telling ``out``, its outbox taking numbers ahead
+    (asserted: the tests are about them)."""
+    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
+                               "alerts": {"digest_at": False}}, "<test>")
+    m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites).start()
+    if not await _until(lambda: m.outbox.status()["numbers_ahead"] > 0, 10):
+        await m.close()
+        raise AssertionError("no numbers taken ahead")
+    return m
+
+
+def _alert_ids(db, site: str) -> list[int]:
+    with psycopg.connect(db.url) as conn:
+        return [r[0] for r in conn.execute("SELECT a.id FROM alerts a JOIN sites s ON s.id = a.site_id "
+                                           "WHERE s.key = %s", (site,)).fetchall()]
+
+
 async def _until(pred, seconds: float) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -52,14 +70,11 @@ async def _until(pred, seconds: float) -> bool:
 def test_an_opening_is_told_with_its_number_while_its_row_cannot_be_written(db):
     sid, ev, sites = _world(db, "aheadplant")
     out = io.StringIO()
-    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
-                               "alerts": {"digest_at": False}}, "<test>")
 
     async def scenario():
-        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites).start()
+        m = await _manager(db, sites, out)
         m.open_wait_s = 30.0          # were the message to wait for its row, it would wait for the lock
         try:
-            assert await _until(lambda: m.outbox.status()["numbers_ahead"] > 0, 10), "no numbers taken ahead"
             blocker = psycopg.connect(db.url)
             blocker.execute("LOCK TABLE alerts IN ACCESS EXCLUSIVE MODE")      # held: no alert row now
             try:
@@ -85,10 +100,7 @@ def test_an_opening_is_told_with_its_number_while_its_row_cannot_be_written(db):
             await m.close()
 
     told = asyncio.run(scenario())
-    with psycopg.connect(db.url) as conn:
-        rows = conn.execute("SELECT a.id FROM alerts a JOIN sites s ON s.id = a.site_id WHERE s.key = 'aheadplant'"
-                            ).fetchall()
-    assert rows == [(told,)]
+    assert _alert_ids(db, "aheadplant") == [told]
 
 
 def test_an_old_episode_waits_for_its_row(db):
@@ -97,14 +109,11 @@ def test_an_old_episode_waits_for_its_row(db):
     whether it was alerted before; while the table is locked it is not told."""
     sid, ev, sites = _world(db, "oldplant")
     out = io.StringIO()
-    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
-                               "alerts": {"digest_at": False}}, "<test>")
 
     async def scenario():
-        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites).start()
+        m = await _manager(db, sites, out)
         m.open_wait_s = 1.0
         try:
-            assert await _until(lambda: m.outbox.status()["numbers_ahead"] > 0, 10)
             blocker = psycopg.connect(db.url)
             blocker.execute("LOCK TABLE alerts IN ACCESS EXCLUSIVE MODE")
             try:
@@ -122,10 +131,7 @@ def test_an_old_episode_waits_for_its_row(db):
             await m.close()
 
     asyncio.run(scenario())
-    with psycopg.connect(db.url) as conn:
-        n = conn.execute("SELECT count(*) FROM alerts a JOIN sites s ON s.id = a.site_id WHERE s.key = 'oldplant'"
-                         ).fetchone()[0]
-    assert n == 1
+    assert len(_alert_ids(db, "oldplant")) == 1
 
 
 def test_an_opening_while_numbers_are_being_taken_gets_the_first_of_them(db):
@@ -134,13 +140,10 @@ def test_an_opening_while_numbers_are_being_taken_gets_the_first_of_them(db):
     were it numbered by its row meanwhile, it would come after the numbers taken."""
     sid, ev, sites = _world(db, "orderplant")
     out = io.StringIO()
-    cfg = sw_config.from_dict({"utility": {"name": "Test village", "timezone": "America/Chicago"},
-                               "alerts": {"digest_at": False}}, "<test>")
 
     async def scenario():
-        m = await AlertManager(cfg, db.url, [Route(ConsoleChannel(out))], sites).start()
+        m = await _manager(db, sites, out)
         try:
-            assert await _until(lambda: m.outbox.status()["numbers_ahead"] > 0, 10)
             while m.outbox.status()["numbers_ahead"]:            # none at hand: the next are to be taken
                 await m.outbox.take_id()
             topping = asyncio.ensure_future(m.outbox._top_up_ids())
@@ -157,7 +160,4 @@ def test_an_opening_while_numbers_are_being_taken_gets_the_first_of_them(db):
 
     told, left = asyncio.run(scenario())
     assert left and all(n > told for n in left), (told, left)
-    with psycopg.connect(db.url) as conn:
-        rows = conn.execute("SELECT a.id FROM alerts a JOIN sites s ON s.id = a.site_id WHERE s.key = 'orderplant'"
-                            ).fetchall()
-    assert rows == [(told,)]
+    assert _alert_ids(db, "orderplant") == [told]
