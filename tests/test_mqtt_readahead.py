@@ -81,3 +81,67 @@ def test_collector_client_reads_plain_tcp_ahead(services):
     finally:
         c.disconnect()
         c.loop_stop()
+
+
+def _broker_side_nodelay(client_port: int, broker_port: int) -> int:
+    """TCP_NODELAY of the broker's end of the connection from ``client_port``: its socket
+    found in /proc (the row of /proc/net/tcp, then the broker's descriptor of that inode)
+    and borrowed with pidfd_getfd to ask the kernel."""
+    import ctypes
+    import os
+
+    inode = None
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if int(f[1].split(":")[1], 16) == broker_port and int(f[2].split(":")[1], 16) == client_port:
+            inode = f[9]
+    assert inode is not None, "the broker's end of the connection is not in /proc/net/tcp"
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != f"socket:[{inode}]":
+                    continue
+            except OSError:
+                continue
+            pidfd = os.pidfd_open(int(pid))
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                got = libc.syscall(438, pidfd, int(fd), 0)          # pidfd_getfd (Linux 5.6)
+                assert got >= 0, f"pidfd_getfd: {os.strerror(ctypes.get_errno())}"
+            finally:
+                os.close(pidfd)
+            with socket.socket(fileno=got) as s:                  # our copy of the descriptor
+                return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    raise AssertionError("no process holds the broker's end of the connection")
+
+
+def test_small_messages_are_not_held_back_at_either_end(services):
+    """Nagle's algorithm off on both ends of the collector's connection: on the broker's
+    (``set_tcp_nodelay``), which writes an alert's reading behind the load's messages, and
+    on the collector's, which writes the acknowledgements. With it on, a small write waits
+    for the answer to the one before, up to 40 ms on this kernel."""
+    import os
+    import threading
+    from urllib.parse import urlsplit
+
+    if os.geteuid() != 0:
+        pytest.skip("borrowing the broker's socket from /proc needs root")
+    u = urlsplit(services.mqtt_urls["collector"])
+    ok = threading.Event()
+    c = ReadAheadClient(mqtt.CallbackAPIVersion.VERSION2, client_id="nodelay-test", protocol=mqtt.MQTTv311)
+    c.username_pw_set(u.username, u.password)
+    c.on_connect = lambda *a: ok.set()
+    c.connect(u.hostname, u.port)
+    c.loop_start()
+    try:
+        assert ok.wait(10)
+        sock = c.socket()
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert _broker_side_nodelay(sock.getsockname()[1], u.port) != 0
+    finally:
+        c.disconnect()
+        c.loop_stop()

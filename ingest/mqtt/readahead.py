@@ -17,6 +17,8 @@ would: the broker sends every unacknowledged message again on the next connectio
 
 from __future__ import annotations
 
+import socket
+
 import paho.mqtt.client as mqtt
 
 #: the most read from the socket at once [bytes]
@@ -66,6 +68,10 @@ class ReadAheadClient(mqtt.Client):
 
     def _create_socket(self):
         sock = super()._create_socket()
+        if self._transport == "tcp":
+            # acknowledgements leave at once: without this the kernel holds a small write
+            # back while an earlier one is unanswered (Nagle's algorithm), up to 40 ms here
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._ssl or self._transport != "tcp":
             return sock
         return ReadAhead(sock)

@@ -128,6 +128,8 @@ log_type error
 log_type warning
 log_type notice
 {debug_line}connection_messages true
+# a message goes out at once, not held back behind an earlier unanswered one (up to 40 ms)
+set_tcp_nodelay true
 {bounds}
 max_inflight_messages 20000
 {user_line}
