@@ -31,6 +31,15 @@ class DeliveryError(Exception):
     """A notification was not delivered (the text says why)."""
 
 
+def failure_text(exc: Exception) -> str:
+    """Why a send failed, in words for the alert's page (no exception name): a
+    :class:`DeliveryError`'s own text, else the error's message (at most 2,000 characters)."""
+    text = str(exc).strip()
+    if not isinstance(exc, DeliveryError):
+        text = f"the notification could not be sent: {text.splitlines()[0] if text else 'an unexpected error'}"
+    return (text or "the notification was not delivered")[:2000]
+
+
 class _ThreadLog(logging.Handler):
     """Collects apprise's log lines of the current thread, to record why a send failed."""
 
@@ -70,7 +79,12 @@ class AppriseChannel:
 
         self.url, self.contact = url, contact
         self.name = redact(url)
-        self._apprise = apprise.Apprise()
+        # One URL, sent in the alert manager's own delivery thread. apprise would otherwise
+        # hand each send to a pool thread of its own and wait for it there: one more thread
+        # to wake under load, and the failure's log line (the reason kept for the
+        # delivery) written in that other thread. Each plugin keeps its own connect and
+        # read timeouts; the manager retries failures with backoff.
+        self._apprise = apprise.Apprise(asset=apprise.AppriseAsset(async_mode=False, service_timeout=0))
         self._text = apprise.NotifyFormat.TEXT
         if not self._apprise.add(url):
             raise ValueError(f"not an apprise URL apprise can use: {self.name}")
@@ -90,7 +104,7 @@ class AppriseChannel:
         finally:
             lines, _apprise_log.local.buf = _apprise_log.local.buf, None
         if not ok:
-            raise DeliveryError("; ".join(lines[-3:]) or "apprise reported a failed delivery")
+            raise DeliveryError("; ".join(lines[-3:]) or "the service did not confirm the delivery")
 
 
 class ConsoleChannel:

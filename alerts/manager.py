@@ -56,7 +56,7 @@ import psycopg
 
 from alerts import content
 from alerts.active import Active, when
-from alerts.channels import Route, primary
+from alerts.channels import DeliveryError, Route, failure_text, primary
 from alerts.dischargers import DischargerMail
 from alerts.dischargers import message as discharger_message
 from alerts.episode_alerts import EpisodeAlerts
@@ -602,7 +602,9 @@ class AlertManager(EpisodeAlerts):
                 await loop.run_in_executor(self._pool, ch.send, title, body, payload)
                 error = None
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
-                error = f"{type(exc).__name__}: {exc}"[:2000]
+                error = failure_text(exc)
+                if not isinstance(exc, DeliveryError):      # not a refusal: a fault of the channel's code
+                    log.warning("alert %s %s via %s: the send raised", label, event, ch.name, exc_info=exc)
             self._op({"op": "attempt", "uid": uid, "event": event, "channel": ch.name, "contact": ch.contact,
                       "attempt": attempt, "error": error, "at": self.clock(), "subject": subject})
             if error is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import date
 
 from alerts import content, store
-from alerts.channels import primary
+from alerts.channels import failure_text, primary
 from limits.permits import Permit, renewal
 
 #: permit state -> the alert's rule
@@ -104,7 +104,7 @@ def send(conn, routes, permits: dict[str, Permit], today: date, *, tz: str) -> d
                 error = None
                 sent.append(ch.name)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
-                error = f"{type(exc).__name__}: {exc}"[:2000]
+                error = failure_text(exc)
             store.record_attempt(conn, aid, ch, r["subject"], error, ACTOR)
         if sent:
             store.mark_notified(conn, aid, sent, ACTOR)

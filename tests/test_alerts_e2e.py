@@ -208,6 +208,11 @@ def test_failing_webhooks_are_retried_and_recorded(db, services, tmp_path):
         assert by["Dead hook"] == [(1, "failed", True), (2, "failed", True), (3, "failed", True)]
         assert by["Good hook"] == [(1, "sent", False)]
         assert len(failed) == 1 and failed[0][0]["contact"] == "Dead hook" and failed[0][0]["attempts"] == 3
+        # each failure keeps its reason: the receiver's status, or that nothing listens
+        reasons = {(c, a): e for c, a, _, e in rows if e is not None}
+        assert all("500" in reasons[("Flaky hook", a)] for a in (1, 2)), reasons
+        assert all("connection" in reasons[("Dead hook", a)].lower() for a in (1, 2, 3)), reasons
+        assert not any("Error:" in e for e in reasons.values()), reasons     # shown on the alert's page
     finally:
         flaky.stop()
         good.stop()
