@@ -79,6 +79,10 @@ ALERTED_KEEP = 20_000
 ALERTED_WITHIN_S = 2 * 86400.0
 #: An alert write waiting this long is "database slow" [s].
 SLOW_AFTER_S = 5.0
+#: a send not answered within this long counts as a failed attempt (the service's answer is
+#: no longer awaited; its thread is left to finish) [s]: what apprise's own service timeout
+#: did before sends ran in the delivery thread
+SEND_TIMEOUT_S = 60.0
 
 
 class AlertManager(EpisodeAlerts):
@@ -122,6 +126,7 @@ class AlertManager(EpisodeAlerts):
         self.active: dict[AlertKey, Active] = {}
         self.alerted: dict[tuple, str] = {}     # (sensor id, rule, start) -> uid of the alert that covered it
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sewerwatch-notify")
+        self.send_timeout_s = SEND_TIMEOUT_S
         self.store = AlertStore(db_url)
         state_dir = Path(state_dir) if state_dir is not None else None
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
@@ -599,7 +604,11 @@ class AlertManager(EpisodeAlerts):
                             "stood still)", label, event, ch.name)
                 return False
             try:
-                await loop.run_in_executor(self._pool, ch.send, title, body, payload)
+                try:
+                    await asyncio.wait_for(loop.run_in_executor(self._pool, ch.send, title, body, payload),
+                                           self.send_timeout_s)
+                except asyncio.TimeoutError:
+                    raise DeliveryError(f"no answer from the service within {self.send_timeout_s:g} s") from None
                 error = None
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
                 error = failure_text(exc)

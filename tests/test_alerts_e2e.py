@@ -8,6 +8,7 @@ broker is shared by parallel runs) and runs the real pipeline in-process.
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 
 import numpy as np
@@ -176,13 +177,16 @@ def test_failing_webhooks_are_retried_and_recorded(db, services, tmp_path):
     dead = WebhookCatcher()
     dead_url = dead.url("/dead")
     dead.stop()                                        # nothing listens there any more
+    silent = socket.create_server(("127.0.0.1", 0))     # takes the connection, never answers
     try:
         contacts = [{"name": "Flaky hook", "urls": [flaky.url("/flaky")]},
                     {"name": "Dead hook", "urls": [dead_url]},
+                    {"name": "Silent hook", "urls": [f"json://127.0.0.1:{silent.getsockname()[1]}/silent"]},
                     {"name": "Good hook", "urls": [good.url("/good")]}]
         site, ids, cfg = _setup(db, tmp_path, contacts, hold_off_s=30.0, escalate_after_min=30.0,
                                 retry_attempts=3, retry_backoff_s=0.05)
         p, bg = _start(cfg, db, services, tmp_path, site, notifier=services.mqtt_urls["notifier"])
+        p.manager.send_timeout_s = 0.5                  # not the 60 s of a real run
         s = _scenario()
         pub = mqtt_client(services.mqtt_urls["device"], f"pub-{site}")
         try:
@@ -206,16 +210,19 @@ def test_failing_webhooks_are_retried_and_recorded(db, services, tmp_path):
             by.setdefault(contact, []).append((attempt, status, error is not None))
         assert by["Flaky hook"] == [(1, "failed", True), (2, "failed", True), (3, "sent", False)]
         assert by["Dead hook"] == [(1, "failed", True), (2, "failed", True), (3, "failed", True)]
+        assert by["Silent hook"] == [(1, "failed", True), (2, "failed", True), (3, "failed", True)]
         assert by["Good hook"] == [(1, "sent", False)]
-        assert len(failed) == 1 and failed[0][0]["contact"] == "Dead hook" and failed[0][0]["attempts"] == 3
-        # each failure keeps its reason: the receiver's status, or that nothing listens
+        assert sorted((f[0]["contact"], f[0]["attempts"]) for f in failed) == [("Dead hook", 3), ("Silent hook", 3)]
+        # each failure keeps its reason: the receiver's status, that nothing listens, that it never answered
         reasons = {(c, a): e for c, a, _, e in rows if e is not None}
         assert all("500" in reasons[("Flaky hook", a)] for a in (1, 2)), reasons
         assert all("connection" in reasons[("Dead hook", a)].lower() for a in (1, 2, 3)), reasons
+        assert all(reasons[("Silent hook", a)] == "no answer from the service within 0.5 s" for a in (1, 2, 3)), reasons
         assert not any("Error:" in e for e in reasons.values()), reasons     # shown on the alert's page
     finally:
         flaky.stop()
         good.stop()
+        silent.close()
 
 
 def test_mqtt_alert_channel(db, services, tmp_path):
