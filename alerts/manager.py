@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +63,7 @@ from alerts.keys import DEVICE_UNREACHABLE, AlertKey, object_subject
 from alerts.links import LINKED_EVENTS, LINKED_KINDS
 from alerts.outbox import Outbox
 from alerts.store import AlertStore, ts
+from foundation.files import write_whole
 from limits.evaluator import iso_utc_array
 from limits.packs import load_pack
 
@@ -264,13 +264,8 @@ class AlertManager(EpisodeAlerts):
             self.alerted.pop(next(iter(self.alerted)))
         data = {"active": [{**asdict(a), "key": list(a.key)} for a in self.active.values() if a.kind != "system"],
                 "alerted": [[*k, uid] for k, uid in self.alerted.items()]}
-        tmp = self.state_path.with_suffix(".tmp")
         try:
-            with open(tmp, "w") as f:
-                json.dump(data, f, default=str)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.state_path)
+            write_whole(self.state_path, json.dumps(data, default=str), mode=0o644)
             self._state_error = None
         except OSError as exc:
             if self._state_error is None:

@@ -15,9 +15,10 @@ Never in the config file, never logged.
 from __future__ import annotations
 
 import json
-import os
 import secrets as _random
 from pathlib import Path
+
+from foundation.files import write_whole
 
 #: Database roles (see ``sewerwatch/db/roles.py``) and broker accounts with a password.
 DB_ACCOUNTS = ("admin", "owner", "ingest", "grafana")
@@ -74,8 +75,4 @@ def put(state_dir: Path, section: str, values: dict) -> Path:
 def _write(path: Path, data: dict) -> None:
     """Write ``secrets.json`` whole (0600), replacing the old one at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2)
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(data, indent=2), mode=0o600)

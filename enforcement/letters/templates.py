@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from foundation.actor import Actor
 from foundation.errors import Conflict, InputError
+from foundation.files import write_whole
 
 #: The program's own kinds, in ``defaults/``.
 DEFAULTS_DIR = Path(__file__).with_name("defaults")
@@ -184,19 +183,6 @@ def versions(conn, kind: str) -> list[dict]:
     return [dict(zip(("version", "text", "sha256", "saved_by", "saved_at"), r)) for r in rows]
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save(conn, cfg, kind: str, text: str, *, expected_version: int, loaded_sha256: str, actor: Actor) -> Template:
     """Save ``text`` as the utility's template of ``kind`` (a new kind where none is).
 
@@ -253,5 +239,5 @@ def save(conn, cfg, kind: str, text: str, *, expected_version: int, loaded_sha25
                  (actor.audit_name, "letter.template.save", f"letter-template:{kind}",
                   json.dumps({"version": new, "sha256": digest, "previous_sha256": sha256(current) if current else None,
                               "via": actor.via})))
-    _write_atomically(p, text)
+    write_whole(p, text)
     return template(conn, cfg, kind)

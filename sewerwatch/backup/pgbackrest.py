@@ -18,6 +18,7 @@ from pathlib import Path
 
 from foundation.endpoints import DB_ROLES
 from foundation.errors import ServiceError
+from foundation.files import write_whole
 from sewerwatch.services.process import find_binary, is_root, run, system_user
 
 #: The stanza: pgBackRest's name for the cluster it backs up.
@@ -138,11 +139,7 @@ class Repo:
         text = self.conf_text()
         changed = not self.conf.is_file() or self.conf.read_text() != text
         if changed:
-            tmp = self.conf.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, self.conf)
+            write_whole(self.conf, text, mode=0o600)
         if self.user:     # the folders and the file only: what pgBackRest writes is its user's already
             for p in (self.base, self.base / "lock", self.base / "log", self.conf,
                       *([self.repo] if self.s3 is None else [])):

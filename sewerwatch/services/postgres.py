@@ -7,13 +7,13 @@ listening on 127.0.0.1 only, on a non-default port, with scram-sha-256 passwords
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from foundation.endpoints import DB_ROLES, HOST, pg_url
 from foundation.errors import ServiceError
+from foundation.files import write_whole
 from sewerwatch.db import roles
 from sewerwatch.services.process import (
     chown_tree,
@@ -224,10 +224,6 @@ def _replace(conf: Path, text: str) -> None:
     """Write the server's settings file whole, under another name first, then put it in
     place: a second start reading it meanwhile (two commands starting the services at once)
     reads the old file or the new one, never half of one."""
-    tmp = conf.with_name(f"{conf.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    os.chmod(tmp, 0o600)
     owner = system_user("postgres")
-    if is_root() and owner is not None:
-        os.chown(tmp, owner.pw_uid, owner.pw_gid)
-    os.replace(tmp, conf)
+    write_whole(conf, text, mode=0o600,
+                owner=(owner.pw_uid, owner.pw_gid) if is_root() and owner is not None else None)
