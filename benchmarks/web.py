@@ -333,7 +333,7 @@ def main() -> int:
     print(json.dumps({
         "benchmark": "web-viewers" + ("-quick" if quick else ""), "value": most["p95_ms"],
         "unit": f"ms, p95 of Today's refresh with {max(w)} viewers each refreshing every 2 s",
-        "peer": f"the same with {min(w)} viewer", "peer_value": one["p95_ms"],
+        "peer": f"the same with {min(w)} viewer" + ("s" if min(w) != 1 else ""), "peer_value": one["p95_ms"],
         "ratio": round(most["p95_ms"] / one["p95_ms"], 2),
         "db_tps": {str(k): v["db_tps"] for k, v in w.items()},
         "db_tps_per_viewer": {str(k): round(v["db_tps"] / k, 2) for k, v in w.items()},
