@@ -599,11 +599,12 @@ class AlertManager(EpisodeAlerts):
                             "stood still)", label, event, ch.name)
                 return False
             try:
-                try:
-                    await asyncio.wait_for(loop.run_in_executor(self._pool, ch.send, title, body, payload),
-                                           self.send_timeout_s)
-                except asyncio.TimeoutError:
-                    raise DeliveryError(f"no answer from the service within {self.send_timeout_s:g} s") from None
+                sending = loop.run_in_executor(self._pool, ch.send, title, body, payload)
+                done, _ = await asyncio.wait({sending}, timeout=self.send_timeout_s)
+                if not done:        # a timeout the send raises itself is its own reason, not this one
+                    sending.cancel()        # its thread is left to finish; its outcome is not awaited
+                    raise DeliveryError(f"no answer from the service within {self.send_timeout_s:g} s")
+                sending.result()
                 error = None
             except Exception as exc:  # noqa: BLE001 - every failure is recorded
                 error = failure_text(exc)

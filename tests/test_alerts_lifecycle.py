@@ -421,3 +421,41 @@ def test_apprise_channels_do_not_queue_behind_apprises_throttle():
     ch = AppriseChannel("mailto://127.0.0.1:8025?from=a@b.example&to=c@d.example", "x")
     plugins = list(ch._apprise)
     assert plugins and all(p.request_rate_per_sec == 0 for p in plugins)
+
+
+def test_a_send_that_times_out_itself_keeps_its_reason_and_a_silent_one_is_given_up(db):
+    """A channel whose own connection times out (TimeoutError from the send) is recorded with
+    that reason; one that does not answer within the manager's send timeout is given up with
+    "no answer from the service"."""
+    import time
+
+    sid, ev, sites = _world(db)
+    clock, out = Clock(), io.StringIO()
+    cfg = _cfg(retry_attempts=1)
+
+    class TimesOut(ConsoleChannel):
+        contact = "times out"
+
+        def send(self, title, body, payload):
+            raise TimeoutError("timed out")
+
+    class Silent(ConsoleChannel):
+        contact = "silent"
+
+        def send(self, title, body, payload):
+            time.sleep(1.5)
+
+    routes = [Route(TimesOut(io.StringIO())), Route(Silent(io.StringIO())), Route(ConsoleChannel(out))]
+
+    async def scenario():
+        m = await AlertManager(cfg, db.url, routes, sites, clock=clock).start()
+        m.send_timeout_s = 0.3
+        await m.on_episodes(*_push(ev, sid, 0, [7.0, 3.0]))
+        await m.idle()
+        await m.close()
+
+    asyncio.run(scenario())
+    errors = dict(_rows(db, "SELECT contact, error FROM alert_notifications WHERE status = 'failed'"))
+    assert errors == {"times out": "the notification could not be sent: timed out",
+                      "silent": "no answer from the service within 0.3 s"}
+    assert "VIOLATION #1" in out.getvalue()
