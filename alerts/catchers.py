@@ -5,6 +5,11 @@ on the loopback interface only.
 Run alone (the demo does)::
 
     python -m alerts.catchers mail --port 8025 --out mail.log
+    python -m alerts.catchers webhook --port 0      # each POST a JSON line: path, body, at
+
+A webhook catcher run alone is a process of its own, as a real receiver is (the latency
+benchmark's: in the measured process its thread would wait for that process's turns at the
+interpreter's lock before it could take the time of arrival).
 """
 
 from __future__ import annotations
@@ -144,13 +149,12 @@ class WebhookCatcher:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m alerts.catchers", description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["mail"])
-    ap.add_argument("--port", type=int, default=8025)
+    ap.add_argument("kind", choices=["mail", "webhook"])
+    ap.add_argument("--port", type=int, default=8025, help="0: any free port (said on standard error)")
     ap.add_argument("--out", help="append each message here (default: standard output)")
     args = ap.parse_args(argv)
 
-    def show(m):
-        text = f"\n--- mail to {', '.join(m['to'])}: {m['subject']}\n{m['body']}\n"
+    def write(text):
         if args.out:
             with open(args.out, "a", encoding="utf-8") as f:
                 f.write(text)
@@ -158,8 +162,13 @@ def main(argv=None) -> int:
             sys.stdout.write(text)
             sys.stdout.flush()
 
-    c = MailCatcher(args.port, on_message=show).start()
-    print(f"mail catcher listening on 127.0.0.1:{c.port}", file=sys.stderr, flush=True)
+    if args.kind == "webhook":
+        c = WebhookCatcher(args.port, on_post=lambda path, body, at: write(
+            json.dumps({"path": path, "body": body, "at": at}) + "\n")).start()
+    else:
+        c = MailCatcher(args.port, on_message=lambda m: write(
+            f"\n--- mail to {', '.join(m['to'])}: {m['subject']}\n{m['body']}\n")).start()
+    print(f"{args.kind} catcher listening on 127.0.0.1:{c.port}", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -148,20 +148,21 @@ def _floor(mq, hook_port: int, n: int) -> dict:
 
 
 class _CatcherProcess:
-    """The webhook catcher (``alerts.catchers.WebhookCatcher``) in a child process, which
-    writes each POST's path, title and time of arrival [epoch s] as a JSON line; a thread here
-    hands them to ``on_post``."""
+    """The webhook catcher run alone (``python -m alerts.catchers webhook``), a process of its
+    own; a thread here hands each POST's path, body and time of arrival [epoch s] to
+    ``on_post``."""
 
     def __init__(self, on_post):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--catch"], stdout=subprocess.PIPE, text=True)
-        self.port = int(self.proc.stdout.readline())
+        self.proc = subprocess.Popen([sys.executable, "-m", "alerts.catchers", "webhook", "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        self.port = int(self.proc.stderr.readline().rsplit(":", 1)[1])     # "... listening on 127.0.0.1:PORT"
         self._on_post = on_post
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
             d = json.loads(line)
-            self._on_post(d["path"], {"title": d["title"]}, d["at"])
+            self._on_post(d["path"], d["body"], d["at"])
 
     def url(self, path: str) -> str:
         return f"json://127.0.0.1:{self.port}{path}"
@@ -169,20 +170,6 @@ class _CatcherProcess:
     def stop(self):
         self.proc.kill()
         self.proc.wait()
-
-
-def _catch() -> None:
-    """``--catch``: the catcher process (its port on the first line, then one line a POST)."""
-    from alerts.catchers import WebhookCatcher
-
-    def show(path, body, at):
-        title = body.get("title", "") if isinstance(body, dict) else ""
-        print(json.dumps({"path": path, "title": title, "at": at}), flush=True)
-
-    hook = WebhookCatcher(on_post=show).start()
-    print(hook.port, flush=True)
-    while True:
-        time.sleep(3600)
 
 
 def _percentiles(xs):
@@ -432,7 +419,5 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--load":
         _load(sys.argv[2], float(sys.argv[3]))
-    elif len(sys.argv) > 1 and sys.argv[1] == "--catch":
-        _catch()
     else:
         main()
