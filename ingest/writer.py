@@ -22,7 +22,8 @@ keeps them. Everything resumes by itself when the database or the disk space ret
 The writer is a supervised thread (:mod:`ingest.supervise`): a chunk it held when it died
 is held again by the restarted thread.
 
-Pipelined commits (``pipeline=True``, off by default): :mod:`ingest.pipelined`.
+Pipelined writes (``pipeline=True``, the default): two chunks in the database at once, on
+two connections, acknowledged in order (:mod:`ingest.pipelined`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 import psycopg
 
 from ingest.batch import Readings
-from ingest.pipelined import PipelinedCommits, first_line, rollback, run_callbacks
+from ingest.pipelined import PipelinedCommits, merge_chunks, first_line, rollback, run_callbacks
 from ingest.sink import Chunk, DeadLetter, Sink
 from ingest.spool import Spool, SpoolUnwritable
 from ingest.supervise import Component, Supervisor
@@ -184,15 +185,15 @@ class Writer(PipelinedCommits):
     max_delay : float
         Longest a reading waits in the sink before it is written [s].
     pipeline : bool
-        Commit a chunk while the next is copied, on a second connection (module docstring).
-        Off by default: on the loaded 2-core development machine the two backends competing
-        for the cores made batched ingest slower (``benchmarks/README.md``); the benchmark's
-        ``BENCH_PIPELINE=1`` measures it again.
+        Write two chunks at once on two connections, acknowledged in order
+        (:mod:`ingest.pipelined`). On by default: one COPY keeps one backend busy, two keep
+        two, and batched ingest keeps up with a raw COPY only so (``benchmarks/README.md``);
+        False writes one chunk at a time on one connection.
     """
 
     def __init__(self, db_url: str, sink: Sink, spool_dir, max_rows: int = 50_000,
                  max_delay: float = 0.1, backoff_max: float = 5.0, spool_max_bytes: int = 1 << 30,
-                 pipeline: bool = False):
+                 pipeline: bool = True):
         self.db_url = db_url
         self.sink = sink
         self.spool = Spool(spool_dir, spool_max_bytes)
@@ -290,8 +291,8 @@ class Writer(PipelinedCommits):
 
     def behind_s(self) -> float | None:
         """How long the database write in progress has taken [s], or None (none)."""
-        since = self._writing_since
-        return None if since is None else time.monotonic() - since
+        starts = [s for s in (self._writing_since, self._inflight_since()) if s is not None]
+        return time.monotonic() - min(starts) if starts else None
 
     def problem(self) -> str | None:
         """Why the writer is not storing readings as it should, or None (its health check).
@@ -363,7 +364,7 @@ class Writer(PipelinedCommits):
         """
         self._settle()
         if self._failed is not None:           # its commit failed: it goes first, with this one
-            chunk, self._failed = _merge(self._failed, chunk), None
+            chunk, self._failed = merge_chunks(self._failed, chunk), None
         self._held = chunk
         if not self.spool.empty():
             self._replay()
@@ -483,16 +484,18 @@ class Writer(PipelinedCommits):
         if len(r):
             conflicts: list = []
             inserted, staged = store_readings(conn, r, conflicts)
-            self.stats.staged_chunks += staged
-            self.stats.readings_inserted += inserted
-            self.stats.readings_offered += len(r)
+            with self._stats_lock:              # pipelined writes add from two workers
+                self.stats.staged_chunks += staged
+                self.stats.readings_inserted += inserted
+                self.stats.readings_offered += len(r)
             if conflicts:
                 now_us = time.time_ns() // 1000
                 new = [conflict_letter(c) for c in conflicts]
                 for d in new:
                     d.received_at_us = now_us
                 letters = letters + new
-                self.stats.conflicts += len(new)
+                with self._stats_lock:
+                    self.stats.conflicts += len(new)
                 self.sink.note_dead([d.reason for d in new])
                 log.warning("%d readings refused: another value is stored at their sensor and time (first: %s)",
                             len(new), new[0].reason)
@@ -506,7 +509,8 @@ class Writer(PipelinedCommits):
                     "VALUES (%s, %s, %s, %s, %s, %s)",
                     [(_us_to_ts(d.received_at_us), d.source, d.topic, d.payload, d.reason, json.dumps(d.detail))
                      for d in letters])
-            self.stats.dead_letters += len(letters)
+            with self._stats_lock:
+                self.stats.dead_letters += len(letters)
         health = [h for h in chunk.health if h.get("kind") != "window"]
         if health:
             self._health(conn, health)
@@ -575,12 +579,6 @@ class Writer(PipelinedCommits):
         self.spool.clear()
         self.stats.stored_seq = max(self.stats.stored_seq, self.stats.spooled_seq)
         log.info("spool replayed")
-
-
-def _merge(first: Chunk, then: Chunk) -> Chunk:
-    """Two chunks as one, in their order (a chunk whose commit failed and the one after it)."""
-    return Chunk(Readings.concat([first.readings, then.readings]), first.dead_letters + then.dead_letters,
-                 first.health + then.health, first.callbacks + then.callbacks, max(first.seq, then.seq))
 
 
 def default_spool_dir(state_dir: Path) -> Path:

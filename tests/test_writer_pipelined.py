@@ -1,16 +1,23 @@
-"""The writer's pipelined commits against the real TimescaleDB (ingest/writer.py): a chunk
-is copied on a second connection while the one before commits; chunks commit in the order
-taken, callbacks run once committed, and a failed commit never lets the chunk after it in
-first."""
+"""The writer's pipelined writes against the real TimescaleDB (ingest/pipelined.py): two
+chunks are in the database at once on two connections, each commits when it is written, and
+what the rest relies on stays in order: a chunk's callbacks (the broker's acknowledgements)
+and ``stored_seq`` wait for every chunk taken before it; a chunk that failed is written
+again first, with the callbacks of those after it; a chunk after it that did commit is not
+written twice.
+
+A chunk is held in the database on purpose by a second session that has inserted one of its
+readings and not committed: the writer's COPY waits for that session, as it would for any
+lock, while the other chunk goes on."""
 
 from __future__ import annotations
 
 import numpy as np
+import psycopg
 
 from ingest.batch import Readings
 from ingest.sink import Chunk, DeadLetter, Sink
 from ingest.writer import Writer
-from support import add_site_and_sensors
+from support import add_site_and_sensors, wait_until
 
 T0_US = 1_772_366_400 * 1_000_000  # 2026-03-01T12:00:00Z
 
@@ -25,31 +32,63 @@ def _stored(db, sensor_id: int) -> int:
         return conn.execute("SELECT count(*) FROM readings WHERE sensor_id = %s", (sensor_id,)).fetchone()[0]
 
 
-def test_chunks_commit_in_order_while_the_next_is_copied(db, tmp_path):
-    """Three chunks of 100, 200 and 300 readings through the writer's loop path: the first
-    is committed (and acknowledged) by the time the second has been copied; in the end
-    100 + 200 + 300 = 600 readings are stored, the callbacks ran in order 1, 2, 3, the sink's
-    batches up to 3 are stored, and the second connection carried a chunk."""
+def _hold(db, sensor_id: int, at_us: int) -> psycopg.Connection:
+    """A session that has inserted the reading of ``sensor_id`` at ``at_us`` and not committed:
+    a COPY of the same reading waits for it. The day's chunk of the hypertable is made first,
+    by a reading of another sensor (a chunk being made would hold every writer back)."""
+    other = add_site_and_sensors(db.url, f"hold{sensor_id}", {"ph": ("ph", "pH")})["ph"]
+    with db.connect() as conn:
+        conn.execute("INSERT INTO readings (time, sensor_id, value) VALUES (to_timestamp(%s / 1e6), %s, 7.0)",
+                     (at_us, other))
+    conn = psycopg.connect(db.url)
+    conn.execute("INSERT INTO readings (time, sensor_id, value) VALUES (to_timestamp(%s / 1e6), %s, 7.0)",
+                 (at_us, sensor_id))
+    return conn
+
+
+def _waiting_on_a_lock(db) -> bool:
+    with psycopg.connect(db.urls["admin"]) as conn:        # another role's query is seen by the admin
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                            "AND query LIKE 'COPY readings%%'").fetchone()[0] > 0
+
+
+def test_two_chunks_at_once_and_the_acknowledgements_in_order(db, tmp_path):
+    """Chunk 1 (100 readings) waits in the database for another session; chunk 2 (200) is
+    written beside it and committed meanwhile, yet its callback waits: nothing acknowledged,
+    ``stored_seq`` still 0. Once the other session rolls back, chunk 1 commits and the
+    callbacks run 1 then 2; a third chunk follows; 600 readings, ``stored_seq`` 3, three
+    chunks counted, each connection carried one."""
     sid = add_site_and_sensors(db.url, "p1", {"ph": ("ph", "pH")})["ph"]
     w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
     acked: list[int] = []
     w._connection()
-    assert w.write_next(Chunk(_readings(sid, 100, T0_US), [], [], [lambda: acked.append(1)], seq=1))
-    assert w.write_next(Chunk(_readings(sid, 200, T0_US + 10**9), [], [], [lambda: acked.append(2)], seq=2))
-    assert acked[:1] == [1] and _stored(db, sid) >= 100
+    other = _hold(db, sid, T0_US + 50 * 1_000_000)
+    try:
+        assert w.write_next(Chunk(_readings(sid, 100, T0_US), [], [], [lambda: acked.append(1)], seq=1))
+        assert wait_until(lambda: _waiting_on_a_lock(db), 10)
+        assert w.write_next(Chunk(_readings(sid, 200, T0_US + 10**9), [], [], [lambda: acked.append(2)], seq=2))
+        assert wait_until(lambda: _stored(db, sid) == 200, 10), _stored(db, sid)
+        assert acked == [] and w.stats.stored_seq == 0
+        assert w.behind_s() is not None          # the write that waits is seen
+    finally:
+        other.rollback()
+        other.close()
+    assert wait_until(lambda: acked == [1, 2], 10), acked
+    assert w.stats.stored_seq == 2 and _stored(db, sid) == 300
     assert w.write_next(Chunk(_readings(sid, 300, T0_US + 2 * 10**9), [], [], [lambda: acked.append(3)], seq=3))
-    w.handle(Chunk(Readings.empty(), [], [], []))         # waits for the commit in flight
+    w.handle(Chunk(Readings.empty(), [], [], []))         # waits for the chunk in flight
     assert _stored(db, sid) == 600 and acked == [1, 2, 3] and w.stats.stored_seq == 3
-    assert w._conn2 is not None and w.stats.chunks == 3
+    assert w._conn2 is not None and w.stats.chunks == 3 and w.stats.readings_inserted == 600
+    assert w.behind_s() is None
     w.stop()
 
 
-def test_a_failed_commit_keeps_the_next_chunk_out_of_the_database(db, tmp_path):
-    """Chunk A (10 readings and a dead letter that a deferred check refuses at COMMIT) and
-    chunk B (20 readings, copied while A commits): A's commit fails, so B is rolled back
-    and both go the ordinary way, here to the spool (the database is then taken as down):
-    0 of B's 20 readings are stored before A, the spool holds both, and the callbacks ran
-    in order A, B once they were spooled."""
+def test_a_failed_chunk_goes_first_and_the_one_after_it_is_not_written_twice(db, tmp_path):
+    """Chunk A (10 readings and a dead letter that a deferred check refuses at COMMIT) waits in
+    the database while chunk B (20 readings) commits beside it. A then fails: it goes the
+    ordinary way, here to the spool (the database is taken as down), carrying B's callback
+    after its own. B's 20 readings are stored once and are not in the spool; A's 10 are only
+    in the spool; the callbacks ran A then B, and only once A was spooled."""
     ids = add_site_and_sensors(db.url, "p2", {"ph": ("ph", "pH"), "temp": ("temperature", "degF")})
     with db.connect() as conn:
         conn.execute("""CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -61,9 +100,63 @@ def test_a_failed_commit_keeps_the_next_chunk_out_of_the_database(db, tmp_path):
     acked: list[str] = []
     w._connection()
     letter = DeadLetter("mqtt", "sewerwatch/p2/ph", b"x", "refuse me", received_at_us=T0_US)
-    assert w.write_next(Chunk(_readings(ids["ph"], 10, T0_US), [letter], [], [lambda: acked.append("A")], seq=1))
-    w.write_next(Chunk(_readings(ids["temp"], 20, T0_US), [], [], [lambda: acked.append("B")], seq=2))
-    assert _stored(db, ids["temp"]) == 0 and _stored(db, ids["ph"]) == 0
-    assert not w.spool.empty() and w.stats.spooled_seq == 2 and w.stats.stored_seq == 0
+    other = _hold(db, ids["ph"], T0_US + 5 * 1_000_000)
+    try:
+        assert w.write_next(Chunk(_readings(ids["ph"], 10, T0_US), [letter], [], [lambda: acked.append("A")], seq=1))
+        assert wait_until(lambda: _waiting_on_a_lock(db), 10)
+        assert w.write_next(Chunk(_readings(ids["temp"], 20, T0_US), [], [], [lambda: acked.append("B")], seq=2))
+        assert wait_until(lambda: _stored(db, ids["temp"]) == 20, 10)
+        assert acked == []
+    finally:
+        other.rollback()
+        other.close()
+    w.handle(Chunk(Readings.empty(), [], [], []))         # settles: A failed, spooled first
+    assert _stored(db, ids["temp"]) == 20 and _stored(db, ids["ph"]) == 0
+    spooled = [c for c, _ in w.spool.replay(10**6)]
+    assert sum(len(c.readings) for c in spooled) == 10
+    assert set(np.concatenate([c.readings.sensor_id for c in spooled]).tolist()) == {ids["ph"]}
+    assert w.stats.spooled_seq == 2 and w.stats.stored_seq == 0
     assert acked == ["A", "B"]
+    w.stop()
+
+
+def test_two_chunks_with_the_same_readings_store_them_once(db, tmp_path):
+    """A redelivery in the next chunk: chunk 1 holds readings 0-999 of a sensor, chunk 2
+    readings 500-1,499, written at once. Whichever meets the other's rows first waits for
+    it and then keeps only what is new: 1,500 stored, no conflict, no outage, callbacks in
+    order."""
+    sid = add_site_and_sensors(db.url, "p3", {"ph": ("ph", "pH")})["ph"]
+    w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
+    acked: list[int] = []
+    w._connection()
+    assert w.write_next(Chunk(_readings(sid, 1000, T0_US), [], [], [lambda: acked.append(1)], seq=1))
+    assert w.write_next(Chunk(_readings(sid, 1000, T0_US + 500 * 1_000_000), [], [],
+                              [lambda: acked.append(2)], seq=2))
+    w.handle(Chunk(Readings.empty(), [], [], []))
+    assert _stored(db, sid) == 1500 and acked == [1, 2] and w.stats.stored_seq == 2
+    assert w.stats.conflicts == 0 and w.stats.outages == 0 and w.spool.empty()
+    w.stop()
+
+
+def test_a_deadlock_between_the_two_is_written_again_alone_not_an_outage(db, tmp_path):
+    """A chunk whose transaction the database ends as a deadlock victim (here a deferred
+    check that says so once) is written again by the ordinary path: stored once, no outage
+    counted, the database still up, nothing spooled, its callback run."""
+    sid = add_site_and_sensors(db.url, "p4", {"ph": ("ph", "pH")})["ph"]
+    with db.connect() as conn:
+        conn.execute("CREATE SEQUENCE once")
+        conn.execute("""CREATE FUNCTION deadlock_once() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+                        BEGIN IF NEW.reason = 'victim' AND nextval('once') = 1 THEN
+                          RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END IF;
+                        RETURN NEW; END $$""")
+        conn.execute("CREATE CONSTRAINT TRIGGER victim AFTER INSERT ON dead_letters DEFERRABLE INITIALLY DEFERRED "
+                     "FOR EACH ROW EXECUTE FUNCTION deadlock_once()")
+    w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
+    acked: list[str] = []
+    w._connection()
+    letter = DeadLetter("mqtt", "sewerwatch/p4/ph", b"x", "victim", received_at_us=T0_US)
+    assert w.write_next(Chunk(_readings(sid, 10, T0_US), [letter], [], [lambda: acked.append("A")], seq=1))
+    w.handle(Chunk(Readings.empty(), [], [], []))
+    assert _stored(db, sid) == 10 and acked == ["A"]
+    assert w.stats.outages == 0 and w.stats.db_up and w.spool.empty() and w.stats.stored_seq == 1
     w.stop()
