@@ -14,10 +14,11 @@ demo: setup
 
 # Two workers (pytest-xdist), each with embedded services of its own (tests/conftest.py), a
 # test file on one worker: most of the suite waits on subprocesses, brokers and databases.
+# The files are taken in the order collected, the longest first (tests/conftest.py LONG_FIRST).
 # The slowest 30 steps are listed at the end of every run (where the suite's time goes).
 TEST_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS)
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 services-up: setup
 	@.venv/bin/sewerwatch services up

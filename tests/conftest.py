@@ -37,6 +37,20 @@ from sewerwatch.db import bootstrap, migrate, roles
 
 _counter = itertools.count()
 
+#: The test files that take a minute or more (a crawl of every page as every role, a restore
+#: drill, a minute of soak, a frozen leader), longest first. ``make test``'s workers take whole
+#: files in the order collected (``--no-loadscope-reorder``): these go first, so that no worker
+#: is left running one of them alone at the end while the others have finished.
+LONG_FIRST = ("test_web_crawl_browser.py", "test_backup_drill.py", "test_watched_party.py", "test_scale_standby.py",
+              "test_live_soak.py", "test_ingest_mqtt.py", "test_arrival_plans_run.py", "test_first_hour_today.py",
+              "test_health_truth.py", "test_first_hour.py", "test_bills_once.py", "test_live_ingest.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of :data:`LONG_FIRST` first, in its order; the rest keep theirs."""
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))
+
 
 @dataclass
 class Services:

@@ -122,6 +122,30 @@ const bad = f.querySelector(':invalid');
 return bad ? (bad.name || bad.id || bad.tagName) : '';"""
 
 
+#: One call that reads the page as it is: its address, HTTP status, title, text as a person
+#: sees it, ids given twice, style sheets (loaded or not), scripts, links, and each submission
+#: its forms offer (the form's method, action, and a submit button's name=value).
+PAGE_JS = """
+const nav = performance.getEntriesByType('navigation');
+const ids = Array.from(document.querySelectorAll('[id]'), e => e.id), seen = new Set(), twice = new Set();
+for (const i of ids) { if (seen.has(i)) twice.add(i); seen.add(i); }
+const forms = [];
+Array.from(document.forms).forEach(f => {
+  const buttons = Array.from(f.querySelectorAll('button:not([type=button]):not([type=reset]), input[type=submit]'));
+  const key = (b) => [(f.getAttribute('method') || 'get').toLowerCase(), f.action,
+                      b ? (b.name || '') + '=' + (b.value || b.textContent.trim()) : ''].join(' ');
+  if (!buttons.length) forms.push(key(null)); else buttons.forEach(b => forms.push(key(b)));
+});
+return {url: location.href, status: nav.length ? nav[0].responseStatus : 0, title: document.title,
+        text: document.body ? document.body.innerText : '', twice: Array.from(twice),
+        sheets: Array.from(document.querySelectorAll('link[rel=stylesheet]')).map(l =>
+          [l.href, (() => { try { return !!(l.sheet && l.sheet.cssRules.length); } catch (e) { return false; } })()]),
+        scripts: Array.from(document.scripts).filter(s => s.src).map(s => s.src),
+        links: Array.from(document.querySelectorAll('a[href]')).filter(a => !a.getAttribute('href').startsWith('#'))
+          .map(a => a.href),
+        forms: forms};"""
+
+
 class Crawler:
     """Crawl the office at ``base`` as the account signed in by ``sign_in`` (a callable that
     signs the browser in again when a form ended the session)."""
@@ -144,12 +168,10 @@ class Crawler:
         self._seen: set[str] = set()
         self._assets: dict[str, int] = {}
         self._n = 0
+        self._page: dict = {"links": [], "forms": []}     # the page last recorded (:data:`PAGE_JS`)
+        self._fresh: str | None = None                     # a page read and not yet acted on
 
     # -- pages -------------------------------------------------------------------------------
-    def status(self) -> int:
-        return int(self.d.execute_script(
-            "const e = performance.getEntriesByType('navigation'); return e.length ? e[0].responseStatus : 0;") or 0)
-
     def _load(self, url: str) -> None:
         self.d.get(url)
         if "/login" in self.d.current_url and "/login" not in url:
@@ -157,9 +179,11 @@ class Crawler:
             self.d.get(url)
 
     def _record(self, via: str) -> Visit:
-        url = self.d.current_url
-        st = self.status()
-        v = Visit(url, st, self.d.title, self.b.text(), via)
+        """The page as it is now, read in one call (:data:`PAGE_JS`), checked and kept; its
+        links and form submissions are left in ``self._page`` for the crawl to follow."""
+        p = self._page = self.d.execute_script(PAGE_JS)
+        url, st = p["url"], int(p["status"] or 0)
+        v = Visit(url, st, p["title"], p["text"], via)
         key = urlsplit(url).path
         if st == 404 and key in self.shared.alive:
             self.crawl.skipped.append(f"{url}: gone since an earlier form ({via})")
@@ -169,27 +193,19 @@ class Crawler:
             self.crawl.problems.append(f"{url} answered {st} ({via}): {v.text[:160]!r}")
         elif st == 200:
             self.shared.alive.add(key)
-            self._check_markup(url, via)
-        self._check_assets(url)
+            self._check_markup(url, via, p["title"], p["twice"])
+        self._check_assets(url, p["sheets"], p["scripts"])
         return v
 
-    def _check_markup(self, url: str, via: str) -> None:
+    def _check_markup(self, url: str, via: str, title: str, twice: list[str]) -> None:
         """A page's title is words (no markup pasted into it) and no id is given twice (a
         section copied twice by a merge once did both)."""
-        title, twice = self.d.execute_script(
-            "const ids = Array.from(document.querySelectorAll('[id]'), e => e.id), seen = new Set(), twice = new Set();"
-            "for (const i of ids) { if (seen.has(i)) twice.add(i); seen.add(i); }"
-            "return [document.title, Array.from(twice)];")
         if "<" in title or len(title) > 200:
             self.crawl.problems.append(f"{url} has markup in its title ({via}): {title[:120]!r}")
         if twice:
             self.crawl.problems.append(f"{url} gives an id twice ({via}): {sorted(twice)[:5]}")
 
-    def _check_assets(self, url: str) -> None:
-        sheets, scripts = self.d.execute_script(
-            "return [Array.from(document.querySelectorAll('link[rel=stylesheet]')).map(l => "
-            "[l.href, (() => { try { return !!(l.sheet && l.sheet.cssRules.length); } catch (e) { return false; } })()]), "
-            "Array.from(document.scripts).filter(s => s.src).map(s => s.src)];")
+    def _check_assets(self, url: str, sheets: list, scripts: list) -> None:
         for href, loaded in sheets:
             if not loaded:
                 self.crawl.problems.append(f"{url}: its style sheet {href} did not load")
@@ -238,10 +254,8 @@ class Crawler:
             self.crawl.problems.append(f"guide link {url} answered {st} ({via})")
 
     def _links(self) -> list[str]:
-        hrefs = self.d.execute_script(
-            "return Array.from(document.querySelectorAll('a[href]')).filter(a => !a.getAttribute('href')"
-            ".startsWith('#')).map(a => a.href);")
-        return [h.split("#")[0] for h in hrefs if h.startswith(self.base + "/") or h == self.base]
+        """The links of the page last recorded, within the office."""
+        return [h.split("#")[0] for h in self._page["links"] if h.startswith(self.base + "/") or h == self.base]
 
     def _want(self, url: str) -> bool:
         if url in self._seen or NEVER.search(urlsplit(url).path):
@@ -267,8 +281,8 @@ class Crawler:
                 self._document(url, via)
                 continue
             self._load(url)
-            self._record(via)
-            page = self.d.current_url
+            page = self._record(via).url
+            self._fresh = page
             queue.extend((link, f"link on {page}") for link in self._links())
             keys = sorted(self._form_keys(), key=lambda k: bool(LAST.search(k.split(" ", 2)[2])))
             for key in keys:
@@ -282,17 +296,9 @@ class Crawler:
 
     # -- forms -------------------------------------------------------------------------------
     def _form_keys(self) -> list[str]:
-        """Each submission a page offers: a form and one of its submit buttons, by the form's
-        action, method and the button's name and value."""
-        return self.d.execute_script("""
-            const out = [];
-            Array.from(document.forms).forEach(f => {
-              const buttons = Array.from(f.querySelectorAll('button:not([type=button]):not([type=reset]), input[type=submit]'));
-              const key = (b) => [(f.getAttribute('method') || 'get').toLowerCase(), f.action,
-                                  b ? (b.name || '') + '=' + (b.value || b.textContent.trim()) : ''].join(' ');
-              if (!buttons.length) out.push(key(null)); else buttons.forEach(b => out.push(key(b)));
-            });
-            return out;""")
+        """Each submission the page last recorded offers: a form and one of its submit
+        buttons, by the form's action, method and the button's name and value."""
+        return self._page["forms"]
 
     def _find(self, method: str, action: str, button: str):
         """The form and its button of a submission key on the page as it is now."""
@@ -312,7 +318,9 @@ class Crawler:
         if NEVER.search(path) or any(s in path for s in self.skip_actions):
             self.crawl.skipped.append(f"{key} on {page}")
             return []
-        self._load(page)
+        if self._fresh != page:            # the page as served, unless it was just read and nothing sent since
+            self._load(page)
+        self._fresh = None
         found = self._find(method, action, button)
         if not found:
             self.crawl.skipped.append(f"{key} on {page}: not on the page when reloaded")
@@ -341,8 +349,8 @@ class Crawler:
                                                               "document.readyState === 'complete'")), 30):
             self.crawl.problems.append(f"form {key} on {page}: no answer in 30 s")
             return []
-        st = self.status()
         v = self._record(f"form {method.upper()} {path} {button} on {page}")
+        st = v.status
         self.crawl.forms.append({"key": key, "page": page, "status": st, "url": v.url, "marker": marker,
                                  "text": v.text})
         if "/login" in self.d.current_url:
