@@ -236,6 +236,11 @@ class PipelinedCommits:
                 return conn
         return None
 
+    def _inflight_readings(self) -> int:
+        """Readings of the chunks still being written."""
+        with self._order:
+            return sum(len(j.chunk.readings) for j in self._inflight if j.future is None or not j.future.done())
+
     def _inflight_since(self) -> float | None:
         """When the oldest chunk still being written was handed over [monotonic s], or None."""
         with self._order:

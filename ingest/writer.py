@@ -334,8 +334,9 @@ class Writer(PipelinedCommits):
         return "up" if self.stats.db_up else "down (spooling)"
 
     def _pending_readings(self) -> int:
+        """Readings being written: the chunk the writer holds and those in flight."""
         held = self._held
-        return len(held.readings) if held is not None else 0
+        return (len(held.readings) if held is not None else 0) + self._inflight_readings()
 
     def status(self) -> dict:
         """For ``sewerwatch status``: the database, the spool, what is waiting."""

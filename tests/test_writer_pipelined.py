@@ -52,12 +52,15 @@ def _waiting_on_a_lock(db) -> bool:
                             "AND query LIKE 'COPY readings%%'").fetchone()[0] > 0
 
 
-def test_two_chunks_at_once_and_the_acknowledgements_in_order(db, tmp_path):
+def test_two_chunks_at_once_and_the_acknowledgements_in_order(db, tmp_path, monkeypatch):
     """Chunk 1 (100 readings) waits in the database for another session; chunk 2 (200) is
     written beside it and committed meanwhile, yet its callback waits: nothing acknowledged,
     ``stored_seq`` still 0. Once the other session rolls back, chunk 1 commits and the
     callbacks run 1 then 2; a third chunk follows; 600 readings, ``stored_seq`` 3, three
-    chunks counted, each connection carried one."""
+    chunks counted, each connection carried one. While chunk 1 waits the writer's health
+    says so, naming its 100 readings."""
+    import ingest.writer
+    monkeypatch.setattr(ingest.writer, "SLOW_AFTER_S", 0.2)
     sid = add_site_and_sensors(db.url, "p1", {"ph": ("ph", "pH")})["ph"]
     w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
     acked: list[int] = []
@@ -69,7 +72,8 @@ def test_two_chunks_at_once_and_the_acknowledgements_in_order(db, tmp_path):
         assert w.write_next(Chunk(_readings(sid, 200, T0_US + 10**9), [], [], [lambda: acked.append(2)], seq=2))
         assert wait_until(lambda: _stored(db, sid) == 200, 10), _stored(db, sid)
         assert acked == [] and w.stats.stored_seq == 0
-        assert w.behind_s() is not None          # the write that waits is seen
+        assert wait_until(lambda: (w.problem() or "").startswith("database slow ("), 5), w.problem()
+        assert "a write of 100 readings has waited" in w.problem(), w.problem()
     finally:
         other.rollback()
         other.close()
@@ -79,7 +83,7 @@ def test_two_chunks_at_once_and_the_acknowledgements_in_order(db, tmp_path):
     w.handle(Chunk(Readings.empty(), [], [], []))         # waits for the chunk in flight
     assert _stored(db, sid) == 600 and acked == [1, 2, 3] and w.stats.stored_seq == 3
     assert w._conn2 is not None and w.stats.chunks == 3 and w.stats.readings_inserted == 600
-    assert w.behind_s() is None
+    assert w.behind_s() is None and w.problem() is None
     w.stop()
 
 
