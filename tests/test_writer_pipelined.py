@@ -46,6 +46,16 @@ def _hold(db, sensor_id: int, at_us: int) -> psycopg.Connection:
     return conn
 
 
+def _at_commit(db, name: str, body: str, definer: bool = False) -> None:
+    """A check the database runs at COMMIT on each dead letter written: ``body``, PL/pgSQL
+    statements that see the letter as ``NEW``."""
+    with db.connect() as conn:
+        conn.execute(f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql"
+                     f"{' SECURITY DEFINER' if definer else ''} AS $$ BEGIN {body} RETURN NEW; END $$")
+        conn.execute(f"CREATE CONSTRAINT TRIGGER {name} AFTER INSERT ON dead_letters DEFERRABLE INITIALLY DEFERRED "
+                     f"FOR EACH ROW EXECUTE FUNCTION {name}()")
+
+
 def _waiting_on_a_lock(db) -> bool:
     with psycopg.connect(db.urls["admin"]) as conn:        # another role's query is seen by the admin
         return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
@@ -94,12 +104,7 @@ def test_a_failed_chunk_goes_first_and_the_one_after_it_is_not_written_twice(db,
     after its own. B's 20 readings are stored once and are not in the spool; A's 10 are only
     in the spool; the callbacks ran A then B, and only once A was spooled."""
     ids = add_site_and_sensors(db.url, "p2", {"ph": ("ph", "pH"), "temp": ("temperature", "degF")})
-    with db.connect() as conn:
-        conn.execute("""CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-                        BEGIN IF NEW.reason = 'refuse me' THEN RAISE EXCEPTION 'refused at commit'; END IF;
-                        RETURN NEW; END $$""")
-        conn.execute("CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON dead_letters DEFERRABLE INITIALLY DEFERRED "
-                     "FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()")
+    _at_commit(db, "refuse_at_commit", "IF NEW.reason = 'refuse me' THEN RAISE EXCEPTION 'refused at commit'; END IF;")
     w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
     acked: list[str] = []
     w._connection()
@@ -149,12 +154,8 @@ def test_a_deadlock_between_the_two_is_written_again_alone_not_an_outage(db, tmp
     sid = add_site_and_sensors(db.url, "p4", {"ph": ("ph", "pH")})["ph"]
     with db.connect() as conn:
         conn.execute("CREATE SEQUENCE once")
-        conn.execute("""CREATE FUNCTION deadlock_once() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
-                        BEGIN IF NEW.reason = 'victim' AND nextval('once') = 1 THEN
-                          RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END IF;
-                        RETURN NEW; END $$""")
-        conn.execute("CREATE CONSTRAINT TRIGGER victim AFTER INSERT ON dead_letters DEFERRABLE INITIALLY DEFERRED "
-                     "FOR EACH ROW EXECUTE FUNCTION deadlock_once()")
+    _at_commit(db, "deadlock_once", "IF NEW.reason = 'victim' AND nextval('once') = 1 THEN "
+               "RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END IF;", definer=True)
     w = Writer(db.urls["ingest"], Sink(), tmp_path / "spool", pipeline=True)
     acked: list[str] = []
     w._connection()
