@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import psycopg
@@ -78,6 +78,15 @@ class InFlight:
     conn: psycopg.Connection
     started: float = field(default_factory=time.monotonic)
     future: Future | None = None
+
+    @property
+    def writing(self) -> bool:
+        """Handed over and not yet committed or failed."""
+        return self.future is None or not self.future.done()
+
+    @property
+    def failed(self) -> bool:
+        return self.future is not None and self.future.done() and self.future.exception() is not None
 
 
 class PipelinedCommits:
@@ -133,8 +142,7 @@ class PipelinedCommits:
 
     def _front_failed(self) -> bool:
         with self._order:
-            return bool(self._inflight) and self._inflight[0].future is not None and \
-                self._inflight[0].future.done() and self._inflight[0].future.exception() is not None
+            return bool(self._inflight) and self._inflight[0].failed
 
     def _complete(self) -> None:
         """Finish the chunks at the front that are committed, in order: counted, marked
@@ -142,7 +150,7 @@ class PipelinedCommits:
         with self._order:
             while self._inflight:
                 job = self._inflight[0]
-                if job.future is None or not job.future.done() or job.future.exception() is not None:
+                if job.writing or job.failed:
                     return
                 self._inflight.popleft()
                 self.stats.chunks += 1
@@ -156,22 +164,13 @@ class PipelinedCommits:
         in ``_failed``, for :meth:`handle` to make durable first."""
         if not self._inflight:
             return
-        self._writing_since = min(j.started for j in self._inflight)
-        try:
-            for job in list(self._inflight):
-                if job.future is not None:
-                    try:
-                        job.future.result()
-                    except Exception:  # noqa: BLE001 - looked at below, in order
-                        pass
-            self._complete()
-            with self._order:
-                left, self._inflight = list(self._inflight), deque()
-        finally:
-            self._writing_since = None
+        wait([j.future for j in list(self._inflight) if j.future is not None])   # their outcomes: below, in order
+        self._complete()
+        with self._order:
+            left, self._inflight = list(self._inflight), deque()
         if not left:
             return
-        failed = [j for j in left if j.future.exception() is not None]
+        failed = [j for j in left if j.failed]
         for j in failed:
             self._failure(j)
         readings = Readings.concat([j.chunk.readings for j in failed])
@@ -199,9 +198,13 @@ class PipelinedCommits:
                 pass
         self._down(exc)
 
-    def _busy_connections(self) -> set[int]:
+    def _writing(self) -> list[InFlight]:
+        """The chunks still being written (behind_s, the health's count, the busy connections)."""
         with self._order:
-            return {id(j.conn) for j in self._inflight if j.future is None or not j.future.done()}
+            return [j for j in self._inflight if j.writing]
+
+    def _busy_connections(self) -> set[int]:
+        return {id(j.conn) for j in self._writing()}
 
     def _spare_connection(self) -> psycopg.Connection | None:
         """A connection no chunk in flight is using (the second one made when needed); waits
@@ -225,11 +228,7 @@ class PipelinedCommits:
         with self._order:
             oldest = self._inflight[0] if self._inflight else None
         if oldest is not None and oldest.future is not None:
-            self._writing_since = oldest.started
-            try:
-                oldest.future.exception()          # waits for it; its outcome is looked at in order
-            finally:
-                self._writing_since = None
+            wait([oldest.future])          # its outcome is looked at in order
         busy = self._busy_connections()
         for conn in (main, self._conn2):
             if conn is not None and not conn.closed and id(conn) not in busy:
@@ -238,14 +237,11 @@ class PipelinedCommits:
 
     def _inflight_readings(self) -> int:
         """Readings of the chunks still being written."""
-        with self._order:
-            return sum(len(j.chunk.readings) for j in self._inflight if j.future is None or not j.future.done())
+        return sum(len(j.chunk.readings) for j in self._writing())
 
     def _inflight_since(self) -> float | None:
         """When the oldest chunk still being written was handed over [monotonic s], or None."""
-        with self._order:
-            started = [j.started for j in self._inflight if j.future is None or not j.future.done()]
-        return min(started) if started else None
+        return min((j.started for j in self._writing()), default=None)
 
 
 def merge_chunks(first: Chunk, then: Chunk) -> Chunk:
