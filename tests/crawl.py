@@ -153,7 +153,6 @@ class Crawler:
     def __init__(self, browser, base: str, account: str, sign_in, *, today: str, samples: dict[str, Path],
                  shared: Shared | None = None, max_pages: int = 100, per_shape: int = 1,
                  skip_actions: tuple[str, ...] = ()):
-        self.b = browser
         self.d = browser.driver
         self.base = base.rstrip("/")
         self.sign_in = sign_in
